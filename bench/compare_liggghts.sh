@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Compare grainlab with LIGGGHTS on the "packed bed" benchmark, one core each.
+#
+#   bench/compare_liggghts.sh [N ...]        (default: 3000 30000 100000)
+#
+# Environment:
+#   GRAINLAB   grainlab binary (default: <repo>/build/grainlab); if it is not
+#              an executable file, the grainlab column is skipped.
+#   LIGGGHTS   LIGGGHTS binary (default: liggghts from PATH)
+#   STEPS      timed steps for every N (default: 2000 for N <= 30000, else 500)
+#   SETTLE     untimed settling steps for LIGGGHTS (default: the deck's, 1500)
+#   KEEP_LOGS  set to 1 to keep LIGGGHTS's scratch directory and print its path
+#
+# Both codes run the same timed step count on a settled bed; the figure of
+# merit is grain-steps/s = N * steps / (time of the timed loop only).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+deck="$here/liggghts/bed.in"
+grainlab="${GRAINLAB:-$repo/build/grainlab}"
+liggghts="${LIGGGHTS:-liggghts}"
+
+sizes=("$@")
+[[ ${#sizes[@]} -gt 0 ]] || sizes=(3000 30000 100000)
+for n in "${sizes[@]}"; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "error: grain count '$n' is not a positive integer" >&2; exit 2; }
+done
+[[ -z "${STEPS:-}" || "$STEPS" =~ ^[1-9][0-9]*$ ]] || { echo "error: STEPS='$STEPS' is not a positive integer" >&2; exit 2; }
+[[ -z "${SETTLE:-}" || "$SETTLE" =~ ^[0-9]+$ ]] || { echo "error: SETTLE='$SETTLE' is not an integer" >&2; exit 2; }
+
+command -v "$liggghts" >/dev/null 2>&1 || { echo "error: LIGGGHTS binary '$liggghts' not found (apt-get install liggghts, or set LIGGGHTS=...)" >&2; exit 1; }
+[[ -f "$deck" ]] || { echo "error: deck $deck is missing" >&2; exit 1; }
+
+have_grainlab=1
+if [[ ! -f "$grainlab" || ! -x "$grainlab" ]]; then
+  have_grainlab=0
+  echo "note: no grainlab executable at '$grainlab' -- grainlab runs SKIPPED (build it, or set GRAINLAB=/path/to/grainlab)" >&2
+fi
+
+# LIGGGHTS writes log files into its working directory; keep them out of the repo.
+work="$(mktemp -d "${TMPDIR:-/tmp}/compare_liggghts.XXXXXX")"
+if [[ "${KEEP_LOGS:-0}" == 1 ]]; then
+  echo "note: LIGGGHTS logs kept in $work" >&2
+else
+  trap 'rm -rf "$work"' EXIT
+fi
+
+# One process, one thread: a single MPI rank (singleton start, no mpirun) and
+# no OpenMP threads in either code.
+export OMP_NUM_THREADS=1
+
+rows=()
+for n in "${sizes[@]}"; do
+  if [[ -n "${STEPS:-}" ]]; then steps="$STEPS"
+  elif (( n <= 30000 )); then steps=2000
+  else steps=500
+  fi
+
+  # ---- LIGGGHTS -------------------------------------------------------------
+  dir="$work/N$n"
+  mkdir -p "$dir"
+  vars=(-var N "$n" -var steps "$steps")
+  [[ -n "${SETTLE:-}" ]] && vars+=(-var settle "$SETTLE")
+  echo "LIGGGHTS: N=$n steps=$steps ..." >&2
+  if ! (cd "$dir" && "$liggghts" -in "$deck" "${vars[@]}" -log log.liggghts -screen screen.txt </dev/null); then
+    echo "error: LIGGGHTS failed for N=$n; last lines of its output:" >&2
+    tail -n 20 "$dir/screen.txt" >&2 || true
+    exit 1
+  fi
+
+  # The timed figure is the "Loop time" of the run between BENCH_BEGIN and
+  # BENCH_END; the settling runs before it have their own Loop time lines.
+  read -r lig_s lig_steps lig_atoms lig_neigh lig_cpg lig_vmax lig_zmax < <(python3 -c '
+import re, sys
+text = open(sys.argv[1]).read()
+# Anchored: the log also echoes the "print ..." commands themselves.
+begin = re.search(r"^BENCH_BEGIN", text, re.M)
+end = re.search(r"^BENCH_END", text, re.M)
+state = re.search(r"^BENCH_STATE (.*)$", text, re.M)
+if not (begin and end and state):
+    sys.exit("BENCH_BEGIN/BENCH_END/BENCH_STATE markers missing from the LIGGGHTS log")
+seg = text[begin.end():end.start()]
+m = re.search(r"Loop time of ([0-9.eE+-]+) on (\d+) procs for (\d+) steps with (\d+) atoms", seg)
+if not m:
+    sys.exit("no Loop time line in the timed run")
+if m.group(2) != "1":
+    sys.exit("LIGGGHTS ran on %s ranks, expected 1" % m.group(2))
+nb = re.search(r"Ave neighs/atom = ([0-9.eE+-]+)", seg)
+st = dict(kv.split("=") for kv in state.group(1).split())
+print(m.group(1), m.group(3), m.group(4), nb.group(1) if nb else "nan",
+      st["contacts_per_grain"], st["vmax"], st["zmax"])
+' "$dir/log.liggghts")
+  lig_rate="$(python3 -c 'import sys; n,s,t=map(float,sys.argv[1:]); print("%.0f" % (n*s/t))' "$lig_atoms" "$lig_steps" "$lig_s")"
+  printf 'LIGGGHTS: N=%s  %s steps in %.3f s  -> %s grain-steps/s  (coordination %.2f, neighbours/grain %.2f, max |v| %.3g m/s, top grain z %.3f m)\n' \
+    "$lig_atoms" "$lig_steps" "$lig_s" "$lig_rate" "$lig_cpg" "$lig_neigh" "$lig_vmax" "$lig_zmax" >&2
+  if [[ "$lig_atoms" != "$n" ]]; then
+    echo "error: LIGGGHTS has $lig_atoms grains at the end of the timed run, expected $n" >&2
+    exit 1
+  fi
+
+  # ---- grainlab -------------------------------------------------------------
+  gl_rate="-"; gl_cpg="-"; ratio="-"
+  if (( have_grainlab )); then
+    echo "grainlab: N=$n steps=$steps ..." >&2
+    out="$("$grainlab" bench --scene pour --grains "$n" --steps "$steps" --threads 1)"
+    read -r gl_rate gl_cpg gl_ns gl_rss < <(python3 -c '
+import json, sys
+lines = [l for l in sys.stdin.read().splitlines() if l.lstrip().startswith("{")]
+if not lines:
+    sys.exit("grainlab printed no JSON line")
+try:
+    r = json.loads(lines[-1])
+except ValueError as e:
+    sys.exit("grainlab JSON line does not parse (%s): %s" % (e, lines[-1]))
+for k in ("grains", "threads", "steps", "contacts_per_grain", "ns_per_grain_step", "grain_steps_per_s", "peak_rss_bytes"):
+    if k not in r:
+        sys.exit("grainlab JSON lacks key %r" % k)
+if int(r["grains"]) != int(sys.argv[1]) or int(r["steps"]) != int(sys.argv[2]) or int(r["threads"]) != 1:
+    sys.exit("grainlab ran grains=%s steps=%s threads=%s, expected %s/%s/1"
+             % (r["grains"], r["steps"], r["threads"], sys.argv[1], sys.argv[2]))
+print("%.0f %.2f %.1f %d" % (r["grain_steps_per_s"], r["contacts_per_grain"], r["ns_per_grain_step"], r["peak_rss_bytes"]))
+' "$n" "$steps" <<<"$out")
+    printf 'grainlab: N=%s  %s grain-steps/s  (%s ns/grain-step, contacts/grain %s, peak RSS %s MiB)\n' \
+      "$n" "$gl_rate" "$gl_ns" "$gl_cpg" "$(( gl_rss / 1048576 ))" >&2
+    ratio="$(python3 -c 'import sys; print("%.2f" % (float(sys.argv[1])/float(sys.argv[2])))' "$gl_rate" "$lig_rate")"
+  fi
+  rows+=("$n $steps $lig_rate $lig_cpg $gl_rate $gl_cpg $ratio")
+done
+
+echo
+echo "packed bed, 1 core; grain-steps/s = N*steps/loop time; contacts = mean grain-grain contacts per grain"
+printf '%8s %6s %18s %9s %18s %9s %18s\n' N steps LIGGGHTS "contacts" grainlab "contacts" "grainlab/LIGGGHTS"
+for row in "${rows[@]}"; do
+  read -r n steps lr lc gr gc ra <<<"$row"
+  [[ "$lc" == "-" ]] || lc="$(printf '%.2f' "$lc")"
+  printf '%8s %6s %18s %9s %18s %9s %18s\n' "$n" "$steps" "$lr" "$lc" "$gr" "$gc" "$ra"
+done
+(( have_grainlab )) || echo "(grainlab columns empty: no executable at '$grainlab')"

@@ -1,0 +1,258 @@
+/* grainlab engine public API: worlds built from a scene catalogue, stepped, measured, saved and
+ * restored. Pure computation: no I/O, no globals, threads only as many as the definition asks for. */
+#ifndef GRAINLAB_GRAINLAB_H
+#define GRAINLAB_GRAINLAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(GRN_BUILDING_ENGINE)
+#define GRN_API __attribute__((visibility("default")))
+#else
+#define GRN_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GRN_ENGINE_VERSION "0.1.0"
+/* Bumped whenever a change alters trajectories or the saved-state layout. */
+#define GRN_ENGINE_STATE_VERSION 1u
+
+/* ---- Status codes: one table, names and messages generated from it ---------------------- */
+#define GRN_STATUS_TABLE(X)                                                                    \
+  X(GRN_OK, 0, "ok")                                                                           \
+  X(GRN_E_INVALID, -1, "invalid argument")                                                     \
+  X(GRN_E_UNKNOWN_SCENE, -2, "unknown scene")                                                  \
+  X(GRN_E_UNKNOWN_PARAM, -3, "unknown parameter")                                              \
+  X(GRN_E_RANGE, -4, "value out of range")                                                     \
+  X(GRN_E_NOT_NUMBER, -5, "value is not a finite number")                                      \
+  X(GRN_E_UNKNOWN_ACTION, -6, "unknown action")                                                \
+  X(GRN_E_UNSUPPORTED, -7, "not supported by this scene")                                      \
+  X(GRN_E_NOMEM, -8, "out of memory")                                                          \
+  X(GRN_E_BAD_STATE, -9, "saved state is corrupt or from another engine version")              \
+  X(GRN_E_BUFFER, -10, "buffer too small")
+
+typedef enum grn_status {
+#define GRN_X_ENUM(name, value, msg) name = (value),
+  GRN_STATUS_TABLE(GRN_X_ENUM)
+#undef GRN_X_ENUM
+} grn_status;
+
+/* Symbolic name ("GRN_E_RANGE") and default message of a status; never NULL. */
+GRN_API const char *grn_status_name(int status);
+GRN_API const char *grn_status_message(int status);
+
+/* Detail of a failed call: the status, the offending field (parameter, action or argument name;
+ * empty when none) and a one-line message naming it. Every call that can fail on outside input
+ * takes an optional grn_error* (NULL is allowed) and, on failure, changes nothing else. */
+typedef struct grn_error {
+  int code;
+  char field[32];
+  char message[192];
+} grn_error;
+
+/* ---- Models, scenes, parameters ------------------------------------------------------------ */
+typedef enum grn_model { GRN_MODEL_GRANULAR = 0 } grn_model;
+
+/* Every user parameter any scene takes; a scene lists the subset it accepts. */
+typedef enum grn_param_id {
+  GRN_P_MU = 0,   /* sliding friction between grains */
+  GRN_P_MUR,      /* rolling friction between grains */
+  GRN_P_COH,      /* liquid-bridge cohesion force at contact, N */
+  GRN_P_HOLE,     /* silo hole diameter, m */
+  GRN_P_AMOUNT,   /* grain count as % of BASE[quality] */
+  GRN_P_QUALITY,  /* 0, 1 or 2 */
+  GRN_P_SPOUT_X,  /* spout position, m */
+  GRN_P_SPOUT_Z,  /* spout position, m */
+  GRN_P_RATE,     /* pour rate, grains per second */
+  GRN_PARAM_COUNT
+} grn_param_id;
+
+typedef struct grn_param_info {
+  const char *name; /* as used by the CLI and the API, e.g. "mu" */
+  const char *unit; /* "" when dimensionless */
+  double min, max;  /* inclusive validation limits: out of range is an error, never a clamp */
+  double def;       /* default */
+  bool integer;     /* value must be a whole number */
+  const char *description;
+} grn_param_info;
+
+/* The measurement keys a scene reports (bit set over grn_measure_key). */
+typedef enum grn_measure_key {
+  GRN_M_T = 0,
+  GRN_M_ANGLE,
+  GRN_M_TOP,
+  GRN_M_CX,
+  GRN_M_CZ,
+  GRN_M_OVER_MAX,
+  GRN_M_FLOWING,
+  GRN_M_ALIVE,
+  GRN_MEASURE_COUNT
+} grn_measure_key;
+
+typedef struct grn_scene_info {
+  const char *name;
+  grn_model model;
+  const char *description;
+  int param_count;
+  const grn_param_id *params;         /* which parameters the scene accepts */
+  const grn_param_info *param_info;   /* param_count entries, scene-specific ranges and defaults */
+  int action_count;
+  const char *const *actions;         /* action names the scene accepts */
+  uint32_t measures;                  /* bit (1u << grn_measure_key) per reported key */
+} grn_scene_info;
+
+GRN_API int grn_scene_count(void);
+GRN_API const grn_scene_info *grn_scene_at(int index);
+GRN_API const grn_scene_info *grn_scene_find(const char *name);
+GRN_API const char *grn_measure_name(grn_measure_key key);
+/* Index of a parameter within a scene's list, or -1. */
+GRN_API int grn_scene_param_index(const grn_scene_info *scene, const char *name);
+
+/* Strict number parsing shared by the CLI and the daemon: the whole string must be a finite
+ * decimal number. Returns GRN_OK or GRN_E_NOT_NUMBER. */
+GRN_API int grn_parse_number(const char *text, double *out);
+
+/* ---- World definition -------------------------------------------------------------------- */
+typedef void *(*grn_alloc_fn)(size_t size, void *ctx);
+typedef void (*grn_free_fn)(void *ptr, size_t size, void *ctx);
+
+typedef enum grn_fill {
+  GRN_FILL_SCENE = 0, /* the scene's own initial fill (pour: pouring from the spout) */
+  GRN_FILL_BED = 1    /* a walled box of N grains packed from a lattice: the benchmark workload */
+} grn_fill;
+
+#define GRN_MAX_GRAINS 4000000
+
+typedef struct grn_world_def {
+  const grn_scene_info *scene;
+  double param[GRN_PARAM_COUNT]; /* indexed by grn_param_id; only the scene's own are used */
+  uint64_t seed;
+  int grains;        /* 0: N = round(BASE[quality]·amount/100); else exactly this many (1..GRN_MAX_GRAINS) */
+  int threads;       /* worker threads for stepping, 1..256 */
+  bool allow_sleep;  /* false keeps every step computed (benchmarks) */
+  grn_fill fill;
+  grn_alloc_fn alloc; /* NULL: malloc/free */
+  grn_free_fn free;
+  void *alloc_ctx;
+} grn_world_def;
+
+/* Fill every field with the scene's defaults. Fails only on an unknown scene name. */
+GRN_API int grn_world_def_default(grn_world_def *def, const char *scene, grn_error *err);
+/* Validate and set one parameter by name; on failure def is unchanged. */
+GRN_API int grn_world_def_set(grn_world_def *def, const char *name, double value, grn_error *err);
+/* Same, parsing the value text strictly. */
+GRN_API int grn_world_def_set_text(grn_world_def *def, const char *name, const char *value,
+                                   grn_error *err);
+/* Check a whole definition (parameters, grains, threads) without building anything. */
+GRN_API int grn_world_def_validate(const grn_world_def *def, grn_error *err);
+/* Grain count the definition will create. */
+GRN_API int grn_world_def_grains(const grn_world_def *def);
+
+/* ---- Actions ------------------------------------------------------------------------------ */
+typedef enum grn_action_kind {
+  GRN_A_SPOUT = 0, /* spout:X,Z */
+  GRN_A_POUR,      /* pour:on|off (arg 1 or 0) */
+  GRN_A_TOOL,      /* tool:X,Y,Z[,VX,VY,VZ] */
+  GRN_A_TOOL_OFF,  /* tool:off */
+  GRN_A_PULL_DAM,  /* pull_dam[:SPEED] */
+  GRN_A_TILT,      /* tilt:DEG[,DEG_PER_S] */
+  GRN_A_OPEN_HOLE, /* open_hole */
+  GRN_A_PLUG_HOLE, /* plug_hole */
+  GRN_A_RESET,     /* reset: the scene from its initial state, same parameters and seed */
+  GRN_ACTION_COUNT
+} grn_action_kind;
+
+typedef struct grn_action {
+  grn_action_kind kind;
+  int nargs;
+  double args[6];
+} grn_action;
+
+GRN_API const char *grn_action_name(grn_action_kind kind);
+/* Parse "NAME[:ARG,...]" (e.g. "spout:1.5,-2", "pour:off", "tool:off"). */
+GRN_API int grn_action_parse(const char *text, grn_action *out, grn_error *err);
+/* Whether a scene accepts an action with these arguments (range checks included). */
+GRN_API int grn_action_check(const grn_scene_info *scene, const grn_action *action,
+                             grn_error *err);
+
+/* ---- Worlds -------------------------------------------------------------------------------- */
+typedef struct grn_world grn_world;
+
+GRN_API int grn_world_create(const grn_world_def *def, grn_world **out, grn_error *err);
+GRN_API void grn_world_destroy(grn_world *world);
+
+/* Advance by `steps` steps of H = 1/240 s. Measurements are taken inside the step every 60 steps
+ * (0.25 s) because the scene script depends on them (the spout rides on the pile). Returns GRN_OK,
+ * or GRN_E_NOMEM when the pair list could not grow: the grains stay valid but contact history is
+ * lost, and the next step tries again. */
+GRN_API int grn_world_step(grn_world *world, int steps);
+/* Apply an action now; wakes a sleeping world. On failure the world is unchanged. */
+GRN_API int grn_world_act(grn_world *world, const grn_action *action, grn_error *err);
+/* Change one parameter live (validated as in grn_world_def_set); wakes a sleeping world. */
+GRN_API int grn_world_set_param(grn_world *world, const char *name, double value, grn_error *err);
+
+typedef enum grn_state {
+  GRN_STATE_SETTLING = 0,
+  GRN_STATE_FILLING,
+  GRN_STATE_RUNNING,
+  GRN_STATE_ASLEEP
+} grn_state;
+
+typedef struct grn_measurements {
+  double value[GRN_MEASURE_COUNT]; /* NaN where not defined (e.g. no pile yet) */
+  uint32_t present;                /* bit per key the scene reports */
+  grn_state state;
+} grn_measurements;
+
+GRN_API const char *grn_state_name(grn_state state);
+/* The latest sample (taken every 0.25 s of simulated time). */
+GRN_API void grn_world_measurements(const grn_world *world, grn_measurements *out);
+GRN_API uint64_t grn_world_step_count(const grn_world *world);
+GRN_API double grn_world_time(const grn_world *world);
+GRN_API bool grn_world_asleep(const grn_world *world);
+
+/* Read-only views, valid until the next step, action or parameter change. Positions, velocities
+ * and spins are xyz triples; y is up. Slots with alive[i] == 0 are removed grains. */
+typedef struct grn_grains_view {
+  int count;
+  const double *pos;
+  const double *vel;
+  const double *spin;
+  const double *radius;
+  const uint32_t *id;
+  const uint8_t *alive;
+} grn_grains_view;
+
+GRN_API void grn_world_grains(const grn_world *world, grn_grains_view *out);
+
+typedef struct grn_world_stats {
+  int alive;
+  int pairs;           /* listed pairs */
+  int contacts;        /* touching pairs */
+  uint64_t rebuilds;   /* pair-list rebuilds so far */
+  double max_speed;    /* m/s, last step */
+  double over_max;     /* largest grain overlap of the last step, m */
+  size_t bytes_live;   /* bytes the world holds through its allocator */
+} grn_world_stats;
+
+GRN_API void grn_world_get_stats(const grn_world *world, grn_world_stats *out);
+
+/* 64-bit hash over every grain's position, velocity and spin bits, in storage order. */
+GRN_API uint64_t grn_world_digest(const grn_world *world);
+
+/* Complete state including contact history. grn_world_save_size gives the exact size. */
+GRN_API size_t grn_world_save_size(const grn_world *world);
+GRN_API int grn_world_save(const grn_world *world, void *buf, size_t size, grn_error *err);
+/* Rebuild a world from a saved state. `def` supplies only threads, sleep and allocator (it may be
+ * NULL for one thread and malloc); scene, parameters and seed come from the state. */
+GRN_API int grn_world_restore(const grn_world_def *def, const void *buf, size_t size,
+                              grn_world **out, grn_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

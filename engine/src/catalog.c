@@ -1,0 +1,336 @@
+/* The one scene catalogue and parameter table (style rule 3/10): the validator, the CLI, the API
+ * and the docs all read these entries; plus status names, strict number and action parsing. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *grn_status_name(int status) {
+  switch (status) {
+#define GRN_X_NAME(name, value, msg)                                                           \
+  case value:                                                                                  \
+    return #name;
+    GRN_STATUS_TABLE(GRN_X_NAME)
+#undef GRN_X_NAME
+  default:
+    return "GRN_E_UNKNOWN";
+  }
+}
+
+const char *grn_status_message(int status) {
+  switch (status) {
+#define GRN_X_MSG(name, value, msg)                                                            \
+  case value:                                                                                  \
+    return msg;
+    GRN_STATUS_TABLE(GRN_X_MSG)
+#undef GRN_X_MSG
+  default:
+    return "unknown status";
+  }
+}
+
+int grn__fail(grn_error *err, int code, const char *field, const char *fmt, ...) {
+  if (err) {
+    err->code = code;
+    snprintf(err->field, sizeof err->field, "%s", field ? field : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+int grn_parse_number(const char *text, double *out) {
+  if (!text || !*text) {
+    return GRN_E_NOT_NUMBER;
+  }
+  /* strtod accepts leading blanks, hex floats, "inf" and "nan": none is a parameter value */
+  for (const char *c = text; *c; c++) {
+    if (!strchr("0123456789+-.eE", *c)) {
+      return GRN_E_NOT_NUMBER;
+    }
+  }
+  char *end = NULL;
+  errno = 0;
+  const double v = strtod(text, &end);
+  if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v)) {
+    return GRN_E_NOT_NUMBER;
+  }
+  *out = v;
+  return GRN_OK;
+}
+
+/* ---- parameters --------------------------------------------------------------------------- */
+#define P_MU {"mu", "", 0.0, 1.5, 0.5, false, "sliding friction between grains"}
+#define P_MUR {"mur", "", 0.0, 0.5, 0.1, false, "rolling friction between grains"}
+#define P_COH(def)                                                                             \
+  {"coh", "N", 0.0, 400.0, def, false, "liquid-bridge cohesion at contact (wet sand > 0)"}
+#define P_AMOUNT {"amount", "%", 10.0, 400.0, 100.0, false, "grain count as % of the quality's base"}
+#define P_QUALITY {"quality", "", 0.0, 2.0, 2.0, true, "0, 1, 2: base 750, 1500, 3000 grains"}
+#define P_SPOUT_X {"spout_x", "m", -5.0, 5.0, 0.0, false, "spout position across the table"}
+#define P_SPOUT_Z {"spout_z", "m", -5.0, 5.0, 0.0, false, "spout position along the table"}
+#define P_RATE {"rate", "grains/s", 12.0, 2400.0, 120.0, false, "pour rate from the spout"}
+
+static const grn_param_id pour_params[] = {GRN_P_MU,      GRN_P_MUR,     GRN_P_COH,
+                                           GRN_P_AMOUNT,  GRN_P_QUALITY, GRN_P_SPOUT_X,
+                                           GRN_P_SPOUT_Z, GRN_P_RATE};
+static const grn_param_info pour_info[] = {P_MU,      P_MUR,     P_COH(0.0), P_AMOUNT,
+                                           P_QUALITY, P_SPOUT_X, P_SPOUT_Z,  P_RATE};
+_Static_assert(sizeof pour_params / sizeof pour_params[0] ==
+                   sizeof pour_info / sizeof pour_info[0],
+               "pour parameter lists differ");
+static const char *const pour_actions[] = {"spout", "pour", "tool", "reset"};
+
+#define MEASURES(...) (0u __VA_ARGS__)
+#define M(k) | (1u << (k))
+
+static const grn_scene_info scenes[] = {
+    {"pour", GRN_MODEL_GRANULAR,
+     "grains fall from a spout onto a table and build a cone; the spout rides 0.6 m above the "
+     "pile",
+     (int)(sizeof pour_params / sizeof pour_params[0]), pour_params, pour_info,
+     (int)(sizeof pour_actions / sizeof pour_actions[0]), pour_actions,
+     MEASURES(M(GRN_M_T) M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_CX) M(GRN_M_CZ) M(GRN_M_OVER_MAX)
+                  M(GRN_M_FLOWING) M(GRN_M_ALIVE))},
+};
+
+static const grn_scene_impl *const impls[] = {&grn__scene_pour};
+_Static_assert(sizeof scenes / sizeof scenes[0] == sizeof impls / sizeof impls[0],
+               "every scene needs an implementation");
+
+int grn_scene_count(void) {
+  return (int)(sizeof scenes / sizeof scenes[0]);
+}
+
+const grn_scene_info *grn_scene_at(int index) {
+  return index >= 0 && index < grn_scene_count() ? &scenes[index] : NULL;
+}
+
+const grn_scene_info *grn_scene_find(const char *name) {
+  for (int i = 0; name && i < grn_scene_count(); i++) {
+    if (strcmp(scenes[i].name, name) == 0) {
+      return &scenes[i];
+    }
+  }
+  return NULL;
+}
+
+const grn_scene_impl *grn__scene_impl(const grn_scene_info *info) {
+  for (int i = 0; i < grn_scene_count(); i++) {
+    if (&scenes[i] == info) {
+      return impls[i];
+    }
+  }
+  return NULL;
+}
+
+static const char *const measure_names[GRN_MEASURE_COUNT] = {
+    "t", "angle", "top", "cx", "cz", "over_max", "flowing", "alive"};
+
+const char *grn_measure_name(grn_measure_key key) {
+  return (int)key >= 0 && key < GRN_MEASURE_COUNT ? measure_names[key] : "";
+}
+
+int grn_scene_param_index(const grn_scene_info *scene, const char *name) {
+  for (int i = 0; scene && name && i < scene->param_count; i++) {
+    if (strcmp(scene->param_info[i].name, name) == 0) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+/* Shared by the definition and live changes: validates and returns the parameter id. */
+int grn__check_param(const grn_scene_info *scene, const char *name, double value,
+                     grn_error *err) {
+  const int k = grn_scene_param_index(scene, name);
+  if (k < 0) {
+    return grn__fail(err, GRN_E_UNKNOWN_PARAM, name ? name : "",
+                     "unknown parameter '%s' for scene '%s'", name ? name : "(null)",
+                     scene ? scene->name : "(none)");
+  }
+  const grn_param_info *pi = &scene->param_info[k];
+  if (!isfinite(value)) {
+    return grn__fail(err, GRN_E_NOT_NUMBER, pi->name, "parameter '%s' must be a finite number",
+                     pi->name);
+  }
+  if (value < pi->min || value > pi->max) {
+    return grn__fail(err, GRN_E_RANGE, pi->name, "parameter '%s' = %g is outside %g..%g %s",
+                     pi->name, value, pi->min, pi->max, pi->unit);
+  }
+  if (pi->integer && value != floor(value)) {
+    return grn__fail(err, GRN_E_RANGE, pi->name, "parameter '%s' = %g must be a whole number",
+                     pi->name, value);
+  }
+  return (int)scene->params[k];
+}
+
+/* ---- actions ------------------------------------------------------------------------------ */
+static const char *const action_names[GRN_ACTION_COUNT] = {
+    "spout", "pour", "tool", "tool", "pull_dam", "tilt", "open_hole", "plug_hole", "reset"};
+
+const char *grn_action_name(grn_action_kind kind) {
+  if ((int)kind < 0 || kind >= GRN_ACTION_COUNT) {
+    return "";
+  }
+  return kind == GRN_A_TOOL_OFF ? "tool:off" : action_names[kind];
+}
+
+int grn_action_parse(const char *text, grn_action *out, grn_error *err) {
+  if (!text) {
+    return grn__fail(err, GRN_E_INVALID, "action", "no action given");
+  }
+  char name[32];
+  const char *colon = strchr(text, ':');
+  const size_t len = colon ? (size_t)(colon - text) : strlen(text);
+  if (len == 0 || len >= sizeof name) {
+    return grn__fail(err, GRN_E_UNKNOWN_ACTION, "action", "unknown action '%.40s'", text);
+  }
+  memcpy(name, text, len);
+  name[len] = '\0';
+  grn_action a = {0};
+  int kind = -1;
+  for (int k = 0; k < GRN_ACTION_COUNT; k++) {
+    if (k != GRN_A_TOOL_OFF && strcmp(action_names[k], name) == 0) {
+      kind = k;
+    }
+  }
+  if (kind < 0) {
+    return grn__fail(err, GRN_E_UNKNOWN_ACTION, name, "unknown action '%s'", name);
+  }
+  a.kind = (grn_action_kind)kind;
+  const char *args = colon ? colon + 1 : NULL;
+  if (colon && *args == '\0') {
+    return grn__fail(err, GRN_E_INVALID, name, "action '%s' has an empty argument list", name);
+  }
+  if (args && (kind == GRN_A_POUR || kind == GRN_A_TOOL)) {
+    if (strcmp(args, "on") == 0 && kind == GRN_A_POUR) {
+      a.nargs = 1;
+      a.args[0] = 1.0;
+      *out = a;
+      return GRN_OK;
+    }
+    if (strcmp(args, "off") == 0) {
+      if (kind == GRN_A_TOOL) {
+        a.kind = GRN_A_TOOL_OFF;
+      } else {
+        a.nargs = 1;
+        a.args[0] = 0.0;
+      }
+      *out = a;
+      return GRN_OK;
+    }
+    if (kind == GRN_A_POUR) {
+      return grn__fail(err, GRN_E_INVALID, name, "action 'pour' takes 'on' or 'off', not '%.40s'",
+                       args);
+    }
+  }
+  while (args) {
+    if (a.nargs == 6) {
+      return grn__fail(err, GRN_E_INVALID, name, "action '%s' has too many arguments", name);
+    }
+    const char *comma = strchr(args, ',');
+    const size_t alen = comma ? (size_t)(comma - args) : strlen(args);
+    char num[64];
+    if (alen == 0 || alen >= sizeof num) {
+      return grn__fail(err, GRN_E_NOT_NUMBER, name, "action '%s': argument %d is not a number",
+                       name, a.nargs + 1);
+    }
+    memcpy(num, args, alen);
+    num[alen] = '\0';
+    if (grn_parse_number(num, &a.args[a.nargs]) != GRN_OK) {
+      return grn__fail(err, GRN_E_NOT_NUMBER, name,
+                       "action '%s': argument %d '%s' is not a finite number", name, a.nargs + 1,
+                       num);
+    }
+    a.nargs++;
+    args = comma ? comma + 1 : NULL;
+  }
+  *out = a;
+  return GRN_OK;
+}
+
+static int arity(grn_error *err, const grn_action *a, int lo, int hi) {
+  if (a->nargs < lo || a->nargs > hi) {
+    const char *nm = grn_action_name(a->kind);
+    if (lo == hi) {
+      return grn__fail(err, GRN_E_INVALID, nm, "action '%s' takes %d argument%s, got %d", nm, lo,
+                       lo == 1 ? "" : "s", a->nargs);
+    }
+    return grn__fail(err, GRN_E_INVALID, nm, "action '%s' takes %d to %d arguments, got %d", nm,
+                     lo, hi, a->nargs);
+  }
+  return GRN_OK;
+}
+
+static int in_range(grn_error *err, const grn_action *a, int k, double lo, double hi,
+                    const char *what) {
+  if (a->args[k] < lo || a->args[k] > hi) {
+    const char *nm = grn_action_name(a->kind);
+    return grn__fail(err, GRN_E_RANGE, nm, "action '%s': %s = %g is outside %g..%g", nm, what,
+                     a->args[k], lo, hi);
+  }
+  return GRN_OK;
+}
+
+int grn_action_check(const grn_scene_info *scene, const grn_action *a, grn_error *err) {
+  if (!scene || !a || (int)a->kind < 0 || a->kind >= GRN_ACTION_COUNT) {
+    return grn__fail(err, GRN_E_INVALID, "action", "invalid action");
+  }
+  const char *base = action_names[a->kind];
+  bool ok = false;
+  for (int i = 0; i < scene->action_count; i++) {
+    ok = ok || strcmp(scene->actions[i], base) == 0;
+  }
+  if (!ok) {
+    return grn__fail(err, GRN_E_UNSUPPORTED, base, "scene '%s' has no action '%s'", scene->name,
+                     base);
+  }
+  int rc = GRN_OK;
+  switch (a->kind) {
+  case GRN_A_SPOUT: {
+    const grn_param_info *px = &scene->param_info[grn_scene_param_index(scene, "spout_x")];
+    if ((rc = arity(err, a, 2, 2)) == GRN_OK && (rc = in_range(err, a, 0, px->min, px->max, "X")) ==
+                                                     GRN_OK) {
+      rc = in_range(err, a, 1, px->min, px->max, "Z");
+    }
+    break;
+  }
+  case GRN_A_POUR:
+    rc = arity(err, a, 1, 1);
+    break;
+  case GRN_A_TOOL:
+    if ((rc = arity(err, a, 3, 6)) == GRN_OK) {
+      for (int k = 0; k < a->nargs && rc == GRN_OK; k++) {
+        rc = k < 3 ? in_range(err, a, k, -100.0, 100.0, k == 0 ? "X" : k == 1 ? "Y" : "Z")
+                   : in_range(err, a, k, -GRN_VMAX, GRN_VMAX, "velocity");
+      }
+    }
+    break;
+  case GRN_A_PULL_DAM:
+    if ((rc = arity(err, a, 0, 1)) == GRN_OK && a->nargs == 1) {
+      rc = in_range(err, a, 0, 0.05, 10.0, "speed (m/s)");
+    }
+    break;
+  case GRN_A_TILT:
+    if ((rc = arity(err, a, 1, 2)) == GRN_OK && (rc = in_range(err, a, 0, -60.0, 60.0, "angle")) ==
+                                                    GRN_OK &&
+        a->nargs == 2) {
+      rc = in_range(err, a, 1, 0.1, 90.0, "rate (deg/s)");
+    }
+    break;
+  case GRN_A_TOOL_OFF:
+  case GRN_A_OPEN_HOLE:
+  case GRN_A_PLUG_HOLE:
+  case GRN_A_RESET:
+    rc = arity(err, a, 0, 0);
+    break;
+  default:
+    rc = grn__fail(err, GRN_E_INVALID, "action", "invalid action");
+  }
+  return rc;
+}

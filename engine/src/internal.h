@@ -1,0 +1,236 @@
+/* Engine internals shared by the engine's translation units (and engine unit tests only):
+ * constants of spec §1, the world layout and the internal grn__ functions. */
+#ifndef GRAINLAB_INTERNAL_H
+#define GRAINLAB_INTERNAL_H
+
+#include "grainlab/grainlab.h"
+
+#include <math.h>
+#include <stdint.h>
+
+/* ---- Constants (spec/engine.md §1, reference 000) ------------------------------------------ */
+#define GRN_G 9.8
+#define GRN_D0 0.2
+#define GRN_SPREAD 0.15
+#define GRN_RHO 2650.0
+#define GRN_PI 3.14159265358979323846
+#define GRN_M0 (GRN_RHO * GRN_PI / 6.0 * GRN_D0 * GRN_D0 * GRN_D0)
+#define GRN_KN 40000.0
+#define GRN_KT (GRN_KN * 2.0 / 7.0)
+#define GRN_CW 1200.0
+#define GRN_H (1.0 / 240.0)
+#define GRN_SKIN 0.1
+#define GRN_MU_FLOOR 1.0
+#define GRN_MUR_FLOOR 0.3
+#define GRN_VFLOW 0.15
+#define GRN_VMAX 30.0
+#define GRN_GAP_WET 0.01
+#define GRN_RHO_B (0.6 * GRN_RHO)
+#define GRN_LAT_A 0.235
+#define GRN_LAT_G 0.17
+#define GRN_MEASURE_EVERY 60 /* steps: 0.25 s */
+#define GRN_CELL_MAP 0.2     /* height-map cell, m */
+#define GRN_NBIN 256         /* radial / profile bins */
+
+/* Damping constants derive from the springs and the mean grain mass; computed once per world
+ * (libm is not constexpr) and kept in grn_consts. */
+typedef struct grn_consts {
+  double cn, ct, kr, cr, krf, crf;
+} grn_consts;
+
+/* History of one listed pair: tangential spring u and rolling angle theta. Stored as float: at
+ * 4-byte precision the relative error (6e-8) of a spring extension of ~1 cm is 1e-9 m, far below
+ * anything the contact law resolves, and it keeps a packed bed under 1 KiB per grain (bench). */
+typedef struct grn_hist {
+  float u[3];
+  float th[3];
+} grn_hist;
+
+/* One row of the contact-force table (reference 001): the force on the smaller partner b (its
+ * negative acts on the owner a), and the torques on a and b. Written in pair order by the force
+ * pass, read by each grain's gather, so the summation order is fixed whatever the thread count. */
+typedef struct grn_force_row {
+  float f[3];
+  float ta[3];
+  float tb[3];
+} grn_force_row;
+_Static_assert(sizeof(grn_hist) == 24, "grn_hist must stay packed");
+_Static_assert(sizeof(grn_force_row) == 36, "grn_force_row must stay packed");
+
+typedef struct grn_vec3 {
+  double x, y, z;
+} grn_vec3;
+
+enum {
+  GRN_F_ALIVE = 1u,
+  GRN_F_FIXED = 2u,
+  GRN_F_FLOOR = 4u /* touching the floor: its floor springs carry history */
+};
+
+typedef struct grn_grid {
+  double ox, oy, oz, cs; /* origin and cell side */
+  int nx, ny, nz;
+} grn_grid;
+
+/* Scene geometry switches read by the boundary pass. */
+typedef struct grn_geom {
+  double floor_y;
+  double fx0, fx1, fz0, fz1; /* finite floor extent */
+  bool box;                  /* axis-aligned box walls */
+  double xmin, xmax, zmin, zmax;
+  double mu_wall;
+  double silo_r; /* 0: none */
+  bool plate;
+  double plate_y, hole_r;
+  bool plugged; /* plug lies in the hole: the plate is whole */
+  bool dam;
+  double dam_x, dam_edge;
+  bool tool;
+  double tool_r;
+  grn_vec3 tool_p, tool_v;
+  double kill_y;
+} grn_geom;
+
+typedef struct grn_scene_impl grn_scene_impl;
+
+struct grn_world {
+  /* allocator */
+  grn_alloc_fn alloc;
+  grn_free_fn free;
+  void *alloc_ctx;
+  size_t bytes_live;
+  int threads;
+  bool allow_sleep;
+
+  /* inputs that determine the run */
+  const grn_scene_info *scene;
+  const grn_scene_impl *impl;
+  double param[GRN_PARAM_COUNT];
+  uint64_t seed;
+  int n_target; /* grains the scene creates in all */
+  grn_fill fill;
+  grn_consts k;
+
+  /* grains, storage order = cell order after each rebuild */
+  int n, cap;
+  grn_vec3 *pos, *vel, *spin;
+  double *rad, *inv_m, *inv_i;
+  double *hf; /* floor spring history: 4 per grain (u_x, u_z, theta_x, theta_z) */
+  uint32_t *id;
+  uint8_t *flags;
+
+  /* pairs (CSR under the owner = larger grain) */
+  int m, mcap;
+  int nl; /* grains covered by the pair list (those present at the last rebuild) */
+  int32_t *pstart; /* n+1 */
+  int32_t *pb;     /* partner of each pair */
+  grn_hist *hist;
+  float *pfn; /* last normal force; 0 = not touching (history empty) */
+  grn_force_row *table;
+  int32_t *rstart; /* n+1: reference list of pairs where a grain is the smaller partner */
+  int32_t *rref;
+
+  /* rebuild scratch, kept between rebuilds so a warmed-up step allocates nothing */
+  grn_grid grid;
+  int ncell_cap;
+  int32_t *cstart; /* ncell+1 */
+  int32_t *cell;   /* per grain */
+  int32_t *perm;   /* new -> old */
+  int32_t *newidx; /* old -> new, -1 removed */
+  void *scratch;   /* permutation buffer and old touching history */
+  size_t scratch_bytes;
+
+  /* dynamics */
+  grn_vec3 gravity;
+  uint64_t steps;
+  double t;
+  double settle; /* drag 0.97 per step while t < settle */
+  double disp;   /* sum of vmax·H since the last rebuild */
+  bool dirty;
+  double vmax, over_max, flowing;
+  int alive;
+  int contacts;
+  uint64_t rebuilds;
+  double still; /* seconds every grain has stayed calm */
+  bool sleeping;
+  uint32_t next_id;
+  uint64_t rng[4];
+
+  grn_geom geom;
+
+  /* scene script state */
+  bool pouring;
+  int poured; /* grains inserted so far */
+  double pour_acc;
+  double spout_x, spout_y, spout_z, spout_r;
+
+  /* measurements */
+  grn_measurements meas;
+  double *hmap; /* height map cells */
+  int hnx, hnz;
+  double hx0, hz0;
+  double bin[GRN_NBIN];
+  int binn[GRN_NBIN];
+};
+
+/* A scene's behaviour; the catalogue (grn_scene_info) is its public face. */
+struct grn_scene_impl {
+  int (*setup)(grn_world *w);    /* geometry and initial grains */
+  void (*script)(grn_world *w);  /* after each step */
+  void (*measure)(grn_world *w); /* every GRN_MEASURE_EVERY steps */
+  int (*act)(grn_world *w, const grn_action *a, grn_error *err);
+  double calm; /* sleep speed, m/s */
+};
+
+/* allocation (counted) */
+void *grn__alloc(grn_world *w, size_t bytes);
+void grn__free(grn_world *w, void *p, size_t bytes);
+int grn__grow(grn_world *w, void **p, size_t elem, int *cap, int need);
+
+/* errors */
+int grn__fail(grn_error *err, int code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* parameter validation shared by definitions and live changes: the grn_param_id or an error */
+int grn__check_param(const grn_scene_info *scene, const char *name, double value, grn_error *err);
+
+/* rng: xoshiro256** seeded by splitmix64 */
+void grn__rng_seed(uint64_t s[4], uint64_t seed);
+double grn__rng_uniform(uint64_t s[4]); /* [0, 1) */
+
+/* grains */
+int grn__reserve_grains(grn_world *w, int need);
+int grn__add_grain(grn_world *w, double x, double y, double z, double r, grn_vec3 v);
+void grn__kill(grn_world *w, int i);
+double grn__random_radius(grn_world *w);
+int grn__fill_lattice(grn_world *w, int count, double x0, double x1, double z0, double z1,
+                      double y0);
+double grn__settle_time(double lattice_height);
+
+/* pair list (pairs.c) */
+int grn__rebuild(grn_world *w);
+int grn__grow_pairs(grn_world *w, int need);
+void grn__rebuild_refs(grn_world *w);
+double grn__reach_gap(const grn_world *w);
+
+/* one step (step.c) */
+void grn__forces(grn_world *w);
+void grn__gather_integrate(grn_world *w);
+
+/* measurement helpers (measure.c) */
+int grn__hmap_init(grn_world *w, double x0, double x1, double z0, double z1);
+void grn__surface(grn_world *w, double y0, double only_above);
+double grn__top_at(const grn_world *w, double x, double z);
+void grn__pile_angle(grn_world *w);
+
+/* scenes */
+extern const grn_scene_impl grn__scene_pour;
+const grn_scene_impl *grn__scene_impl(const grn_scene_info *info);
+int grn__world_setup(grn_world *w);
+grn_world *grn__world_new(const grn_world_def *def); /* empty world with allocator and threads */
+void grn__world_clear(grn_world *w);
+
+/* geometry of the bench bed, shared by scenes that accept GRN_FILL_BED */
+int grn__setup_bed(grn_world *w);
+
+#endif

@@ -1,0 +1,138 @@
+/* Measurements of spec §3: the height map of resting grains and the pile angle fitted to its
+ * radial profile (reference 000, "山を測る"). */
+#include "internal.h"
+
+#include <string.h>
+
+int grn__hmap_init(grn_world *w, double x0, double x1, double z0, double z1) {
+  const int nx = (int)ceil((x1 - x0) / GRN_CELL_MAP), nz = (int)ceil((z1 - z0) / GRN_CELL_MAP);
+  grn__free(w, w->hmap, sizeof(double) * (size_t)w->hnx * (size_t)w->hnz);
+  w->hnx = w->hnz = 0;
+  w->hmap = grn__alloc(w, sizeof(double) * (size_t)nx * (size_t)nz);
+  if (!w->hmap) {
+    return GRN_E_NOMEM;
+  }
+  w->hnx = nx;
+  w->hnz = nz;
+  w->hx0 = x0;
+  w->hz0 = z0;
+  return GRN_OK;
+}
+
+/* Top (y + r) of the grains resting in each 0.2 m cell: falling grains (> 1 m/s) do not count. */
+void grn__surface(grn_world *w, double y0, double only_above) {
+  const int cells = w->hnx * w->hnz;
+  for (int c = 0; c < cells; c++) {
+    w->hmap[c] = y0;
+  }
+  for (int i = 0; i < w->n; i++) {
+    if (!(w->flags[i] & GRN_F_ALIVE)) {
+      continue;
+    }
+    const grn_vec3 p = w->pos[i], v = w->vel[i];
+    if (p.y < only_above || v.x * v.x + v.y * v.y + v.z * v.z > 1.0) {
+      continue;
+    }
+    const double fa = floor((p.x - w->hx0) / GRN_CELL_MAP), fb = floor((p.z - w->hz0) / GRN_CELL_MAP);
+    if (fa < 0 || fb < 0 || fa >= w->hnx || fb >= w->hnz) {
+      continue;
+    }
+    const int c = (int)fa + w->hnx * (int)fb;
+    const double h = p.y + w->rad[i];
+    w->hmap[c] = h > w->hmap[c] ? h : w->hmap[c];
+  }
+}
+
+double grn__top_at(const grn_world *w, double x, double z) {
+  const double fa = floor((x - w->hx0) / GRN_CELL_MAP), fb = floor((z - w->hz0) / GRN_CELL_MAP);
+  if (fa < 0 || fb < 0 || fa >= w->hnx || fb >= w->hnz) {
+    return w->geom.floor_y;
+  }
+  return w->hmap[(int)fa + w->hnx * (int)fb];
+}
+
+/* Least-squares line through bins k0..k1 whose mean height lies in [lo, hi]; stops at the first
+ * bin below lo. Returns the slope, NaN with fewer than 3 bins. */
+static double fit_bins(const grn_world *w, int k0, int k1, double lo, double hi, double pos0,
+                       double step) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  int c = 0;
+  for (int k = k0; k < k1; k++) {
+    if (!w->binn[k]) {
+      continue;
+    }
+    const double v = w->bin[k] / w->binn[k], x = pos0 + (k + 0.5) * step;
+    if (v < lo) {
+      break;
+    }
+    if (v > hi) {
+      continue;
+    }
+    sx += x;
+    sy += v;
+    sxx += x * x;
+    sxy += x * v;
+    c++;
+  }
+  if (c < 3) {
+    return NAN;
+  }
+  return (c * sxy - sx * sy) / (c * sxx - sx * sx);
+}
+
+/* Pile angle: highest cell hm (none below 0.5 m); centre = height-weighted centre of the cells
+ * above 0.8·hm; mean height in one-cell rings around it; peak = highest of the first 6 rings; the
+ * line is fitted to rings between 25 % and 80 % of the peak, which leaves out the rounded top and
+ * the grains scattered at the foot. */
+void grn__pile_angle(grn_world *w) {
+  const double y0 = w->geom.floor_y, cs = GRN_CELL_MAP;
+  grn__surface(w, y0, -INFINITY);
+  double *m = w->meas.value;
+  double hm = 0.0;
+  const int cells = w->hnx * w->hnz;
+  for (int c = 0; c < cells; c++) {
+    hm = w->hmap[c] - y0 > hm ? w->hmap[c] - y0 : hm;
+  }
+  m[GRN_M_TOP] = hm;
+  m[GRN_M_ANGLE] = NAN;
+  m[GRN_M_CX] = NAN;
+  m[GRN_M_CZ] = NAN;
+  if (hm < 0.5) {
+    return;
+  }
+  double sw = 0, cx = 0, cz = 0;
+  for (int b = 0; b < w->hnz; b++) {
+    for (int a = 0; a < w->hnx; a++) {
+      const double h = w->hmap[a + w->hnx * b] - y0;
+      if (h > 0.8 * hm) {
+        sw += h;
+        cx += h * (w->hx0 + (a + 0.5) * cs);
+        cz += h * (w->hz0 + (b + 0.5) * cs);
+      }
+    }
+  }
+  cx /= sw;
+  cz /= sw;
+  m[GRN_M_CX] = cx;
+  m[GRN_M_CZ] = cz;
+  memset(w->bin, 0, sizeof w->bin);
+  memset(w->binn, 0, sizeof w->binn);
+  for (int b = 0; b < w->hnz; b++) {
+    for (int a = 0; a < w->hnx; a++) {
+      const double r = hypot(w->hx0 + (a + 0.5) * cs - cx, w->hz0 + (b + 0.5) * cs - cz);
+      const int k = (int)(r / cs);
+      if (k < GRN_NBIN) {
+        w->bin[k] += w->hmap[a + w->hnx * b] - y0;
+        w->binn[k]++;
+      }
+    }
+  }
+  double peak = 0.0;
+  for (int k = 0; k < 6; k++) {
+    if (w->binn[k] && w->bin[k] / w->binn[k] > peak) {
+      peak = w->bin[k] / w->binn[k];
+    }
+  }
+  const double slope = fit_bins(w, 0, GRN_NBIN, 0.25 * peak, 0.8 * peak, 0.0, cs);
+  m[GRN_M_ANGLE] = isnan(slope) ? NAN : -atan(slope) * 180.0 / GRN_PI;
+}

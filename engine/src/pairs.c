@@ -1,0 +1,361 @@
+/* Pair list (spec §2, reference 001/002): grains renumbered by cell and size, each candidate pair
+ * listed once under its larger grain in CSR form, contact history carried across rebuilds. */
+#include "internal.h"
+
+#include <string.h>
+
+/* Owner of a pair: the larger grain; equal radii fall back to the stable id so that ownership, and
+ * with it the place of a pair's history, never depends on storage order. */
+static inline bool owns(const grn_world *w, int i, int j) {
+  return w->rad[i] > w->rad[j] || (w->rad[i] == w->rad[j] && w->id[i] > w->id[j]);
+}
+
+/* Extra reach of a pair beyond touching: wet grains keep a bridge up to GAP_WET apart. */
+double grn__reach_gap(const grn_world *w) {
+  return w->param[GRN_P_COH] > 0.0 ? GRN_GAP_WET : 0.0;
+}
+
+static int ensure_scratch(grn_world *w, size_t bytes) {
+  if (w->scratch_bytes >= bytes) {
+    return GRN_OK;
+  }
+  size_t nb = bytes + bytes / 2;
+  void *p = grn__alloc(w, nb);
+  if (!p) {
+    return GRN_E_NOMEM;
+  }
+  grn__free(w, w->scratch, w->scratch_bytes);
+  w->scratch = p;
+  w->scratch_bytes = nb;
+  return GRN_OK;
+}
+
+/* Grid over the alive grains. Cells are at least one full reach wide so the 27-cell stencil finds
+ * every candidate; grains outside are clamped to edge cells, which keeps neighbours adjacent. The
+ * cell count is capped so a stray fast grain cannot make the grid huge (cells then grow). */
+static void plan_grid(grn_world *w) {
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  double rmax = 0.5 * GRN_D0;
+  for (int i = 0; i < w->n; i++) {
+    if (!(w->flags[i] & GRN_F_ALIVE)) {
+      continue;
+    }
+    const double p[3] = {w->pos[i].x, w->pos[i].y, w->pos[i].z};
+    for (int a = 0; a < 3; a++) {
+      lo[a] = p[a] < lo[a] ? p[a] : lo[a];
+      hi[a] = p[a] > hi[a] ? p[a] : hi[a];
+    }
+    rmax = w->rad[i] > rmax ? w->rad[i] : rmax;
+  }
+  if (!(lo[0] <= hi[0])) {
+    lo[0] = lo[1] = lo[2] = 0.0;
+    hi[0] = hi[1] = hi[2] = 0.0;
+  }
+  double cs = 2.0 * rmax + GRN_SKIN + grn__reach_gap(w);
+  const double limit = (double)(w->n > 32 ? 2 * w->n : 64);
+  for (;;) {
+    double c = 1.0;
+    for (int a = 0; a < 3; a++) {
+      c *= floor((hi[a] - lo[a]) / cs) + 1.0;
+    }
+    if (c <= limit) {
+      break;
+    }
+    cs *= 1.25;
+  }
+  w->grid.cs = cs;
+  w->grid.ox = lo[0];
+  w->grid.oy = lo[1];
+  w->grid.oz = lo[2];
+  w->grid.nx = (int)floor((hi[0] - lo[0]) / cs) + 1;
+  w->grid.ny = (int)floor((hi[1] - lo[1]) / cs) + 1;
+  w->grid.nz = (int)floor((hi[2] - lo[2]) / cs) + 1;
+}
+
+static inline int clampi(int v, int n) {
+  return v < 0 ? 0 : (v >= n ? n - 1 : v);
+}
+
+static inline int cell_of(const grn_grid *g, grn_vec3 p) {
+  int ix = clampi((int)floor((p.x - g->ox) / g->cs), g->nx);
+  int iy = clampi((int)floor((p.y - g->oy) / g->cs), g->ny);
+  int iz = clampi((int)floor((p.z - g->oz) / g->cs), g->nz);
+  return ix + g->nx * (iy + g->ny * iz);
+}
+
+/* Old touching contact kept through a rebuild. */
+typedef struct kept {
+  grn_hist h;
+  int32_t partner; /* new index of the partner */
+  float fn;
+} kept;
+
+#define PERMUTE(w, arr, type, buf)                                                            \
+  do {                                                                                        \
+    type *tmp_ = (type *)(buf);                                                               \
+    for (int q_ = 0; q_ < nn; q_++) {                                                         \
+      tmp_[q_] = (w)->arr[(w)->perm[q_]];                                                     \
+    }                                                                                         \
+    memcpy((w)->arr, tmp_, sizeof(type) * (size_t)nn);                                        \
+  } while (0)
+
+/* Candidates of grain i in the 27 cells around it; when `out` is NULL only counts. */
+static int scan_pairs(const grn_world *w, int i, int32_t *out) {
+  const grn_grid *g = &w->grid;
+  const int c = w->cell[i];
+  const int iz = c / (g->nx * g->ny), rest = c - iz * g->nx * g->ny, iy = rest / g->nx,
+            ix = rest - iy * g->nx;
+  const grn_vec3 pi = w->pos[i];
+  const double ri = w->rad[i];
+  const bool fi = (w->flags[i] & GRN_F_FIXED) != 0;
+  int count = 0;
+  for (int dz = -1; dz <= 1; dz++) {
+    const int jz = iz + dz;
+    if (jz < 0 || jz >= g->nz) {
+      continue;
+    }
+    for (int dy = -1; dy <= 1; dy++) {
+      const int jy = iy + dy;
+      if (jy < 0 || jy >= g->ny) {
+        continue;
+      }
+      for (int dx = -1; dx <= 1; dx++) {
+        const int jx = ix + dx;
+        if (jx < 0 || jx >= g->nx) {
+          continue;
+        }
+        const int cc = jx + g->nx * (jy + g->ny * jz);
+        for (int j = w->cstart[cc]; j < w->cstart[cc + 1]; j++) {
+          if (j == i || !owns(w, i, j) || (fi && (w->flags[j] & GRN_F_FIXED))) {
+            continue;
+          }
+          const double ddx = w->pos[j].x - pi.x, ddy = w->pos[j].y - pi.y,
+                       ddz = w->pos[j].z - pi.z, rr = ri + w->rad[j] + GRN_SKIN;
+          if (ddx * ddx + ddy * ddy + ddz * ddz < rr * rr) {
+            if (out) {
+              out[count] = j;
+            }
+            count++;
+          }
+        }
+      }
+    }
+  }
+  return count;
+}
+
+int grn__grow_pairs(grn_world *w, int need) {
+  if (need <= w->mcap) {
+    return GRN_OK;
+  }
+  /* old contents are not needed: the kept history lives in scratch during a rebuild */
+  const size_t old = (size_t)w->mcap, want = (size_t)need + (size_t)need / 4 + 64;
+  grn__free(w, w->pb, sizeof(int32_t) * old);
+  grn__free(w, w->rref, sizeof(int32_t) * old);
+  grn__free(w, w->hist, sizeof(grn_hist) * old);
+  grn__free(w, w->pfn, sizeof(float) * old);
+  grn__free(w, w->table, sizeof(grn_force_row) * old);
+  w->pb = grn__alloc(w, sizeof(int32_t) * want);
+  w->rref = grn__alloc(w, sizeof(int32_t) * want);
+  w->hist = grn__alloc(w, sizeof(grn_hist) * want);
+  w->pfn = grn__alloc(w, sizeof(float) * want);
+  w->table = grn__alloc(w, sizeof(grn_force_row) * want);
+  w->mcap = (int)want;
+  if (!w->pb || !w->rref || !w->hist || !w->pfn || !w->table) {
+    grn__free(w, w->pb, sizeof(int32_t) * want);
+    grn__free(w, w->rref, sizeof(int32_t) * want);
+    grn__free(w, w->hist, sizeof(grn_hist) * want);
+    grn__free(w, w->pfn, sizeof(float) * want);
+    grn__free(w, w->table, sizeof(grn_force_row) * want);
+    w->pb = w->rref = NULL;
+    w->hist = NULL;
+    w->pfn = NULL;
+    w->table = NULL;
+    w->mcap = 0;
+    return GRN_E_NOMEM;
+  }
+  return GRN_OK;
+}
+
+/* Reference lists (reference 001): for each grain, the pairs where it is the smaller partner, in
+ * pair order, so its gather reads them in a fixed order. Derived from pb alone. */
+void grn__rebuild_refs(grn_world *w) {
+  const int nn = w->nl, m = w->m;
+  int32_t *fill = w->newidx;
+  memset(w->rstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
+  for (int p = 0; p < m; p++) {
+    w->rstart[w->pb[p] + 1]++;
+  }
+  for (int i = 0; i < nn; i++) {
+    w->rstart[i + 1] += w->rstart[i];
+  }
+  memcpy(fill, w->rstart, sizeof(int32_t) * (size_t)nn);
+  for (int p = 0; p < m; p++) {
+    w->rref[fill[w->pb[p]]++] = p;
+  }
+}
+
+int grn__rebuild(grn_world *w) {
+  const int n_old = w->n;
+  plan_grid(w);
+  const int ncell = w->grid.nx * w->grid.ny * w->grid.nz;
+  if (ncell + 1 > w->ncell_cap) {
+    if (grn__grow(w, (void **)&w->cstart, sizeof(int32_t), &w->ncell_cap, ncell + 1) != GRN_OK) {
+      return GRN_E_NOMEM;
+    }
+  }
+
+  /* 1. counting sort of alive grains by cell, then by size (largest first) and id in a cell */
+  memset(w->cstart, 0, sizeof(int32_t) * (size_t)(ncell + 1));
+  for (int i = 0; i < n_old; i++) {
+    if (w->flags[i] & GRN_F_ALIVE) {
+      w->cell[i] = cell_of(&w->grid, w->pos[i]);
+      w->cstart[w->cell[i] + 1]++;
+    } else {
+      w->cell[i] = -1;
+    }
+  }
+  for (int c = 0; c < ncell; c++) {
+    w->cstart[c + 1] += w->cstart[c];
+  }
+  const int nn = w->cstart[ncell];
+  for (int i = 0; i < n_old; i++) {
+    if (w->cell[i] >= 0) {
+      w->perm[w->cstart[w->cell[i]]++] = i;
+    }
+  }
+  for (int c = ncell; c > 0; c--) {
+    w->cstart[c] = w->cstart[c - 1];
+  }
+  w->cstart[0] = 0;
+  for (int c = 0; c < ncell; c++) {
+    for (int a = w->cstart[c] + 1; a < w->cstart[c + 1]; a++) {
+      const int v = w->perm[a];
+      int b = a - 1;
+      while (b >= w->cstart[c] && owns(w, v, w->perm[b])) {
+        w->perm[b + 1] = w->perm[b];
+        b--;
+      }
+      w->perm[b + 1] = v;
+    }
+  }
+  for (int i = 0; i < n_old; i++) {
+    w->newidx[i] = -1;
+  }
+  for (int q = 0; q < nn; q++) {
+    w->newidx[w->perm[q]] = q;
+  }
+
+  /* 2. keep the history of touching pairs, grouped by old owner */
+  int k = 0;
+  const int nl = w->nl; /* grains added since the last rebuild have no pairs yet */
+  for (int p = 0; p < (nl > 0 ? w->pstart[nl] : 0); p++) {
+    k += w->pfn[p] != 0.0f;
+  }
+  const size_t kept_bytes = sizeof(kept) * (size_t)k;
+  const size_t tstart_bytes = sizeof(int32_t) * (size_t)(n_old + 1);
+  const size_t perm_bytes = sizeof(grn_vec3) * (size_t)(nn > 0 ? nn : 1);
+  if (ensure_scratch(w, kept_bytes + tstart_bytes + perm_bytes + 64) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  kept *kp = (kept *)w->scratch;
+  int32_t *tstart = (int32_t *)((char *)w->scratch + kept_bytes);
+  void *pbuf = (char *)w->scratch + kept_bytes + tstart_bytes;
+  pbuf = (void *)(((uintptr_t)pbuf + 15u) & ~(uintptr_t)15u);
+  {
+    int q = 0;
+    for (int a = 0; a < n_old; a++) {
+      tstart[a] = q;
+      if (a >= nl) {
+        continue;
+      }
+      for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+        const int nb = w->newidx[w->pb[p]];
+        if (w->pfn[p] != 0.0f && nb >= 0 && w->newidx[a] >= 0) {
+          kp[q].h = w->hist[p];
+          kp[q].partner = nb;
+          kp[q].fn = w->pfn[p];
+          q++;
+        }
+      }
+    }
+    tstart[n_old] = q;
+  }
+
+  /* 3. renumber the grains */
+  PERMUTE(w, pos, grn_vec3, pbuf);
+  PERMUTE(w, vel, grn_vec3, pbuf);
+  PERMUTE(w, spin, grn_vec3, pbuf);
+  PERMUTE(w, rad, double, pbuf);
+  PERMUTE(w, inv_m, double, pbuf);
+  PERMUTE(w, inv_i, double, pbuf);
+  PERMUTE(w, id, uint32_t, pbuf);
+  PERMUTE(w, flags, uint8_t, pbuf);
+  {
+    double *tmp = (double *)pbuf;
+    for (int a = 0; a < 4; a++) {
+      for (int q = 0; q < nn; q++) {
+        tmp[q] = w->hf[4 * w->perm[q] + a];
+      }
+      for (int q = 0; q < nn; q++) {
+        w->hf[4 * q + a] = tmp[q];
+      }
+    }
+  }
+  for (int q = 0; q < nn; q++) {
+    w->cell[q] = cell_of(&w->grid, w->pos[q]);
+  }
+  /* perm[] must survive for the history lookup: old owner of new grain q is perm[q]. */
+  w->n = nn;
+
+  /* 4. count candidates per owner, prefix sums (the s_jgi of reference 001) */
+  const int nthreads = w->threads;
+  (void)nthreads;
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+  for (int i = 0; i < nn; i++) {
+    w->pstart[i + 1] = scan_pairs(w, i, NULL);
+  }
+  w->pstart[0] = 0;
+  for (int i = 0; i < nn; i++) {
+    w->pstart[i + 1] += w->pstart[i];
+  }
+  const int m = w->pstart[nn];
+  if (grn__grow_pairs(w, m) != GRN_OK) {
+    /* grains are valid and renumbered, but no pair list: contact history is lost and the next
+     * step tries again */
+    memset(w->pstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
+    memset(w->rstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
+    w->m = 0;
+    w->nl = nn;
+    w->dirty = true;
+    return GRN_E_NOMEM;
+  }
+
+  /* 5. list the pairs and move the kept history onto them */
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+  for (int i = 0; i < nn; i++) {
+    const int base = w->pstart[i];
+    const int cnt = scan_pairs(w, i, w->pb + base);
+    const int old = w->perm[i];
+    for (int p = base; p < base + cnt; p++) {
+      const int j = w->pb[p];
+      w->pfn[p] = 0.0f;
+      memset(&w->hist[p], 0, sizeof(grn_hist));
+      for (int q = tstart[old]; q < tstart[old + 1]; q++) {
+        if (kp[q].partner == j) {
+          w->hist[p] = kp[q].h;
+          w->pfn[p] = kp[q].fn;
+          break;
+        }
+      }
+    }
+  }
+
+  w->m = m;
+  w->nl = nn;
+  grn__rebuild_refs(w);
+  w->disp = 0.0;
+  w->dirty = false;
+  w->rebuilds++;
+  return GRN_OK;
+}

@@ -1,0 +1,184 @@
+/* Scene "pour" (spec §3): grains fall from a spout onto a 12·sc m square table and build a cone;
+ * the spout rides 0.6 m above the pile (at least 0.9 m). Also the packed bed of the benchmark. */
+#include "../internal.h"
+
+#define LAYER_STEPS 20   /* a layer leaves the spout every 1/12 s ... */
+#define POUR_SPEED 3.0   /* ... at 3 m/s, so layers start 0.25 m apart: more than a diameter */
+#define SITE_SPACING 0.24 /* hexagonal sites in a layer, just over the largest diameter */
+
+static double scale_of(const grn_world *w) {
+  return cbrt((double)w->n_target / 3000.0);
+}
+
+static int pour_setup(grn_world *w) {
+  const double sc = scale_of(w), half = 6.0 * sc;
+  w->geom.floor_y = 0.0;
+  w->geom.fx0 = w->geom.fz0 = -half;
+  w->geom.fx1 = w->geom.fz1 = half;
+  w->geom.kill_y = -1.0; /* grains that fall off the table are gone */
+  w->spout_x = w->param[GRN_P_SPOUT_X];
+  w->spout_z = w->param[GRN_P_SPOUT_Z];
+  w->spout_y = 0.9;
+  w->pouring = true;
+  w->poured = 0;
+  w->pour_acc = 0.0;
+  w->settle = 0.0;
+  int rc = grn__reserve_grains(w, w->n_target);
+  if (rc == GRN_OK) {
+    rc = grn__hmap_init(w, -half, half, -half, half);
+  }
+  return rc;
+}
+
+/* Site k of a hexagonal pattern, ring by ring outward (ring q holds 6q sites). */
+static void hex_site(int k, double *x, double *z) {
+  if (k == 0) {
+    *x = *z = 0.0;
+    return;
+  }
+  int q = 1;
+  while (k > 3 * q * (q + 1)) {
+    q++;
+  }
+  const int idx = k - 1 - 3 * q * (q - 1), side = idx / q, step = idx % q;
+  /* corners of ring q in axial coordinates, walking each side */
+  static const int cq[6][2] = {{1, 0}, {0, 1}, {-1, 1}, {-1, 0}, {0, -1}, {1, -1}};
+  const int a0 = cq[side][0] * q, b0 = cq[side][1] * q;
+  const int a1 = cq[(side + 2) % 6][0], b1 = cq[(side + 2) % 6][1];
+  const int a = a0 + a1 * step, b = b0 + b1 * step;
+  *x = SITE_SPACING * (a + 0.5 * b);
+  *z = SITE_SPACING * (b * 0.8660254037844386);
+}
+
+static void pour_layer(grn_world *w) {
+  const int left = w->n_target - w->poured;
+  w->pour_acc += w->param[GRN_P_RATE] * LAYER_STEPS * GRN_H;
+  int want = (int)floor(w->pour_acc);
+  want = want < left ? want : left;
+  if (want <= 0) {
+    return;
+  }
+  /* grains near the spout, to keep new ones from overlapping them */
+  const double sx = w->spout_x, sy = w->spout_y, sz = w->spout_z;
+  const double reach = SITE_SPACING * (1.0 + sqrt((double)want / 3.0)) + 0.5;
+  int near[256];
+  int nn = 0;
+  for (int i = 0; i < w->n && nn < 256; i++) {
+    if ((w->flags[i] & GRN_F_ALIVE) && fabs(w->pos[i].y - sy) < 0.5 &&
+        fabs(w->pos[i].x - sx) < reach && fabs(w->pos[i].z - sz) < reach) {
+      near[nn++] = i;
+    }
+  }
+  const double turn = 2.0 * GRN_PI * grn__rng_uniform(w->rng);
+  const double ct = cos(turn), st = sin(turn);
+  const int sites = want + 6;
+  const int first = w->n;
+  for (int k = 0; k < sites && want > 0; k++) {
+    double hx, hz;
+    hex_site(k, &hx, &hz);
+    const double jx = 0.01 * (2.0 * grn__rng_uniform(w->rng) - 1.0);
+    const double jz = 0.01 * (2.0 * grn__rng_uniform(w->rng) - 1.0);
+    const double x = sx + ct * hx - st * hz + jx, z = sz + st * hx + ct * hz + jz;
+    const double r = grn__random_radius(w);
+    const grn_vec3 v = {0.05 * (2.0 * grn__rng_uniform(w->rng) - 1.0), -POUR_SPEED,
+                        0.05 * (2.0 * grn__rng_uniform(w->rng) - 1.0)};
+    bool clear = true;
+    for (int q = 0; q < nn && clear; q++) {
+      const int j = near[q];
+      const double dx = w->pos[j].x - x, dy = w->pos[j].y - sy, dz = w->pos[j].z - z;
+      const double rr = r + w->rad[j] + 0.005;
+      clear = dx * dx + dy * dy + dz * dz >= rr * rr;
+    }
+    for (int j = first; j < w->n && clear; j++) {
+      const double dx = w->pos[j].x - x, dz = w->pos[j].z - z, rr = r + w->rad[j] + 0.005;
+      clear = dx * dx + dz * dz >= rr * rr;
+    }
+    if (!clear) {
+      continue;
+    }
+    if (grn__add_grain(w, x, sy, z, r, v) != GRN_OK) {
+      return; /* out of memory: stop pouring this layer, try again at the next */
+    }
+    w->poured++;
+    w->pour_acc -= 1.0;
+    want--;
+  }
+}
+
+static void pour_script(grn_world *w) {
+  if (w->pouring && w->steps % LAYER_STEPS == 0) {
+    pour_layer(w);
+    if (w->poured >= w->n_target) {
+      w->pouring = false;
+    }
+  }
+}
+
+static void pour_measure(grn_world *w) {
+  grn__pile_angle(w);
+  if (w->pouring) {
+    const double h = grn__top_at(w, w->spout_x, w->spout_z) - w->geom.floor_y;
+    w->spout_y = w->geom.floor_y + (h + 0.6 > 0.9 ? h + 0.6 : 0.9);
+  }
+  double *m = w->meas.value;
+  m[GRN_M_T] = w->t;
+  m[GRN_M_OVER_MAX] = w->over_max;
+  m[GRN_M_FLOWING] = w->flowing;
+  m[GRN_M_ALIVE] = w->alive;
+  w->meas.state = w->sleeping  ? GRN_STATE_ASLEEP
+                  : w->pouring ? GRN_STATE_FILLING
+                  : w->t < w->settle ? GRN_STATE_SETTLING
+                                     : GRN_STATE_RUNNING;
+}
+
+static int pour_act(grn_world *w, const grn_action *a, grn_error *err) {
+  switch (a->kind) {
+  case GRN_A_SPOUT:
+    w->spout_x = w->param[GRN_P_SPOUT_X] = a->args[0];
+    w->spout_z = w->param[GRN_P_SPOUT_Z] = a->args[1];
+    return GRN_OK;
+  case GRN_A_POUR:
+    if (a->args[0] != 0.0 && w->poured >= w->n_target) {
+      return grn__fail(err, GRN_E_INVALID, "pour", "all %d grains are poured already",
+                       w->n_target);
+    }
+    if (w->fill != GRN_FILL_SCENE) {
+      return grn__fail(err, GRN_E_UNSUPPORTED, "pour", "a packed bed has no spout");
+    }
+    w->pouring = a->args[0] != 0.0;
+    return GRN_OK;
+  default:
+    return grn__fail(err, GRN_E_UNSUPPORTED, grn_action_name(a->kind),
+                     "scene 'pour' has no action '%s'", grn_action_name(a->kind));
+  }
+}
+
+const grn_scene_impl grn__scene_pour = {pour_setup, pour_script, pour_measure, pour_act,
+                                        0.02};
+
+/* Packed bed: a square box of side 4·sc packed from the lattice, the benchmark's workload. */
+int grn__setup_bed(grn_world *w) {
+  const double sc = scale_of(w), half = 2.0 * sc;
+  w->geom.floor_y = 0.0;
+  w->geom.fx0 = w->geom.fz0 = -half;
+  w->geom.fx1 = w->geom.fz1 = half;
+  w->geom.box = true;
+  w->geom.xmin = w->geom.zmin = -half;
+  w->geom.xmax = w->geom.zmax = half;
+  w->geom.kill_y = -1.0;
+  w->pouring = false;
+  w->poured = w->n_target;
+  int rc = grn__hmap_init(w, -half, half, -half, half);
+  if (rc == GRN_OK) {
+    rc = grn__fill_lattice(w, w->n_target, -half, half, -half, half, 0.12);
+  }
+  if (rc != GRN_OK) {
+    return rc;
+  }
+  double top = 0.0;
+  for (int i = 0; i < w->n; i++) {
+    top = w->pos[i].y > top ? w->pos[i].y : top;
+  }
+  w->settle = grn__settle_time(top);
+  return GRN_OK;
+}

@@ -1,0 +1,226 @@
+/* Save and restore of the complete world state, contact history included, so that a restored run
+ * continues bit-identically (spec §5). Saved states are outside input: restore checks everything
+ * that could index memory before using it. */
+#include "internal.h"
+
+#include <string.h>
+
+static const char magic[8] = {'G', 'R', 'N', 'S', 'T', 'A', 'T', 'E'};
+
+typedef struct stream {
+  unsigned char *out;     /* NULL while only counting */
+  const unsigned char *in; /* restore */
+  size_t size, pos;
+  bool ok;
+} stream;
+
+static void put(stream *s, const void *p, size_t n) {
+  if (s->out) {
+    if (s->pos + n > s->size) {
+      s->ok = false;
+      return;
+    }
+    memcpy(s->out + s->pos, p, n);
+  }
+  s->pos += n;
+}
+
+static void get(stream *s, void *p, size_t n) {
+  if (!s->ok || n > s->size - s->pos) {
+    s->ok = false;
+    memset(p, 0, n);
+    return;
+  }
+  memcpy(p, s->in + s->pos, n);
+  s->pos += n;
+}
+
+/* Everything scalar that evolves, in one list so save and restore cannot drift apart. */
+#define SCALARS(X)                                                                             \
+  X(seed) X(n_target) X(fill) X(param) X(gravity) X(steps) X(t) X(settle) X(disp) X(dirty)     \
+  X(vmax) X(over_max) X(flowing) X(alive) X(contacts) X(rebuilds) X(still) X(sleeping)         \
+  X(next_id) X(rng) X(geom) X(pouring) X(poured) X(pour_acc) X(spout_x) X(spout_y)             \
+  X(spout_z) X(spout_r) X(meas) X(hnx) X(hnz) X(hx0) X(hz0) X(n) X(nl) X(m)
+
+static void write_all(const grn_world *w, stream *s) {
+  const uint32_t version = GRN_ENGINE_STATE_VERSION;
+  const uint32_t name_len = (uint32_t)strlen(w->scene->name);
+  put(s, magic, sizeof magic);
+  put(s, &version, sizeof version);
+  put(s, &name_len, sizeof name_len);
+  put(s, w->scene->name, name_len);
+#define X(f) put(s, &w->f, sizeof w->f);
+  SCALARS(X)
+#undef X
+  const size_t n = (size_t)w->n, m = (size_t)w->m;
+  put(s, w->pos, sizeof(grn_vec3) * n);
+  put(s, w->vel, sizeof(grn_vec3) * n);
+  put(s, w->spin, sizeof(grn_vec3) * n);
+  put(s, w->rad, sizeof(double) * n);
+  put(s, w->inv_m, sizeof(double) * n);
+  put(s, w->inv_i, sizeof(double) * n);
+  put(s, w->hf, 4 * sizeof(double) * n);
+  put(s, w->id, sizeof(uint32_t) * n);
+  put(s, w->flags, n);
+  put(s, w->pstart, sizeof(int32_t) * ((size_t)w->nl + 1));
+  put(s, w->pb, sizeof(int32_t) * m);
+  put(s, w->hist, sizeof(grn_hist) * m);
+  put(s, w->pfn, sizeof(float) * m);
+}
+
+size_t grn_world_save_size(const grn_world *w) {
+  stream s = {0};
+  s.ok = true;
+  write_all(w, &s);
+  return s.pos;
+}
+
+int grn_world_save(const grn_world *w, void *buf, size_t size, grn_error *err) {
+  const size_t need = grn_world_save_size(w);
+  if (!buf || size < need) {
+    return grn__fail(err, GRN_E_BUFFER, "size", "state needs %zu bytes, buffer has %zu", need,
+                     size);
+  }
+  stream s = {.out = buf, .size = size, .ok = true};
+  write_all(w, &s);
+  return GRN_OK;
+}
+
+static int corrupt(grn_world *w, grn_error *err, const char *what) {
+  grn_world_destroy(w);
+  return grn__fail(err, GRN_E_BAD_STATE, "state", "saved state rejected: %s", what);
+}
+
+int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, grn_world **out,
+                      grn_error *err) {
+  grn_world_def local;
+  if (def) {
+    local = *def;
+    local.scene = grn_scene_at(0);
+    local.grains = 0;
+    local.fill = GRN_FILL_SCENE;
+    if (local.threads < 1 || local.threads > 256) {
+      return grn__fail(err, GRN_E_RANGE, "threads", "threads = %d is outside 1..256",
+                       local.threads);
+    }
+    if ((local.alloc == NULL) != (local.free == NULL)) {
+      return grn__fail(err, GRN_E_INVALID, "alloc", "alloc and free hooks go together");
+    }
+  }
+  if (!buf) {
+    return grn__fail(err, GRN_E_BAD_STATE, "state", "no state given");
+  }
+  stream s = {.in = buf, .size = size, .ok = true};
+  char mg[8];
+  uint32_t version = 0, name_len = 0;
+  char name[64];
+  get(&s, mg, sizeof mg);
+  get(&s, &version, sizeof version);
+  get(&s, &name_len, sizeof name_len);
+  if (!s.ok || memcmp(mg, magic, sizeof mg) != 0) {
+    return grn__fail(err, GRN_E_BAD_STATE, "state", "not a grainlab state");
+  }
+  if (version != GRN_ENGINE_STATE_VERSION) {
+    return grn__fail(err, GRN_E_BAD_STATE, "state", "state version %u, engine reads %u", version,
+                     GRN_ENGINE_STATE_VERSION);
+  }
+  if (name_len == 0 || name_len >= sizeof name) {
+    return grn__fail(err, GRN_E_BAD_STATE, "state", "bad scene name");
+  }
+  get(&s, name, name_len);
+  name[name_len] = '\0';
+  const grn_scene_info *scene = grn_scene_find(name);
+  if (!s.ok || !scene) {
+    return grn__fail(err, GRN_E_BAD_STATE, "state", "unknown scene in state");
+  }
+
+  grn_world *w = grn__world_new(def ? &local : NULL);
+  if (!w) {
+    return grn__fail(err, GRN_E_NOMEM, "", "out of memory restoring the world");
+  }
+  w->scene = scene;
+  w->impl = grn__scene_impl(scene);
+#define X(f) get(&s, &w->f, sizeof w->f);
+  SCALARS(X)
+#undef X
+  if (!s.ok) {
+    return corrupt(w, err, "truncated");
+  }
+  for (int i = 0; i < scene->param_count; i++) {
+    if (grn__check_param(scene, scene->param_info[i].name, w->param[scene->params[i]], NULL) <
+        0) {
+      return corrupt(w, err, "parameter out of range");
+    }
+  }
+  const int n = w->n, nl = w->nl, m = w->m, hnx = w->hnx, hnz = w->hnz;
+  if (n < 0 || n > GRN_MAX_GRAINS || nl < 0 || nl > n || m < 0 || w->n_target < 0 ||
+      w->n_target > GRN_MAX_GRAINS || hnx < 0 || hnz < 0 || (int64_t)hnx * hnz > 100000000 ||
+      (w->fill != GRN_FILL_SCENE && w->fill != GRN_FILL_BED)) {
+    return corrupt(w, err, "bad sizes");
+  }
+  const size_t need = (size_t)n * (3 * sizeof(grn_vec3) + 7 * sizeof(double) + 5) +
+                      (size_t)m * (sizeof(int32_t) + sizeof(grn_hist) + sizeof(float));
+  if (need > size - s.pos) {
+    return corrupt(w, err, "truncated arrays");
+  }
+  /* reset derived sizes before growing: these fields were just read as the saved values */
+  w->n = 0;
+  w->nl = 0;
+  w->m = 0;
+  w->hnx = w->hnz = 0;
+  if (grn__reserve_grains(w, n > 0 ? n : 1) != GRN_OK ||
+      grn__hmap_init(w, w->hx0, w->hx0 + hnx * GRN_CELL_MAP, w->hz0,
+                     w->hz0 + hnz * GRN_CELL_MAP) != GRN_OK) {
+    return corrupt(w, err, "out of memory");
+  }
+  w->n = n;
+  get(&s, w->pos, sizeof(grn_vec3) * (size_t)n);
+  get(&s, w->vel, sizeof(grn_vec3) * (size_t)n);
+  get(&s, w->spin, sizeof(grn_vec3) * (size_t)n);
+  get(&s, w->rad, sizeof(double) * (size_t)n);
+  get(&s, w->inv_m, sizeof(double) * (size_t)n);
+  get(&s, w->inv_i, sizeof(double) * (size_t)n);
+  get(&s, w->hf, 4 * sizeof(double) * (size_t)n);
+  get(&s, w->id, sizeof(uint32_t) * (size_t)n);
+  get(&s, w->flags, (size_t)n);
+  get(&s, w->pstart, sizeof(int32_t) * ((size_t)nl + 1));
+  if (!s.ok || w->pstart[0] != 0 || w->pstart[nl] != m) {
+    return corrupt(w, err, "bad pair index");
+  }
+  for (int i = 0; i < nl; i++) {
+    if (w->pstart[i + 1] < w->pstart[i]) {
+      return corrupt(w, err, "bad pair index");
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    if (!(w->rad[i] > 0.0 && w->rad[i] < 1.0)) {
+      return corrupt(w, err, "bad grain radius");
+    }
+  }
+  /* the pair arrays: the rebuild path's growth keeps all five the same capacity */
+  {
+    const int saved_m = m;
+    w->mcap = 0;
+    if (grn__grow_pairs(w, saved_m > 0 ? saved_m : 1) != GRN_OK) {
+      return corrupt(w, err, "out of memory");
+    }
+  }
+  get(&s, w->pb, sizeof(int32_t) * (size_t)m);
+  get(&s, w->hist, sizeof(grn_hist) * (size_t)m);
+  get(&s, w->pfn, sizeof(float) * (size_t)m);
+  if (!s.ok || s.pos != size) {
+    return corrupt(w, err, s.ok ? "trailing bytes" : "truncated");
+  }
+  for (int a = 0; a < nl; a++) {
+    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+      if (w->pb[p] < 0 || w->pb[p] >= nl || w->pb[p] == a) {
+        return corrupt(w, err, "bad pair partner");
+      }
+    }
+  }
+  w->nl = nl;
+  w->m = m;
+  grn__rebuild_refs(w);
+  *out = w;
+  return GRN_OK;
+}

@@ -1,0 +1,381 @@
+/* One step of the granular model (spec §2): pair forces into the contact-force table, then each
+ * grain gathers its own forces, adds floor, wall and tool forces and integrates. */
+#include "internal.h"
+
+#include <string.h>
+
+static inline grn_vec3 v3(double x, double y, double z) {
+  grn_vec3 r = {x, y, z};
+  return r;
+}
+static inline grn_vec3 sub(grn_vec3 a, grn_vec3 b) {
+  return v3(a.x - b.x, a.y - b.y, a.z - b.z);
+}
+static inline grn_vec3 add(grn_vec3 a, grn_vec3 b) {
+  return v3(a.x + b.x, a.y + b.y, a.z + b.z);
+}
+static inline grn_vec3 scale(grn_vec3 a, double s) {
+  return v3(a.x * s, a.y * s, a.z * s);
+}
+static inline double dot(grn_vec3 a, grn_vec3 b) {
+  return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+static inline grn_vec3 cross(grn_vec3 a, grn_vec3 b) {
+  return v3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+
+static inline void row_zero(grn_force_row *row) {
+  memset(row, 0, sizeof *row);
+}
+
+static inline void row_store(float dst[3], grn_vec3 v) {
+  dst[0] = (float)v.x;
+  dst[1] = (float)v.y;
+  dst[2] = (float)v.z;
+}
+
+/* Scale a force (or moment) down to a Coulomb-type limit; returns whether it was limited. */
+static inline bool cap_to(grn_vec3 *f, double lim) {
+  const double f2 = dot(*f, *f);
+  if (f2 > lim * lim) {
+    *f = scale(*f, lim / sqrt(f2));
+    return true;
+  }
+  return false;
+}
+
+/* Contact law of one pair, from named parts in a fixed order: geometry, normal spring-dashpot,
+ * tangential spring with Coulomb cap, rolling resistance, cohesion. Writes the table row.
+ * Returns the overlap (negative when apart). */
+static double pair_force(grn_world *w, int a, int p, double mu, double mur, double coh,
+                         double gap) {
+  grn_force_row *row = &w->table[p];
+  const int b = w->pb[p];
+  grn_hist *h = &w->hist[p];
+  if (!(w->flags[a] & w->flags[b] & GRN_F_ALIVE)) {
+    row_zero(row);
+    w->pfn[p] = 0.0f;
+    memset(h, 0, sizeof *h);
+    return -1.0;
+  }
+  /* geometry */
+  const grn_vec3 d = sub(w->pos[b], w->pos[a]);
+  const double ra = w->rad[a], rb = w->rad[b], sum = ra + rb, reach = sum + gap;
+  const double d2 = dot(d, d);
+  if (d2 >= reach * reach) {
+    if (w->pfn[p] != 0.0f) {
+      w->pfn[p] = 0.0f;
+      memset(h, 0, sizeof *h);
+    }
+    row_zero(row);
+    return sum - sqrt(d2);
+  }
+  const double dist = sqrt(d2);
+  const grn_vec3 n = dist > 1e-12 ? scale(d, 1.0 / dist) : v3(0.0, 1.0, 0.0);
+  const double over = sum - dist;
+  if (over <= 0.0) {
+    /* apart: only a liquid bridge acts, falling linearly from coh at contact to 0 at GAP_WET */
+    if (w->pfn[p] != 0.0f) {
+      w->pfn[p] = 0.0f;
+      memset(h, 0, sizeof *h);
+    }
+    row_zero(row);
+    if (gap > 0.0) {
+      row_store(row->f, scale(n, -coh * (1.0 + over / gap)));
+    }
+    return over;
+  }
+  /* normal: N = KN·δ − CN·vn, never pulling */
+  const grn_vec3 va = w->vel[a], vb = w->vel[b], wa = w->spin[a], wb = w->spin[b];
+  const grn_vec3 rv = sub(vb, va);
+  const double vn = dot(rv, n);
+  double fn = GRN_KN * over - w->k.cn * vn;
+  fn = fn > 0.0 ? fn : 0.0;
+  /* a touching pair keeps a tiny positive record so its history survives the separating step */
+  w->pfn[p] = fn > 1e-6 ? (float)fn : 1e-6f;
+
+  /* tangential spring, rotated into the current tangent plane, Coulomb-capped */
+  const grn_vec3 s = add(scale(wa, ra), scale(wb, rb));
+  const grn_vec3 vt = sub(sub(rv, scale(n, vn)), cross(s, n));
+  grn_vec3 u = v3(h->u[0], h->u[1], h->u[2]);
+  u = add(sub(u, scale(n, dot(u, n))), scale(vt, GRN_H));
+  grn_vec3 ft = scale(u, -GRN_KT);
+  const double lim = mu * fn;
+  if (cap_to(&ft, lim)) {
+    u = scale(ft, -1.0 / GRN_KT);
+  } else {
+    ft = sub(ft, scale(vt, w->k.ct));
+    /* the dashpot may not lift the total past mu·N: friction never exceeds Coulomb's bound */
+    cap_to(&ft, lim);
+  }
+  h->u[0] = (float)u.x;
+  h->u[1] = (float)u.y;
+  h->u[2] = (float)u.z;
+
+  /* force on b: (N − coh)·n + Ft; tangential force turns both grains */
+  const grn_vec3 f = add(scale(n, fn - coh), ft);
+  const grn_vec3 c = cross(n, ft);
+  grn_vec3 ta = scale(c, -ra), tb = scale(c, -rb);
+
+  /* rolling resistance: spring-dashpot on the relative rolling angle, limited by mur·R*·N */
+  if (mur > 0.0) {
+    grn_vec3 wr = sub(wa, wb);
+    wr = sub(wr, scale(n, dot(wr, n)));
+    grn_vec3 th = v3(h->th[0], h->th[1], h->th[2]);
+    th = add(sub(th, scale(n, dot(th, n))), scale(wr, GRN_H));
+    grn_vec3 mom = scale(th, -w->k.kr);
+    const double mlim = mur * (ra * rb / sum) * fn;
+    if (cap_to(&mom, mlim)) {
+      th = scale(mom, -1.0 / w->k.kr);
+    } else {
+      mom = sub(mom, scale(wr, w->k.cr));
+      cap_to(&mom, mlim);
+    }
+    h->th[0] = (float)th.x;
+    h->th[1] = (float)th.y;
+    h->th[2] = (float)th.z;
+    ta = add(ta, mom);
+    tb = sub(tb, mom);
+  }
+  row_store(row->f, f);
+  row_store(row->ta, ta);
+  row_store(row->tb, tb);
+  return over;
+}
+
+void grn__forces(grn_world *w) {
+  const double mu = w->param[GRN_P_MU], mur = w->param[GRN_P_MUR], coh = w->param[GRN_P_COH];
+  const double gap = grn__reach_gap(w);
+  const int n = w->n, nthreads = w->threads;
+  double omax = 0.0;
+  int touching = 0;
+  (void)nthreads;
+#pragma omp parallel for schedule(static) num_threads(nthreads) reduction(max : omax)         \
+    reduction(+ : touching)
+  for (int a = 0; a < n; a++) {
+    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+      const double over = pair_force(w, a, p, mu, mur, coh, gap);
+      if (over > 0.0) {
+        touching++;
+        omax = over > omax ? over : omax;
+      }
+    }
+  }
+  w->over_max = omax;
+  w->contacts = touching;
+}
+
+/* Frictional wall contact (no spring): n points from the wall to the grain. Friction is viscous
+ * (CW·|vt|) when slow, Coulomb (mu·N) when fast, and never more than what stops the contact point
+ * within this step (its effective mass is 2/7·m): CW·H/(2/7·m) > 2 for grains under ≈ 8.75 kg,
+ * and an uncapped viscous branch would flip the slip every step and grow. */
+static void wall_contact(const grn_world *w, int i, grn_vec3 n, double over, double mu,
+                         grn_vec3 wall_v, grn_vec3 *f, grn_vec3 *t) {
+  const double r = w->rad[i];
+  const grn_vec3 vc = sub(sub(w->vel[i], wall_v), scale(cross(w->spin[i], n), r));
+  const double vn = dot(vc, n);
+  const double fn = GRN_KN * over - w->k.cn * vn;
+  if (fn <= 0.0) {
+    return;
+  }
+  grn_vec3 ff = scale(n, fn);
+  const grn_vec3 vt = sub(vc, scale(n, vn));
+  const double ts = sqrt(dot(vt, vt));
+  if (ts > 1e-9 && mu > 0.0) {
+    double ft = GRN_CW * ts;
+    const double lim = mu * fn, stop = (2.0 / 7.0) * ts / (w->inv_m[i] * GRN_H);
+    ft = ft < lim ? ft : lim;
+    ft = ft < stop ? ft : stop;
+    const grn_vec3 fv = scale(vt, -ft / ts);
+    ff = add(ff, fv);
+    *t = sub(*t, scale(cross(n, fv), r));
+  }
+  *f = add(*f, ff);
+}
+
+/* Flat floor or plate at height `ground`: per-grain tangential and rolling springs like a grain
+ * contact, with MU_FLOOR and MUR_FLOOR, rolling stiffness 4·KR and damping 2·CR. */
+static bool floor_contact(grn_world *w, int i, double ground, grn_vec3 *f, grn_vec3 *t) {
+  const double r = w->rad[i];
+  const grn_vec3 p = w->pos[i], v = w->vel[i], sp = w->spin[i];
+  const double over = ground + r - p.y;
+  if (over <= 0.0) {
+    return false;
+  }
+  double fn = GRN_KN * over - w->k.cn * v.y;
+  fn = fn > 0.0 ? fn : 0.0;
+  double *hf = &w->hf[4 * (size_t)i];
+  const grn_vec3 vc = v3(v.x + r * sp.z, 0.0, v.z - r * sp.x);
+  grn_vec3 u = v3(hf[0] + vc.x * GRN_H, 0.0, hf[1] + vc.z * GRN_H);
+  grn_vec3 ft = scale(u, -GRN_KT);
+  const double lim = GRN_MU_FLOOR * fn;
+  if (cap_to(&ft, lim)) {
+    u = scale(ft, -1.0 / GRN_KT);
+  } else {
+    ft = sub(ft, scale(vc, w->k.ct));
+    cap_to(&ft, lim);
+  }
+  hf[0] = u.x;
+  hf[1] = u.z;
+  *f = add(*f, v3(ft.x, fn, ft.z));
+  t->x -= r * ft.z;
+  t->z += r * ft.x;
+  grn_vec3 th = v3(hf[2] + sp.x * GRN_H, 0.0, hf[3] + sp.z * GRN_H);
+  grn_vec3 mom = scale(th, -w->k.krf);
+  const double ml = GRN_MUR_FLOOR * r * fn;
+  if (cap_to(&mom, ml)) {
+    th = scale(mom, -1.0 / w->k.krf);
+  } else {
+    mom = sub(mom, scale(v3(sp.x, 0.0, sp.z), w->k.crf));
+    cap_to(&mom, ml);
+  }
+  hf[2] = th.x;
+  hf[3] = th.z;
+  t->x += mom.x;
+  t->z += mom.z;
+  return true;
+}
+
+static void boundaries(grn_world *w, int i, grn_vec3 *f, grn_vec3 *t) {
+  const grn_geom *g = &w->geom;
+  const grn_vec3 p = w->pos[i];
+  const double r = w->rad[i];
+  const grn_vec3 still = v3(0.0, 0.0, 0.0);
+  double ground = g->floor_y;
+  bool flat = p.x >= g->fx0 && p.x <= g->fx1 && p.z >= g->fz0 && p.z <= g->fz1;
+  if (g->plate && p.y > g->plate_y - 0.5 * r) {
+    const double rho2 = p.x * p.x + p.z * p.z;
+    if (g->plugged || rho2 >= g->hole_r * g->hole_r) {
+      ground = g->plate_y;
+      flat = true;
+    } else {
+      /* centre over the hole: the grain meets the hole's rim, a ring */
+      flat = false;
+      const double rho = sqrt(rho2) + 1e-12, e = g->hole_r - rho, dy = p.y - g->plate_y;
+      const double dd = e * e + dy * dy;
+      if (dd < r * r) {
+        const double dist = sqrt(dd) + 1e-12;
+        wall_contact(w, i, v3(-p.x / rho * e / dist, dy / dist, -p.z / rho * e / dist), r - dist,
+                     g->mu_wall, still, f, t);
+      }
+    }
+  }
+  if (flat && floor_contact(w, i, ground, f, t)) {
+    w->flags[i] |= GRN_F_FLOOR;
+  } else if (w->flags[i] & GRN_F_FLOOR) {
+    w->flags[i] &= (uint8_t)~GRN_F_FLOOR;
+    memset(&w->hf[4 * (size_t)i], 0, 4 * sizeof(double));
+  }
+  if (g->box) {
+    if (p.x - r < g->xmin) {
+      wall_contact(w, i, v3(1, 0, 0), g->xmin - p.x + r, g->mu_wall, still, f, t);
+    }
+    if (p.x + r > g->xmax) {
+      wall_contact(w, i, v3(-1, 0, 0), p.x + r - g->xmax, g->mu_wall, still, f, t);
+    }
+    if (p.z - r < g->zmin) {
+      wall_contact(w, i, v3(0, 0, 1), g->zmin - p.z + r, g->mu_wall, still, f, t);
+    }
+    if (p.z + r > g->zmax) {
+      wall_contact(w, i, v3(0, 0, -1), p.z + r - g->zmax, g->mu_wall, still, f, t);
+    }
+  }
+  /* the dam holds only grains above its (lifted) lower edge */
+  if (g->dam && p.x + r > g->dam_x && p.y > g->dam_edge) {
+    wall_contact(w, i, v3(-1, 0, 0), p.x + r - g->dam_x, g->mu_wall, still, f, t);
+  }
+  if (g->silo_r > 0.0 && p.y > g->plate_y - r) {
+    const double rho2 = p.x * p.x + p.z * p.z, lim = g->silo_r - r;
+    if (rho2 > lim * lim) {
+      const double rho = sqrt(rho2);
+      wall_contact(w, i, v3(-p.x / rho, 0, -p.z / rho), rho - lim, g->mu_wall, still, f, t);
+    }
+  }
+  if (g->tool) {
+    const grn_vec3 d = sub(p, g->tool_p);
+    const double rr = g->tool_r + r, d2 = dot(d, d);
+    if (d2 < rr * rr && d2 > 1e-12) {
+      const double dl = sqrt(d2);
+      wall_contact(w, i, scale(d, 1.0 / dl), rr - dl, 0.3, g->tool_v, f, t);
+    }
+  }
+}
+
+void grn__gather_integrate(grn_world *w) {
+  const int n = w->n, nthreads = w->threads;
+  const double h = GRN_H, drag = w->t < w->settle ? 0.97 : 1.0;
+  const grn_vec3 g = w->gravity;
+  const double vf2 = GRN_VFLOW * GRN_VFLOW, vmax2 = GRN_VMAX * GRN_VMAX, kill_y = w->geom.kill_y;
+  double vm2 = 0.0;
+  int moving = 0, count = 0, killed = 0;
+  (void)nthreads;
+#pragma omp parallel for schedule(static) num_threads(nthreads) reduction(max : vm2)          \
+    reduction(+ : moving, count, killed)
+  for (int i = 0; i < n; i++) {
+    if ((w->flags[i] & (GRN_F_ALIVE | GRN_F_FIXED)) != GRN_F_ALIVE) {
+      continue;
+    }
+    grn_vec3 f = v3(0, 0, 0), t = v3(0, 0, 0);
+    /* gather in a fixed order: pairs this grain owns, then those where it is the partner */
+    for (int p = w->pstart[i]; p < w->pstart[i + 1]; p++) {
+      const grn_force_row *row = &w->table[p];
+      f.x -= row->f[0];
+      f.y -= row->f[1];
+      f.z -= row->f[2];
+      t.x += row->ta[0];
+      t.y += row->ta[1];
+      t.z += row->ta[2];
+    }
+    for (int q = w->rstart[i]; q < w->rstart[i + 1]; q++) {
+      const grn_force_row *row = &w->table[w->rref[q]];
+      f.x += row->f[0];
+      f.y += row->f[1];
+      f.z += row->f[2];
+      t.x += row->tb[0];
+      t.y += row->tb[1];
+      t.z += row->tb[2];
+    }
+    boundaries(w, i, &f, &t);
+
+    /* semi-implicit Euler: new velocity from force, then position from the new velocity */
+    const double im = w->inv_m[i], ii = w->inv_i[i];
+    grn_vec3 v = w->vel[i];
+    v.x = (v.x + (f.x * im + g.x) * h) * drag;
+    v.y = (v.y + (f.y * im + g.y) * h) * drag;
+    v.z = (v.z + (f.z * im + g.z) * h) * drag;
+    double v2 = dot(v, v);
+    grn_vec3 sp = add(w->spin[i], scale(t, ii * h));
+    if (!(v2 < vmax2)) {
+      if (v2 != v2) {
+        /* a NaN is removed, never propagated to its neighbours */
+        w->flags[i] = 0; /* removed for good: every flag goes */
+        killed++;
+        continue;
+      }
+      v = scale(v, GRN_VMAX / sqrt(v2));
+      v2 = vmax2;
+    }
+    if (!isfinite(sp.x + sp.y + sp.z)) {
+      w->flags[i] = 0; /* removed for good: every flag goes */
+      killed++;
+      continue;
+    }
+    w->vel[i] = v;
+    w->spin[i] = sp;
+    w->pos[i] = add(w->pos[i], scale(v, h));
+    vm2 = v2 > vm2 ? v2 : vm2;
+    moving += v2 > vf2;
+    count++;
+    if (w->pos[i].y < kill_y) {
+      w->flags[i] = 0; /* removed for good: every flag goes */
+      killed++;
+    }
+  }
+  w->flowing = count > 0 ? (double)moving / count : 0.0;
+  w->vmax = sqrt(vm2);
+  w->disp += w->vmax * h;
+  if (killed > 0) {
+    w->dirty = true;
+  }
+  w->alive -= killed;
+}

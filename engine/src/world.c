@@ -1,0 +1,568 @@
+/* World lifecycle: definitions and validation, counted allocation, grain storage, the step loop,
+ * actions, live parameters, sleep and wake, and read-out. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- allocation -------------------------------------------------------------------------- */
+static void *default_alloc(size_t size, void *ctx) {
+  (void)ctx;
+  return malloc(size);
+}
+static void default_free(void *p, size_t size, void *ctx) {
+  (void)ctx;
+  (void)size;
+  free(p);
+}
+
+void *grn__alloc(grn_world *w, size_t bytes) {
+  if (bytes == 0) {
+    return NULL;
+  }
+  void *p = w->alloc(bytes, w->alloc_ctx);
+  if (p) {
+    w->bytes_live += bytes;
+  }
+  return p;
+}
+
+void grn__free(grn_world *w, void *p, size_t bytes) {
+  if (p) {
+    w->free(p, bytes, w->alloc_ctx);
+    w->bytes_live -= bytes;
+  }
+}
+
+/* Grow an array to hold `need` elements (contents kept); cap is in elements. */
+int grn__grow(grn_world *w, void **p, size_t elem, int *cap, int need) {
+  if (need <= *cap) {
+    return GRN_OK;
+  }
+  int nc = *cap > 0 ? *cap : 16;
+  while (nc < need) {
+    nc = nc + nc / 2 + 1;
+  }
+  void *q = grn__alloc(w, elem * (size_t)nc);
+  if (!q) {
+    return GRN_E_NOMEM;
+  }
+  if (*p) {
+    memcpy(q, *p, elem * (size_t)*cap);
+    grn__free(w, *p, elem * (size_t)*cap);
+  }
+  *p = q;
+  *cap = nc;
+  return GRN_OK;
+}
+
+/* ---- rng --------------------------------------------------------------------------------- */
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void grn__rng_seed(uint64_t s[4], uint64_t seed) {
+  for (int i = 0; i < 4; i++) {
+    s[i] = splitmix64(&seed);
+  }
+}
+
+static inline uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
+
+double grn__rng_uniform(uint64_t s[4]) {
+  const uint64_t r = rotl(s[1] * 5, 7) * 9;
+  const uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return (double)(r >> 11) * 0x1.0p-53;
+}
+
+/* ---- definitions ------------------------------------------------------------------------- */
+int grn_world_def_default(grn_world_def *def, const char *scene, grn_error *err) {
+  const grn_scene_info *info = grn_scene_find(scene);
+  if (!info) {
+    return grn__fail(err, GRN_E_UNKNOWN_SCENE, "scene", "unknown scene '%.64s'",
+                     scene ? scene : "(null)");
+  }
+  memset(def, 0, sizeof *def);
+  def->scene = info;
+  for (int i = 0; i < info->param_count; i++) {
+    def->param[info->params[i]] = info->param_info[i].def;
+  }
+  def->seed = 1;
+  def->grains = 0;
+  def->threads = 1;
+  def->allow_sleep = true;
+  def->fill = GRN_FILL_SCENE;
+  return GRN_OK;
+}
+
+int grn_world_def_set(grn_world_def *def, const char *name, double value, grn_error *err) {
+  const int id = grn__check_param(def->scene, name, value, err);
+  if (id < 0) {
+    return id;
+  }
+  def->param[id] = value;
+  return GRN_OK;
+}
+
+int grn_world_def_set_text(grn_world_def *def, const char *name, const char *value,
+                           grn_error *err) {
+  if (grn_scene_param_index(def->scene, name) < 0) {
+    return grn__check_param(def->scene, name, 0.0, err);
+  }
+  double v;
+  if (grn_parse_number(value, &v) != GRN_OK) {
+    return grn__fail(err, GRN_E_NOT_NUMBER, name, "parameter '%s': '%.40s' is not a number",
+                     name, value ? value : "");
+  }
+  return grn_world_def_set(def, name, v, err);
+}
+
+static const int base_count[3] = {750, 1500, 3000};
+
+int grn_world_def_grains(const grn_world_def *def) {
+  if (def->grains > 0) {
+    return def->grains;
+  }
+  const int q = (int)def->param[GRN_P_QUALITY];
+  return (int)lround(base_count[q < 0 ? 0 : q > 2 ? 2 : q] * def->param[GRN_P_AMOUNT] / 100.0);
+}
+
+int grn_world_def_validate(const grn_world_def *def, grn_error *err) {
+  if (!def || !def->scene || !grn__scene_impl(def->scene)) {
+    return grn__fail(err, GRN_E_UNKNOWN_SCENE, "scene", "no valid scene in the definition");
+  }
+  for (int i = 0; i < def->scene->param_count; i++) {
+    const int rc = grn__check_param(def->scene, def->scene->param_info[i].name,
+                                    def->param[def->scene->params[i]], err);
+    if (rc < 0) {
+      return rc;
+    }
+  }
+  if (def->grains < 0 || def->grains > GRN_MAX_GRAINS) {
+    return grn__fail(err, GRN_E_RANGE, "grains", "grains = %d is outside 1..%d", def->grains,
+                     GRN_MAX_GRAINS);
+  }
+  if (def->threads < 1 || def->threads > 256) {
+    return grn__fail(err, GRN_E_RANGE, "threads", "threads = %d is outside 1..256",
+                     def->threads);
+  }
+  if (def->fill != GRN_FILL_SCENE && def->fill != GRN_FILL_BED) {
+    return grn__fail(err, GRN_E_INVALID, "fill", "unknown fill mode %d", (int)def->fill);
+  }
+  if ((def->alloc == NULL) != (def->free == NULL)) {
+    return grn__fail(err, GRN_E_INVALID, "alloc", "alloc and free hooks go together");
+  }
+  return GRN_OK;
+}
+
+/* ---- grains ------------------------------------------------------------------------------ */
+int grn__reserve_grains(grn_world *w, int need) {
+  if (need <= w->cap) {
+    return GRN_OK;
+  }
+  int nc = w->cap > 0 ? w->cap + w->cap / 2 : 64;
+  nc = nc < need ? need : nc;
+  int c;
+#define GROW(arr, type, extra)                                                                 \
+  c = w->cap > 0 ? w->cap + (extra) : 0;                                                      \
+  if (grn__grow(w, (void **)&w->arr, sizeof(type), &c, nc + (extra)) != GRN_OK) {             \
+    return GRN_E_NOMEM;                                                                        \
+  }
+  GROW(pos, grn_vec3, 0)
+  GROW(vel, grn_vec3, 0)
+  GROW(spin, grn_vec3, 0)
+  GROW(rad, double, 0)
+  GROW(inv_m, double, 0)
+  GROW(inv_i, double, 0)
+  GROW(hf, double[4], 0)
+  GROW(id, uint32_t, 0)
+  GROW(flags, uint8_t, 0)
+  GROW(pstart, int32_t, 1)
+  GROW(rstart, int32_t, 1)
+  GROW(cell, int32_t, 0)
+  GROW(perm, int32_t, 0)
+  GROW(newidx, int32_t, 0)
+#undef GROW
+  if (w->cap == 0) {
+    w->pstart[0] = 0;
+    w->rstart[0] = 0;
+  }
+  w->cap = nc;
+  return GRN_OK;
+}
+
+double grn__random_radius(grn_world *w) {
+  /* diameters uniform in [0.85 D0, 1.15 D0]: equal spheres would crystallise */
+  return 0.5 * GRN_D0 * (1.0 - GRN_SPREAD + 2.0 * GRN_SPREAD * grn__rng_uniform(w->rng));
+}
+
+int grn__add_grain(grn_world *w, double x, double y, double z, double r, grn_vec3 v) {
+  if (grn__reserve_grains(w, w->n + 1) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  const int i = w->n++;
+  const double m = GRN_RHO * 4.0 / 3.0 * GRN_PI * r * r * r;
+  w->pos[i] = (grn_vec3){x, y, z};
+  w->vel[i] = v;
+  w->spin[i] = (grn_vec3){0.0, 0.0, 0.0};
+  w->rad[i] = r;
+  w->inv_m[i] = 1.0 / m;
+  w->inv_i[i] = 1.0 / (0.4 * m * r * r);
+  memset(&w->hf[4 * (size_t)i], 0, 4 * sizeof(double));
+  w->id[i] = w->next_id++;
+  w->flags[i] = GRN_F_ALIVE;
+  w->alive++;
+  w->dirty = true;
+  return GRN_OK;
+}
+
+void grn__kill(grn_world *w, int i) {
+  if (w->flags[i] & GRN_F_ALIVE) {
+    w->flags[i] = 0;
+    w->alive--;
+    w->dirty = true;
+  }
+}
+
+/* Layers of LAT_A × LAT_A sites, LAT_G apart, every other layer shifted by half a spacing. */
+int grn__fill_lattice(grn_world *w, int count, double x0, double x1, double z0, double z1,
+                      double y0) {
+  const int nx = (int)floor((x1 - x0) / GRN_LAT_A), nz = (int)floor((z1 - z0) / GRN_LAT_A);
+  if (nx < 1 || nz < 1) {
+    return GRN_E_INVALID;
+  }
+  if (grn__reserve_grains(w, w->n + count) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  int placed = 0;
+  for (int layer = 0; placed < count; layer++) {
+    const double sh = (layer & 1) ? 0.5 * GRN_LAT_A : 0.0;
+    const int mx = (layer & 1) ? nx - 1 : nx, mz = (layer & 1) ? nz - 1 : nz;
+    for (int b = 0; b < mz && placed < count; b++) {
+      for (int a = 0; a < mx && placed < count; a++) {
+        const double x = x0 + (a + 0.5) * GRN_LAT_A + sh, z = z0 + (b + 0.5) * GRN_LAT_A + sh;
+        const grn_vec3 v0 = {0.0, 0.0, 0.0};
+        if (grn__add_grain(w, x, y0 + layer * GRN_LAT_G, z, grn__random_radius(w), v0) !=
+            GRN_OK) {
+          return GRN_E_NOMEM;
+        }
+        placed++;
+      }
+    }
+  }
+  return GRN_OK;
+}
+
+/* A lattice packs down at the drag's terminal speed (0.97/step gives ≈1.3 m/s), so the settle
+ * time grows with its height: a 100k-grain lattice given a flat 1 s crashed through the floor. */
+double grn__settle_time(double lattice_height) {
+  return 1.0 + 1.0 * lattice_height;
+}
+
+/* ---- lifecycle --------------------------------------------------------------------------- */
+void grn__world_clear(grn_world *w) {
+  grn__free(w, w->pos, sizeof(grn_vec3) * (size_t)w->cap);
+  grn__free(w, w->vel, sizeof(grn_vec3) * (size_t)w->cap);
+  grn__free(w, w->spin, sizeof(grn_vec3) * (size_t)w->cap);
+  grn__free(w, w->rad, sizeof(double) * (size_t)w->cap);
+  grn__free(w, w->inv_m, sizeof(double) * (size_t)w->cap);
+  grn__free(w, w->inv_i, sizeof(double) * (size_t)w->cap);
+  grn__free(w, w->hf, 4 * sizeof(double) * (size_t)w->cap);
+  grn__free(w, w->id, sizeof(uint32_t) * (size_t)w->cap);
+  grn__free(w, w->flags, sizeof(uint8_t) * (size_t)w->cap);
+  grn__free(w, w->pstart, sizeof(int32_t) * (size_t)(w->cap + 1));
+  grn__free(w, w->rstart, sizeof(int32_t) * (size_t)(w->cap + 1));
+  grn__free(w, w->cell, sizeof(int32_t) * (size_t)w->cap);
+  grn__free(w, w->perm, sizeof(int32_t) * (size_t)w->cap);
+  grn__free(w, w->newidx, sizeof(int32_t) * (size_t)w->cap);
+  grn__free(w, w->pb, sizeof(int32_t) * (size_t)w->mcap);
+  grn__free(w, w->rref, sizeof(int32_t) * (size_t)w->mcap);
+  grn__free(w, w->hist, sizeof(grn_hist) * (size_t)w->mcap);
+  grn__free(w, w->pfn, sizeof(float) * (size_t)w->mcap);
+  grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->mcap);
+  grn__free(w, w->cstart, sizeof(int32_t) * (size_t)w->ncell_cap);
+  grn__free(w, w->scratch, w->scratch_bytes);
+  grn__free(w, w->hmap, sizeof(double) * (size_t)w->hnx * (size_t)w->hnz);
+  /* keep allocator, threads, inputs; drop everything derived from them */
+  grn_world keep = *w;
+  const size_t off = offsetof(grn_world, n);
+  memset((char *)w + off, 0, sizeof *w - off);
+  w->bytes_live = keep.bytes_live;
+}
+
+/* Build the scene from the world's inputs: used by create and by the reset action. */
+int grn__world_setup(grn_world *w) {
+  grn__rng_seed(w->rng, w->seed);
+  w->gravity = (grn_vec3){0.0, -GRN_G, 0.0};
+  w->geom.kill_y = -1e9;
+  w->geom.mu_wall = GRN_MU_FLOOR;
+  w->geom.fx0 = w->geom.fz0 = -INFINITY;
+  w->geom.fx1 = w->geom.fz1 = INFINITY;
+  w->meas.state = GRN_STATE_SETTLING;
+  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
+    w->meas.value[k] = NAN;
+  }
+  w->meas.present = w->scene->measures;
+  int rc = w->fill == GRN_FILL_BED ? grn__setup_bed(w) : w->impl->setup(w);
+  if (rc == GRN_OK && w->n > 0) {
+    rc = grn__rebuild(w);
+  }
+  if (rc == GRN_OK) {
+    w->impl->measure(w);
+  }
+  return rc;
+}
+
+static void consts_init(grn_consts *k) {
+  const double le = log(1.0 / 0.3);
+  k->cn = 2.0 * (le / hypot(GRN_PI, le)) * sqrt(GRN_KN * GRN_M0 / 2.0);
+  k->ct = 0.2 * sqrt(GRN_KT * GRN_M0 / 2.0);
+  k->kr = GRN_KT * (GRN_D0 / 4.0) * (GRN_D0 / 4.0);
+  k->cr = 0.2 * sqrt(k->kr * 0.4 * GRN_M0 * (GRN_D0 / 2.0) * (GRN_D0 / 2.0));
+  k->krf = 4.0 * k->kr;
+  k->crf = 2.0 * k->cr;
+}
+
+grn_world *grn__world_new(const grn_world_def *def) {
+  grn_alloc_fn al = def && def->alloc ? def->alloc : default_alloc;
+  grn_free_fn fr = def && def->alloc ? def->free : default_free;
+  void *ctx = def ? def->alloc_ctx : NULL;
+  grn_world *w = al(sizeof *w, ctx);
+  if (!w) {
+    return NULL;
+  }
+  memset(w, 0, sizeof *w);
+  w->alloc = al;
+  w->free = fr;
+  w->alloc_ctx = ctx;
+  w->bytes_live = sizeof *w;
+  w->threads = def ? def->threads : 1;
+  w->allow_sleep = def ? def->allow_sleep : true;
+  consts_init(&w->k);
+  return w;
+}
+
+int grn_world_create(const grn_world_def *def, grn_world **out, grn_error *err) {
+  int rc = grn_world_def_validate(def, err);
+  if (rc != GRN_OK) {
+    return rc;
+  }
+  grn_world *w = grn__world_new(def);
+  if (!w) {
+    return grn__fail(err, GRN_E_NOMEM, "", "out of memory creating the world");
+  }
+  w->scene = def->scene;
+  w->impl = grn__scene_impl(def->scene);
+  memcpy(w->param, def->param, sizeof w->param);
+  w->seed = def->seed;
+  w->n_target = grn_world_def_grains(def);
+  w->fill = def->fill;
+  if (w->fill == GRN_FILL_BED && w->scene->model != GRN_MODEL_GRANULAR) {
+    grn_world_destroy(w);
+    return grn__fail(err, GRN_E_UNSUPPORTED, "fill", "scene '%s' has no packed-bed fill",
+                     def->scene->name);
+  }
+  rc = grn__world_setup(w);
+  if (rc != GRN_OK) {
+    grn_world_destroy(w);
+    return grn__fail(err, rc, "", "could not build scene '%s': %s", def->scene->name,
+                     grn_status_message(rc));
+  }
+  *out = w;
+  return GRN_OK;
+}
+
+void grn_world_destroy(grn_world *w) {
+  if (!w) {
+    return;
+  }
+  grn__world_clear(w);
+  w->free(w, sizeof *w, w->alloc_ctx);
+}
+
+/* ---- stepping ---------------------------------------------------------------------------- */
+static bool must_rebuild(const grn_world *w) {
+  return w->dirty || w->disp > 0.8 * (GRN_SKIN - grn__reach_gap(w));
+}
+
+static void wake(grn_world *w) {
+  w->sleeping = false;
+  w->still = 0.0;
+}
+
+int grn_world_step(grn_world *w, int steps) {
+  for (int s = 0; s < steps; s++) {
+    if (!w->sleeping) {
+      if (must_rebuild(w)) {
+        const int rc = grn__rebuild(w);
+        if (rc != GRN_OK) {
+          return rc;
+        }
+      }
+      grn__forces(w);
+      grn__gather_integrate(w);
+      /* sleep once every grain has stayed calm for 1 s with nothing poured or pushed */
+      const bool busy = w->pouring || w->geom.tool || w->t < w->settle;
+      w->still = (w->vmax < w->impl->calm && !busy) ? w->still + GRN_H : 0.0;
+      if (w->still > 1.0 && w->allow_sleep) {
+        w->sleeping = true;
+        w->flowing = 0.0;
+      }
+    }
+    if (w->geom.tool) {
+      w->geom.tool_p.x += w->geom.tool_v.x * GRN_H;
+      w->geom.tool_p.y += w->geom.tool_v.y * GRN_H;
+      w->geom.tool_p.z += w->geom.tool_v.z * GRN_H;
+    }
+    w->steps++;
+    w->t = (double)w->steps * GRN_H;
+    if (w->fill == GRN_FILL_SCENE) {
+      w->impl->script(w);
+    }
+    if (w->steps % GRN_MEASURE_EVERY == 0) {
+      w->impl->measure(w);
+    }
+  }
+  return GRN_OK;
+}
+
+/* ---- actions and live parameters --------------------------------------------------------- */
+int grn_world_act(grn_world *w, const grn_action *a, grn_error *err) {
+  int rc = grn_action_check(w->scene, a, err);
+  if (rc != GRN_OK) {
+    return rc;
+  }
+  switch (a->kind) {
+  case GRN_A_TOOL:
+    w->geom.tool = true;
+    w->geom.tool_r = 0.35;
+    w->geom.tool_p = (grn_vec3){a->args[0], a->args[1], a->args[2]};
+    w->geom.tool_v = a->nargs == 6 ? (grn_vec3){a->args[3], a->args[4], a->args[5]}
+                                   : (grn_vec3){0.0, 0.0, 0.0};
+    break;
+  case GRN_A_TOOL_OFF:
+    w->geom.tool = false;
+    break;
+  case GRN_A_RESET: {
+    /* a fresh copy of the inputs, rebuilt: same parameters and seed give the same start */
+    double param[GRN_PARAM_COUNT];
+    memcpy(param, w->param, sizeof param);
+    const uint64_t seed = w->seed;
+    const int target = w->n_target;
+    const grn_fill fill = w->fill;
+    grn__world_clear(w);
+    memcpy(w->param, param, sizeof param);
+    w->seed = seed;
+    w->n_target = target;
+    w->fill = fill;
+    rc = grn__world_setup(w);
+    if (rc != GRN_OK) {
+      return grn__fail(err, rc, "reset", "reset failed: %s", grn_status_message(rc));
+    }
+    break;
+  }
+  default:
+    rc = w->impl->act(w, a, err);
+    if (rc != GRN_OK) {
+      return rc;
+    }
+  }
+  wake(w);
+  return GRN_OK;
+}
+
+int grn_world_set_param(grn_world *w, const char *name, double value, grn_error *err) {
+  const int id = grn__check_param(w->scene, name, value, err);
+  if (id < 0) {
+    return id;
+  }
+  if (id == GRN_P_AMOUNT || id == GRN_P_QUALITY) {
+    return grn__fail(err, GRN_E_UNSUPPORTED, name,
+                     "parameter '%s' sets the grain count: restart the scene to change it", name);
+  }
+  const double gap_before = grn__reach_gap(w);
+  w->param[id] = value;
+  if (grn__reach_gap(w) != gap_before) {
+    w->dirty = true; /* pairs must now be listed out to the liquid-bridge reach */
+  }
+  if (id == GRN_P_SPOUT_X) {
+    w->spout_x = value;
+  } else if (id == GRN_P_SPOUT_Z) {
+    w->spout_z = value;
+  }
+  wake(w);
+  return GRN_OK;
+}
+
+/* ---- read-out ---------------------------------------------------------------------------- */
+static const char *const state_names[] = {"settling", "filling", "running", "asleep"};
+
+const char *grn_state_name(grn_state s) {
+  return (int)s >= 0 && s <= GRN_STATE_ASLEEP ? state_names[s] : "";
+}
+
+void grn_world_measurements(const grn_world *w, grn_measurements *out) {
+  *out = w->meas;
+}
+
+uint64_t grn_world_step_count(const grn_world *w) {
+  return w->steps;
+}
+
+double grn_world_time(const grn_world *w) {
+  return w->t;
+}
+
+bool grn_world_asleep(const grn_world *w) {
+  return w->sleeping;
+}
+
+void grn_world_grains(const grn_world *w, grn_grains_view *out) {
+  out->count = w->n;
+  out->pos = (const double *)w->pos;
+  out->vel = (const double *)w->vel;
+  out->spin = (const double *)w->spin;
+  out->radius = w->rad;
+  out->id = w->id;
+  out->alive = w->flags; /* GRN_F_ALIVE is bit 0 */
+}
+
+void grn_world_get_stats(const grn_world *w, grn_world_stats *out) {
+  out->alive = w->alive;
+  out->pairs = w->m;
+  out->contacts = w->contacts;
+  out->rebuilds = w->rebuilds;
+  out->max_speed = w->vmax;
+  out->over_max = w->over_max;
+  out->bytes_live = w->bytes_live;
+}
+
+uint64_t grn_world_digest(const grn_world *w) {
+  /* FNV-1a over the bit patterns: any difference in any bit shows */
+  uint64_t h = 0xcbf29ce484222325ull;
+  const unsigned char *parts[3] = {(const unsigned char *)w->pos, (const unsigned char *)w->vel,
+                                   (const unsigned char *)w->spin};
+  for (int i = 0; i < w->n; i++) {
+    if (!(w->flags[i] & GRN_F_ALIVE)) {
+      continue;
+    }
+    for (int k = 0; k < 3; k++) {
+      const unsigned char *b = parts[k] + sizeof(grn_vec3) * (size_t)i;
+      for (size_t j = 0; j < sizeof(grn_vec3); j++) {
+        h = (h ^ b[j]) * 0x100000001b3ull;
+      }
+    }
+  }
+  return h;
+}

@@ -1,0 +1,462 @@
+/* grainlab: headless command line for the engine — run a scene printing JSON Lines, benchmark
+ * the packed bed, list the scene catalogue. Bad input: one line on stderr, exit status 2. */
+#define _POSIX_C_SOURCE 200809L
+#include "grainlab/grainlab.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define EXIT_USAGE 2
+#define MAX_ACTIONS 256
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("grainlab: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return EXIT_USAGE;
+}
+
+static int engine_error(const grn_error *e) {
+  return usage_error("%s", e->message);
+}
+
+static void usage(FILE *f) {
+  fputs("usage:\n"
+        "  grainlab run --scene NAME [--grains N | --quality Q --amount PCT] [--set KEY=VALUE]...\n"
+        "               [--seed S] [--seconds T] [--threads K] [--action TIME:NAME[:ARG,...]]...\n"
+        "  grainlab bench --scene pour --grains N [--steps S] [--threads K] [--seed S]\n"
+        "  grainlab scenes\n",
+        f);
+}
+
+/* ---- strict option values ---------------------------------------------------------------- */
+static int parse_int(const char *opt, const char *text, long lo, long hi, long *out) {
+  double v;
+  if (grn_parse_number(text, &v) != GRN_OK || v != floor(v)) {
+    return usage_error("%s: '%s' is not a whole number", opt, text);
+  }
+  if (v < (double)lo || v > (double)hi) {
+    return usage_error("%s = %s is outside %ld..%ld", opt, text, lo, hi);
+  }
+  *out = (long)v;
+  return 0;
+}
+
+static int parse_seed(const char *text, uint64_t *out) {
+  /* any 64-bit integer: unsigned, or negative (taken modulo 2^64) */
+  const char *p = text;
+  const bool neg = *p == '-';
+  if (neg) {
+    p++;
+  }
+  if (!*p || strspn(p, "0123456789") != strlen(p)) {
+    return usage_error("--seed: '%s' is not an integer", text);
+  }
+  errno = 0;
+  char *end = NULL;
+  const unsigned long long v = strtoull(p, &end, 10);
+  if (errno == ERANGE || *end || (neg && v > (unsigned long long)INT64_MAX + 1ull)) {
+    return usage_error("--seed: '%s' does not fit in 64 bits", text);
+  }
+  *out = neg ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  return 0;
+}
+
+/* ---- JSON output ------------------------------------------------------------------------- */
+static void json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') {
+      printf("\\%c", *s);
+    } else if ((unsigned char)*s < 0x20) {
+      printf("\\u%04x", *s);
+    } else {
+      putchar(*s);
+    }
+  }
+  putchar('"');
+}
+
+static void json_number(double v) {
+  if (isfinite(v)) {
+    printf("%.10g", v);
+  } else {
+    fputs("null", stdout);
+  }
+}
+
+static void print_measurements(const grn_measurements *m) {
+  putchar('{');
+  bool first = true;
+  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
+    if (!(m->present & (1u << k))) {
+      continue;
+    }
+    printf("%s\"%s\":", first ? "" : ",", grn_measure_name((grn_measure_key)k));
+    json_number(m->value[k]);
+    first = false;
+  }
+  printf("%s\"state\":\"%s\"}", first ? "" : ",", grn_state_name(m->state));
+}
+
+static int cmd_scenes(void) {
+  printf("{\"scenes\":[");
+  for (int s = 0; s < grn_scene_count(); s++) {
+    const grn_scene_info *sc = grn_scene_at(s);
+    printf("%s{\"name\":", s ? "," : "");
+    json_string(sc->name);
+    printf(",\"model\":\"granular\",\"description\":");
+    json_string(sc->description);
+    printf(",\"params\":[");
+    for (int i = 0; i < sc->param_count; i++) {
+      const grn_param_info *p = &sc->param_info[i];
+      printf("%s{\"name\":", i ? "," : "");
+      json_string(p->name);
+      printf(",\"unit\":");
+      json_string(p->unit);
+      printf(",\"min\":%.10g,\"max\":%.10g,\"default\":%.10g,\"integer\":%s,\"description\":",
+             p->min, p->max, p->def, p->integer ? "true" : "false");
+      json_string(p->description);
+      putchar('}');
+    }
+    printf("],\"actions\":[");
+    for (int i = 0; i < sc->action_count; i++) {
+      printf("%s", i ? "," : "");
+      json_string(sc->actions[i]);
+    }
+    printf("],\"measurements\":[");
+    bool first = true;
+    for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
+      if (sc->measures & (1u << k)) {
+        printf("%s", first ? "" : ",");
+        json_string(grn_measure_name((grn_measure_key)k));
+        first = false;
+      }
+    }
+    printf(",\"state\"]}");
+  }
+  printf("]}\n");
+  return 0;
+}
+
+/* ---- shared option parsing for run and bench ---------------------------------------------- */
+typedef struct timed_action {
+  uint64_t step;
+  grn_action action;
+  const char *text;
+} timed_action;
+
+typedef struct options {
+  const char *scene;
+  grn_world_def def;
+  bool have_def;
+  long grains, steps;
+  bool grains_set, quality_set;
+  double seconds;
+  long threads;
+  uint64_t seed;
+  bool seed_set;
+  int nsets;
+  const char *sets[64];
+  int nactions;
+  const char *actions[MAX_ACTIONS];
+} options;
+
+static int parse_options(int argc, char **argv, bool bench, options *o) {
+  memset(o, 0, sizeof *o);
+  o->seconds = 10.0;
+  o->threads = 1;
+  o->steps = 1000;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    const bool takes = strncmp(a, "--", 2) == 0;
+    if (!takes) {
+      return usage_error("unexpected argument '%s'", a);
+    }
+    if (!v) {
+      return usage_error("%s needs a value", a);
+    }
+    int rc = 0;
+    long tmp;
+    if (strcmp(a, "--scene") == 0) {
+      o->scene = v;
+    } else if (strcmp(a, "--grains") == 0) {
+      rc = parse_int(a, v, 1, GRN_MAX_GRAINS, &o->grains);
+      o->grains_set = true;
+    } else if (strcmp(a, "--threads") == 0) {
+      rc = parse_int(a, v, 1, 256, &o->threads);
+    } else if (strcmp(a, "--seed") == 0) {
+      rc = parse_seed(v, &o->seed);
+      o->seed_set = true;
+    } else if (!bench && (strcmp(a, "--quality") == 0 || strcmp(a, "--amount") == 0)) {
+      if (o->nsets == 64) {
+        return usage_error("too many parameters");
+      }
+      /* stored as KEY=VALUE form later; remember the pair via argv */
+      o->sets[o->nsets++] = a;
+      o->sets[o->nsets++ < 64 ? o->nsets - 1 : 63] = v;
+      o->nsets -= 2;
+      o->sets[o->nsets++] = a + 2;
+      o->sets[o->nsets++] = v;
+      o->quality_set = true;
+    } else if (!bench && strcmp(a, "--set") == 0) {
+      if (o->nsets >= 62) {
+        return usage_error("too many --set options");
+      }
+      const char *eq = strchr(v, '=');
+      if (!eq || eq == v) {
+        return usage_error("--set: '%s' is not KEY=VALUE", v);
+      }
+      o->sets[o->nsets++] = v; /* split at '=' later */
+      o->sets[o->nsets++] = NULL;
+    } else if (!bench && strcmp(a, "--seconds") == 0) {
+      if (grn_parse_number(v, &o->seconds) != GRN_OK) {
+        return usage_error("--seconds: '%s' is not a number", v);
+      }
+      if (!(o->seconds > 0.0 && o->seconds <= 1e6)) {
+        return usage_error("--seconds = %s is outside (0, 1e6]", v);
+      }
+    } else if (!bench && strcmp(a, "--action") == 0) {
+      if (o->nactions == MAX_ACTIONS) {
+        return usage_error("more than %d actions", MAX_ACTIONS);
+      }
+      o->actions[o->nactions++] = v;
+    } else if (bench && strcmp(a, "--steps") == 0) {
+      rc = parse_int(a, v, 1, 100000000, &tmp);
+      o->steps = tmp;
+    } else {
+      return usage_error("unknown option '%s'", a);
+    }
+    if (rc) {
+      return rc;
+    }
+    i++;
+  }
+  if (!o->scene) {
+    return usage_error("--scene is required");
+  }
+  grn_error e = {0};
+  if (grn_world_def_default(&o->def, o->scene, &e) != GRN_OK) {
+    return engine_error(&e);
+  }
+  if (o->grains_set && o->quality_set) {
+    return usage_error("--grains excludes --quality and --amount");
+  }
+  for (int k = 0; k < o->nsets; k += 2) {
+    char key[64];
+    const char *val;
+    if (o->sets[k + 1]) {
+      snprintf(key, sizeof key, "%s", o->sets[k]);
+      val = o->sets[k + 1];
+    } else {
+      const char *eq = strchr(o->sets[k], '=');
+      snprintf(key, sizeof key, "%.*s", (int)(eq - o->sets[k]), o->sets[k]);
+      val = eq + 1;
+      if (o->grains_set && (strcmp(key, "quality") == 0 || strcmp(key, "amount") == 0)) {
+        return usage_error("--grains excludes --quality and --amount");
+      }
+    }
+    if (grn_world_def_set_text(&o->def, key, val, &e) != GRN_OK) {
+      return engine_error(&e);
+    }
+  }
+  o->def.grains = o->grains_set ? (int)o->grains : 0;
+  o->def.threads = (int)o->threads;
+  if (o->seed_set) {
+    o->def.seed = o->seed;
+  }
+  if (grn_world_def_validate(&o->def, &e) != GRN_OK) {
+    return engine_error(&e);
+  }
+  return 0;
+}
+
+static int compare_actions(const void *a, const void *b) {
+  const timed_action *x = a, *y = b;
+  return x->step < y->step ? -1 : x->step > y->step ? 1 : 0;
+}
+
+static int cmd_run(int argc, char **argv) {
+  options o;
+  int rc = parse_options(argc, argv, false, &o);
+  if (rc) {
+    return rc;
+  }
+  const double h = 1.0 / 240.0;
+  const uint64_t total = (uint64_t)llround(o.seconds / h);
+  timed_action acts[MAX_ACTIONS];
+  grn_error e = {0};
+  for (int k = 0; k < o.nactions; k++) {
+    const char *text = o.actions[k];
+    const char *colon = strchr(text, ':');
+    char tbuf[64];
+    if (!colon || colon == text || (size_t)(colon - text) >= sizeof tbuf) {
+      return usage_error("--action: '%s' is not TIME:NAME[:ARG,...]", text);
+    }
+    snprintf(tbuf, sizeof tbuf, "%.*s", (int)(colon - text), text);
+    double at;
+    if (grn_parse_number(tbuf, &at) != GRN_OK) {
+      return usage_error("--action: time '%s' is not a number", tbuf);
+    }
+    if (at < 0.0 || at > o.seconds) {
+      return usage_error("--action: time %s is outside 0..%g (the run's --seconds)", tbuf,
+                         o.seconds);
+    }
+    if (grn_action_parse(colon + 1, &acts[k].action, &e) != GRN_OK ||
+        grn_action_check(o.def.scene, &acts[k].action, &e) != GRN_OK) {
+      return engine_error(&e);
+    }
+    acts[k].step = (uint64_t)llround(at / h);
+    acts[k].text = text;
+  }
+  /* stable order for equal times: insertion order (qsort is not stable, so sort by index too) */
+  for (int k = 0; k < o.nactions; k++) {
+    acts[k].step = acts[k].step * MAX_ACTIONS + (uint64_t)k;
+  }
+  qsort(acts, (size_t)o.nactions, sizeof acts[0], compare_actions);
+  for (int k = 0; k < o.nactions; k++) {
+    acts[k].step /= MAX_ACTIONS;
+  }
+
+  grn_world *w = NULL;
+  if (grn_world_create(&o.def, &w, &e) != GRN_OK) {
+    fprintf(stderr, "grainlab: error: %s\n", e.message);
+    return 1;
+  }
+  int next = 0;
+  grn_measurements m;
+  for (uint64_t s = 0; s < total; s++) {
+    while (next < o.nactions && acts[next].step <= s) {
+      if (grn_world_act(w, &acts[next].action, &e) != GRN_OK) {
+        fprintf(stderr, "grainlab: error: action '%s': %s\n", acts[next].text, e.message);
+        grn_world_destroy(w);
+        return 1;
+      }
+      next++;
+    }
+    if (grn_world_step(w, 1) != GRN_OK) {
+      fprintf(stderr, "grainlab: error: out of memory at t = %g s\n", grn_world_time(w));
+      grn_world_destroy(w);
+      return 1;
+    }
+    if (grn_world_step_count(w) % 60 == 0) {
+      grn_world_measurements(w, &m);
+      print_measurements(&m);
+      putchar('\n');
+    }
+  }
+  grn_world_measurements(w, &m);
+  grn_world_stats st;
+  grn_world_get_stats(w, &st);
+  fputs("{\"final\":", stdout);
+  print_measurements(&m);
+  printf(",\"digest\":\"%016" PRIx64 "\",\"steps\":%" PRIu64 ",\"grains\":%d}\n",
+         grn_world_digest(w), grn_world_step_count(w), st.alive);
+  grn_world_destroy(w);
+  return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static long peak_rss_bytes(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss * 1024L; /* Linux reports kilobytes */
+}
+
+static int cmd_bench(int argc, char **argv) {
+  options o;
+  int rc = parse_options(argc, argv, true, &o);
+  if (rc) {
+    return rc;
+  }
+  if (!o.grains_set) {
+    return usage_error("bench needs --grains N");
+  }
+  o.def.fill = GRN_FILL_BED;
+  o.def.allow_sleep = false;
+  grn_error e = {0};
+  grn_world *w = NULL;
+  if (grn_world_create(&o.def, &w, &e) != GRN_OK) {
+    fprintf(stderr, "grainlab: error: %s\n", e.message);
+    return 1;
+  }
+  /* untimed: let the lattice pack down under the settle drag, then half a second more */
+  const double t0 = now_seconds();
+  grn_measurements m;
+  grn_world_measurements(w, &m);
+  while (m.state == GRN_STATE_SETTLING || grn_world_time(w) < 0.5) {
+    if (grn_world_step(w, 60) != GRN_OK) {
+      fprintf(stderr, "grainlab: error: out of memory while settling\n");
+      grn_world_destroy(w);
+      return 1;
+    }
+    grn_world_measurements(w, &m);
+  }
+  grn_world_step(w, 120);
+  const double settle_wall = now_seconds() - t0;
+  grn_world_stats before, after;
+  grn_world_get_stats(w, &before);
+  const double t1 = now_seconds();
+  if (grn_world_step(w, (int)o.steps) != GRN_OK) {
+    fprintf(stderr, "grainlab: error: out of memory while timing\n");
+    grn_world_destroy(w);
+    return 1;
+  }
+  const double dt = now_seconds() - t1;
+  grn_world_get_stats(w, &after);
+  const double gs = (double)after.alive * (double)o.steps;
+  printf("{\"scene\":\"%s\",\"grains\":%d,\"threads\":%ld,\"steps\":%ld,"
+         "\"contacts_per_grain\":%.3f,\"pairs_per_grain\":%.3f,\"rebuilds\":%" PRIu64
+         ",\"seconds\":%.4f,\"ns_per_grain_step\":%.2f,\"grain_steps_per_s\":%.0f,"
+         "\"peak_rss_bytes\":%ld,\"rss_bytes_per_grain\":%.1f,\"engine_bytes\":%zu,"
+         "\"settle_seconds_wall\":%.2f,\"max_speed\":%.4g}\n",
+         o.def.scene->name, after.alive, o.threads, o.steps,
+         (double)after.contacts / after.alive, (double)after.pairs / after.alive,
+         after.rebuilds - before.rebuilds, dt, 1e9 * dt / gs, gs / dt, peak_rss_bytes(),
+         (double)peak_rss_bytes() / after.alive, after.bytes_live, settle_wall,
+         after.max_speed);
+  grn_world_destroy(w);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "run") == 0) {
+    return cmd_run(argc, argv);
+  }
+  if (strcmp(argv[1], "bench") == 0) {
+    return cmd_bench(argc, argv);
+  }
+  if (strcmp(argv[1], "scenes") == 0) {
+    if (argc != 2) {
+      return usage_error("'scenes' takes no arguments");
+    }
+    return cmd_scenes();
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  usage(stderr);
+  return usage_error("unknown command '%s'", argv[1]);
+}
