@@ -79,6 +79,7 @@ typedef struct grn_geom {
   bool box;                  /* axis-aligned box walls */
   double xmin, xmax, zmin, zmax;
   double mu_wall;
+  double mu_floor, mur_floor; /* MU_FLOOR, MUR_FLOOR; tests may switch them off */
   double silo_r; /* 0: none */
   bool plate;
   double plate_y, hole_r;
@@ -125,7 +126,7 @@ struct grn_world {
   int32_t *pstart; /* n+1 */
   int32_t *pb;     /* partner of each pair */
   grn_hist *hist;
-  float *pfn; /* last normal force; 0 = not touching (history empty) */
+  float *pfn; /* > 0: touching, its last normal force; < 0: liquid bridge only; 0: inactive */
   grn_force_row *table;
   int32_t *rstart; /* n+1: reference list of pairs where a grain is the smaller partner */
   int32_t *rref;

@@ -250,7 +250,7 @@ int grn__rebuild(grn_world *w) {
   int k = 0;
   const int nl = w->nl; /* grains added since the last rebuild have no pairs yet */
   for (int p = 0; p < (nl > 0 ? w->pstart[nl] : 0); p++) {
-    k += w->pfn[p] != 0.0f;
+    k += w->pfn[p] > 0.0f;
   }
   const size_t kept_bytes = sizeof(kept) * (size_t)k;
   const size_t tstart_bytes = sizeof(int32_t) * (size_t)(n_old + 1);
@@ -271,7 +271,7 @@ int grn__rebuild(grn_world *w) {
       }
       for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
         const int nb = w->newidx[w->pb[p]];
-        if (w->pfn[p] != 0.0f && nb >= 0 && w->newidx[a] >= 0) {
+        if (w->pfn[p] > 0.0f && nb >= 0 && w->newidx[a] >= 0) {
           kp[q].h = w->hist[p];
           kp[q].partner = nb;
           kp[q].fn = w->pfn[p];

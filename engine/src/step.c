@@ -44,55 +44,59 @@ static inline bool cap_to(grn_vec3 *f, double lim) {
   return false;
 }
 
+/* Read-mostly view of the world for the pair loop: local restrict pointers let the compiler keep
+ * them in registers (stores into the table cannot alias the grain arrays). */
+typedef struct pair_ctx {
+  const grn_vec3 *restrict pos, *restrict vel, *restrict spin;
+  const double *restrict rad;
+  const int32_t *restrict pb;
+  grn_hist *restrict hist;
+  float *restrict pfn;
+  grn_force_row *restrict table;
+  double mu, mur, coh, gap, cn, ct, kr, cr;
+} pair_ctx;
+
 /* Contact law of one pair, from named parts in a fixed order: geometry, normal spring-dashpot,
- * tangential spring with Coulomb cap, rolling resistance, cohesion. Writes the table row.
- * Returns the overlap (negative when apart). */
-static double pair_force(grn_world *w, int a, int p, double mu, double mur, double coh,
-                         double gap) {
-  grn_force_row *row = &w->table[p];
-  const int b = w->pb[p];
-  grn_hist *h = &w->hist[p];
-  if (!(w->flags[a] & w->flags[b] & GRN_F_ALIVE)) {
-    row_zero(row);
-    w->pfn[p] = 0.0f;
-    memset(h, 0, sizeof *h);
-    return -1.0;
-  }
+ * tangential spring with Coulomb cap, rolling resistance, cohesion. Writes the table row and the
+ * pair's state in pfn: > 0 touching (the normal force; history valid), < 0 apart but held by a
+ * liquid bridge (row valid, no history), 0 inactive (row not read). Returns the overlap. */
+static inline double pair_force(const pair_ctx *c, int a, int p) {
+  const int b = c->pb[p];
+  grn_hist *h = &c->hist[p];
   /* geometry */
-  const grn_vec3 d = sub(w->pos[b], w->pos[a]);
-  const double ra = w->rad[a], rb = w->rad[b], sum = ra + rb, reach = sum + gap;
+  const grn_vec3 d = sub(c->pos[b], c->pos[a]);
+  const double ra = c->rad[a], rb = c->rad[b], sum = ra + rb, reach = sum + c->gap;
   const double d2 = dot(d, d);
   if (d2 >= reach * reach) {
-    if (w->pfn[p] != 0.0f) {
-      w->pfn[p] = 0.0f;
+    if (c->pfn[p] != 0.0f) {
+      c->pfn[p] = 0.0f;
       memset(h, 0, sizeof *h);
     }
-    row_zero(row);
-    return sum - sqrt(d2);
+    return -1.0;
   }
   const double dist = sqrt(d2);
-  const grn_vec3 n = dist > 1e-12 ? scale(d, 1.0 / dist) : v3(0.0, 1.0, 0.0);
+  /* coincident centres have no normal; the tiny offset leaves n = 0 and no force, not a NaN */
+  const grn_vec3 n = scale(d, 1.0 / (dist + 1e-300));
   const double over = sum - dist;
+  grn_force_row *row = &c->table[p];
   if (over <= 0.0) {
     /* apart: only a liquid bridge acts, falling linearly from coh at contact to 0 at GAP_WET */
-    if (w->pfn[p] != 0.0f) {
-      w->pfn[p] = 0.0f;
+    if (c->pfn[p] > 0.0f) {
       memset(h, 0, sizeof *h);
     }
+    c->pfn[p] = -1.0f;
     row_zero(row);
-    if (gap > 0.0) {
-      row_store(row->f, scale(n, -coh * (1.0 + over / gap)));
-    }
+    row_store(row->f, scale(n, -c->coh * (1.0 + over / c->gap)));
     return over;
   }
   /* normal: N = KN·δ − CN·vn, never pulling */
-  const grn_vec3 va = w->vel[a], vb = w->vel[b], wa = w->spin[a], wb = w->spin[b];
+  const grn_vec3 va = c->vel[a], vb = c->vel[b], wa = c->spin[a], wb = c->spin[b];
   const grn_vec3 rv = sub(vb, va);
   const double vn = dot(rv, n);
-  double fn = GRN_KN * over - w->k.cn * vn;
+  double fn = GRN_KN * over - c->cn * vn;
   fn = fn > 0.0 ? fn : 0.0;
   /* a touching pair keeps a tiny positive record so its history survives the separating step */
-  w->pfn[p] = fn > 1e-6 ? (float)fn : 1e-6f;
+  c->pfn[p] = fn > 1e-6 ? (float)fn : 1e-6f;
 
   /* tangential spring, rotated into the current tangent plane, Coulomb-capped */
   const grn_vec3 s = add(scale(wa, ra), scale(wb, rb));
@@ -100,11 +104,11 @@ static double pair_force(grn_world *w, int a, int p, double mu, double mur, doub
   grn_vec3 u = v3(h->u[0], h->u[1], h->u[2]);
   u = add(sub(u, scale(n, dot(u, n))), scale(vt, GRN_H));
   grn_vec3 ft = scale(u, -GRN_KT);
-  const double lim = mu * fn;
+  const double lim = c->mu * fn;
   if (cap_to(&ft, lim)) {
     u = scale(ft, -1.0 / GRN_KT);
   } else {
-    ft = sub(ft, scale(vt, w->k.ct));
+    ft = sub(ft, scale(vt, c->ct));
     /* the dashpot may not lift the total past mu·N: friction never exceeds Coulomb's bound */
     cap_to(&ft, lim);
   }
@@ -113,22 +117,22 @@ static double pair_force(grn_world *w, int a, int p, double mu, double mur, doub
   h->u[2] = (float)u.z;
 
   /* force on b: (N − coh)·n + Ft; tangential force turns both grains */
-  const grn_vec3 f = add(scale(n, fn - coh), ft);
-  const grn_vec3 c = cross(n, ft);
-  grn_vec3 ta = scale(c, -ra), tb = scale(c, -rb);
+  const grn_vec3 f = add(scale(n, fn - c->coh), ft);
+  const grn_vec3 cr = cross(n, ft);
+  grn_vec3 ta = scale(cr, -ra), tb = scale(cr, -rb);
 
   /* rolling resistance: spring-dashpot on the relative rolling angle, limited by mur·R*·N */
-  if (mur > 0.0) {
+  if (c->mur > 0.0) {
     grn_vec3 wr = sub(wa, wb);
     wr = sub(wr, scale(n, dot(wr, n)));
     grn_vec3 th = v3(h->th[0], h->th[1], h->th[2]);
     th = add(sub(th, scale(n, dot(th, n))), scale(wr, GRN_H));
-    grn_vec3 mom = scale(th, -w->k.kr);
-    const double mlim = mur * (ra * rb / sum) * fn;
+    grn_vec3 mom = scale(th, -c->kr);
+    const double mlim = c->mur * (ra * rb / sum) * fn;
     if (cap_to(&mom, mlim)) {
-      th = scale(mom, -1.0 / w->k.kr);
+      th = scale(mom, -1.0 / c->kr);
     } else {
-      mom = sub(mom, scale(wr, w->k.cr));
+      mom = sub(mom, scale(wr, c->cr));
       cap_to(&mom, mlim);
     }
     h->th[0] = (float)th.x;
@@ -144,20 +148,40 @@ static double pair_force(grn_world *w, int a, int p, double mu, double mur, doub
 }
 
 void grn__forces(grn_world *w) {
-  const double mu = w->param[GRN_P_MU], mur = w->param[GRN_P_MUR], coh = w->param[GRN_P_COH];
-  const double gap = grn__reach_gap(w);
+  const pair_ctx c = {w->pos,
+                      w->vel,
+                      w->spin,
+                      w->rad,
+                      w->pb,
+                      w->hist,
+                      w->pfn,
+                      w->table,
+                      w->param[GRN_P_MU],
+                      w->param[GRN_P_MUR],
+                      w->param[GRN_P_COH],
+                      grn__reach_gap(w),
+                      w->k.cn,
+                      w->k.ct,
+                      w->k.kr,
+                      w->k.cr};
+  const int32_t *restrict pstart = w->pstart;
   const int n = w->n, nthreads = w->threads;
   double omax = 0.0;
   int touching = 0;
   (void)nthreads;
-#pragma omp parallel for schedule(static) num_threads(nthreads) reduction(max : omax)         \
-    reduction(+ : touching)
-  for (int a = 0; a < n; a++) {
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      const double over = pair_force(w, a, p, mu, mur, coh, gap);
-      if (over > 0.0) {
-        touching++;
-        omax = over > omax ? over : omax;
+  /* Pairs whose grains were removed never reach here: a removal marks the list dirty and the
+   * next step rebuilds before computing forces. */
+#pragma omp parallel num_threads(nthreads) reduction(max : omax) reduction(+ : touching)
+  {
+    const pair_ctx lc = c; /* thread-local copy: its address never escapes, so no aliasing */
+#pragma omp for schedule(static)
+    for (int a = 0; a < n; a++) {
+      for (int p = pstart[a]; p < pstart[a + 1]; p++) {
+        const double over = pair_force(&lc, a, p);
+        if (over > 0.0) {
+          touching++;
+          omax = over > omax ? over : omax;
+        }
       }
     }
   }
@@ -165,11 +189,24 @@ void grn__forces(grn_world *w) {
   w->contacts = touching;
 }
 
+/* Per-grain pass view, copied into each thread so that stores cannot alias the pointers. */
+typedef struct grain_ctx {
+  grn_vec3 *restrict pos, *restrict vel, *restrict spin;
+  const double *restrict rad, *restrict inv_m, *restrict inv_i;
+  double *restrict hf;
+  uint8_t *restrict flags;
+  const int32_t *restrict pstart, *restrict rstart, *restrict rref;
+  const float *restrict pfn;
+  const grn_force_row *restrict table;
+  grn_geom geom;
+  grn_consts k;
+} grain_ctx;
+
 /* Frictional wall contact (no spring): n points from the wall to the grain. Friction is viscous
  * (CW·|vt|) when slow, Coulomb (mu·N) when fast, and never more than what stops the contact point
  * within this step (its effective mass is 2/7·m): CW·H/(2/7·m) > 2 for grains under ≈ 8.75 kg,
  * and an uncapped viscous branch would flip the slip every step and grow. */
-static void wall_contact(const grn_world *w, int i, grn_vec3 n, double over, double mu,
+static void wall_contact(const grain_ctx *w, int i, grn_vec3 n, double over, double mu,
                          grn_vec3 wall_v, grn_vec3 *f, grn_vec3 *t) {
   const double r = w->rad[i];
   const grn_vec3 vc = sub(sub(w->vel[i], wall_v), scale(cross(w->spin[i], n), r));
@@ -195,7 +232,7 @@ static void wall_contact(const grn_world *w, int i, grn_vec3 n, double over, dou
 
 /* Flat floor or plate at height `ground`: per-grain tangential and rolling springs like a grain
  * contact, with MU_FLOOR and MUR_FLOOR, rolling stiffness 4·KR and damping 2·CR. */
-static bool floor_contact(grn_world *w, int i, double ground, grn_vec3 *f, grn_vec3 *t) {
+static bool floor_contact(const grain_ctx *w, int i, double ground, grn_vec3 *f, grn_vec3 *t) {
   const double r = w->rad[i];
   const grn_vec3 p = w->pos[i], v = w->vel[i], sp = w->spin[i];
   const double over = ground + r - p.y;
@@ -208,7 +245,7 @@ static bool floor_contact(grn_world *w, int i, double ground, grn_vec3 *f, grn_v
   const grn_vec3 vc = v3(v.x + r * sp.z, 0.0, v.z - r * sp.x);
   grn_vec3 u = v3(hf[0] + vc.x * GRN_H, 0.0, hf[1] + vc.z * GRN_H);
   grn_vec3 ft = scale(u, -GRN_KT);
-  const double lim = GRN_MU_FLOOR * fn;
+  const double lim = w->geom.mu_floor * fn;
   if (cap_to(&ft, lim)) {
     u = scale(ft, -1.0 / GRN_KT);
   } else {
@@ -222,7 +259,7 @@ static bool floor_contact(grn_world *w, int i, double ground, grn_vec3 *f, grn_v
   t->z += r * ft.x;
   grn_vec3 th = v3(hf[2] + sp.x * GRN_H, 0.0, hf[3] + sp.z * GRN_H);
   grn_vec3 mom = scale(th, -w->k.krf);
-  const double ml = GRN_MUR_FLOOR * r * fn;
+  const double ml = w->geom.mur_floor * r * fn;
   if (cap_to(&mom, ml)) {
     th = scale(mom, -1.0 / w->k.krf);
   } else {
@@ -236,7 +273,7 @@ static bool floor_contact(grn_world *w, int i, double ground, grn_vec3 *f, grn_v
   return true;
 }
 
-static void boundaries(grn_world *w, int i, grn_vec3 *f, grn_vec3 *t) {
+static void boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
   const grn_geom *g = &w->geom;
   const grn_vec3 p = w->pos[i];
   const double r = w->rad[i];
@@ -306,69 +343,82 @@ void grn__gather_integrate(grn_world *w) {
   const double h = GRN_H, drag = w->t < w->settle ? 0.97 : 1.0;
   const grn_vec3 g = w->gravity;
   const double vf2 = GRN_VFLOW * GRN_VFLOW, vmax2 = GRN_VMAX * GRN_VMAX, kill_y = w->geom.kill_y;
+  const grain_ctx shared = {w->pos,    w->vel,    w->spin,   w->rad,  w->inv_m,
+                            w->inv_i,  w->hf,     w->flags,  w->pstart, w->rstart,
+                            w->rref,   w->pfn,    w->table,  w->geom, w->k};
   double vm2 = 0.0;
   int moving = 0, count = 0, killed = 0;
   (void)nthreads;
-#pragma omp parallel for schedule(static) num_threads(nthreads) reduction(max : vm2)          \
-    reduction(+ : moving, count, killed)
-  for (int i = 0; i < n; i++) {
-    if ((w->flags[i] & (GRN_F_ALIVE | GRN_F_FIXED)) != GRN_F_ALIVE) {
-      continue;
-    }
-    grn_vec3 f = v3(0, 0, 0), t = v3(0, 0, 0);
-    /* gather in a fixed order: pairs this grain owns, then those where it is the partner */
-    for (int p = w->pstart[i]; p < w->pstart[i + 1]; p++) {
-      const grn_force_row *row = &w->table[p];
-      f.x -= row->f[0];
-      f.y -= row->f[1];
-      f.z -= row->f[2];
-      t.x += row->ta[0];
-      t.y += row->ta[1];
-      t.z += row->ta[2];
-    }
-    for (int q = w->rstart[i]; q < w->rstart[i + 1]; q++) {
-      const grn_force_row *row = &w->table[w->rref[q]];
-      f.x += row->f[0];
-      f.y += row->f[1];
-      f.z += row->f[2];
-      t.x += row->tb[0];
-      t.y += row->tb[1];
-      t.z += row->tb[2];
-    }
-    boundaries(w, i, &f, &t);
+#pragma omp parallel num_threads(nthreads) reduction(max : vm2) reduction(+ : moving, count, killed)
+  {
+    const grain_ctx c = shared;
+#pragma omp for schedule(static)
+    for (int i = 0; i < n; i++) {
+      if ((c.flags[i] & (GRN_F_ALIVE | GRN_F_FIXED)) != GRN_F_ALIVE) {
+        continue;
+      }
+      grn_vec3 f = v3(0, 0, 0), t = v3(0, 0, 0);
+      /* gather in a fixed order: pairs this grain owns, then those where it is the partner */
+      for (int p = c.pstart[i]; p < c.pstart[i + 1]; p++) {
+        if (c.pfn[p] == 0.0f) {
+          continue;
+        }
+        const grn_force_row *row = &c.table[p];
+        f.x -= row->f[0];
+        f.y -= row->f[1];
+        f.z -= row->f[2];
+        t.x += row->ta[0];
+        t.y += row->ta[1];
+        t.z += row->ta[2];
+      }
+      for (int q = c.rstart[i]; q < c.rstart[i + 1]; q++) {
+        const int p = c.rref[q];
+        if (c.pfn[p] == 0.0f) {
+          continue;
+        }
+        const grn_force_row *row = &c.table[p];
+        f.x += row->f[0];
+        f.y += row->f[1];
+        f.z += row->f[2];
+        t.x += row->tb[0];
+        t.y += row->tb[1];
+        t.z += row->tb[2];
+      }
+      boundaries(&c, i, &f, &t);
 
-    /* semi-implicit Euler: new velocity from force, then position from the new velocity */
-    const double im = w->inv_m[i], ii = w->inv_i[i];
-    grn_vec3 v = w->vel[i];
-    v.x = (v.x + (f.x * im + g.x) * h) * drag;
-    v.y = (v.y + (f.y * im + g.y) * h) * drag;
-    v.z = (v.z + (f.z * im + g.z) * h) * drag;
-    double v2 = dot(v, v);
-    grn_vec3 sp = add(w->spin[i], scale(t, ii * h));
-    if (!(v2 < vmax2)) {
-      if (v2 != v2) {
-        /* a NaN is removed, never propagated to its neighbours */
-        w->flags[i] = 0; /* removed for good: every flag goes */
+      /* semi-implicit Euler: new velocity from force, then position from the new velocity */
+      const double im = c.inv_m[i], ii = c.inv_i[i];
+      grn_vec3 v = c.vel[i];
+      v.x = (v.x + (f.x * im + g.x) * h) * drag;
+      v.y = (v.y + (f.y * im + g.y) * h) * drag;
+      v.z = (v.z + (f.z * im + g.z) * h) * drag;
+      double v2 = dot(v, v);
+      const grn_vec3 sp = add(c.spin[i], scale(t, ii * h));
+      if (!(v2 < vmax2)) {
+        if (v2 != v2) {
+          /* a NaN is removed, never propagated to its neighbours */
+          c.flags[i] = 0;
+          killed++;
+          continue;
+        }
+        v = scale(v, GRN_VMAX / sqrt(v2));
+        v2 = vmax2;
+      }
+      if (!isfinite(sp.x + sp.y + sp.z)) {
+        c.flags[i] = 0;
         killed++;
         continue;
       }
-      v = scale(v, GRN_VMAX / sqrt(v2));
-      v2 = vmax2;
-    }
-    if (!isfinite(sp.x + sp.y + sp.z)) {
-      w->flags[i] = 0; /* removed for good: every flag goes */
-      killed++;
-      continue;
-    }
-    w->vel[i] = v;
-    w->spin[i] = sp;
-    w->pos[i] = add(w->pos[i], scale(v, h));
-    vm2 = v2 > vm2 ? v2 : vm2;
-    moving += v2 > vf2;
-    count++;
-    if (w->pos[i].y < kill_y) {
-      w->flags[i] = 0; /* removed for good: every flag goes */
-      killed++;
+      c.vel[i] = v;
+      c.spin[i] = sp;
+      c.pos[i] = add(c.pos[i], scale(v, h));
+      vm2 = v2 > vm2 ? v2 : vm2;
+      moving += v2 > vf2;
+      count++;
+      if (c.pos[i].y < kill_y) {
+        c.flags[i] = 0; /* removed for good: every flag goes */
+        killed++;
+      }
     }
   }
   w->flowing = count > 0 ? (double)moving / count : 0.0;
