@@ -10,8 +10,8 @@
 
 const char *grn_status_name(int status) {
   switch (status) {
-#define GRN_X_NAME(name, value, msg)                                                           \
-  case value:                                                                                  \
+#define GRN_X_NAME(name, value, msg)                                                               \
+  case value:                                                                                      \
     return #name;
     GRN_STATUS_TABLE(GRN_X_NAME)
 #undef GRN_X_NAME
@@ -22,8 +22,8 @@ const char *grn_status_name(int status) {
 
 const char *grn_status_message(int status) {
   switch (status) {
-#define GRN_X_MSG(name, value, msg)                                                            \
-  case value:                                                                                  \
+#define GRN_X_MSG(name, value, msg)                                                                \
+  case value:                                                                                      \
     return msg;
     GRN_STATUS_TABLE(GRN_X_MSG)
 #undef GRN_X_MSG
@@ -65,23 +65,29 @@ int grn_parse_number(const char *text, double *out) {
 }
 
 /* ---- parameters --------------------------------------------------------------------------- */
-#define P_MU {"mu", "", 0.0, 1.5, 0.5, false, "sliding friction between grains"}
-#define P_MUR {"mur", "", 0.0, 0.5, 0.1, false, "rolling friction between grains"}
-#define P_COH(def)                                                                             \
-  {"coh", "N", 0.0, 400.0, def, false, "liquid-bridge cohesion at contact (wet sand > 0)"}
-#define P_AMOUNT {"amount", "%", 10.0, 400.0, 100.0, false, "grain count as % of the quality's base"}
-#define P_QUALITY {"quality", "", 0.0, 2.0, 2.0, true, "0, 1, 2: base 750, 1500, 3000 grains"}
-#define P_SPOUT_X {"spout_x", "m", -5.0, 5.0, 0.0, false, "spout position across the table"}
-#define P_SPOUT_Z {"spout_z", "m", -5.0, 5.0, 0.0, false, "spout position along the table"}
-#define P_RATE {"rate", "grains/s", 12.0, 2400.0, 120.0, false, "pour rate from the spout"}
+#define P_MU                                                                                       \
+  { "mu", "", 0.0, 1.5, 0.5, false, "sliding friction between grains" }
+#define P_MUR                                                                                      \
+  { "mur", "", 0.0, 0.5, 0.1, false, "rolling friction between grains" }
+#define P_COH(def)                                                                                 \
+  { "coh", "N", 0.0, 400.0, def, false, "liquid-bridge cohesion at contact (wet sand > 0)" }
+#define P_AMOUNT                                                                                   \
+  { "amount", "%", 10.0, 400.0, 100.0, false, "grain count as % of the quality's base" }
+#define P_QUALITY                                                                                  \
+  { "quality", "", 0.0, 2.0, 2.0, true, "0, 1, 2: base 750, 1500, 3000 grains" }
+#define P_SPOUT_X                                                                                  \
+  { "spout_x", "m", -5.0, 5.0, 0.0, false, "spout position across the table" }
+#define P_SPOUT_Z                                                                                  \
+  { "spout_z", "m", -5.0, 5.0, 0.0, false, "spout position along the table" }
+#define P_RATE                                                                                     \
+  { "rate", "grains/s", 12.0, 2400.0, 120.0, false, "pour rate from the spout" }
 
 static const grn_param_id pour_params[] = {GRN_P_MU,      GRN_P_MUR,     GRN_P_COH,
                                            GRN_P_AMOUNT,  GRN_P_QUALITY, GRN_P_SPOUT_X,
                                            GRN_P_SPOUT_Z, GRN_P_RATE};
 static const grn_param_info pour_info[] = {P_MU,      P_MUR,     P_COH(0.0), P_AMOUNT,
                                            P_QUALITY, P_SPOUT_X, P_SPOUT_Z,  P_RATE};
-_Static_assert(sizeof pour_params / sizeof pour_params[0] ==
-                   sizeof pour_info / sizeof pour_info[0],
+_Static_assert(sizeof pour_params / sizeof pour_params[0] == sizeof pour_info / sizeof pour_info[0],
                "pour parameter lists differ");
 static const char *const pour_actions[] = {"spout", "pour", "tool", "reset"};
 
@@ -128,8 +134,8 @@ const grn_scene_impl *grn__scene_impl(const grn_scene_info *info) {
   return NULL;
 }
 
-static const char *const measure_names[GRN_MEASURE_COUNT] = {
-    "t", "angle", "top", "cx", "cz", "over_max", "flowing", "alive"};
+static const char *const measure_names[GRN_MEASURE_COUNT] = {"t",  "angle",    "top",     "cx",
+                                                             "cz", "over_max", "flowing", "alive"};
 
 const char *grn_measure_name(grn_measure_key key) {
   return (int)key >= 0 && key < GRN_MEASURE_COUNT ? measure_names[key] : "";
@@ -145,8 +151,7 @@ int grn_scene_param_index(const grn_scene_info *scene, const char *name) {
 }
 
 /* Shared by the definition and live changes: validates and returns the parameter id. */
-int grn__check_param(const grn_scene_info *scene, const char *name, double value,
-                     grn_error *err) {
+int grn__check_param(const grn_scene_info *scene, const char *name, double value, grn_error *err) {
   const int k = grn_scene_param_index(scene, name);
   if (k < 0) {
     return grn__fail(err, GRN_E_UNKNOWN_PARAM, name ? name : "",
@@ -261,8 +266,8 @@ static int arity(grn_error *err, const grn_action *a, int lo, int hi) {
       return grn__fail(err, GRN_E_INVALID, nm, "action '%s' takes %d argument%s, got %d", nm, lo,
                        lo == 1 ? "" : "s", a->nargs);
     }
-    return grn__fail(err, GRN_E_INVALID, nm, "action '%s' takes %d to %d arguments, got %d", nm,
-                     lo, hi, a->nargs);
+    return grn__fail(err, GRN_E_INVALID, nm, "action '%s' takes %d to %d arguments, got %d", nm, lo,
+                     hi, a->nargs);
   }
   return GRN_OK;
 }
@@ -294,8 +299,8 @@ int grn_action_check(const grn_scene_info *scene, const grn_action *a, grn_error
   switch (a->kind) {
   case GRN_A_SPOUT: {
     const grn_param_info *px = &scene->param_info[grn_scene_param_index(scene, "spout_x")];
-    if ((rc = arity(err, a, 2, 2)) == GRN_OK && (rc = in_range(err, a, 0, px->min, px->max, "X")) ==
-                                                     GRN_OK) {
+    if ((rc = arity(err, a, 2, 2)) == GRN_OK &&
+        (rc = in_range(err, a, 0, px->min, px->max, "X")) == GRN_OK) {
       rc = in_range(err, a, 1, px->min, px->max, "Z");
     }
     break;
@@ -306,7 +311,10 @@ int grn_action_check(const grn_scene_info *scene, const grn_action *a, grn_error
   case GRN_A_TOOL:
     if ((rc = arity(err, a, 3, 6)) == GRN_OK) {
       for (int k = 0; k < a->nargs && rc == GRN_OK; k++) {
-        rc = k < 3 ? in_range(err, a, k, -100.0, 100.0, k == 0 ? "X" : k == 1 ? "Y" : "Z")
+        rc = k < 3 ? in_range(err, a, k, -100.0, 100.0,
+                              k == 0   ? "X"
+                              : k == 1 ? "Y"
+                                       : "Z")
                    : in_range(err, a, k, -GRN_VMAX, GRN_VMAX, "velocity");
       }
     }
@@ -317,9 +325,8 @@ int grn_action_check(const grn_scene_info *scene, const grn_action *a, grn_error
     }
     break;
   case GRN_A_TILT:
-    if ((rc = arity(err, a, 1, 2)) == GRN_OK && (rc = in_range(err, a, 0, -60.0, 60.0, "angle")) ==
-                                                    GRN_OK &&
-        a->nargs == 2) {
+    if ((rc = arity(err, a, 1, 2)) == GRN_OK &&
+        (rc = in_range(err, a, 0, -60.0, 60.0, "angle")) == GRN_OK && a->nargs == 2) {
       rc = in_range(err, a, 1, 0.1, 90.0, "rate (deg/s)");
     }
     break;

@@ -80,7 +80,7 @@ typedef struct grn_geom {
   double xmin, xmax, zmin, zmax;
   double mu_wall;
   double mu_floor, mur_floor; /* MU_FLOOR, MUR_FLOOR; tests may switch them off */
-  double silo_r; /* 0: none */
+  double silo_r;              /* 0: none */
   bool plate;
   double plate_y, hole_r;
   bool plugged; /* plug lies in the hole: the plate is whole */
@@ -122,7 +122,7 @@ struct grn_world {
 
   /* pairs (CSR under the owner = larger grain) */
   int m, mcap;
-  int nl; /* grains covered by the pair list (those present at the last rebuild) */
+  int nl;          /* grains covered by the pair list (those present at the last rebuild) */
   int32_t *pstart; /* n+1 */
   int32_t *pb;     /* partner of each pair */
   grn_hist *hist;
@@ -219,7 +219,8 @@ void grn__forces(grn_world *w);
 void grn__gather_integrate(grn_world *w);
 
 /* measurement helpers (measure.c) */
-int grn__hmap_init(grn_world *w, double x0, double x1, double z0, double z1);
+int grn__hmap_cells(double extent); /* cells covering an extent, m */
+int grn__hmap_init(grn_world *w, double x0, double z0, int nx, int nz);
 void grn__surface(grn_world *w, double y0, double only_above);
 double grn__top_at(const grn_world *w, double x, double z);
 void grn__pile_angle(grn_world *w);

@@ -4,8 +4,11 @@
 
 #include <string.h>
 
-int grn__hmap_init(grn_world *w, double x0, double x1, double z0, double z1) {
-  const int nx = (int)ceil((x1 - x0) / GRN_CELL_MAP), nz = (int)ceil((z1 - z0) / GRN_CELL_MAP);
+int grn__hmap_cells(double extent) {
+  return (int)ceil(extent / GRN_CELL_MAP - 1e-9);
+}
+
+int grn__hmap_init(grn_world *w, double x0, double z0, int nx, int nz) {
   grn__free(w, w->hmap, sizeof(double) * (size_t)w->hnx * (size_t)w->hnz);
   w->hnx = w->hnz = 0;
   w->hmap = grn__alloc(w, sizeof(double) * (size_t)nx * (size_t)nz);
@@ -33,7 +36,8 @@ void grn__surface(grn_world *w, double y0, double only_above) {
     if (p.y < only_above || v.x * v.x + v.y * v.y + v.z * v.z > 1.0) {
       continue;
     }
-    const double fa = floor((p.x - w->hx0) / GRN_CELL_MAP), fb = floor((p.z - w->hz0) / GRN_CELL_MAP);
+    const double fa = floor((p.x - w->hx0) / GRN_CELL_MAP),
+                 fb = floor((p.z - w->hz0) / GRN_CELL_MAP);
     if (fa < 0 || fb < 0 || fa >= w->hnx || fb >= w->hnz) {
       continue;
     }

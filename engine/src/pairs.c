@@ -90,14 +90,15 @@ typedef struct kept {
   float fn;
 } kept;
 
-#define PERMUTE(w, arr, type, buf)                                                            \
-  do {                                                                                        \
-    type *tmp_ = (type *)(buf);                                                               \
-    for (int q_ = 0; q_ < nn; q_++) {                                                         \
-      tmp_[q_] = (w)->arr[(w)->perm[q_]];                                                     \
-    }                                                                                         \
-    memcpy((w)->arr, tmp_, sizeof(type) * (size_t)nn);                                        \
-  } while (0)
+/* Gather an array into the new order through buf (n elements of `elem` bytes), copy it back. */
+static void permute(void *arr, size_t elem, const int32_t *perm, int n, void *buf) {
+  char *dst = buf;
+  const char *src = arr;
+  for (int q = 0; q < n; q++) {
+    memcpy(dst + (size_t)q * elem, src + (size_t)perm[q] * elem, elem);
+  }
+  memcpy(arr, buf, elem * (size_t)n);
+}
 
 /* Candidates of grain i in the 27 cells around it; when `out` is NULL only counts. */
 static int scan_pairs(const grn_world *w, int i, int32_t *out) {
@@ -129,8 +130,8 @@ static int scan_pairs(const grn_world *w, int i, int32_t *out) {
           if (j == i || !owns(w, i, j) || (fi && (w->flags[j] & GRN_F_FIXED))) {
             continue;
           }
-          const double ddx = w->pos[j].x - pi.x, ddy = w->pos[j].y - pi.y,
-                       ddz = w->pos[j].z - pi.z, rr = ri + w->rad[j] + GRN_SKIN;
+          const double ddx = w->pos[j].x - pi.x, ddy = w->pos[j].y - pi.y, ddz = w->pos[j].z - pi.z,
+                       rr = ri + w->rad[j] + GRN_SKIN;
           if (ddx * ddx + ddy * ddy + ddz * ddz < rr * rr) {
             if (out) {
               out[count] = j;
@@ -254,14 +255,14 @@ int grn__rebuild(grn_world *w) {
   }
   const size_t kept_bytes = sizeof(kept) * (size_t)k;
   const size_t tstart_bytes = sizeof(int32_t) * (size_t)(n_old + 1);
-  const size_t perm_bytes = sizeof(grn_vec3) * (size_t)(nn > 0 ? nn : 1);
-  if (ensure_scratch(w, kept_bytes + tstart_bytes + perm_bytes + 64) != GRN_OK) {
+  const size_t perm_bytes = 4 * sizeof(double) * (size_t)(nn > 0 ? nn : 1);
+  const size_t perm_at = (kept_bytes + tstart_bytes + 31u) & ~(size_t)31u; /* aligned for doubles */
+  if (ensure_scratch(w, perm_at + perm_bytes) != GRN_OK) {
     return GRN_E_NOMEM;
   }
   kept *kp = (kept *)w->scratch;
   int32_t *tstart = (int32_t *)((char *)w->scratch + kept_bytes);
-  void *pbuf = (char *)w->scratch + kept_bytes + tstart_bytes;
-  pbuf = (void *)(((uintptr_t)pbuf + 15u) & ~(uintptr_t)15u);
+  void *pbuf = (char *)w->scratch + perm_at;
   {
     int q = 0;
     for (int a = 0; a < n_old; a++) {
@@ -283,25 +284,15 @@ int grn__rebuild(grn_world *w) {
   }
 
   /* 3. renumber the grains */
-  PERMUTE(w, pos, grn_vec3, pbuf);
-  PERMUTE(w, vel, grn_vec3, pbuf);
-  PERMUTE(w, spin, grn_vec3, pbuf);
-  PERMUTE(w, rad, double, pbuf);
-  PERMUTE(w, inv_m, double, pbuf);
-  PERMUTE(w, inv_i, double, pbuf);
-  PERMUTE(w, id, uint32_t, pbuf);
-  PERMUTE(w, flags, uint8_t, pbuf);
-  {
-    double *tmp = (double *)pbuf;
-    for (int a = 0; a < 4; a++) {
-      for (int q = 0; q < nn; q++) {
-        tmp[q] = w->hf[4 * w->perm[q] + a];
-      }
-      for (int q = 0; q < nn; q++) {
-        w->hf[4 * q + a] = tmp[q];
-      }
-    }
-  }
+  permute(w->pos, sizeof(grn_vec3), w->perm, nn, pbuf);
+  permute(w->vel, sizeof(grn_vec3), w->perm, nn, pbuf);
+  permute(w->spin, sizeof(grn_vec3), w->perm, nn, pbuf);
+  permute(w->rad, sizeof(double), w->perm, nn, pbuf);
+  permute(w->inv_m, sizeof(double), w->perm, nn, pbuf);
+  permute(w->inv_i, sizeof(double), w->perm, nn, pbuf);
+  permute(w->hf, 4 * sizeof(double), w->perm, nn, pbuf);
+  permute(w->id, sizeof(uint32_t), w->perm, nn, pbuf);
+  permute(w->flags, sizeof(uint8_t), w->perm, nn, pbuf);
   for (int q = 0; q < nn; q++) {
     w->cell[q] = cell_of(&w->grid, w->pos[q]);
   }

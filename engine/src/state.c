@@ -8,7 +8,7 @@
 static const char magic[8] = {'G', 'R', 'N', 'S', 'T', 'A', 'T', 'E'};
 
 typedef struct stream {
-  unsigned char *out;     /* NULL while only counting */
+  unsigned char *out;      /* NULL while only counting */
   const unsigned char *in; /* restore */
   size_t size, pos;
   bool ok;
@@ -36,11 +36,13 @@ static void get(stream *s, void *p, size_t n) {
 }
 
 /* Everything scalar that evolves, in one list so save and restore cannot drift apart. */
-#define SCALARS(X)                                                                             \
-  X(seed) X(n_target) X(fill) X(param) X(gravity) X(steps) X(t) X(settle) X(disp) X(dirty)     \
-  X(vmax) X(over_max) X(flowing) X(alive) X(contacts) X(rebuilds) X(still) X(sleeping)         \
-  X(next_id) X(rng) X(geom) X(pouring) X(poured) X(pour_acc) X(spout_x) X(spout_y)             \
-  X(spout_z) X(spout_r) X(meas) X(hnx) X(hnz) X(hx0) X(hz0) X(n) X(nl) X(m)
+// clang-format off
+#define SCALARS(X)                                                                                 \
+  X(seed) X(n_target) X(fill) X(param) X(gravity) X(steps) X(t) X(settle) X(disp) X(dirty)         \
+  X(vmax) X(over_max) X(flowing) X(alive) X(contacts) X(rebuilds) X(still) X(sleeping)             \
+  X(next_id) X(rng) X(geom) X(pouring) X(poured) X(pour_acc) X(spout_x) X(spout_y) X(spout_z)      \
+  X(spout_r) X(meas) X(hnx) X(hnz) X(hx0) X(hz0) X(n) X(nl) X(m)
+// clang-format on
 
 static void write_all(const grn_world *w, stream *s) {
   const uint32_t version = GRN_ENGINE_STATE_VERSION;
@@ -147,14 +149,24 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
     return corrupt(w, err, "truncated");
   }
   for (int i = 0; i < scene->param_count; i++) {
-    if (grn__check_param(scene, scene->param_info[i].name, w->param[scene->params[i]], NULL) <
-        0) {
+    if (grn__check_param(scene, scene->param_info[i].name, w->param[scene->params[i]], NULL) < 0) {
       return corrupt(w, err, "parameter out of range");
+    }
+  }
+  /* a bool holding anything but 0 or 1 is undefined behaviour to read: check the bytes */
+  const bool *flags_[] = {&w->dirty,      &w->sleeping,     &w->pouring,  &w->geom.box,
+                          &w->geom.plate, &w->geom.plugged, &w->geom.dam, &w->geom.tool};
+  for (size_t k = 0; k < sizeof flags_ / sizeof flags_[0]; k++) {
+    unsigned char byte;
+    memcpy(&byte, flags_[k], 1);
+    if (byte > 1) {
+      return corrupt(w, err, "bad flag");
     }
   }
   const int n = w->n, nl = w->nl, m = w->m, hnx = w->hnx, hnz = w->hnz;
   if (n < 0 || n > GRN_MAX_GRAINS || nl < 0 || nl > n || m < 0 || w->n_target < 0 ||
-      w->n_target > GRN_MAX_GRAINS || hnx < 0 || hnz < 0 || (int64_t)hnx * hnz > 100000000 ||
+      w->n_target > GRN_MAX_GRAINS || hnx < 0 || hnz < 0 || hnx > 20000 || hnz > 20000 ||
+      (int64_t)hnx * hnz > 4000000 || !isfinite(w->hx0) || !isfinite(w->hz0) ||
       (w->fill != GRN_FILL_SCENE && w->fill != GRN_FILL_BED)) {
     return corrupt(w, err, "bad sizes");
   }
@@ -169,8 +181,7 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   w->m = 0;
   w->hnx = w->hnz = 0;
   if (grn__reserve_grains(w, n > 0 ? n : 1) != GRN_OK ||
-      grn__hmap_init(w, w->hx0, w->hx0 + hnx * GRN_CELL_MAP, w->hz0,
-                     w->hz0 + hnz * GRN_CELL_MAP) != GRN_OK) {
+      grn__hmap_init(w, w->hx0, w->hz0, hnx, hnz) != GRN_OK) {
     return corrupt(w, err, "out of memory");
   }
   w->n = n;
@@ -193,8 +204,14 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
     }
   }
   for (int i = 0; i < n; i++) {
-    if (!(w->rad[i] > 0.0 && w->rad[i] < 1.0)) {
-      return corrupt(w, err, "bad grain radius");
+    if (!(w->rad[i] > 0.0 && w->rad[i] < 1.0 && w->inv_m[i] > 0.0 && w->inv_i[i] > 0.0 &&
+          isfinite(w->inv_m[i] + w->inv_i[i]))) {
+      return corrupt(w, err, "bad grain size or mass");
+    }
+    /* a non-finite grain would poison its neighbours' forces before it could be removed */
+    if (!isfinite(w->pos[i].x + w->pos[i].y + w->pos[i].z + w->vel[i].x + w->vel[i].y +
+                  w->vel[i].z + w->spin[i].x + w->spin[i].y + w->spin[i].z)) {
+      return corrupt(w, err, "non-finite grain state");
     }
   }
   /* the pair arrays: the rebuild path's growth keeps all five the same capacity */

@@ -343,9 +343,9 @@ void grn__gather_integrate(grn_world *w) {
   const double h = GRN_H, drag = w->t < w->settle ? 0.97 : 1.0;
   const grn_vec3 g = w->gravity;
   const double vf2 = GRN_VFLOW * GRN_VFLOW, vmax2 = GRN_VMAX * GRN_VMAX, kill_y = w->geom.kill_y;
-  const grain_ctx shared = {w->pos,    w->vel,    w->spin,   w->rad,  w->inv_m,
-                            w->inv_i,  w->hf,     w->flags,  w->pstart, w->rstart,
-                            w->rref,   w->pfn,    w->table,  w->geom, w->k};
+  const grain_ctx shared = {w->pos,   w->vel, w->spin,  w->rad,    w->inv_m,
+                            w->inv_i, w->hf,  w->flags, w->pstart, w->rstart,
+                            w->rref,  w->pfn, w->table, w->geom,   w->k};
   double vm2 = 0.0;
   int moving = 0, count = 0, killed = 0;
   (void)nthreads;
@@ -395,8 +395,8 @@ void grn__gather_integrate(grn_world *w) {
       double v2 = dot(v, v);
       const grn_vec3 sp = add(c.spin[i], scale(t, ii * h));
       if (!(v2 < vmax2)) {
-        if (v2 != v2) {
-          /* a NaN is removed, never propagated to its neighbours */
+        if (!isfinite(v2)) {
+          /* a NaN (or infinite) velocity is removed, never propagated to its neighbours */
           c.flags[i] = 0;
           killed++;
           continue;

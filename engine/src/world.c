@@ -122,8 +122,8 @@ int grn_world_def_set_text(grn_world_def *def, const char *name, const char *val
   }
   double v;
   if (grn_parse_number(value, &v) != GRN_OK) {
-    return grn__fail(err, GRN_E_NOT_NUMBER, name, "parameter '%s': '%.40s' is not a number",
-                     name, value ? value : "");
+    return grn__fail(err, GRN_E_NOT_NUMBER, name, "parameter '%s': '%.40s' is not a number", name,
+                     value ? value : "");
   }
   return grn_world_def_set(def, name, v, err);
 }
@@ -154,8 +154,7 @@ int grn_world_def_validate(const grn_world_def *def, grn_error *err) {
                      GRN_MAX_GRAINS);
   }
   if (def->threads < 1 || def->threads > 256) {
-    return grn__fail(err, GRN_E_RANGE, "threads", "threads = %d is outside 1..256",
-                     def->threads);
+    return grn__fail(err, GRN_E_RANGE, "threads", "threads = %d is outside 1..256", def->threads);
   }
   if (def->fill != GRN_FILL_SCENE && def->fill != GRN_FILL_BED) {
     return grn__fail(err, GRN_E_INVALID, "fill", "unknown fill mode %d", (int)def->fill);
@@ -173,28 +172,46 @@ int grn__reserve_grains(grn_world *w, int need) {
   }
   int nc = w->cap > 0 ? w->cap + w->cap / 2 : 64;
   nc = nc < need ? need : nc;
-  int c;
-#define GROW(arr, type, extra)                                                                 \
-  c = w->cap > 0 ? w->cap + (extra) : 0;                                                      \
-  if (grn__grow(w, (void **)&w->arr, sizeof(type), &c, nc + (extra)) != GRN_OK) {             \
-    return GRN_E_NOMEM;                                                                        \
+  const int oc = w->cap;
+  /* per-grain arrays; pstart and rstart hold one more (the end of the last range) */
+  struct {
+    void **p;
+    size_t elem;
+    int extra;
+    void *fresh;
+  } a[] = {{(void **)&w->pos, sizeof(grn_vec3), 0, NULL},
+           {(void **)&w->vel, sizeof(grn_vec3), 0, NULL},
+           {(void **)&w->spin, sizeof(grn_vec3), 0, NULL},
+           {(void **)&w->rad, sizeof(double), 0, NULL},
+           {(void **)&w->inv_m, sizeof(double), 0, NULL},
+           {(void **)&w->inv_i, sizeof(double), 0, NULL},
+           {(void **)&w->hf, 4 * sizeof(double), 0, NULL},
+           {(void **)&w->id, sizeof(uint32_t), 0, NULL},
+           {(void **)&w->flags, sizeof(uint8_t), 0, NULL},
+           {(void **)&w->pstart, sizeof(int32_t), 1, NULL},
+           {(void **)&w->rstart, sizeof(int32_t), 1, NULL},
+           {(void **)&w->cell, sizeof(int32_t), 0, NULL},
+           {(void **)&w->perm, sizeof(int32_t), 0, NULL},
+           {(void **)&w->newidx, sizeof(int32_t), 0, NULL}};
+  const size_t count = sizeof a / sizeof a[0];
+  /* all or nothing: allocate every new array before touching the old ones */
+  for (size_t k = 0; k < count; k++) {
+    a[k].fresh = grn__alloc(w, a[k].elem * (size_t)(nc + a[k].extra));
+    if (!a[k].fresh) {
+      for (size_t j = 0; j < k; j++) {
+        grn__free(w, a[j].fresh, a[j].elem * (size_t)(nc + a[j].extra));
+      }
+      return GRN_E_NOMEM;
+    }
   }
-  GROW(pos, grn_vec3, 0)
-  GROW(vel, grn_vec3, 0)
-  GROW(spin, grn_vec3, 0)
-  GROW(rad, double, 0)
-  GROW(inv_m, double, 0)
-  GROW(inv_i, double, 0)
-  GROW(hf, double[4], 0)
-  GROW(id, uint32_t, 0)
-  GROW(flags, uint8_t, 0)
-  GROW(pstart, int32_t, 1)
-  GROW(rstart, int32_t, 1)
-  GROW(cell, int32_t, 0)
-  GROW(perm, int32_t, 0)
-  GROW(newidx, int32_t, 0)
-#undef GROW
-  if (w->cap == 0) {
+  for (size_t k = 0; k < count; k++) {
+    if (oc > 0) {
+      memcpy(a[k].fresh, *a[k].p, a[k].elem * (size_t)(oc + a[k].extra));
+      grn__free(w, *a[k].p, a[k].elem * (size_t)(oc + a[k].extra));
+    }
+    *a[k].p = a[k].fresh;
+  }
+  if (oc == 0) {
     w->pstart[0] = 0;
     w->rstart[0] = 0;
   }
@@ -253,8 +270,7 @@ int grn__fill_lattice(grn_world *w, int count, double x0, double x1, double z0, 
       for (int a = 0; a < mx && placed < count; a++) {
         const double x = x0 + (a + 0.5) * GRN_LAT_A + sh, z = z0 + (b + 0.5) * GRN_LAT_A + sh;
         const grn_vec3 v0 = {0.0, 0.0, 0.0};
-        if (grn__add_grain(w, x, y0 + layer * GRN_LAT_G, z, grn__random_radius(w), v0) !=
-            GRN_OK) {
+        if (grn__add_grain(w, x, y0 + layer * GRN_LAT_G, z, grn__random_radius(w), v0) != GRN_OK) {
           return GRN_E_NOMEM;
         }
         placed++;
@@ -493,8 +509,8 @@ int grn_world_act(grn_world *w, const grn_action *a, grn_error *err) {
     w->geom.tool = true;
     w->geom.tool_r = 0.35;
     w->geom.tool_p = (grn_vec3){a->args[0], a->args[1], a->args[2]};
-    w->geom.tool_v = a->nargs == 6 ? (grn_vec3){a->args[3], a->args[4], a->args[5]}
-                                   : (grn_vec3){0.0, 0.0, 0.0};
+    w->geom.tool_v =
+        a->nargs == 6 ? (grn_vec3){a->args[3], a->args[4], a->args[5]} : (grn_vec3){0.0, 0.0, 0.0};
     break;
   case GRN_A_TOOL_OFF:
     w->geom.tool = false;

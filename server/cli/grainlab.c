@@ -16,14 +16,13 @@
 #define EXIT_USAGE 2
 #define MAX_ACTIONS 256
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+  char line[512];
   va_list ap;
   va_start(ap, fmt);
-  fputs("grainlab: error: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
+  fprintf(stderr, "grainlab: error: %s\n", line);
   return EXIT_USAGE;
 }
 
@@ -42,7 +41,7 @@ static void usage(FILE *f) {
 
 /* ---- strict option values ---------------------------------------------------------------- */
 static int parse_int(const char *opt, const char *text, long lo, long hi, long *out) {
-  double v;
+  double v = 0.0;
   if (grn_parse_number(text, &v) != GRN_OK || v != floor(v)) {
     return usage_error("%s: '%s' is not a whole number", opt, text);
   }
@@ -189,7 +188,7 @@ static int parse_options(int argc, char **argv, bool bench, options *o) {
       return usage_error("%s needs a value", a);
     }
     int rc = 0;
-    long tmp;
+    long tmp = 0;
     if (strcmp(a, "--scene") == 0) {
       o->scene = v;
     } else if (strcmp(a, "--grains") == 0) {
@@ -201,14 +200,10 @@ static int parse_options(int argc, char **argv, bool bench, options *o) {
       rc = parse_seed(v, &o->seed);
       o->seed_set = true;
     } else if (!bench && (strcmp(a, "--quality") == 0 || strcmp(a, "--amount") == 0)) {
-      if (o->nsets == 64) {
+      if (o->nsets >= 62) {
         return usage_error("too many parameters");
       }
-      /* stored as KEY=VALUE form later; remember the pair via argv */
-      o->sets[o->nsets++] = a;
-      o->sets[o->nsets++ < 64 ? o->nsets - 1 : 63] = v;
-      o->nsets -= 2;
-      o->sets[o->nsets++] = a + 2;
+      o->sets[o->nsets++] = a + 2; /* the parameter's name, without "--" */
       o->sets[o->nsets++] = v;
       o->quality_set = true;
     } else if (!bench && strcmp(a, "--set") == 0) {
@@ -296,7 +291,7 @@ static int cmd_run(int argc, char **argv) {
   }
   const double h = 1.0 / 240.0;
   const uint64_t total = (uint64_t)llround(o.seconds / h);
-  timed_action acts[MAX_ACTIONS];
+  timed_action acts[MAX_ACTIONS] = {0};
   grn_error e = {0};
   for (int k = 0; k < o.nactions; k++) {
     const char *text = o.actions[k];
@@ -427,19 +422,17 @@ static int cmd_bench(int argc, char **argv) {
          ",\"seconds\":%.4f,\"ns_per_grain_step\":%.2f,\"grain_steps_per_s\":%.0f,"
          "\"peak_rss_bytes\":%ld,\"rss_bytes_per_grain\":%.1f,\"engine_bytes\":%zu,"
          "\"settle_seconds_wall\":%.2f,\"max_speed\":%.4g}\n",
-         o.def.scene->name, after.alive, o.threads, o.steps,
-         (double)after.contacts / after.alive, (double)after.pairs / after.alive,
-         after.rebuilds - before.rebuilds, dt, 1e9 * dt / gs, gs / dt, peak_rss_bytes(),
-         (double)peak_rss_bytes() / after.alive, after.bytes_live, settle_wall,
-         after.max_speed);
+         o.def.scene->name, after.alive, o.threads, o.steps, (double)after.contacts / after.alive,
+         (double)after.pairs / after.alive, after.rebuilds - before.rebuilds, dt, 1e9 * dt / gs,
+         gs / dt, peak_rss_bytes(), (double)peak_rss_bytes() / after.alive, after.bytes_live,
+         settle_wall, after.max_speed);
   grn_world_destroy(w);
   return 0;
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    usage(stderr);
-    return EXIT_USAGE;
+    return usage_error("no command (grainlab --help lists the commands)");
   }
   if (strcmp(argv[1], "run") == 0) {
     return cmd_run(argc, argv);
@@ -457,6 +450,5 @@ int main(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  usage(stderr);
-  return usage_error("unknown command '%s'", argv[1]);
+  return usage_error("unknown command '%s' (grainlab --help lists the commands)", argv[1]);
 }

@@ -84,7 +84,8 @@ static double roll_distance(double tan_theta) {
 }
 
 static void rolling_limit(void) {
-  const double below = roll_distance(0.9 * GRN_MUR_FLOOR), above = roll_distance(1.1 * GRN_MUR_FLOOR);
+  const double below = roll_distance(0.9 * GRN_MUR_FLOOR),
+               above = roll_distance(1.1 * GRN_MUR_FLOOR);
   /* held: only the springs' give: rolling θ ≤ MUR·r·N/(4·KR) ≈ 0.027 rad, r·θ ≈ 3 mm, plus the
    * tangential spring's m·g·sinθ/KT ≈ 3 mm */
   CHECK_RANGE("tan θ = 0.9·MUR_FLOOR: grain stays put, m", below, 0.0, 0.01);

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-static grn_world *lab_new(int threads) {
+static inline grn_world *lab_new(int threads) {
   grn_world_def d;
   grn_error e;
   if (grn_world_def_default(&d, "pour", &e) != GRN_OK) {
@@ -39,19 +39,19 @@ static grn_world *lab_new(int threads) {
   return w;
 }
 
-static void lab_floor(grn_world *w, double y) {
+static inline void lab_floor(grn_world *w, double y) {
   w->geom.floor_y = y;
 }
 
-static int lab_add(grn_world *w, double x, double y, double z, double r, double vx, double vy,
-                   double vz) {
+static inline int lab_add(grn_world *w, double x, double y, double z, double r, double vx,
+                          double vy, double vz) {
   const grn_vec3 v = {vx, vy, vz};
   grn__add_grain(w, x, y, z, r, v);
   return w->n - 1;
 }
 
 /* index of the grain with stable id `id` (storage order changes at every rebuild) */
-static int lab_find(const grn_world *w, uint32_t id) {
+static inline int lab_find(const grn_world *w, uint32_t id) {
   for (int i = 0; i < w->n; i++) {
     if (w->id[i] == id && (w->flags[i] & GRN_F_ALIVE)) {
       return i;

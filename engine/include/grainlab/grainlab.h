@@ -1,5 +1,6 @@
 /* grainlab engine public API: worlds built from a scene catalogue, stepped, measured, saved and
- * restored. Pure computation: no I/O, no globals, threads only as many as the definition asks for. */
+ * restored. Pure computation: no I/O, no globals, threads only as many as the definition asks for.
+ */
 #ifndef GRAINLAB_GRAINLAB_H
 #define GRAINLAB_GRAINLAB_H
 
@@ -22,17 +23,17 @@ extern "C" {
 #define GRN_ENGINE_STATE_VERSION 1u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
-#define GRN_STATUS_TABLE(X)                                                                    \
-  X(GRN_OK, 0, "ok")                                                                           \
-  X(GRN_E_INVALID, -1, "invalid argument")                                                     \
-  X(GRN_E_UNKNOWN_SCENE, -2, "unknown scene")                                                  \
-  X(GRN_E_UNKNOWN_PARAM, -3, "unknown parameter")                                              \
-  X(GRN_E_RANGE, -4, "value out of range")                                                     \
-  X(GRN_E_NOT_NUMBER, -5, "value is not a finite number")                                      \
-  X(GRN_E_UNKNOWN_ACTION, -6, "unknown action")                                                \
-  X(GRN_E_UNSUPPORTED, -7, "not supported by this scene")                                      \
-  X(GRN_E_NOMEM, -8, "out of memory")                                                          \
-  X(GRN_E_BAD_STATE, -9, "saved state is corrupt or from another engine version")              \
+#define GRN_STATUS_TABLE(X)                                                                        \
+  X(GRN_OK, 0, "ok")                                                                               \
+  X(GRN_E_INVALID, -1, "invalid argument")                                                         \
+  X(GRN_E_UNKNOWN_SCENE, -2, "unknown scene")                                                      \
+  X(GRN_E_UNKNOWN_PARAM, -3, "unknown parameter")                                                  \
+  X(GRN_E_RANGE, -4, "value out of range")                                                         \
+  X(GRN_E_NOT_NUMBER, -5, "value is not a finite number")                                          \
+  X(GRN_E_UNKNOWN_ACTION, -6, "unknown action")                                                    \
+  X(GRN_E_UNSUPPORTED, -7, "not supported by this scene")                                          \
+  X(GRN_E_NOMEM, -8, "out of memory")                                                              \
+  X(GRN_E_BAD_STATE, -9, "saved state is corrupt or from another engine version")                  \
   X(GRN_E_BUFFER, -10, "buffer too small")
 
 typedef enum grn_status {
@@ -59,15 +60,15 @@ typedef enum grn_model { GRN_MODEL_GRANULAR = 0 } grn_model;
 
 /* Every user parameter any scene takes; a scene lists the subset it accepts. */
 typedef enum grn_param_id {
-  GRN_P_MU = 0,   /* sliding friction between grains */
-  GRN_P_MUR,      /* rolling friction between grains */
-  GRN_P_COH,      /* liquid-bridge cohesion force at contact, N */
-  GRN_P_HOLE,     /* silo hole diameter, m */
-  GRN_P_AMOUNT,   /* grain count as % of BASE[quality] */
-  GRN_P_QUALITY,  /* 0, 1 or 2 */
-  GRN_P_SPOUT_X,  /* spout position, m */
-  GRN_P_SPOUT_Z,  /* spout position, m */
-  GRN_P_RATE,     /* pour rate, grains per second */
+  GRN_P_MU = 0,  /* sliding friction between grains */
+  GRN_P_MUR,     /* rolling friction between grains */
+  GRN_P_COH,     /* liquid-bridge cohesion force at contact, N */
+  GRN_P_HOLE,    /* silo hole diameter, m */
+  GRN_P_AMOUNT,  /* grain count as % of BASE[quality] */
+  GRN_P_QUALITY, /* 0, 1 or 2 */
+  GRN_P_SPOUT_X, /* spout position, m */
+  GRN_P_SPOUT_Z, /* spout position, m */
+  GRN_P_RATE,    /* pour rate, grains per second */
   GRN_PARAM_COUNT
 } grn_param_id;
 
@@ -98,11 +99,11 @@ typedef struct grn_scene_info {
   grn_model model;
   const char *description;
   int param_count;
-  const grn_param_id *params;         /* which parameters the scene accepts */
-  const grn_param_info *param_info;   /* param_count entries, scene-specific ranges and defaults */
+  const grn_param_id *params;       /* which parameters the scene accepts */
+  const grn_param_info *param_info; /* param_count entries, scene-specific ranges and defaults */
   int action_count;
-  const char *const *actions;         /* action names the scene accepts */
-  uint32_t measures;                  /* bit (1u << grn_measure_key) per reported key */
+  const char *const *actions; /* action names the scene accepts */
+  uint32_t measures;          /* bit (1u << grn_measure_key) per reported key */
 } grn_scene_info;
 
 GRN_API int grn_scene_count(void);
@@ -131,9 +132,10 @@ typedef struct grn_world_def {
   const grn_scene_info *scene;
   double param[GRN_PARAM_COUNT]; /* indexed by grn_param_id; only the scene's own are used */
   uint64_t seed;
-  int grains;        /* 0: N = round(BASE[quality]·amount/100); else exactly this many (1..GRN_MAX_GRAINS) */
-  int threads;       /* worker threads for stepping, 1..256 */
-  bool allow_sleep;  /* false keeps every step computed (benchmarks) */
+  int grains; /* 0: N = round(BASE[quality]·amount/100); else exactly this many (1..GRN_MAX_GRAINS)
+               */
+  int threads;      /* worker threads for stepping, 1..256 */
+  bool allow_sleep; /* false keeps every step computed (benchmarks) */
   grn_fill fill;
   grn_alloc_fn alloc; /* NULL: malloc/free */
   grn_free_fn free;
@@ -176,8 +178,7 @@ GRN_API const char *grn_action_name(grn_action_kind kind);
 /* Parse "NAME[:ARG,...]" (e.g. "spout:1.5,-2", "pour:off", "tool:off"). */
 GRN_API int grn_action_parse(const char *text, grn_action *out, grn_error *err);
 /* Whether a scene accepts an action with these arguments (range checks included). */
-GRN_API int grn_action_check(const grn_scene_info *scene, const grn_action *action,
-                             grn_error *err);
+GRN_API int grn_action_check(const grn_scene_info *scene, const grn_action *action, grn_error *err);
 
 /* ---- Worlds -------------------------------------------------------------------------------- */
 typedef struct grn_world grn_world;
@@ -231,12 +232,12 @@ GRN_API void grn_world_grains(const grn_world *world, grn_grains_view *out);
 
 typedef struct grn_world_stats {
   int alive;
-  int pairs;           /* listed pairs */
-  int contacts;        /* touching pairs */
-  uint64_t rebuilds;   /* pair-list rebuilds so far */
-  double max_speed;    /* m/s, last step */
-  double over_max;     /* largest grain overlap of the last step, m */
-  size_t bytes_live;   /* bytes the world holds through its allocator */
+  int pairs;         /* listed pairs */
+  int contacts;      /* touching pairs */
+  uint64_t rebuilds; /* pair-list rebuilds so far */
+  double max_speed;  /* m/s, last step */
+  double over_max;   /* largest grain overlap of the last step, m */
+  size_t bytes_live; /* bytes the world holds through its allocator */
 } grn_world_stats;
 
 GRN_API void grn_world_get_stats(const grn_world *world, grn_world_stats *out);

@@ -2,8 +2,8 @@
  * the spout rides 0.6 m above the pile (at least 0.9 m). Also the packed bed of the benchmark. */
 #include "../internal.h"
 
-#define LAYER_STEPS 20   /* a layer leaves the spout every 1/12 s ... */
-#define POUR_SPEED 3.0   /* ... at 3 m/s, so layers start 0.25 m apart: more than a diameter */
+#define LAYER_STEPS 20    /* a layer leaves the spout every 1/12 s ... */
+#define POUR_SPEED 3.0    /* ... at 3 m/s, so layers start 0.25 m apart: more than a diameter */
 #define SITE_SPACING 0.24 /* hexagonal sites in a layer, just over the largest diameter */
 
 static double scale_of(const grn_world *w) {
@@ -25,7 +25,7 @@ static int pour_setup(grn_world *w) {
   w->settle = 0.0;
   int rc = grn__reserve_grains(w, w->n_target);
   if (rc == GRN_OK) {
-    rc = grn__hmap_init(w, -half, half, -half, half);
+    rc = grn__hmap_init(w, -half, -half, grn__hmap_cells(2.0 * half), grn__hmap_cells(2.0 * half));
   }
   return rc;
 }
@@ -125,8 +125,8 @@ static void pour_measure(grn_world *w) {
   m[GRN_M_OVER_MAX] = w->over_max;
   m[GRN_M_FLOWING] = w->flowing;
   m[GRN_M_ALIVE] = w->alive;
-  w->meas.state = w->sleeping  ? GRN_STATE_ASLEEP
-                  : w->pouring ? GRN_STATE_FILLING
+  w->meas.state = w->sleeping        ? GRN_STATE_ASLEEP
+                  : w->pouring       ? GRN_STATE_FILLING
                   : w->t < w->settle ? GRN_STATE_SETTLING
                                      : GRN_STATE_RUNNING;
 }
@@ -139,8 +139,7 @@ static int pour_act(grn_world *w, const grn_action *a, grn_error *err) {
     return GRN_OK;
   case GRN_A_POUR:
     if (a->args[0] != 0.0 && w->poured >= w->n_target) {
-      return grn__fail(err, GRN_E_INVALID, "pour", "all %d grains are poured already",
-                       w->n_target);
+      return grn__fail(err, GRN_E_INVALID, "pour", "all %d grains are poured already", w->n_target);
     }
     if (w->fill != GRN_FILL_SCENE) {
       return grn__fail(err, GRN_E_UNSUPPORTED, "pour", "a packed bed has no spout");
@@ -153,8 +152,7 @@ static int pour_act(grn_world *w, const grn_action *a, grn_error *err) {
   }
 }
 
-const grn_scene_impl grn__scene_pour = {pour_setup, pour_script, pour_measure, pour_act,
-                                        0.02};
+const grn_scene_impl grn__scene_pour = {pour_setup, pour_script, pour_measure, pour_act, 0.02};
 
 /* Packed bed: a square box of side 4·sc packed from the lattice, the benchmark's workload. */
 int grn__setup_bed(grn_world *w) {
@@ -168,7 +166,8 @@ int grn__setup_bed(grn_world *w) {
   w->geom.kill_y = -1.0;
   w->pouring = false;
   w->poured = w->n_target;
-  int rc = grn__hmap_init(w, -half, half, -half, half);
+  int rc =
+      grn__hmap_init(w, -half, -half, grn__hmap_cells(2.0 * half), grn__hmap_cells(2.0 * half));
   if (rc == GRN_OK) {
     rc = grn__fill_lattice(w, w->n_target, -half, half, -half, half, 0.12);
   }

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what grainlab needs to build, run and test on Debian 12, from Debian's packages only.
+# Idempotent; run as root (CI and fresh machines are root).
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+pkgs=(ca-certificates gcc libc6-dev make cmake ninja-build clang-format clang-tidy cppcheck)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite: a Release build with every ctest label, then an address+undefined
+# sanitizer build running the unit tests. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+bash scripts/build.sh
+ctest --test-dir build --output-on-failure -j "$jobs"
+# sanitizers: slower, so timeouts are scaled; halt on the first report
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAINLAB_SANITIZE=ON \
+  -DGRAINLAB_TIMEOUT_MULTIPLIER=6 >/dev/null
+cmake --build build-asan
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit -E '^lint$'

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The grainlab CLI as a user meets it: JSON Lines output, determinism across threads, actions,
+# and every kind of bad input refused with one line on stderr, exit status 2 and nothing run.
+set -u
+bin=${1:?usage: test_cli.sh path/to/grainlab}
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+
+# expect_error NAME WORD ARGS...: exit 2, one stderr line mentioning WORD, empty stdout
+expect_error() {
+  local name=$1 word=$2
+  shift 2
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$? lines
+  lines=$(wc -l <"$tmp/err")
+  if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && [ ! -s "$tmp/out" ] && grep -q -- "$word" "$tmp/err"; then
+    ok "$name: $(cat "$tmp/err")"
+  else
+    bad "$name: exit $rc, $lines stderr line(s), stdout $(wc -c <"$tmp/out") bytes: $(head -c 300 "$tmp/err")"
+  fi
+}
+
+# catalogue
+if "$bin" scenes >"$tmp/scenes" && grep -q '"name":"pour"' "$tmp/scenes" &&
+  grep -q '"name":"mu","unit":"","min":0,"max":1.5' "$tmp/scenes"; then
+  ok "scenes lists pour with its parameters"
+else
+  bad "scenes output: $(head -c 300 "$tmp/scenes")"
+fi
+
+# a short run: 4 samples (every 0.25 s) and a final line
+"$bin" run --scene pour --quality 0 --seconds 1 --seed 3 >"$tmp/run1" 2>"$tmp/err"
+rc=$?
+samples=$(grep -c '^{"t":' "$tmp/run1")
+final=$(tail -n 1 "$tmp/run1")
+if [ $rc -eq 0 ] && [ "$samples" -eq 4 ] &&
+  echo "$final" | grep -Eq '^\{"final":\{"t":1,"angle":(null|[-0-9.e]+),"top":[-0-9.e]+,"cx":.*"alive":[0-9]+,"state":"[a-z]+"\},"digest":"[0-9a-f]{16}","steps":240,"grains":[0-9]+\}$'; then
+  ok "run prints 4 samples and the final line"
+else
+  bad "run: exit $rc, $samples samples, final: $final $(cat "$tmp/err")"
+fi
+if grep -q '"t":0.5,"angle":[^,]*,"top":[^,]*,"cx":[^,]*,"cz":[^,]*,"over_max":[^,]*,"flowing":[^,]*,"alive":[0-9]*,"state":"filling"' "$tmp/run1"; then
+  ok "samples carry t, angle, top, cx, cz, over_max, flowing, alive, state"
+else
+  bad "sample keys: $(sed -n 2p "$tmp/run1")"
+fi
+
+# same inputs, 2 threads: same digest
+"$bin" run --scene pour --quality 0 --seconds 1 --seed 3 --threads 2 >"$tmp/run2"
+if [ "$(tail -n 1 "$tmp/run1")" = "$(tail -n 1 "$tmp/run2")" ]; then
+  ok "1 and 2 threads print the same final line and digest"
+else
+  bad "thread digests differ: $(tail -n 1 "$tmp/run2")"
+fi
+"$bin" run --scene pour --quality 0 --seconds 1 --seed 4 >"$tmp/run3"
+if [ "$(tail -n 1 "$tmp/run1" | grep -o 'digest":"[0-9a-f]*')" != "$(tail -n 1 "$tmp/run3" | grep -o 'digest":"[0-9a-f]*')" ]; then
+  ok "another seed gives another digest"
+else
+  bad "seed did not change the run"
+fi
+
+# actions: stopping the pour early leaves fewer grains; moving the spout moves the pile
+"$bin" run --scene pour --quality 0 --seconds 3 --action 1:pour:off >"$tmp/stop"
+n_stop=$(tail -n 1 "$tmp/stop" | grep -o '"grains":[0-9]*' | cut -d: -f2)
+"$bin" run --scene pour --quality 0 --seconds 3 >"$tmp/full"
+n_full=$(tail -n 1 "$tmp/full" | grep -o '"grains":[0-9]*' | cut -d: -f2)
+if [ "$n_stop" -gt 0 ] && [ "$n_stop" -lt "$n_full" ]; then
+  ok "pour:off at 1 s stops the pour ($n_stop < $n_full grains)"
+else
+  bad "pour:off: $n_stop vs $n_full grains"
+fi
+"$bin" run --scene pour --quality 0 --seconds 8 --action 0:spout:2,-1 >"$tmp/moved"
+cx=$(tail -n 1 "$tmp/moved" | grep -o '"cx":[-0-9.e]*' | cut -d: -f2)
+cz=$(tail -n 1 "$tmp/moved" | grep -o '"cz":[-0-9.e]*' | cut -d: -f2)
+if awk -v x="$cx" -v z="$cz" 'BEGIN { exit !(x > 1.5 && x < 2.5 && z > -1.5 && z < -0.5) }'; then
+  ok "spout:2,-1 builds the pile at ($cx, $cz)"
+else
+  bad "spout:2,-1 pile centre at ($cx, $cz)"
+fi
+"$bin" run --scene pour --quality 0 --seconds 2 --action 0.5:tool:0,0.5,0,0,0,0 --action 1:tool:off --action 1.5:reset >"$tmp/tool"
+# reset restarts the scene and its clock: 0.5 s remain after it
+if [ $? -eq 0 ] && tail -n 1 "$tmp/tool" | grep -q '"t":0.5,.*"steps":120'; then
+  ok "tool, tool:off and reset run; reset restarts the clock"
+else
+  bad "tool/reset run failed"
+fi
+
+# every kind of bad input
+expect_error "unknown scene" "sandcastle" run --scene sandcastle
+expect_error "unknown parameter" "viscosity" run --scene pour --set viscosity=1
+expect_error "out-of-range value" "mu" run --scene pour --set mu=2
+expect_error "negative value" "mu" run --scene pour --set mu=-0.1
+expect_error "non-numeric value" "mu" run --scene pour --set mu=abc
+expect_error "empty value" "mu" run --scene pour --set mu=
+expect_error "not KEY=VALUE" "KEY=VALUE" run --scene pour --set mu
+expect_error "fractional quality" "quality" run --scene pour --quality 1.5
+expect_error "amount out of range" "amount" run --scene pour --amount 5
+expect_error "grains with quality" "--grains excludes" run --scene pour --grains 100 --quality 1
+expect_error "zero grains" "--grains" run --scene pour --grains 0
+expect_error "non-numeric grains" "--grains" run --scene pour --grains lots
+expect_error "negative seconds" "--seconds" run --scene pour --seconds -1
+expect_error "non-numeric seconds" "--seconds" run --scene pour --seconds soon
+expect_error "zero threads" "--threads" run --scene pour --threads 0
+expect_error "non-integer seed" "--seed" run --scene pour --seed 1.5
+expect_error "seed over 64 bits" "--seed" run --scene pour --seed 99999999999999999999
+expect_error "unknown action" "fly" run --scene pour --action 1:fly
+expect_error "action argument out of range" "spout" run --scene pour --action 1:spout:99,0
+expect_error "action arguments missing" "spout" run --scene pour --action 1:spout:1
+expect_error "action not in this scene" "tilt" run --scene pour --action 1:tilt:10
+expect_error "action after the run ends" "outside" run --scene pour --seconds 2 --action 5:pour:off
+expect_error "action without time" "time" run --scene pour --action pour:off
+expect_error "unknown option" "--colour" run --scene pour --colour blue
+expect_error "missing scene" "--scene" run --seconds 1
+expect_error "option without value" "--seed" run --scene pour --seed
+expect_error "unknown command" "fly" fly
+expect_error "bench without grains" "--grains" bench --scene pour
+expect_error "bench with a bad step count" "--steps" bench --scene pour --grains 100 --steps 0
+
+# a negative seed is a valid 64-bit integer
+if "$bin" run --scene pour --quality 0 --seconds 0.25 --seed -5 >/dev/null; then
+  ok "negative seed accepted"
+else
+  bad "negative seed refused"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,122 @@
+/* The scene catalogue, parameter validation, strict number parsing and action parsing: every bad
+ * input gets its own error code and field, and a failed call changes nothing. */
+#include "../support/check.h"
+#include "internal.h"
+
+#include <string.h>
+
+static void catalogue(void) {
+  CHECK("pour is in the catalogue", grn_scene_find("pour") != NULL);
+  CHECK("an unknown scene is not", grn_scene_find("sandcastle") == NULL);
+  CHECK("index past the end is NULL", grn_scene_at(grn_scene_count()) == NULL);
+  for (int s = 0; s < grn_scene_count(); s++) {
+    const grn_scene_info *sc = grn_scene_at(s);
+    for (int i = 0; i < sc->param_count; i++) {
+      const grn_param_info *p = &sc->param_info[i];
+      CHECK("default lies inside its range", p->def >= p->min && p->def <= p->max);
+      CHECK("parameter is found by name", grn_scene_param_index(sc, p->name) == i);
+    }
+  }
+  /* status table: distinct names, every message present */
+  CHECK("status name", strcmp(grn_status_name(GRN_E_RANGE), "GRN_E_RANGE") == 0);
+  CHECK("status message", strcmp(grn_status_message(GRN_OK), "ok") == 0);
+  CHECK("unknown status", strcmp(grn_status_name(-999), "GRN_E_UNKNOWN") == 0);
+}
+
+static void definitions(void) {
+  grn_world_def d, before;
+  grn_error e;
+  CHECK("unknown scene is refused",
+        grn_world_def_default(&d, "sandcastle", &e) == GRN_E_UNKNOWN_SCENE &&
+            strcmp(e.field, "scene") == 0);
+  CHECK("pour defaults", grn_world_def_default(&d, "pour", &e) == GRN_OK);
+  CHECK("default grains = 3000 (quality 2, 100 %)", grn_world_def_grains(&d) == 3000);
+  before = d;
+  CHECK("unknown parameter", grn_world_def_set(&d, "viscosity", 1.0, &e) == GRN_E_UNKNOWN_PARAM &&
+                                 strcmp(e.field, "viscosity") == 0);
+  CHECK("mu above its range", grn_world_def_set(&d, "mu", 1.6, &e) == GRN_E_RANGE &&
+                                  strcmp(e.field, "mu") == 0 && strstr(e.message, "mu"));
+  CHECK("mu below its range", grn_world_def_set(&d, "mu", -0.01, &e) == GRN_E_RANGE);
+  CHECK("NaN is not a number", grn_world_def_set(&d, "mu", NAN, &e) == GRN_E_NOT_NUMBER);
+  CHECK("quality must be whole", grn_world_def_set(&d, "quality", 1.5, &e) == GRN_E_RANGE);
+  const char *bad[] = {"", "abc", "0x10", " 1", "1 ", "1e400", "nan", "inf", "1,5", "--1"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "'%s' is refused as a number", bad[k]);
+    CHECK(name, grn_world_def_set_text(&d, "mu", bad[k], &e) == GRN_E_NOT_NUMBER);
+  }
+  CHECK("failed calls left the definition unchanged", memcmp(&d, &before, sizeof d) == 0);
+  CHECK("in-range text value",
+        grn_world_def_set_text(&d, "mu", "0.75", &e) == GRN_OK && d.param[GRN_P_MU] == 0.75);
+  CHECK("boundary value is in range", grn_world_def_set(&d, "mu", 1.5, &e) == GRN_OK);
+  grn_world_def_set(&d, "quality", 0, &e);
+  grn_world_def_set(&d, "amount", 10, &e);
+  CHECK("N = round(750 · 10 %) = 75", grn_world_def_grains(&d) == 75);
+  d.threads = 0;
+  CHECK("threads 0 is refused",
+        grn_world_def_validate(&d, &e) == GRN_E_RANGE && strcmp(e.field, "threads") == 0);
+  d.threads = 1;
+  d.grains = GRN_MAX_GRAINS + 1;
+  CHECK("too many grains is refused", grn_world_def_validate(&d, &e) == GRN_E_RANGE);
+}
+
+static void actions(void) {
+  const grn_scene_info *pour = grn_scene_find("pour");
+  grn_action a;
+  grn_error e;
+  CHECK("spout:1.5,-2", grn_action_parse("spout:1.5,-2", &a, &e) == GRN_OK &&
+                            a.kind == GRN_A_SPOUT && a.nargs == 2 && a.args[1] == -2.0 &&
+                            grn_action_check(pour, &a, &e) == GRN_OK);
+  CHECK("pour:off", grn_action_parse("pour:off", &a, &e) == GRN_OK && a.args[0] == 0.0);
+  CHECK("pour:on", grn_action_parse("pour:on", &a, &e) == GRN_OK && a.args[0] == 1.0);
+  CHECK("tool:off", grn_action_parse("tool:off", &a, &e) == GRN_OK && a.kind == GRN_A_TOOL_OFF);
+  CHECK("tool with velocity", grn_action_parse("tool:0,1,0,0,0,2", &a, &e) == GRN_OK &&
+                                  a.nargs == 6 && grn_action_check(pour, &a, &e) == GRN_OK);
+  CHECK("reset",
+        grn_action_parse("reset", &a, &e) == GRN_OK && grn_action_check(pour, &a, &e) == GRN_OK);
+  CHECK("unknown action",
+        grn_action_parse("fly", &a, &e) == GRN_E_UNKNOWN_ACTION && strcmp(e.field, "fly") == 0);
+  CHECK("non-numeric argument", grn_action_parse("spout:a,b", &a, &e) == GRN_E_NOT_NUMBER);
+  CHECK("empty argument list", grn_action_parse("spout:", &a, &e) == GRN_E_INVALID);
+  CHECK("empty argument", grn_action_parse("spout:1,,2", &a, &e) == GRN_E_NOT_NUMBER);
+  CHECK("pour:maybe", grn_action_parse("pour:maybe", &a, &e) == GRN_E_INVALID);
+  grn_action_parse("spout:1", &a, &e);
+  CHECK("spout needs two arguments", grn_action_check(pour, &a, &e) == GRN_E_INVALID);
+  grn_action_parse("spout:9,0", &a, &e);
+  CHECK("spout outside the table range", grn_action_check(pour, &a, &e) == GRN_E_RANGE);
+  grn_action_parse("tilt:10", &a, &e);
+  CHECK("pour has no tilt", grn_action_check(pour, &a, &e) == GRN_E_UNSUPPORTED);
+  grn_action_parse("tool:0,1,0,0,0,99", &a, &e);
+  CHECK("tool faster than VMAX", grn_action_check(pour, &a, &e) == GRN_E_RANGE);
+}
+
+static void live_changes(void) {
+  grn_world_def d;
+  grn_error e;
+  grn_world_def_default(&d, "pour", &e);
+  d.grains = 200;
+  grn_world *w;
+  CHECK("create", grn_world_create(&d, &w, &e) == GRN_OK);
+  grn_world_step(w, 240);
+  const uint64_t before = grn_world_digest(w);
+  const double mu = w->param[GRN_P_MU];
+  CHECK("live mu out of range", grn_world_set_param(w, "mu", 3.0, &e) == GRN_E_RANGE);
+  CHECK("live amount needs a restart",
+        grn_world_set_param(w, "amount", 50, &e) == GRN_E_UNSUPPORTED);
+  grn_action a;
+  grn_action_parse("tilt:5", &a, &e);
+  CHECK("unsupported action on a live world", grn_world_act(w, &a, &e) == GRN_E_UNSUPPORTED);
+  CHECK("failed changes left the world as it was",
+        grn_world_digest(w) == before && w->param[GRN_P_MU] == mu);
+  CHECK("live mu in range",
+        grn_world_set_param(w, "mu", 0.8, &e) == GRN_OK && w->param[GRN_P_MU] == 0.8);
+  grn_world_destroy(w);
+}
+
+int main(void) {
+  catalogue();
+  definitions();
+  actions();
+  live_changes();
+  CHECK_DONE();
+}
