@@ -332,6 +332,7 @@ int grn__rebuild(grn_world *w) {
       const int j = w->pb[p];
       w->pfn[p] = 0.0f;
       memset(&w->hist[p], 0, sizeof(grn_hist));
+      memset(&w->table[p], 0, sizeof(grn_force_row)); /* inactive rows stay zero (see step.c) */
       for (int q = tstart[old]; q < tstart[old + 1]; q++) {
         if (kp[q].partner == j) {
           w->hist[p] = kp[q].h;

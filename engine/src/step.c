@@ -69,8 +69,11 @@ static inline double pair_force(const pair_ctx *c, int a, int p) {
   const double d2 = dot(d, d);
   if (d2 >= reach * reach) {
     if (c->pfn[p] != 0.0f) {
+      /* the pair just parted: clear its history and zero its row once, so that inactive rows are
+       * always zero and the gather can add every row without a branch */
       c->pfn[p] = 0.0f;
       memset(h, 0, sizeof *h);
+      row_zero(&c->table[p]);
     }
     return -1.0;
   }
@@ -196,7 +199,6 @@ typedef struct grain_ctx {
   double *restrict hf;
   uint8_t *restrict flags;
   const int32_t *restrict pstart, *restrict rstart, *restrict rref;
-  const float *restrict pfn;
   const grn_force_row *restrict table;
   grn_geom geom;
   grn_consts k;
@@ -345,7 +347,7 @@ void grn__gather_integrate(grn_world *w) {
   const double vf2 = GRN_VFLOW * GRN_VFLOW, vmax2 = GRN_VMAX * GRN_VMAX, kill_y = w->geom.kill_y;
   const grain_ctx shared = {w->pos,   w->vel, w->spin,  w->rad,    w->inv_m,
                             w->inv_i, w->hf,  w->flags, w->pstart, w->rstart,
-                            w->rref,  w->pfn, w->table, w->geom,   w->k};
+                            w->rref,  w->table, w->geom, w->k};
   double vm2 = 0.0;
   int moving = 0, count = 0, killed = 0;
   (void)nthreads;
@@ -360,9 +362,6 @@ void grn__gather_integrate(grn_world *w) {
       grn_vec3 f = v3(0, 0, 0), t = v3(0, 0, 0);
       /* gather in a fixed order: pairs this grain owns, then those where it is the partner */
       for (int p = c.pstart[i]; p < c.pstart[i + 1]; p++) {
-        if (c.pfn[p] == 0.0f) {
-          continue;
-        }
         const grn_force_row *row = &c.table[p];
         f.x -= row->f[0];
         f.y -= row->f[1];
@@ -372,11 +371,7 @@ void grn__gather_integrate(grn_world *w) {
         t.z += row->ta[2];
       }
       for (int q = c.rstart[i]; q < c.rstart[i + 1]; q++) {
-        const int p = c.rref[q];
-        if (c.pfn[p] == 0.0f) {
-          continue;
-        }
-        const grn_force_row *row = &c.table[p];
+        const grn_force_row *row = &c.table[c.rref[q]];
         f.x += row->f[0];
         f.y += row->f[1];
         f.z += row->f[2];
