@@ -102,6 +102,7 @@ struct grn_world {
   size_t bytes_live;
   int threads;
   bool allow_sleep;
+  bool simd; /* AVX2 contact kernel (bit-identical to the scalar reference) */
 
   /* inputs that determine the run */
   const grn_scene_info *scene;

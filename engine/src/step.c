@@ -44,17 +44,7 @@ static inline bool cap_to(grn_vec3 *f, double lim) {
   return false;
 }
 
-/* Read-mostly view of the world for the pair loop: local restrict pointers let the compiler keep
- * them in registers (stores into the table cannot alias the grain arrays). */
-typedef struct pair_ctx {
-  const grn_vec3 *restrict pos, *restrict vel, *restrict spin;
-  const double *restrict rad;
-  const int32_t *restrict pb;
-  grn_hist *restrict hist;
-  float *restrict pfn;
-  grn_force_row *restrict table;
-  double mu, mur, coh, gap, cn, ct, kr, cr;
-} pair_ctx;
+#include "contact.h"
 
 /* Contact law of one pair, from named parts in a fixed order: geometry, normal spring-dashpot,
  * tangential spring with Coulomb cap, rolling resistance, cohesion. Writes the table row and the
@@ -150,6 +140,10 @@ static inline double pair_force(const pair_ctx *c, int a, int p) {
   return over;
 }
 
+/* Batch of touching pairs a thread collects for the AVX2 kernel. */
+#define TOUCH_BATCH 256
+#define PREFETCH_PAIRS 32
+
 void grn__forces(grn_world *w) {
   const pair_ctx c = {w->pos,
                       w->vel,
@@ -169,6 +163,8 @@ void grn__forces(grn_world *w) {
                       w->k.cr};
   const int32_t *restrict pstart = w->pstart;
   const int n = w->n, nthreads = w->threads;
+  const bool simd = w->simd;
+  const int m = w->m;
   double omax = 0.0;
   int touching = 0;
   (void)nthreads;
@@ -177,14 +173,65 @@ void grn__forces(grn_world *w) {
 #pragma omp parallel num_threads(nthreads) reduction(max : omax) reduction(+ : touching)
   {
     const pair_ctx lc = c; /* thread-local copy: its address never escapes, so no aliasing */
+    if (!simd) {
+      /* the scalar reference */
 #pragma omp for schedule(static)
-    for (int a = 0; a < n; a++) {
-      for (int p = pstart[a]; p < pstart[a + 1]; p++) {
-        const double over = pair_force(&lc, a, p);
-        if (over > 0.0) {
+      for (int a = 0; a < n; a++) {
+        for (int p = pstart[a]; p < pstart[a + 1]; p++) {
+          const double over = pair_force(&lc, a, p);
+          if (over > 0.0) {
+            touching++;
+            omax = over > omax ? over : omax;
+          }
+        }
+      }
+    } else {
+      /* classify each pair as the reference does; touching ones go to the kernel in batches
+       * (each pair's result depends on its own inputs only, so order does not matter) */
+      int32_t list[2 * TOUCH_BATCH] = {0};
+      int nt = 0;
+#pragma omp for schedule(static)
+      for (int a = 0; a < n; a++) {
+        const grn_vec3 pa = lc.pos[a];
+        const double ra = lc.rad[a];
+        for (int p = pstart[a]; p < pstart[a + 1]; p++) {
+          const int b = lc.pb[p];
+          if (p + PREFETCH_PAIRS < m) {
+            /* partners a few owners ahead: their cells are scattered over the stencil */
+            const int bf = lc.pb[p + PREFETCH_PAIRS];
+            __builtin_prefetch(&lc.pos[bf]);
+            __builtin_prefetch(&lc.vel[bf]);
+            __builtin_prefetch(&lc.spin[bf]);
+          }
+          const grn_vec3 d = sub(lc.pos[b], pa);
+          const double sum = ra + lc.rad[b], reach = sum + lc.gap, d2 = dot(d, d);
+          if (d2 >= reach * reach) {
+            if (lc.pfn[p] != 0.0f) {
+              pair_force(&lc, a, p); /* parting: the reference clears history and row */
+            }
+            continue;
+          }
+          const double over = sum - sqrt(d2);
+          if (over <= 0.0) {
+            pair_force(&lc, a, p); /* liquid bridge */
+            continue;
+          }
           touching++;
           omax = over > omax ? over : omax;
+          list[2 * nt] = a;
+          list[2 * nt + 1] = p;
+          if (++nt == TOUCH_BATCH) {
+            grn__contacts_avx2(&lc, list, nt);
+            nt = 0;
+          }
         }
+      }
+      const int full = nt & ~3;
+      if (full > 0) {
+        grn__contacts_avx2(&lc, list, full);
+      }
+      for (int k = full; k < nt; k++) {
+        pair_force(&lc, list[2 * k], list[2 * k + 1]);
       }
     }
   }
@@ -345,9 +392,8 @@ void grn__gather_integrate(grn_world *w) {
   const double h = GRN_H, drag = w->t < w->settle ? 0.97 : 1.0;
   const grn_vec3 g = w->gravity;
   const double vf2 = GRN_VFLOW * GRN_VFLOW, vmax2 = GRN_VMAX * GRN_VMAX, kill_y = w->geom.kill_y;
-  const grain_ctx shared = {w->pos,   w->vel, w->spin,  w->rad,    w->inv_m,
-                            w->inv_i, w->hf,  w->flags, w->pstart, w->rstart,
-                            w->rref,  w->table, w->geom, w->k};
+  const grain_ctx shared = {w->pos,   w->vel,    w->spin,   w->rad,  w->inv_m, w->inv_i, w->hf,
+                            w->flags, w->pstart, w->rstart, w->rref, w->table, w->geom,  w->k};
   double vm2 = 0.0;
   int moving = 0, count = 0, killed = 0;
   (void)nthreads;

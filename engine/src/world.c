@@ -1,5 +1,6 @@
 /* World lifecycle: definitions and validation, counted allocation, grain storage, the step loop,
  * actions, live parameters, sleep and wake, and read-out. */
+#include "contact.h"
 #include "internal.h"
 
 #include <stdlib.h>
@@ -102,6 +103,7 @@ int grn_world_def_default(grn_world_def *def, const char *scene, grn_error *err)
   def->grains = 0;
   def->threads = 1;
   def->allow_sleep = true;
+  def->simd = true;
   def->fill = GRN_FILL_SCENE;
   return GRN_OK;
 }
@@ -410,6 +412,7 @@ grn_world *grn__world_new(const grn_world_def *def) {
   w->bytes_live = sizeof *w;
   w->threads = def ? def->threads : 1;
   w->allow_sleep = def ? def->allow_sleep : true;
+  w->simd = (def ? def->simd : true) && grn__simd_available();
   consts_init(&w->k);
   return w;
 }

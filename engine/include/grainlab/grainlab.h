@@ -136,6 +136,7 @@ typedef struct grn_world_def {
                */
   int threads;      /* worker threads for stepping, 1..256 */
   bool allow_sleep; /* false keeps every step computed (benchmarks) */
+  bool simd;        /* the AVX2 contact kernel where the CPU has it: same bits as scalar code */
   grn_fill fill;
   grn_alloc_fn alloc; /* NULL: malloc/free */
   grn_free_fn free;
