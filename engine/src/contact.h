@@ -15,13 +15,15 @@ typedef struct pair_ctx {
   float *restrict pfn;
   grn_force_row *restrict table;
   double mu, mur, coh, gap, cn, ct, kr, cr;
+  bool ring; /* rows live in a ring shared over the step: inactive rows are zeroed every time */
 } pair_ctx;
 
 /* Whether this CPU can run the AVX2 kernel (and the build has it). */
 bool grn__simd_available(void);
 
-/* Contact law for touching pairs, four at a time. `list` holds (owner, pair) index pairs; count
- * is a multiple of 4. Every listed pair must be touching (overlap > 0). */
-void grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count);
+/* Contact law for touching pairs, four at a time. `list` holds (owner, pair, row slot) triples;
+ * count is a multiple of 4. Every listed pair must be touching (overlap > 0). Returns the
+ * largest overlap among them. */
+double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count);
 
 #endif

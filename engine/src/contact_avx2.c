@@ -70,15 +70,17 @@ AVX2 static inline void store_row(float dst[3], v3 v, int k) {
   dst[2] = (float)v.z[k];
 }
 
-AVX2 void grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count) {
+AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count) {
   const v4d kn = splat(GRN_KN), cn = splat(c->cn), ct = splat(c->ct), h = splat(GRN_H);
   const v4d mkt = splat(-GRN_KT), inv_mkt = splat(-1.0 / GRN_KT), zero = splat(0.0);
   const v4d mu = splat(c->mu), coh = splat(c->coh);
+  v4d omax = zero;
   for (int g = 0; g < count; g += 4) {
-    int a[4], b[4], p[4];
+    int a[4], b[4], p[4], slot[4];
     for (int k = 0; k < 4; k++) {
-      a[k] = list[2 * (g + k)];
-      p[k] = list[2 * (g + k) + 1];
+      a[k] = list[3 * (g + k)];
+      p[k] = list[3 * (g + k) + 1];
+      slot[k] = list[3 * (g + k) + 2];
       b[k] = c->pb[p[k]];
     }
     /* geometry */
@@ -89,6 +91,7 @@ AVX2 void grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count) 
     const v4d dist = vsqrt(vdot(d, d));
     const v3 n = vscale(d, splat(1.0) / (dist + splat(1e-300)));
     const v4d over = sum - dist;
+    omax = pick(over > omax, over, omax);
     /* normal */
     const v3 wa = load3(c->spin, a), wb = load3(c->spin, b);
     const v3 rv = vsub(load3(c->vel, b), load3(c->vel, a));
@@ -150,12 +153,17 @@ AVX2 void grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count) 
         hk->th[1] = (float)th.y[k];
         hk->th[2] = (float)th.z[k];
       }
-      grn_force_row *row = &c->table[q];
+      grn_force_row *row = &c->table[slot[k]];
       store_row(row->f, f, k);
       store_row(row->ta, ta, k);
       store_row(row->tb, tb, k);
     }
   }
+  double o = 0.0;
+  for (int k = 0; k < 4; k++) {
+    o = omax[k] > o ? omax[k] : o;
+  }
+  return o;
 }
 
 #else
@@ -164,10 +172,11 @@ bool grn__simd_available(void) {
   return false;
 }
 
-void grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count) {
+double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count) {
   (void)c;
   (void)list;
   (void)count;
+  return 0.0;
 }
 
 #endif

@@ -128,7 +128,13 @@ struct grn_world {
   int32_t *pb;     /* partner of each pair */
   grn_hist *hist;
   float *pfn; /* > 0: touching, its last normal force; < 0: liquid bridge only; 0: inactive */
-  grn_force_row *table;
+  grn_force_row *table; /* full table of the reference passes, allocated on first use */
+  int tcap;
+  bool table_valid; /* inactive rows of the full table are zero */
+  /* fused step (step.c): ring and bands of rows, planned at each rebuild */
+  bool fused, no_fuse;
+  int span, ring_rows, ringcap;
+  grn_force_row *ring;
   int32_t *rstart; /* n+1: reference list of pairs where a grain is the smaller partner */
   int32_t *rref;
 
@@ -216,8 +222,10 @@ void grn__rebuild_refs(grn_world *w);
 double grn__reach_gap(const grn_world *w);
 
 /* one step (step.c) */
-void grn__forces(grn_world *w);
+int grn__forces(grn_world *w);
 void grn__gather_integrate(grn_world *w);
+int grn__plan_fused(grn_world *w);
+void grn__step_fused(grn_world *w);
 
 /* measurement helpers (measure.c) */
 int grn__hmap_cells(double extent); /* cells covering an extent, m */

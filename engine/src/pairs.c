@@ -155,23 +155,19 @@ int grn__grow_pairs(grn_world *w, int need) {
   grn__free(w, w->rref, sizeof(int32_t) * old);
   grn__free(w, w->hist, sizeof(grn_hist) * old);
   grn__free(w, w->pfn, sizeof(float) * old);
-  grn__free(w, w->table, sizeof(grn_force_row) * old);
   w->pb = grn__alloc(w, sizeof(int32_t) * want);
   w->rref = grn__alloc(w, sizeof(int32_t) * want);
   w->hist = grn__alloc(w, sizeof(grn_hist) * want);
   w->pfn = grn__alloc(w, sizeof(float) * want);
-  w->table = grn__alloc(w, sizeof(grn_force_row) * want);
   w->mcap = (int)want;
-  if (!w->pb || !w->rref || !w->hist || !w->pfn || !w->table) {
+  if (!w->pb || !w->rref || !w->hist || !w->pfn) {
     grn__free(w, w->pb, sizeof(int32_t) * want);
     grn__free(w, w->rref, sizeof(int32_t) * want);
     grn__free(w, w->hist, sizeof(grn_hist) * want);
     grn__free(w, w->pfn, sizeof(float) * want);
-    grn__free(w, w->table, sizeof(grn_force_row) * want);
     w->pb = w->rref = NULL;
     w->hist = NULL;
     w->pfn = NULL;
-    w->table = NULL;
     w->mcap = 0;
     return GRN_E_NOMEM;
   }
@@ -198,6 +194,7 @@ void grn__rebuild_refs(grn_world *w) {
 
 int grn__rebuild(grn_world *w) {
   const int n_old = w->n;
+  w->fused = false; /* planned again once the new list stands */
   plan_grid(w);
   const int ncell = w->grid.nx * w->grid.ny * w->grid.nz;
   if (ncell + 1 > w->ncell_cap) {
@@ -332,7 +329,6 @@ int grn__rebuild(grn_world *w) {
       const int j = w->pb[p];
       w->pfn[p] = 0.0f;
       memset(&w->hist[p], 0, sizeof(grn_hist));
-      memset(&w->table[p], 0, sizeof(grn_force_row)); /* inactive rows stay zero (see step.c) */
       for (int q = tstart[old]; q < tstart[old + 1]; q++) {
         if (kp[q].partner == j) {
           w->hist[p] = kp[q].h;
@@ -346,6 +342,8 @@ int grn__rebuild(grn_world *w) {
   w->m = m;
   w->nl = nn;
   grn__rebuild_refs(w);
+  w->table_valid = false;
+  grn__plan_fused(w);
   w->disp = 0.0;
   w->dirty = false;
   w->rebuilds++;

@@ -237,10 +237,9 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   }
   w->nl = nl;
   w->m = m;
-  /* the force table is not saved: every row is recomputed before it is read, and inactive rows
-   * must read as zero (step.c) */
-  memset(w->table, 0, sizeof(grn_force_row) * (size_t)m);
+  /* the force rows are not saved: every row is recomputed before it is read */
   grn__rebuild_refs(w);
+  grn__plan_fused(w);
   *out = w;
   return GRN_OK;
 }

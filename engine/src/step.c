@@ -50,7 +50,7 @@ static inline bool cap_to(grn_vec3 *f, double lim) {
  * tangential spring with Coulomb cap, rolling resistance, cohesion. Writes the table row and the
  * pair's state in pfn: > 0 touching (the normal force; history valid), < 0 apart but held by a
  * liquid bridge (row valid, no history), 0 inactive (row not read). Returns the overlap. */
-static inline double pair_force(const pair_ctx *c, int a, int p) {
+static inline double pair_force(const pair_ctx *c, int a, int p, grn_force_row *row) {
   const int b = c->pb[p];
   grn_hist *h = &c->hist[p];
   /* geometry */
@@ -59,11 +59,13 @@ static inline double pair_force(const pair_ctx *c, int a, int p) {
   const double d2 = dot(d, d);
   if (d2 >= reach * reach) {
     if (c->pfn[p] != 0.0f) {
-      /* the pair just parted: clear its history and zero its row once, so that inactive rows are
-       * always zero and the gather can add every row without a branch */
+      /* the pair just parted: clear its history, and zero its row so that inactive rows in the
+       * full table are always zero and the gather adds every row without a branch */
       c->pfn[p] = 0.0f;
       memset(h, 0, sizeof *h);
-      row_zero(&c->table[p]);
+      row_zero(row);
+    } else if (c->ring) {
+      row_zero(row); /* ring slots are shared by many pairs over a step: zero every time */
     }
     return -1.0;
   }
@@ -71,7 +73,6 @@ static inline double pair_force(const pair_ctx *c, int a, int p) {
   /* coincident centres have no normal; the tiny offset leaves n = 0 and no force, not a NaN */
   const grn_vec3 n = scale(d, 1.0 / (dist + 1e-300));
   const double over = sum - dist;
-  grn_force_row *row = &c->table[p];
   if (over <= 0.0) {
     /* apart: only a liquid bridge acts, falling linearly from coh at contact to 0 at GAP_WET */
     if (c->pfn[p] > 0.0f) {
@@ -79,7 +80,11 @@ static inline double pair_force(const pair_ctx *c, int a, int p) {
     }
     c->pfn[p] = -1.0f;
     row_zero(row);
-    row_store(row->f, scale(n, -c->coh * (1.0 + over / c->gap)));
+    if (c->gap > 0.0) {
+      row_store(row->f, scale(n, -c->coh * (1.0 + over / c->gap)));
+    } else {
+      c->pfn[p] = 0.0f; /* dry: within rounding of touching but not touching, no bridge */
+    }
     return over;
   }
   /* normal: N = KN·δ − CN·vn, never pulling */
@@ -140,11 +145,96 @@ static inline double pair_force(const pair_ctx *c, int a, int p) {
   return over;
 }
 
-/* Batch of touching pairs a thread collects for the AVX2 kernel. */
-#define TOUCH_BATCH 256
-#define PREFETCH_PAIRS 32
+/* Where each pair's row lives during one pass. The reference keeps a full table (row p at p); the
+ * fused step gives each thread a ring (ring_base + (p & mask)) plus, around chunk boundaries, up
+ * to two bands: contiguous pair ranges [p0, p1) stored at off + (p − p0). */
+typedef struct slots {
+  int32_t ring_base, mask, nb;
+  int32_t p0[2], p1[2], off[2];
+} slots;
 
-void grn__forces(grn_world *w) {
+static inline int32_t slot_of(const slots *s, int32_t p) {
+  for (int k = 0; k < s->nb; k++) {
+    if (p >= s->p0[k] && p < s->p1[k]) {
+      return s->off[k] + (p - s->p0[k]);
+    }
+  }
+  return s->ring_base + (p & s->mask);
+}
+
+/* Touching pairs a thread collects for the AVX2 kernel: (owner, pair, row slot) triples. */
+#define TOUCH_BATCH 256
+typedef struct batch {
+  int32_t item[3 * TOUCH_BATCH];
+  int n;
+} batch;
+
+static void batch_flush(const pair_ctx *c, batch *bt, double *omax) {
+  const int full = bt->n & ~3;
+  double o = full > 0 ? grn__contacts_avx2(c, bt->item, full) : 0.0;
+  for (int k = full; k < bt->n; k++) {
+    const double over =
+        pair_force(c, bt->item[3 * k], bt->item[3 * k + 1], &c->table[bt->item[3 * k + 2]]);
+    o = over > o ? over : o;
+  }
+  *omax = o > *omax ? o : *omax;
+  bt->n = 0;
+}
+
+typedef struct pass_sums {
+  double omax, vm2;
+  int touching, moving, count, killed;
+} pass_sums;
+
+/* Forces of every pair owned by grain a. With SIMD the pairs are classified exactly as the
+ * reference classifies them and touching ones are batched for the kernel (each pair's result
+ * depends on its own inputs only, so when it is computed does not matter). */
+static inline void owner_forces(const pair_ctx *c, const int32_t *restrict pstart, int a,
+                                const slots *s, batch *bt, bool simd, pass_sums *sum) {
+  const grn_vec3 pa = c->pos[a];
+  const double ra = c->rad[a];
+  for (int p = pstart[a]; p < pstart[a + 1]; p++) {
+    const int32_t slot = slot_of(s, p);
+    if (!simd) {
+      const double over = pair_force(c, a, p, &c->table[slot]);
+      if (over > 0.0) {
+        sum->touching++;
+        sum->omax = over > sum->omax ? over : sum->omax;
+      }
+      continue;
+    }
+    const int b = c->pb[p];
+    const grn_vec3 d = sub(c->pos[b], pa);
+    const double rs = ra + c->rad[b], reach = rs + c->gap, d2 = dot(d, d);
+    if (d2 >= reach * reach) {
+      if (c->pfn[p] != 0.0f) {
+        pair_force(c, a, p, &c->table[slot]); /* parting: the reference clears history and row */
+      } else if (c->ring) {
+        row_zero(&c->table[slot]); /* ring slots are shared over the step: zero every time */
+      }
+      continue;
+    }
+    if (!(d2 < rs * rs * (1.0 - 1e-9))) {
+      /* a liquid bridge, or within rounding of first touch: the reference decides exactly */
+      const double over = pair_force(c, a, p, &c->table[slot]);
+      if (over > 0.0) {
+        sum->touching++;
+        sum->omax = over > sum->omax ? over : sum->omax;
+      }
+      continue;
+    }
+    /* certainly touching (sqrt(d2) < rs·(1 − 5e-10)): the kernel computes it and its overlap */
+    sum->touching++;
+    bt->item[3 * bt->n] = a;
+    bt->item[3 * bt->n + 1] = p;
+    bt->item[3 * bt->n + 2] = slot;
+    if (++bt->n == TOUCH_BATCH) {
+      batch_flush(c, bt, &sum->omax);
+    }
+  }
+}
+
+static pair_ctx pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring) {
   const pair_ctx c = {w->pos,
                       w->vel,
                       w->spin,
@@ -152,7 +242,7 @@ void grn__forces(grn_world *w) {
                       w->pb,
                       w->hist,
                       w->pfn,
-                      w->table,
+                      rows,
                       w->param[GRN_P_MU],
                       w->param[GRN_P_MUR],
                       w->param[GRN_P_COH],
@@ -160,11 +250,34 @@ void grn__forces(grn_world *w) {
                       w->k.cn,
                       w->k.ct,
                       w->k.kr,
-                      w->k.cr};
+                      w->k.cr,
+                      ring};
+  return c;
+}
+
+/* The reference force pass over a full table (also what tests inspect). Inactive rows of the
+ * full table must read as zero: after a rebuild or a fused step it is cleared once. */
+int grn__forces(grn_world *w) {
+  if (w->tcap < w->m) {
+    grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->tcap);
+    w->tcap = 0;
+    const int want = w->m + w->m / 4 + 64;
+    w->table = grn__alloc(w, sizeof(grn_force_row) * (size_t)want);
+    if (!w->table) {
+      return GRN_E_NOMEM;
+    }
+    w->tcap = want;
+    w->table_valid = false;
+  }
+  if (!w->table_valid) {
+    memset(w->table, 0, sizeof(grn_force_row) * (size_t)w->m);
+    w->table_valid = true;
+  }
+  const pair_ctx c = pair_ctx_of(w, w->table, false);
   const int32_t *restrict pstart = w->pstart;
   const int n = w->n, nthreads = w->threads;
   const bool simd = w->simd;
-  const int m = w->m;
+  const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
   double omax = 0.0;
   int touching = 0;
   (void)nthreads;
@@ -173,70 +286,20 @@ void grn__forces(grn_world *w) {
 #pragma omp parallel num_threads(nthreads) reduction(max : omax) reduction(+ : touching)
   {
     const pair_ctx lc = c; /* thread-local copy: its address never escapes, so no aliasing */
-    if (!simd) {
-      /* the scalar reference */
+    batch bt;
+    bt.n = 0;
+    pass_sums sum = {0};
 #pragma omp for schedule(static)
-      for (int a = 0; a < n; a++) {
-        for (int p = pstart[a]; p < pstart[a + 1]; p++) {
-          const double over = pair_force(&lc, a, p);
-          if (over > 0.0) {
-            touching++;
-            omax = over > omax ? over : omax;
-          }
-        }
-      }
-    } else {
-      /* classify each pair as the reference does; touching ones go to the kernel in batches
-       * (each pair's result depends on its own inputs only, so order does not matter) */
-      int32_t list[2 * TOUCH_BATCH] = {0};
-      int nt = 0;
-#pragma omp for schedule(static)
-      for (int a = 0; a < n; a++) {
-        const grn_vec3 pa = lc.pos[a];
-        const double ra = lc.rad[a];
-        for (int p = pstart[a]; p < pstart[a + 1]; p++) {
-          const int b = lc.pb[p];
-          if (p + PREFETCH_PAIRS < m) {
-            /* partners a few owners ahead: their cells are scattered over the stencil */
-            const int bf = lc.pb[p + PREFETCH_PAIRS];
-            __builtin_prefetch(&lc.pos[bf]);
-            __builtin_prefetch(&lc.vel[bf]);
-            __builtin_prefetch(&lc.spin[bf]);
-          }
-          const grn_vec3 d = sub(lc.pos[b], pa);
-          const double sum = ra + lc.rad[b], reach = sum + lc.gap, d2 = dot(d, d);
-          if (d2 >= reach * reach) {
-            if (lc.pfn[p] != 0.0f) {
-              pair_force(&lc, a, p); /* parting: the reference clears history and row */
-            }
-            continue;
-          }
-          const double over = sum - sqrt(d2);
-          if (over <= 0.0) {
-            pair_force(&lc, a, p); /* liquid bridge */
-            continue;
-          }
-          touching++;
-          omax = over > omax ? over : omax;
-          list[2 * nt] = a;
-          list[2 * nt + 1] = p;
-          if (++nt == TOUCH_BATCH) {
-            grn__contacts_avx2(&lc, list, nt);
-            nt = 0;
-          }
-        }
-      }
-      const int full = nt & ~3;
-      if (full > 0) {
-        grn__contacts_avx2(&lc, list, full);
-      }
-      for (int k = full; k < nt; k++) {
-        pair_force(&lc, list[2 * k], list[2 * k + 1]);
-      }
+    for (int a = 0; a < n; a++) {
+      owner_forces(&lc, pstart, a, &s, &bt, simd, &sum);
     }
+    batch_flush(&lc, &bt, &sum.omax);
+    omax = sum.omax > omax ? sum.omax : omax;
+    touching += sum.touching;
   }
   w->over_max = omax;
   w->contacts = touching;
+  return GRN_OK;
 }
 
 /* Per-grain pass view, copied into each thread so that stores cannot alias the pointers. */
@@ -246,7 +309,6 @@ typedef struct grain_ctx {
   double *restrict hf;
   uint8_t *restrict flags;
   const int32_t *restrict pstart, *restrict rstart, *restrict rref;
-  const grn_force_row *restrict table;
   grn_geom geom;
   grn_consts k;
 } grain_ctx;
@@ -387,86 +449,256 @@ static void boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
   }
 }
 
-void grn__gather_integrate(grn_world *w) {
-  const int n = w->n, nthreads = w->threads;
+/* Gather, boundaries and integration of grain i: its rows are summed in a fixed order (pairs it
+ * owns, then those where it is the partner), whoever computes it and whenever. */
+__attribute__((always_inline)) static inline void gather_one(const grain_ctx *c,
+                                                             const grn_force_row *restrict rows,
+                                                             const slots *s, int i,
+                                                             const grn_world *w, pass_sums *sum) {
+  if ((c->flags[i] & (GRN_F_ALIVE | GRN_F_FIXED)) != GRN_F_ALIVE) {
+    return;
+  }
   const double h = GRN_H, drag = w->t < w->settle ? 0.97 : 1.0;
   const grn_vec3 g = w->gravity;
-  const double vf2 = GRN_VFLOW * GRN_VFLOW, vmax2 = GRN_VMAX * GRN_VMAX, kill_y = w->geom.kill_y;
-  const grain_ctx shared = {w->pos,   w->vel,    w->spin,   w->rad,  w->inv_m, w->inv_i, w->hf,
-                            w->flags, w->pstart, w->rstart, w->rref, w->table, w->geom,  w->k};
+  grn_vec3 f = v3(0, 0, 0), t = v3(0, 0, 0);
+  for (int p = c->pstart[i]; p < c->pstart[i + 1]; p++) {
+    const grn_force_row *row = &rows[slot_of(s, p)];
+    f.x -= row->f[0];
+    f.y -= row->f[1];
+    f.z -= row->f[2];
+    t.x += row->ta[0];
+    t.y += row->ta[1];
+    t.z += row->ta[2];
+  }
+  for (int q = c->rstart[i]; q < c->rstart[i + 1]; q++) {
+    const grn_force_row *row = &rows[slot_of(s, c->rref[q])];
+    f.x += row->f[0];
+    f.y += row->f[1];
+    f.z += row->f[2];
+    t.x += row->tb[0];
+    t.y += row->tb[1];
+    t.z += row->tb[2];
+  }
+  boundaries(c, i, &f, &t);
+
+  /* semi-implicit Euler: new velocity from force, then position from the new velocity */
+  const double im = c->inv_m[i], ii = c->inv_i[i], vmax2 = GRN_VMAX * GRN_VMAX;
+  grn_vec3 v = c->vel[i];
+  v.x = (v.x + (f.x * im + g.x) * h) * drag;
+  v.y = (v.y + (f.y * im + g.y) * h) * drag;
+  v.z = (v.z + (f.z * im + g.z) * h) * drag;
+  double v2 = dot(v, v);
+  const grn_vec3 sp = add(c->spin[i], scale(t, ii * h));
+  if (!(v2 < vmax2)) {
+    if (!isfinite(v2)) {
+      /* a NaN (or infinite) velocity is removed, never propagated to its neighbours */
+      c->flags[i] = 0;
+      sum->killed++;
+      return;
+    }
+    v = scale(v, GRN_VMAX / sqrt(v2));
+    v2 = vmax2;
+  }
+  if (!isfinite(sp.x + sp.y + sp.z)) {
+    c->flags[i] = 0;
+    sum->killed++;
+    return;
+  }
+  c->vel[i] = v;
+  c->spin[i] = sp;
+  c->pos[i] = add(c->pos[i], scale(v, h));
+  sum->vm2 = v2 > sum->vm2 ? v2 : sum->vm2;
+  sum->moving += v2 > GRN_VFLOW * GRN_VFLOW;
+  sum->count++;
+  if (c->pos[i].y < w->geom.kill_y) {
+    c->flags[i] = 0; /* removed for good: every flag goes */
+    sum->killed++;
+  }
+}
+
+static grain_ctx grain_ctx_of(const grn_world *w) {
+  const grain_ctx c = {w->pos,   w->vel,    w->spin,   w->rad,  w->inv_m, w->inv_i, w->hf,
+                       w->flags, w->pstart, w->rstart, w->rref, w->geom,  w->k};
+  return c;
+}
+
+static void finish_pass(grn_world *w, const pass_sums *sum) {
+  w->flowing = sum->count > 0 ? (double)sum->moving / sum->count : 0.0;
+  w->vmax = sqrt(sum->vm2);
+  w->disp += w->vmax * GRN_H;
+  if (sum->killed > 0) {
+    w->dirty = true;
+  }
+  w->alive -= sum->killed;
+}
+
+/* The reference grain pass over the full table. */
+void grn__gather_integrate(grn_world *w) {
+  const int n = w->n, nthreads = w->threads;
+  const grain_ctx shared = grain_ctx_of(w);
+  const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
   double vm2 = 0.0;
   int moving = 0, count = 0, killed = 0;
   (void)nthreads;
 #pragma omp parallel num_threads(nthreads) reduction(max : vm2) reduction(+ : moving, count, killed)
   {
     const grain_ctx c = shared;
+    pass_sums sum = {0};
 #pragma omp for schedule(static)
     for (int i = 0; i < n; i++) {
-      if ((c.flags[i] & (GRN_F_ALIVE | GRN_F_FIXED)) != GRN_F_ALIVE) {
-        continue;
-      }
-      grn_vec3 f = v3(0, 0, 0), t = v3(0, 0, 0);
-      /* gather in a fixed order: pairs this grain owns, then those where it is the partner */
-      for (int p = c.pstart[i]; p < c.pstart[i + 1]; p++) {
-        const grn_force_row *row = &c.table[p];
-        f.x -= row->f[0];
-        f.y -= row->f[1];
-        f.z -= row->f[2];
-        t.x += row->ta[0];
-        t.y += row->ta[1];
-        t.z += row->ta[2];
-      }
-      for (int q = c.rstart[i]; q < c.rstart[i + 1]; q++) {
-        const grn_force_row *row = &c.table[c.rref[q]];
-        f.x += row->f[0];
-        f.y += row->f[1];
-        f.z += row->f[2];
-        t.x += row->tb[0];
-        t.y += row->tb[1];
-        t.z += row->tb[2];
-      }
-      boundaries(&c, i, &f, &t);
+      gather_one(&c, w->table, &s, i, w, &sum);
+    }
+    vm2 = sum.vm2 > vm2 ? sum.vm2 : vm2;
+    moving += sum.moving;
+    count += sum.count;
+    killed += sum.killed;
+  }
+  const pass_sums total = {0.0, vm2, 0, moving, count, killed};
+  finish_pass(w, &total);
+}
 
-      /* semi-implicit Euler: new velocity from force, then position from the new velocity */
-      const double im = c.inv_m[i], ii = c.inv_i[i];
-      grn_vec3 v = c.vel[i];
-      v.x = (v.x + (f.x * im + g.x) * h) * drag;
-      v.y = (v.y + (f.y * im + g.y) * h) * drag;
-      v.z = (v.z + (f.z * im + g.z) * h) * drag;
-      double v2 = dot(v, v);
-      const grn_vec3 sp = add(c.spin[i], scale(t, ii * h));
-      if (!(v2 < vmax2)) {
-        if (!isfinite(v2)) {
-          /* a NaN (or infinite) velocity is removed, never propagated to its neighbours */
-          c.flags[i] = 0;
-          killed++;
-          continue;
-        }
-        v = scale(v, GRN_VMAX / sqrt(v2));
-        v2 = vmax2;
-      }
-      if (!isfinite(sp.x + sp.y + sp.z)) {
-        c.flags[i] = 0;
-        killed++;
-        continue;
-      }
-      c.vel[i] = v;
-      c.spin[i] = sp;
-      c.pos[i] = add(c.pos[i], scale(v, h));
-      vm2 = v2 > vm2 ? v2 : vm2;
-      moving += v2 > vf2;
-      count++;
-      if (c.pos[i].y < kill_y) {
-        c.flags[i] = 0; /* removed for good: every flag goes */
-        killed++;
-      }
+/* ---- fused step ----------------------------------------------------------------------------
+ * Forces and gathers in one sweep, so a row is read while still in cache and the rows need only
+ * a small ring instead of a table of every pair. Grains are in cell order, so every pair (a, b)
+ * has |a − b| ≤ S (the span, measured at each rebuild). Grain g may be integrated once the
+ * owners up to g + S are done: every pair touching it is then computed, and no later owner
+ * (a > g + S) has g as a partner. Threads take contiguous chunks; grains within S of a chunk
+ * boundary are integrated after a barrier, from bands of rows kept for the owners within 2S of
+ * each boundary. Results are bit-identical to the reference passes. */
+#define GATHER_BLOCK 64
+
+static int32_t chunk_lo(const grn_world *w, int t) {
+  return (int32_t)((int64_t)w->n * t / w->threads);
+}
+
+/* Plan the fused step after a rebuild; fused stays off when chunks are too small for bands. */
+int grn__plan_fused(grn_world *w) {
+  w->fused = false;
+  const int n = w->n, nt = w->threads;
+  int span = 0;
+  for (int a = 0; a < n; a++) {
+    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+      const int d = a > w->pb[p] ? a - w->pb[p] : w->pb[p] - a;
+      span = d > span ? d : span;
     }
   }
-  w->flowing = count > 0 ? (double)moving / count : 0.0;
-  w->vmax = sqrt(vm2);
-  w->disp += w->vmax * h;
-  if (killed > 0) {
-    w->dirty = true;
+  if (w->no_fuse || n < 64 || n / nt < 4 * span + 2 * GATHER_BLOCK) {
+    return GRN_OK;
   }
-  w->alive -= killed;
+  /* ring: rows written between a row's write and its last read */
+  int window = 0;
+  for (int a = 0; a < n; a += 16) {
+    const int e = a + 2 * span + GATHER_BLOCK + 17;
+    const int wnd = w->pstart[e < n ? e : n] - w->pstart[a];
+    window = wnd > window ? wnd : window;
+  }
+  int rsz = 64;
+  while (rsz <= window) {
+    rsz *= 2;
+  }
+  /* bands around each inner chunk boundary: owners [B − 2S, B + 2S) */
+  int64_t rows = (int64_t)rsz * nt;
+  for (int k = 1; k < nt; k++) {
+    const int b = chunk_lo(w, k);
+    rows += w->pstart[b + 2 * span] - w->pstart[b - 2 * span];
+  }
+  if (rows > INT32_MAX / 2) {
+    return GRN_OK;
+  }
+  if (rows > w->ringcap) {
+    const int64_t want = rows + rows / 4;
+    grn_force_row *q = grn__alloc(w, sizeof(grn_force_row) * (size_t)want);
+    if (!q) {
+      return GRN_OK; /* the reference passes need no ring: carry on without fusing */
+    }
+    grn__free(w, w->ring, sizeof(grn_force_row) * (size_t)w->ringcap);
+    w->ring = q;
+    w->ringcap = (int)want;
+  }
+  w->span = span;
+  w->ring_rows = rsz;
+  w->fused = true;
+  return GRN_OK;
+}
+
+/* Band k's rows: its pair range and where it starts in the row buffer. */
+static void band_of(const grn_world *w, int k, int32_t *p0, int32_t *p1, int32_t *off) {
+  int32_t o = w->ring_rows * w->threads;
+  for (int j = 1; j < k; j++) {
+    const int b = chunk_lo(w, j);
+    o += w->pstart[b + 2 * w->span] - w->pstart[b - 2 * w->span];
+  }
+  const int b = chunk_lo(w, k);
+  *p0 = w->pstart[b - 2 * w->span];
+  *p1 = w->pstart[b + 2 * w->span];
+  *off = o;
+}
+
+void grn__step_fused(grn_world *w) {
+  const pair_ctx pc = pair_ctx_of(w, w->ring, true);
+  const grain_ctx gc = grain_ctx_of(w);
+  const int32_t *restrict pstart = w->pstart;
+  const int nt = w->threads, span = w->span;
+  const bool simd = w->simd;
+  double omax = 0.0, vm2 = 0.0;
+  int touching = 0, moving = 0, count = 0, killed = 0;
+  w->table_valid = false; /* the full table is not maintained here */
+#pragma omp parallel num_threads(nt) reduction(max : omax, vm2)                                 \
+    reduction(+ : touching, moving, count, killed)
+  {
+    const pair_ctx lc = pc;
+    const grain_ctx lg = gc;
+    batch bt;
+    bt.n = 0;
+    pass_sums sum = {0};
+    /* phase 1: each chunk sweeps its owners and integrates its interior grains behind them */
+#pragma omp for schedule(static, 1)
+    for (int t = 0; t < nt; t++) {
+      const int lo = chunk_lo(w, t), hi = chunk_lo(w, t + 1);
+      slots s = {t * w->ring_rows, w->ring_rows - 1, 0, {0, 0}, {0, 0}, {0, 0}};
+      if (t > 0) {
+        band_of(w, t, &s.p0[s.nb], &s.p1[s.nb], &s.off[s.nb]);
+        s.nb++;
+      }
+      if (t < nt - 1) {
+        band_of(w, t + 1, &s.p0[s.nb], &s.p1[s.nb], &s.off[s.nb]);
+        s.nb++;
+      }
+      int g = t > 0 ? lo + span : lo;
+      const int g_end = t < nt - 1 ? hi - span : hi;
+      for (int a = lo; a < hi; a++) {
+        owner_forces(&lc, pstart, a, &s, &bt, simd, &sum);
+        if ((a - lo) % GATHER_BLOCK == GATHER_BLOCK - 1) {
+          batch_flush(&lc, &bt, &sum.omax);
+          for (; g < g_end && g + span <= a; g++) {
+            gather_one(&lg, w->ring, &s, g, w, &sum);
+          }
+        }
+      }
+      batch_flush(&lc, &bt, &sum.omax);
+      for (; g < g_end; g++) {
+        gather_one(&lg, w->ring, &s, g, w, &sum);
+      }
+    }
+    /* phase 2 (after the loop's barrier): grains within S of each inner boundary */
+#pragma omp for schedule(static, 1)
+    for (int k = 1; k < nt; k++) {
+      slots s = {0, 0, 1, {0, 0}, {0, 0}, {0, 0}};
+      band_of(w, k, &s.p0[0], &s.p1[0], &s.off[0]);
+      const int b = chunk_lo(w, k);
+      for (int i = b - span; i < b + span; i++) {
+        gather_one(&lg, w->ring, &s, i, w, &sum);
+      }
+    }
+    omax = sum.omax > omax ? sum.omax : omax;
+    vm2 = sum.vm2 > vm2 ? sum.vm2 : vm2;
+    touching += sum.touching;
+    moving += sum.moving;
+    count += sum.count;
+    killed += sum.killed;
+  }
+  w->over_max = omax;
+  w->contacts = touching;
+  const pass_sums total = {omax, vm2, touching, moving, count, killed};
+  finish_pass(w, &total);
 }

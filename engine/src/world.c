@@ -308,7 +308,8 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->rref, sizeof(int32_t) * (size_t)w->mcap);
   grn__free(w, w->hist, sizeof(grn_hist) * (size_t)w->mcap);
   grn__free(w, w->pfn, sizeof(float) * (size_t)w->mcap);
-  grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->mcap);
+  grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->tcap);
+  grn__free(w, w->ring, sizeof(grn_force_row) * (size_t)w->ringcap);
   grn__free(w, w->cstart, sizeof(int32_t) * (size_t)w->ncell_cap);
   grn__free(w, w->scratch, w->scratch_bytes);
   grn__free(w, w->hmap, sizeof(double) * (size_t)w->hnx * (size_t)w->hnz);
@@ -474,8 +475,15 @@ int grn_world_step(grn_world *w, int steps) {
           return rc;
         }
       }
-      grn__forces(w);
-      grn__gather_integrate(w);
+      if (w->fused) {
+        grn__step_fused(w);
+      } else {
+        const int rc = grn__forces(w);
+        if (rc != GRN_OK) {
+          return rc;
+        }
+        grn__gather_integrate(w);
+      }
       /* sleep once every grain has stayed calm for 1 s with nothing poured or pushed */
       const bool busy = w->pouring || w->geom.tool || w->t < w->settle;
       w->still = (w->vmax < w->impl->calm && !busy) ? w->still + GRN_H : 0.0;
