@@ -58,16 +58,33 @@ AVX2 static inline v3 vcap(v3 f, v4d lim, v4l *capped) {
   return vpick(m, vscale(f, lim / vsqrt(f2)), f);
 }
 
-AVX2 static inline v3 load3(const grn_vec3 *v, const int idx[4]) {
-  return (v3){{v[idx[0]].x, v[idx[1]].x, v[idx[2]].x, v[idx[3]].x},
-              {v[idx[0]].y, v[idx[1]].y, v[idx[2]].y, v[idx[3]].y},
-              {v[idx[0]].z, v[idx[1]].z, v[idx[2]].z, v[idx[3]].z}};
+/* x, y, z of four grains: a 32-byte load at each (x, y, z and the next grain's x, which the
+ * arrays are padded for), then a 4×4 transpose. */
+AVX2 static inline v3 transpose3(__m256d r0, __m256d r1, __m256d r2, __m256d r3) {
+  const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+  const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+  return (v3){(v4d)_mm256_permute2f128_pd(t0, t2, 0x20), (v4d)_mm256_permute2f128_pd(t1, t3, 0x20),
+              (v4d)_mm256_permute2f128_pd(t0, t2, 0x31)};
 }
 
-AVX2 static inline void store_row(float dst[3], v3 v, int k) {
-  dst[0] = (float)v.x[k];
-  dst[1] = (float)v.y[k];
-  dst[2] = (float)v.z[k];
+AVX2 static inline v3 load3(const grn_vec3 *v, const int idx[4]) {
+  return transpose3(_mm256_loadu_pd(&v[idx[0]].x), _mm256_loadu_pd(&v[idx[1]].x),
+                    _mm256_loadu_pd(&v[idx[2]].x), _mm256_loadu_pd(&v[idx[3]].x));
+}
+
+/* Three floats (and one more, read and dropped) of four pairs' history, as doubles: the
+ * tangential spring u or the rolling angle theta. The history array is padded by one entry. */
+AVX2 static inline v3 load_hist(const grn_hist *h, const int idx[4], bool theta) {
+  __m256d r[4];
+  for (int k = 0; k < 4; k++) {
+    r[k] = _mm256_cvtps_pd(_mm_loadu_ps(theta ? h[idx[k]].th : h[idx[k]].u));
+  }
+  return transpose3(r[0], r[1], r[2], r[3]);
+}
+
+/* four doubles to four floats, each rounded as a scalar (float) cast would */
+AVX2 static inline __m128 f32(v4d v) {
+  return _mm256_cvtpd_ps((__m256d)v);
 }
 
 AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count) {
@@ -101,13 +118,7 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
     /* tangential spring */
     const v3 s = vadd(vscale(wa, ra), vscale(wb, rb));
     const v3 vt = vsub(vsub(rv, vscale(n, vn)), vcross(s, n));
-    v3 u;
-    for (int k = 0; k < 4; k++) {
-      const grn_hist *hk = &c->hist[p[k]];
-      u.x[k] = hk->u[0];
-      u.y[k] = hk->u[1];
-      u.z[k] = hk->u[2];
-    }
+    v3 u = load_hist(c->hist, p, false);
     u = vadd(vsub(u, vscale(n, vdot(u, n))), vscale(vt, h));
     const v4d lim = mu * fn;
     v4l slid, unused;
@@ -124,12 +135,7 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
     if (c->mur > 0.0) {
       v3 wr = vsub(wa, wb);
       wr = vsub(wr, vscale(n, vdot(wr, n)));
-      for (int k = 0; k < 4; k++) {
-        const grn_hist *hk = &c->hist[p[k]];
-        th.x[k] = hk->th[0];
-        th.y[k] = hk->th[1];
-        th.z[k] = hk->th[2];
-      }
+      th = load_hist(c->hist, p, true);
       th = vadd(vsub(th, vscale(n, vdot(th, n))), vscale(wr, h));
       const v3 m0 = vscale(th, splat(-c->kr));
       const v4d mlim = splat(c->mur) * (ra * rb / sum) * fn;
@@ -142,21 +148,36 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
       tb = vsub(tb, mom);
     }
     for (int k = 0; k < 4; k++) {
-      const int q = p[k];
-      c->pfn[q] = fn[k] > 1e-6 ? (float)fn[k] : 1e-6f;
-      grn_hist *hk = &c->hist[q];
-      hk->u[0] = (float)u.x[k];
-      hk->u[1] = (float)u.y[k];
-      hk->u[2] = (float)u.z[k];
+      c->pfn[p[k]] = fn[k] > 1e-6 ? (float)fn[k] : 1e-6f;
+    }
+    /* rows: nine floats per pair, written as two transposed 4-float blocks and one float */
+    __m128 q0 = f32(f.x), q1 = f32(f.y), q2 = f32(f.z), q3 = f32(ta.x);
+    _MM_TRANSPOSE4_PS(q0, q1, q2, q3);
+    __m128 r0 = f32(ta.y), r1 = f32(ta.z), r2 = f32(tb.x), r3 = f32(tb.y);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    const __m128 tbz = f32(tb.z);
+    const __m128 qs[4] = {q0, q1, q2, q3}, rs[4] = {r0, r1, r2, r3};
+    for (int k = 0; k < 4; k++) {
+      float *row = (float *)&c->table[slot[k]];
+      _mm_storeu_ps(row, qs[k]);
+      _mm_storeu_ps(row + 4, rs[k]);
+      row[8] = tbz[k];
+    }
+    /* history: u and, with rolling resistance, theta */
+    __m128 h0 = f32(u.x), h1 = f32(u.y), h2 = f32(u.z), h3 = f32(th.x);
+    _MM_TRANSPOSE4_PS(h0, h1, h2, h3);
+    const __m128 hs[4] = {h0, h1, h2, h3}, thy = f32(th.y), thz = f32(th.z);
+    for (int k = 0; k < 4; k++) {
+      grn_hist *hk = &c->hist[p[k]];
       if (c->mur > 0.0) {
-        hk->th[0] = (float)th.x[k];
-        hk->th[1] = (float)th.y[k];
-        hk->th[2] = (float)th.z[k];
+        _mm_storeu_ps(hk->u, hs[k]); /* u0 u1 u2 th0 */
+        hk->th[1] = thy[k];
+        hk->th[2] = thz[k];
+      } else {
+        hk->u[0] = hs[k][0];
+        hk->u[1] = hs[k][1];
+        hk->u[2] = hs[k][2];
       }
-      grn_force_row *row = &c->table[slot[k]];
-      store_row(row->f, f, k);
-      store_row(row->ta, ta, k);
-      store_row(row->tb, tb, k);
     }
   }
   double o = 0.0;

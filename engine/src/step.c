@@ -269,7 +269,7 @@ int grn__forces(grn_world *w) {
     w->tcap = want;
     w->table_valid = false;
   }
-  if (!w->table_valid) {
+  if (!w->table_valid && w->m > 0) {
     memset(w->table, 0, sizeof(grn_force_row) * (size_t)w->m);
     w->table_valid = true;
   }

@@ -181,9 +181,10 @@ int grn__reserve_grains(grn_world *w, int need) {
     size_t elem;
     int extra;
     void *fresh;
-  } a[] = {{(void **)&w->pos, sizeof(grn_vec3), 0, NULL},
-           {(void **)&w->vel, sizeof(grn_vec3), 0, NULL},
-           {(void **)&w->spin, sizeof(grn_vec3), 0, NULL},
+  } a[] = {/* one spare vector each: the SIMD kernel loads 32 bytes at every 24-byte grn_vec3 */
+           {(void **)&w->pos, sizeof(grn_vec3), 1, NULL},
+           {(void **)&w->vel, sizeof(grn_vec3), 1, NULL},
+           {(void **)&w->spin, sizeof(grn_vec3), 1, NULL},
            {(void **)&w->rad, sizeof(double), 0, NULL},
            {(void **)&w->inv_m, sizeof(double), 0, NULL},
            {(void **)&w->inv_i, sizeof(double), 0, NULL},
@@ -290,9 +291,9 @@ double grn__settle_time(double lattice_height) {
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
 void grn__world_clear(grn_world *w) {
-  grn__free(w, w->pos, sizeof(grn_vec3) * (size_t)w->cap);
-  grn__free(w, w->vel, sizeof(grn_vec3) * (size_t)w->cap);
-  grn__free(w, w->spin, sizeof(grn_vec3) * (size_t)w->cap);
+  grn__free(w, w->pos, sizeof(grn_vec3) * (size_t)(w->cap + 1));
+  grn__free(w, w->vel, sizeof(grn_vec3) * (size_t)(w->cap + 1));
+  grn__free(w, w->spin, sizeof(grn_vec3) * (size_t)(w->cap + 1));
   grn__free(w, w->rad, sizeof(double) * (size_t)w->cap);
   grn__free(w, w->inv_m, sizeof(double) * (size_t)w->cap);
   grn__free(w, w->inv_i, sizeof(double) * (size_t)w->cap);
@@ -306,7 +307,7 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->newidx, sizeof(int32_t) * (size_t)w->cap);
   grn__free(w, w->pb, sizeof(int32_t) * (size_t)w->mcap);
   grn__free(w, w->rref, sizeof(int32_t) * (size_t)w->mcap);
-  grn__free(w, w->hist, sizeof(grn_hist) * (size_t)w->mcap);
+  grn__free(w, w->hist, sizeof(grn_hist) * (size_t)(w->mcap + (w->mcap > 0)));
   grn__free(w, w->pfn, sizeof(float) * (size_t)w->mcap);
   grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->tcap);
   grn__free(w, w->ring, sizeof(grn_force_row) * (size_t)w->ringcap);
