@@ -113,15 +113,15 @@ try:
     r = json.loads(lines[-1])
 except ValueError as e:
     sys.exit("grainlab JSON line does not parse (%s): %s" % (e, lines[-1]))
-for k in ("grains", "threads", "steps", "contacts_per_grain", "ns_per_grain_step", "grain_steps_per_s", "peak_rss_bytes"):
+for k in ("grains", "threads", "steps", "coordination", "ns_per_grain_step", "grain_steps_per_s", "peak_rss_bytes"):
     if k not in r:
         sys.exit("grainlab JSON lacks key %r" % k)
 if int(r["grains"]) != int(sys.argv[1]) or int(r["steps"]) != int(sys.argv[2]) or int(r["threads"]) != 1:
     sys.exit("grainlab ran grains=%s steps=%s threads=%s, expected %s/%s/1"
              % (r["grains"], r["steps"], r["threads"], sys.argv[1], sys.argv[2]))
-print("%.0f %.2f %.1f %d" % (r["grain_steps_per_s"], r["contacts_per_grain"], r["ns_per_grain_step"], r["peak_rss_bytes"]))
+print("%.0f %.2f %.1f %d" % (r["grain_steps_per_s"], r["coordination"], r["ns_per_grain_step"], r["peak_rss_bytes"]))
 ' "$n" "$steps" <<<"$out")
-    printf 'grainlab: N=%s  %s grain-steps/s  (%s ns/grain-step, contacts/grain %s, peak RSS %s MiB)\n' \
+    printf 'grainlab: N=%s  %s grain-steps/s  (%s ns/grain-step, coordination %s, peak RSS %s MiB)\n' \
       "$n" "$gl_rate" "$gl_ns" "$gl_cpg" "$(( gl_rss / 1048576 ))" >&2
     ratio="$(python3 -c 'import sys; print("%.2f" % (float(sys.argv[1])/float(sys.argv[2])))' "$gl_rate" "$lig_rate")"
   fi
@@ -129,8 +129,8 @@ print("%.0f %.2f %.1f %d" % (r["grain_steps_per_s"], r["contacts_per_grain"], r[
 done
 
 echo
-echo "packed bed, 1 core; grain-steps/s = N*steps/loop time; contacts = mean grain-grain contacts per grain"
-printf '%8s %6s %18s %9s %18s %9s %18s\n' N steps LIGGGHTS "contacts" grainlab "contacts" "grainlab/LIGGGHTS"
+echo "packed bed, 1 core; grain-steps/s = N*steps/loop time; coord = grain-grain contacts per grain, both sides counted"
+printf '%8s %6s %18s %9s %18s %9s %18s\n' N steps LIGGGHTS "coord" grainlab "coord" "grainlab/LIGGGHTS"
 for row in "${rows[@]}"; do
   read -r n steps lr lc gr gc ra <<<"$row"
   [[ "$lc" == "-" ]] || lc="$(printf '%.2f' "$lc")"

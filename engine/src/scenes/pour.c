@@ -138,11 +138,11 @@ static int pour_act(grn_world *w, const grn_action *a, grn_error *err) {
     w->spout_z = w->param[GRN_P_SPOUT_Z] = a->args[1];
     return GRN_OK;
   case GRN_A_POUR:
-    if (a->args[0] != 0.0 && w->poured >= w->n_target) {
-      return grn__fail(err, GRN_E_INVALID, "pour", "all %d grains are poured already", w->n_target);
-    }
     if (w->fill != GRN_FILL_SCENE) {
       return grn__fail(err, GRN_E_UNSUPPORTED, "pour", "a packed bed has no spout");
+    }
+    if (a->args[0] != 0.0 && w->poured >= w->n_target) {
+      return grn__fail(err, GRN_E_INVALID, "pour", "all %d grains are poured already", w->n_target);
     }
     w->pouring = a->args[0] != 0.0;
     return GRN_OK;
