@@ -82,29 +82,80 @@ int grn_parse_number(const char *text, double *out) {
 #define P_RATE                                                                                     \
   { "rate", "grains/s", 12.0, 2400.0, 120.0, false, "pour rate from the spout" }
 
+#define P_HOLE                                                                                     \
+  { "hole", "m", 0.3, 1.6, 0.9, false, "silo hole diameter (4.5 grain diameters by default)" }
+#define P_ASPECT                                                                                   \
+  { "aspect", "", 0.5, 4.0, 2.0, false, "slump: column height over its length" }
+#define P_TILT_RATE                                                                                \
+  { "tilt_rate", "deg/s", 0.1, 20.0, 2.0, false, "tilt: turning speed when an action gives none" }
+
+#define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define SAME_LEN(a, b) _Static_assert(sizeof(a) / sizeof((a)[0]) == sizeof(b) / sizeof((b)[0]), #a)
+
 static const grn_param_id pour_params[] = {GRN_P_MU,      GRN_P_MUR,     GRN_P_COH,
                                            GRN_P_AMOUNT,  GRN_P_QUALITY, GRN_P_SPOUT_X,
                                            GRN_P_SPOUT_Z, GRN_P_RATE};
 static const grn_param_info pour_info[] = {P_MU,      P_MUR,     P_COH(0.0), P_AMOUNT,
                                            P_QUALITY, P_SPOUT_X, P_SPOUT_Z,  P_RATE};
-_Static_assert(sizeof pour_params / sizeof pour_params[0] == sizeof pour_info / sizeof pour_info[0],
-               "pour parameter lists differ");
+SAME_LEN(pour_params, pour_info);
+/* wet sand: the same pour with liquid bridges (the reference's wet-sand slider default) */
+static const grn_param_info wet_info[] = {P_MU,      P_MUR,     P_COH(150.0), P_AMOUNT,
+                                          P_QUALITY, P_SPOUT_X, P_SPOUT_Z,    P_RATE};
+SAME_LEN(pour_params, wet_info);
 static const char *const pour_actions[] = {"spout", "pour", "tool", "reset"};
+
+static const grn_param_id slump_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
+                                            GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_ASPECT};
+static const grn_param_info slump_info[] = {P_MU, P_MUR, P_COH(0.0), P_AMOUNT, P_QUALITY, P_ASPECT};
+SAME_LEN(slump_params, slump_info);
+static const char *const slump_actions[] = {"pull_dam", "tool", "reset"};
+
+static const grn_param_id tilt_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
+                                           GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_TILT_RATE};
+static const grn_param_info tilt_info[] = {P_MU,     P_MUR,     P_COH(0.0),
+                                           P_AMOUNT, P_QUALITY, P_TILT_RATE};
+SAME_LEN(tilt_params, tilt_info);
+static const char *const tilt_actions[] = {"tilt", "tool", "reset"};
+
+static const grn_param_id silo_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
+                                           GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_HOLE};
+static const grn_param_info silo_info[] = {P_MU, P_MUR, P_COH(0.0), P_AMOUNT, P_QUALITY, P_HOLE};
+SAME_LEN(silo_params, silo_info);
+static const char *const silo_actions[] = {"open_hole", "plug_hole", "tool", "reset"};
 
 #define MEASURES(...) (0u __VA_ARGS__)
 #define M(k) | (1u << (k))
+#define COMMON M(GRN_M_T) M(GRN_M_OVER_MAX) M(GRN_M_FLOWING) M(GRN_M_ALIVE)
+#define PILE COMMON M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_CX) M(GRN_M_CZ)
 
 static const grn_scene_info scenes[] = {
     {"pour", GRN_MODEL_GRANULAR,
      "grains fall from a spout onto a table and build a cone; the spout rides 0.6 m above the "
      "pile",
-     (int)(sizeof pour_params / sizeof pour_params[0]), pour_params, pour_info,
-     (int)(sizeof pour_actions / sizeof pour_actions[0]), pour_actions,
-     MEASURES(M(GRN_M_T) M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_CX) M(GRN_M_CZ) M(GRN_M_OVER_MAX)
-                  M(GRN_M_FLOWING) M(GRN_M_ALIVE))},
+     LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions, MEASURES(PILE)},
+    {"wet", GRN_MODEL_GRANULAR,
+     "the pour with wet sand: liquid bridges hold grains together and the cone stands steeper",
+     LEN(pour_params), pour_params, wet_info, LEN(pour_actions), pour_actions, MEASURES(PILE)},
+    {"chains", GRN_MODEL_GRANULAR,
+     "a poured pile showing its force chains: the strongest contacts behind a vertical cut",
+     LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions, MEASURES(PILE)},
+    {"slump", GRN_MODEL_GRANULAR,
+     "a column of grains behind a dam in a channel; pull the dam and the column collapses",
+     LEN(slump_params), slump_params, slump_info, LEN(slump_actions), slump_actions,
+     MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_FRONT))},
+    {"tilt", GRN_MODEL_GRANULAR,
+     "a box partly filled with grains, tilted about its bottom axis until the surface avalanches",
+     LEN(tilt_params), tilt_params, tilt_info, LEN(tilt_actions), tilt_actions,
+     MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP))},
+    {"silo", GRN_MODEL_GRANULAR,
+     "a cylinder with a plugged hole in its floor plate; open it and the grains drain",
+     LEN(silo_params), silo_params, silo_info, LEN(silo_actions), silo_actions,
+     MEASURES(COMMON M(GRN_M_FLOW) M(GRN_M_MASS_ABOVE) M(GRN_M_FILL) M(GRN_M_BEVERLOO))},
 };
 
-static const grn_scene_impl *const impls[] = {&grn__scene_pour};
+static const grn_scene_impl *const impls[] = {&grn__scene_pour, &grn__scene_pour,
+                                              &grn__scene_pour, &grn__scene_slump,
+                                              &grn__scene_tilt, &grn__scene_silo};
 _Static_assert(sizeof scenes / sizeof scenes[0] == sizeof impls / sizeof impls[0],
                "every scene needs an implementation");
 
@@ -134,8 +185,11 @@ const grn_scene_impl *grn__scene_impl(const grn_scene_info *info) {
   return NULL;
 }
 
-static const char *const measure_names[GRN_MEASURE_COUNT] = {"t",  "angle",    "top",     "cx",
-                                                             "cz", "over_max", "flowing", "alive"};
+static const char *const measure_names[] = {"t",          "angle",   "top",     "cx",    "cz",
+                                            "over_max",   "flowing", "alive",   "front", "flow",
+                                            "mass_above", "fill",    "beverloo"};
+_Static_assert(sizeof measure_names / sizeof measure_names[0] == GRN_MEASURE_COUNT,
+               "a name for every measurement");
 
 const char *grn_measure_name(grn_measure_key key) {
   return (int)key >= 0 && key < GRN_MEASURE_COUNT ? measure_names[key] : "";

@@ -171,6 +171,16 @@ struct grn_world {
   int poured; /* grains inserted so far */
   double pour_acc;
   double spout_x, spout_y, spout_z, spout_r;
+  /* slump: channel half-width, column length and the dam being pulled */
+  double ch_wz, ch_l0, dam_top, dam_speed;
+  bool dam_pulling;
+  /* tilt: box half-length, tilt angle now, its target and speed (rad, rad/s) */
+  double box_lx, phi, phi_target, phi_rate;
+  /* silo: when the hole was opened (−1: never), the verdict, mass above the plate every 0.25 s */
+  double opened;
+  bool jam, done;
+  double above_log[9];
+  int log_n;
 
   /* measurements */
   grn_measurements meas;
@@ -233,9 +243,15 @@ int grn__hmap_init(grn_world *w, double x0, double z0, int nx, int nz);
 void grn__surface(grn_world *w, double y0, double only_above);
 double grn__top_at(const grn_world *w, double x, double z);
 void grn__pile_angle(grn_world *w);
+void grn__channel_profile(grn_world *w);
+void grn__tray_profile(grn_world *w);
+void grn__common_measures(grn_world *w);
 
 /* scenes */
 extern const grn_scene_impl grn__scene_pour;
+extern const grn_scene_impl grn__scene_slump;
+extern const grn_scene_impl grn__scene_tilt;
+extern const grn_scene_impl grn__scene_silo;
 const grn_scene_impl *grn__scene_impl(const grn_scene_info *info);
 int grn__world_setup(grn_world *w);
 grn_world *grn__world_new(const grn_world_def *def); /* empty world with allocator and threads */

@@ -140,3 +140,76 @@ void grn__pile_angle(grn_world *w) {
   const double slope = fit_bins(w, 0, GRN_NBIN, 0.25 * peak, 0.8 * peak, 0.0, cs);
   m[GRN_M_ANGLE] = isnan(slope) ? NAN : -atan(slope) * 180.0 / GRN_PI;
 }
+
+/* Heights averaged across a channel or box (|z| ≤ half_w) into one bin per cell along x. */
+static double profile_bins(grn_world *w, double half_w) {
+  const double y0 = w->geom.floor_y, cs = GRN_CELL_MAP;
+  memset(w->bin, 0, sizeof w->bin);
+  memset(w->binn, 0, sizeof w->binn);
+  double hm = 0.0;
+  for (int b = 0; b < w->hnz; b++) {
+    const double z = w->hz0 + (b + 0.5) * cs;
+    if (fabs(z) > half_w) {
+      continue;
+    }
+    for (int a = 0; a < w->hnx && a < GRN_NBIN; a++) {
+      const double v = w->hmap[a + w->hnx * b] - y0;
+      w->bin[a] += v;
+      w->binn[a]++;
+      hm = v > hm ? v : hm;
+    }
+  }
+  return hm;
+}
+
+/* Slump (spec §3): front = farthest x where the mean height across the channel exceeds 0.1 m,
+ * reported from the channel's back wall; slope fitted from the peak outward between 20 % and
+ * 80 % of the peak. */
+void grn__channel_profile(grn_world *w) {
+  const double cs = GRN_CELL_MAP;
+  grn__surface(w, w->geom.floor_y, -INFINITY);
+  profile_bins(w, w->ch_wz);
+  double peak = 0.0, front = 0.0;
+  int kp = 0;
+  for (int k = 0; k < w->hnx && k < GRN_NBIN; k++) {
+    if (!w->binn[k]) {
+      continue;
+    }
+    const double v = w->bin[k] / w->binn[k];
+    if (v > peak) {
+      peak = v;
+      kp = k;
+    }
+    if (v > 0.1) {
+      front = (k + 1) * cs; /* the map starts at the back wall */
+    }
+  }
+  double *m = w->meas.value;
+  m[GRN_M_TOP] = peak;
+  m[GRN_M_FRONT] = front;
+  const int end = w->hnx < GRN_NBIN ? w->hnx : GRN_NBIN;
+  const double slope = fit_bins(w, kp, end, 0.2 * peak, 0.8 * peak, w->hx0, cs);
+  m[GRN_M_ANGLE] = isnan(slope) ? NAN : -atan(slope) * 180.0 / GRN_PI;
+}
+
+/* Tilt (spec §3): fit over the middle 70 % of the box, in box coordinates; the surface angle
+ * relative to the horizontal is the box tilt minus the fitted slope's angle. */
+void grn__tray_profile(grn_world *w) {
+  const double cs = GRN_CELL_MAP, lx = w->box_lx;
+  grn__surface(w, w->geom.floor_y, -INFINITY);
+  w->meas.value[GRN_M_TOP] = profile_bins(w, w->ch_wz);
+  int k0 = (int)ceil((-lx + 0.15 * 2.0 * lx - w->hx0) / cs);
+  int k1 = (int)floor((lx - 0.15 * 2.0 * lx - w->hx0) / cs);
+  k0 = k0 < 0 ? 0 : k0;
+  k1 = k1 > GRN_NBIN ? GRN_NBIN : k1;
+  const double slope = fit_bins(w, k0, k1, -1.0, 1e9, w->hx0, cs);
+  w->meas.value[GRN_M_ANGLE] = isnan(slope) ? NAN : (w->phi - atan(slope)) * 180.0 / GRN_PI;
+}
+
+void grn__common_measures(grn_world *w) {
+  double *m = w->meas.value;
+  m[GRN_M_T] = w->t;
+  m[GRN_M_OVER_MAX] = w->over_max;
+  m[GRN_M_FLOWING] = w->flowing;
+  m[GRN_M_ALIVE] = w->alive;
+}

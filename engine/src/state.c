@@ -41,7 +41,9 @@ static void get(stream *s, void *p, size_t n) {
   X(seed) X(n_target) X(fill) X(param) X(gravity) X(steps) X(t) X(settle) X(disp) X(dirty)         \
   X(vmax) X(over_max) X(flowing) X(alive) X(contacts) X(rebuilds) X(still) X(sleeping)             \
   X(next_id) X(rng) X(geom) X(pouring) X(poured) X(pour_acc) X(spout_x) X(spout_y) X(spout_z)      \
-  X(spout_r) X(meas) X(hnx) X(hnz) X(hx0) X(hz0) X(n) X(nl) X(m)
+  X(spout_r) X(meas) X(hnx) X(hnz) X(hx0) X(hz0) X(n) X(nl) X(m) X(ch_wz) X(ch_l0) X(dam_top)     \
+  X(dam_speed) X(dam_pulling) X(box_lx) X(phi) X(phi_target) X(phi_rate) X(opened) X(jam)          \
+  X(done) X(above_log) X(log_n)
 // clang-format on
 
 static void write_all(const grn_world *w, stream *s) {
@@ -154,8 +156,9 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
     }
   }
   /* a bool holding anything but 0 or 1 is undefined behaviour to read: check the bytes */
-  const bool *flags_[] = {&w->dirty,      &w->sleeping,     &w->pouring,  &w->geom.box,
-                          &w->geom.plate, &w->geom.plugged, &w->geom.dam, &w->geom.tool};
+  const bool *flags_[] = {&w->dirty,       &w->sleeping,     &w->pouring,  &w->geom.box,
+                          &w->geom.plate,  &w->geom.plugged, &w->geom.dam, &w->geom.tool,
+                          &w->dam_pulling, &w->jam,          &w->done};
   for (size_t k = 0; k < sizeof flags_ / sizeof flags_[0]; k++) {
     unsigned char byte;
     memcpy(&byte, flags_[k], 1);
@@ -164,7 +167,7 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
     }
   }
   const int n = w->n, nl = w->nl, m = w->m, hnx = w->hnx, hnz = w->hnz;
-  if (n < 0 || n > GRN_MAX_GRAINS || nl < 0 || nl > n || m < 0 || w->n_target < 0 ||
+  if (n < 0 || n > GRN_MAX_GRAINS || nl < 0 || nl > n || m < 0 || w->n_target < 0 || w->log_n < 0 ||
       w->n_target > GRN_MAX_GRAINS || hnx < 0 || hnz < 0 || hnx > 20000 || hnz > 20000 ||
       (int64_t)hnx * hnz > 4000000 || !isfinite(w->hx0) || !isfinite(w->hz0) ||
       (w->fill != GRN_FILL_SCENE && w->fill != GRN_FILL_BED)) {

@@ -434,7 +434,7 @@ int grn_world_create(const grn_world_def *def, grn_world **out, grn_error *err) 
   w->seed = def->seed;
   w->n_target = grn_world_def_grains(def);
   w->fill = def->fill;
-  if (w->fill == GRN_FILL_BED && w->scene->model != GRN_MODEL_GRANULAR) {
+  if (w->fill == GRN_FILL_BED && w->impl != &grn__scene_pour) {
     grn_world_destroy(w);
     return grn__fail(err, GRN_E_UNSUPPORTED, "fill", "scene '%s' has no packed-bed fill",
                      def->scene->name);
@@ -486,7 +486,8 @@ int grn_world_step(grn_world *w, int steps) {
         grn__gather_integrate(w);
       }
       /* sleep once every grain has stayed calm for 1 s with nothing poured or pushed */
-      const bool busy = w->pouring || w->geom.tool || w->t < w->settle;
+      const bool busy = w->pouring || w->geom.tool || w->t < w->settle || w->dam_pulling ||
+                        w->phi != w->phi_target;
       w->still = (w->vmax < w->impl->calm && !busy) ? w->still + GRN_H : 0.0;
       if (w->still > 1.0 && w->allow_sleep) {
         w->sleeping = true;
@@ -579,10 +580,11 @@ int grn_world_set_param(grn_world *w, const char *name, double value, grn_error 
 }
 
 /* ---- read-out ---------------------------------------------------------------------------- */
-static const char *const state_names[] = {"settling", "filling", "running", "asleep"};
+static const char *const state_names[] = {"settling", "filling", "running", "asleep",
+                                          "flowing",  "jammed",  "drained"};
 
 const char *grn_state_name(grn_state s) {
-  return (int)s >= 0 && s <= GRN_STATE_ASLEEP ? state_names[s] : "";
+  return (int)s >= 0 && s <= GRN_STATE_DRAINED ? state_names[s] : "";
 }
 
 void grn_world_measurements(const grn_world *w, grn_measurements *out) {

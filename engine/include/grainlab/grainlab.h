@@ -60,15 +60,17 @@ typedef enum grn_model { GRN_MODEL_GRANULAR = 0 } grn_model;
 
 /* Every user parameter any scene takes; a scene lists the subset it accepts. */
 typedef enum grn_param_id {
-  GRN_P_MU = 0,  /* sliding friction between grains */
-  GRN_P_MUR,     /* rolling friction between grains */
-  GRN_P_COH,     /* liquid-bridge cohesion force at contact, N */
-  GRN_P_HOLE,    /* silo hole diameter, m */
-  GRN_P_AMOUNT,  /* grain count as % of BASE[quality] */
-  GRN_P_QUALITY, /* 0, 1 or 2 */
-  GRN_P_SPOUT_X, /* spout position, m */
-  GRN_P_SPOUT_Z, /* spout position, m */
-  GRN_P_RATE,    /* pour rate, grains per second */
+  GRN_P_MU = 0,    /* sliding friction between grains */
+  GRN_P_MUR,       /* rolling friction between grains */
+  GRN_P_COH,       /* liquid-bridge cohesion force at contact, N */
+  GRN_P_HOLE,      /* silo hole diameter, m */
+  GRN_P_AMOUNT,    /* grain count as % of BASE[quality] */
+  GRN_P_QUALITY,   /* 0, 1 or 2 */
+  GRN_P_SPOUT_X,   /* spout position, m */
+  GRN_P_SPOUT_Z,   /* spout position, m */
+  GRN_P_RATE,      /* pour rate, grains per second */
+  GRN_P_ASPECT,    /* slump: column height / length */
+  GRN_P_TILT_RATE, /* tilt: degrees per second when a tilt action gives none */
   GRN_PARAM_COUNT
 } grn_param_id;
 
@@ -91,6 +93,11 @@ typedef enum grn_measure_key {
   GRN_M_OVER_MAX,
   GRN_M_FLOWING,
   GRN_M_ALIVE,
+  GRN_M_FRONT,      /* slump: runout front, m from the channel's back wall */
+  GRN_M_FLOW,       /* silo: discharge over the last 2 s, kg/s */
+  GRN_M_MASS_ABOVE, /* silo: grain mass above the plate, kg */
+  GRN_M_FILL,       /* silo: mean surface height above the plate inside 0.8·R, m */
+  GRN_M_BEVERLOO,   /* silo: Beverloo prediction for the hole, kg/s */
   GRN_MEASURE_COUNT
 } grn_measure_key;
 
@@ -201,7 +208,10 @@ typedef enum grn_state {
   GRN_STATE_SETTLING = 0,
   GRN_STATE_FILLING,
   GRN_STATE_RUNNING,
-  GRN_STATE_ASLEEP
+  GRN_STATE_ASLEEP,
+  GRN_STATE_FLOWING, /* silo: draining */
+  GRN_STATE_JAMMED,  /* silo: an arch over the hole stopped the flow */
+  GRN_STATE_DRAINED  /* silo: the flow ended with the silo empty but for its slopes */
 } grn_state;
 
 typedef struct grn_measurements {

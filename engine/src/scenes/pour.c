@@ -120,11 +120,7 @@ static void pour_measure(grn_world *w) {
     const double h = grn__top_at(w, w->spout_x, w->spout_z) - w->geom.floor_y;
     w->spout_y = w->geom.floor_y + (h + 0.6 > 0.9 ? h + 0.6 : 0.9);
   }
-  double *m = w->meas.value;
-  m[GRN_M_T] = w->t;
-  m[GRN_M_OVER_MAX] = w->over_max;
-  m[GRN_M_FLOWING] = w->flowing;
-  m[GRN_M_ALIVE] = w->alive;
+  grn__common_measures(w);
   w->meas.state = w->sleeping        ? GRN_STATE_ASLEEP
                   : w->pouring       ? GRN_STATE_FILLING
                   : w->t < w->settle ? GRN_STATE_SETTLING

@@ -1,0 +1,85 @@
+/* Scene "slump" (spec §3): a column of grains behind a dam in a channel; pulling the dam up lets
+ * the column collapse. Measured: runout front, height, slope angle of the deposit. */
+#include "../internal.h"
+
+#define PULL_SPEED 1.5 /* m/s: the dam leaves the column in well under its free-fall time */
+
+static int slump_setup(grn_world *w) {
+  const double sc = cbrt((double)w->n_target / 3000.0), aspect = w->param[GRN_P_ASPECT];
+  const double wz = 0.6 * sc;
+  /* column length from its volume: N·LAT_V = L0 · 2·wz · aspect·L0 */
+  double l0 = sqrt((double)w->n_target * GRN_LAT_A * GRN_LAT_A * GRN_LAT_G / (2.0 * wz * aspect));
+  l0 = l0 < 2.0 * GRN_LAT_A ? 2.0 * GRN_LAT_A : l0;
+  /* runout grows about linearly with the aspect ratio (≈ 1–2 × a·L0): room for 3 × a·L0 */
+  const double x1 = l0 * (2.0 + 3.0 * aspect);
+  w->ch_wz = wz;
+  w->ch_l0 = l0;
+  grn_geom *g = &w->geom;
+  g->floor_y = 0.0;
+  g->fx0 = -l0;
+  g->fx1 = x1;
+  g->fz0 = -wz;
+  g->fz1 = wz;
+  g->box = true;
+  g->xmin = -l0;
+  g->xmax = INFINITY; /* the channel ends in a drop: grains run off its end */
+  g->zmin = -wz;
+  g->zmax = wz;
+  g->mu_wall = w->param[GRN_P_MU];
+  g->kill_y = -1.0;
+  g->dam = true;
+  g->dam_x = 0.0;
+  g->dam_edge = -1.0; /* closed: it holds every grain */
+  w->dam_pulling = false;
+  w->dam_speed = PULL_SPEED;
+  int rc = grn__hmap_init(w, -l0, -wz, grn__hmap_cells(l0 + x1), grn__hmap_cells(2.0 * wz));
+  if (rc == GRN_OK) {
+    rc = grn__fill_lattice(w, w->n_target, -l0, 0.0, -wz, wz, 0.12);
+  }
+  if (rc != GRN_OK) {
+    return rc;
+  }
+  double top = 0.0;
+  for (int i = 0; i < w->n; i++) {
+    top = w->pos[i].y > top ? w->pos[i].y : top;
+  }
+  w->dam_top = top + 0.5;
+  w->settle = grn__settle_time(top);
+  return GRN_OK;
+}
+
+static void slump_script(grn_world *w) {
+  if (w->dam_pulling) {
+    w->geom.dam_edge += w->dam_speed * GRN_H;
+    if (w->geom.dam_edge > w->dam_top) {
+      w->geom.dam = false;
+      w->dam_pulling = false;
+    }
+  }
+}
+
+static void slump_measure(grn_world *w) {
+  grn__channel_profile(w);
+  grn__common_measures(w);
+  w->meas.state = w->sleeping        ? GRN_STATE_ASLEEP
+                  : w->t < w->settle ? GRN_STATE_SETTLING
+                                     : GRN_STATE_RUNNING;
+}
+
+static int slump_act(grn_world *w, const grn_action *a, grn_error *err) {
+  if (a->kind != GRN_A_PULL_DAM) {
+    return grn__fail(err, GRN_E_UNSUPPORTED, grn_action_name(a->kind),
+                     "scene 'slump' has no action '%s'", grn_action_name(a->kind));
+  }
+  if (!w->geom.dam) {
+    return grn__fail(err, GRN_E_INVALID, "pull_dam", "the dam is already gone");
+  }
+  w->dam_pulling = true;
+  w->dam_speed = a->nargs == 1 ? a->args[0] : PULL_SPEED;
+  if (w->geom.dam_edge < 0.0) {
+    w->geom.dam_edge = 0.0;
+  }
+  return GRN_OK;
+}
+
+const grn_scene_impl grn__scene_slump = {slump_setup, slump_script, slump_measure, slump_act, 0.08};
