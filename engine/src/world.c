@@ -641,3 +641,61 @@ uint64_t grn_world_digest(const grn_world *w) {
   }
   return h;
 }
+
+/* ---- contacts and force chains ----------------------------------------------------------- */
+int grn_world_contacts(const grn_world *w, grn_contact *out, int cap) {
+  int k = 0;
+  for (int a = 0; a < w->nl; a++) {
+    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+      if (w->pfn[p] > 0.0f && (w->flags[a] & w->flags[w->pb[p]] & GRN_F_ALIVE)) {
+        if (k < cap) {
+          out[k] = (grn_contact){w->id[a], w->id[w->pb[p]], w->pfn[p]};
+        }
+        k++;
+      }
+    }
+  }
+  return k;
+}
+
+int grn_world_chains(const grn_world *w, double px, double pz, double nx, double nz,
+                     grn_contact *out, int cap) {
+  const double l = hypot(nx, nz);
+  if (!(l > 0.0) || !isfinite(l) || !isfinite(px) || !isfinite(pz)) {
+    return GRN_E_INVALID;
+  }
+  nx /= l;
+  nz /= l;
+  double sum = 0.0;
+  int c = 0;
+  for (int p = 0; p < w->m; p++) {
+    if (w->pfn[p] > 0.0f) {
+      sum += w->pfn[p];
+      c++;
+    }
+  }
+  if (c == 0) {
+    return 0;
+  }
+  const double strong = 1.6 * sum / c, slab = 3.0 * GRN_D0;
+  int k = 0;
+  for (int a = 0; a < w->nl; a++) {
+    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+      const int b = w->pb[p];
+      if (w->pfn[p] <= strong || !(w->flags[a] & w->flags[b] & GRN_F_ALIVE)) {
+        continue;
+      }
+      /* depth of the contact's midpoint in front of the plane: behind it is [−slab, 0] */
+      const double depth = (0.5 * (w->pos[a].x + w->pos[b].x) - px) * nx +
+                           (0.5 * (w->pos[a].z + w->pos[b].z) - pz) * nz;
+      if (depth > 0.0 || depth < -slab) {
+        continue;
+      }
+      if (k < cap) {
+        out[k] = (grn_contact){w->id[a], w->id[b], w->pfn[p]};
+      }
+      k++;
+    }
+  }
+  return k;
+}

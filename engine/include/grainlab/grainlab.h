@@ -253,6 +253,21 @@ typedef struct grn_world_stats {
 
 GRN_API void grn_world_get_stats(const grn_world *world, grn_world_stats *out);
 
+/* A touching pair of grains (stable ids) and its normal force, N. */
+typedef struct grn_contact {
+  uint32_t a, b;
+  float fn;
+} grn_contact;
+
+/* Every touching pair of the last step; fills up to cap entries, returns how many there are. */
+GRN_API int grn_world_contacts(const grn_world *world, grn_contact *out, int cap);
+/* Force chains (spec §3): contacts whose normal force exceeds 1.6 × the mean over all contacts
+ * and whose midpoint lies in the slab 3·D0 deep behind the vertical plane through (px, pz) with
+ * horizontal normal (nx, nz) toward the viewer (any length but zero). Fills up
+ * to cap entries, returns how many there are, or GRN_E_INVALID for a zero normal. */
+GRN_API int grn_world_chains(const grn_world *world, double px, double pz, double nx, double nz,
+                             grn_contact *out, int cap);
+
 /* 64-bit hash over every grain's position, velocity and spin bits, in storage order. */
 GRN_API uint64_t grn_world_digest(const grn_world *world);
 

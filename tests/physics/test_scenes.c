@@ -1,0 +1,297 @@
+/* Scene validation against published laws and known behaviour of sand (issue 3): the angle of
+ * repose and how it moves with friction and wetness, silo discharge against Beverloo's law and
+ * jamming below three grain diameters, the avalanche of a tilted box, the runout of a collapsing
+ * column, and the share of strong contacts in a pile. Grain counts are small (1500) to keep the
+ * label within minutes; statistical results average several seeds. */
+#include "../support/check.h"
+#include "grainlab/grainlab.h"
+
+#include <string.h>
+
+/* A world of `scene` at quality 1 with extra KEY, VALUE text pairs. */
+static grn_world *scene_world(const char *scene, uint64_t seed, int nkv, const char *const *kv) {
+  grn_world_def d;
+  grn_error e;
+  if (grn_world_def_default(&d, scene, &e) != GRN_OK ||
+      grn_world_def_set(&d, "quality", 1, &e) != GRN_OK) {
+    printf("definition failed: %s\n", e.message);
+    exit(1);
+  }
+  for (int k = 0; k + 1 < nkv; k += 2) {
+    if (grn_world_def_set_text(&d, kv[k], kv[k + 1], &e) != GRN_OK) {
+      printf("parameter failed: %s\n", e.message);
+      exit(1);
+    }
+  }
+  d.seed = seed;
+  d.threads = 1;
+  grn_world *w = NULL;
+  if (grn_world_create(&d, &w, &e) != GRN_OK) {
+    printf("create failed: %s\n", e.message);
+    exit(1);
+  }
+  return w;
+}
+
+static void act(grn_world *w, const char *text) {
+  grn_action a;
+  grn_error e;
+  if (grn_action_parse(text, &a, &e) != GRN_OK || grn_world_act(w, &a, &e) != GRN_OK) {
+    printf("action %s failed: %s\n", text, e.message);
+    exit(1);
+  }
+}
+
+static grn_measurements sample(grn_world *w) {
+  grn_world_step(w, 60);
+  grn_measurements m;
+  grn_world_measurements(w, &m);
+  return m;
+}
+
+/* Run until the lattice has packed down (the scene leaves its settling state). */
+static void settle(grn_world *w) {
+  grn_measurements m;
+  do {
+    m = sample(w);
+  } while (m.state == GRN_STATE_SETTLING);
+}
+
+/* ---- pour: angle of repose ------------------------------------------------------------------ */
+static double repose(const char *scene, uint64_t seed, int nkv, const char *const *kv) {
+  grn_world *w = scene_world(scene, seed, nkv, kv);
+  grn_measurements m = sample(w);
+  /* 1500 grains at 120/s take 12.5 s; then the pile comes to rest */
+  for (int s = 0; s < 4 * 30 && !grn_world_asleep(w); s++) {
+    m = sample(w);
+  }
+  grn_world_destroy(w);
+  return m.value[GRN_M_ANGLE];
+}
+
+static double mean_repose(const char *scene, int nkv, const char *const *kv, const char *label) {
+  double sum = 0.0;
+  printf("  %-28s", label);
+  for (uint64_t seed = 1; seed <= 3; seed++) {
+    const double a = repose(scene, seed, nkv, kv);
+    printf(" %6.2f°", a);
+    sum += a;
+  }
+  printf("  mean %.2f°\n", sum / 3.0);
+  return sum / 3.0;
+}
+
+static void pour_angles(void) {
+  printf("angle of repose, 3 seeds of 1500 grains each:\n");
+  const double base = mean_repose("pour", 0, NULL, "pour, defaults (mu 0.5, mur 0.1)");
+  const char *mu[] = {"mu", "1.0"}, *mur[] = {"mur", "0.3"};
+  const double high_mu = mean_repose("pour", 2, mu, "pour, mu 1.0");
+  const double high_mur = mean_repose("pour", 2, mur, "pour, mur 0.3");
+  const double wet = mean_repose("wet", 0, NULL, "wet, defaults (coh 150 N)");
+  /* dry sand and glass beads stand at 25–35°; the issue asks 20–40° */
+  CHECK_RANGE("angle of repose at default friction, °", base, 20.0, 40.0);
+  CHECK_RANGE("angle rise from mu 0.5 to 1.0, °", high_mu - base, 0.5, 90.0);
+  CHECK_RANGE("angle rise from mur 0.1 to 0.3, °", high_mur - base, 0.5, 90.0);
+  CHECK_RANGE("wet sand stands steeper than dry by, °", wet - base, 5.0, 90.0);
+}
+
+/* ---- silo: Beverloo and jamming ------------------------------------------------------------- */
+/* Mean discharge while the mass above the plate falls from 85 % to 45 % of the fill: past the
+ * start-up, before the silo runs low. NaN when it never gets there. */
+static double discharge(double hole, uint64_t seed) {
+  char h[32];
+  snprintf(h, sizeof h, "%g", hole);
+  const char *kv[] = {"hole", h};
+  grn_world *w = scene_world("silo", seed, 2, kv);
+  settle(w);
+  grn_measurements m = sample(w);
+  const double m0 = m.value[GRN_M_MASS_ABOVE];
+  act(w, "open_hole");
+  double t85 = NAN, t45 = NAN, prev_t = grn_world_time(w), prev_m = m0;
+  for (int s = 0; s < 4 * 40 && isnan(t45); s++) {
+    m = sample(w);
+    const double t = grn_world_time(w), mass = m.value[GRN_M_MASS_ABOVE];
+    /* interpolate the crossing times between samples */
+    if (isnan(t85) && mass <= 0.85 * m0) {
+      t85 = prev_t + (t - prev_t) * (prev_m - 0.85 * m0) / (prev_m - mass);
+    }
+    if (isnan(t45) && mass <= 0.45 * m0) {
+      t45 = prev_t + (t - prev_t) * (prev_m - 0.45 * m0) / (prev_m - mass);
+    }
+    prev_t = t;
+    prev_m = mass;
+  }
+  grn_world_destroy(w);
+  return 0.40 * m0 / (t45 - t85);
+}
+
+static double beverloo(double hole) {
+  return 0.58 * 0.6 * 2650.0 * sqrt(9.8) * pow(hole - 1.5 * 0.2, 2.5);
+}
+
+static void silo_flow(void) {
+  const double holes[3] = {0.9, 1.1, 1.3}; /* 4.5, 5.5 and 6.5 grain diameters */
+  double last = 0.0;
+  printf("silo discharge, 1500 grains, mean of 2 seeds:\n");
+  for (int k = 0; k < 3; k++) {
+    const double w = 0.5 * (discharge(holes[k], 1) + discharge(holes[k], 2));
+    const double want = beverloo(holes[k]);
+    char name[96];
+    /* Beverloo's law with C = 0.58, k = 1.5 fits experiments to ~±10 %; the issue allows 25 % */
+    snprintf(name, sizeof name, "discharge through a %.1f m hole, kg/s (Beverloo %.0f)", holes[k],
+             want);
+    CHECK_RANGE(name, w, 0.75 * want, 1.25 * want);
+    snprintf(name, sizeof name, "discharge grows with the hole (%.1f m)", holes[k]);
+    CHECK_RANGE(name, w, last, INFINITY);
+    last = w;
+  }
+}
+
+static void silo_jam(void) {
+  /* 0.5 m = 2.5 grain diameters: arches span holes this small most of the time */
+  int jams = 0;
+  const char *kv[] = {"hole", "0.5"};
+  for (uint64_t seed = 1; seed <= 5; seed++) {
+    grn_world *w = scene_world("silo", seed, 2, kv);
+    settle(w);
+    act(w, "open_hole");
+    grn_measurements m;
+    for (int s = 0; s < 4 * 20; s++) {
+      m = sample(w);
+      if (m.state == GRN_STATE_JAMMED || m.state == GRN_STATE_DRAINED) {
+        break;
+      }
+    }
+    printf("  hole 0.5 m, seed %d: %s, %.0f kg above the plate\n", (int)seed,
+           grn_state_name(m.state), m.value[GRN_M_MASS_ABOVE]);
+    jams += m.state == GRN_STATE_JAMMED;
+    grn_world_destroy(w);
+  }
+  CHECK_RANGE("seeds of 5 that jam at 2.5 grain diameters", jams, 3, 5);
+}
+
+/* ---- tilt: avalanche ------------------------------------------------------------------------ */
+static void tilt_avalanche(void) {
+  /* the classic protocol: tilt slowly until the surface first gives way, then hold the box
+   * still and let the avalanche run out */
+  grn_world *w = scene_world("tilt", 1, 0, NULL);
+  settle(w);
+  const double rate = 1.5, t0 = grn_world_time(w);
+  act(w, "tilt:40,1.5");
+  double hist[4] = {0};
+  int n = 0;
+  double before = NAN, after = NAN, held = NAN;
+  grn_measurements m;
+  for (int s = 0; s < 4 * 50; s++) {
+    m = sample(w);
+    const double flowing = m.value[GRN_M_FLOWING];
+    if (isnan(before)) {
+      if (flowing > 0.015 && n >= 4) {
+        /* 1.5 % of the grains sliding: the steepest surface of the last second stood before */
+        before = fmax(fmax(hist[0], hist[1]), fmax(hist[2], hist[3]));
+        held = fmin(40.0, rate * (grn_world_time(w) - t0));
+        char hold[48];
+        snprintf(hold, sizeof hold, "tilt:%.3f", held);
+        act(w, hold);
+      }
+      hist[n++ % 4] = m.value[GRN_M_ANGLE];
+    } else if (flowing < 0.005) {
+      after = m.value[GRN_M_ANGLE];
+      break;
+    }
+  }
+  printf("tilt: box held at %.2f°; surface %.2f° before the first avalanche, %.2f° after "
+         "(t = %.2f s)\n",
+         held, before, after, grn_world_time(w));
+  CHECK("an avalanche happened and ended", isfinite(before) && isfinite(after));
+  CHECK_RANGE("surface angle drop in the first avalanche, °", before - after, 0.3, 45.0);
+  grn_world_destroy(w);
+}
+
+/* ---- slump: runout -------------------------------------------------------------------------- */
+static void slump_runout(void) {
+  const char *aspects[3] = {"0.5", "1", "2"};
+  double last = -INFINITY;
+  printf("slump runouts, 1500 grains:\n");
+  for (int k = 0; k < 3; k++) {
+    const char *kv[] = {"aspect", aspects[k]};
+    grn_world *w = scene_world("slump", 1, 2, kv);
+    settle(w);
+    grn_measurements m = sample(w);
+    const double front0 = m.value[GRN_M_FRONT];
+    act(w, "pull_dam");
+    double at8 = NAN;
+    for (int s = 1; s <= 40; s++) {
+      m = sample(w);
+      if (s == 32) {
+        at8 = m.value[GRN_M_FRONT];
+      }
+    }
+    const double runout = m.value[GRN_M_FRONT] - front0;
+    printf("  aspect %s: front %.2f → %.2f m, runout %.2f m, %s\n", aspects[k], front0,
+           m.value[GRN_M_FRONT], runout, grn_state_name(m.state));
+    char name[96];
+    snprintf(name, sizeof name, "runout grows with the aspect ratio (%s), m", aspects[k]);
+    CHECK_RANGE(name, runout, last + 0.01, INFINITY);
+    snprintf(name, sizeof name, "front still from 8 s to 10 s after the pull (aspect %s), m",
+             aspects[k]);
+    CHECK_NEAR(name, m.value[GRN_M_FRONT], at8, 0.0);
+    snprintf(name, sizeof name, "asleep 10 s after the pull (aspect %s)", aspects[k]);
+    CHECK(name, m.state == GRN_STATE_ASLEEP);
+    last = runout;
+    grn_world_destroy(w);
+  }
+}
+
+/* ---- chains: strong contacts ---------------------------------------------------------------- */
+static void strong_fraction(void) {
+  grn_world *w = scene_world("chains", 1, 0, NULL);
+  for (int s = 0; s < 4 * 30 && !grn_world_asleep(w); s++) {
+    sample(w);
+  }
+  const int n = grn_world_contacts(w, NULL, 0);
+  grn_contact *c = malloc(sizeof *c * (size_t)n);
+  grn_world_contacts(w, c, n);
+  double mean = 0.0;
+  for (int k = 0; k < n; k++) {
+    mean += c[k].fn;
+  }
+  mean /= n;
+  int strong = 0;
+  for (int k = 0; k < n; k++) {
+    strong += c[k].fn > mean;
+  }
+  /* the exponential tail of contact forces puts about a third above the mean (Radjai 1996) */
+  printf("chains: %d contacts, %d above the mean force\n", n, strong);
+  CHECK_RANGE("fraction of contacts stronger than the mean", (double)strong / n, 0.25, 0.45);
+  grn_measurements m;
+  grn_world_measurements(w, &m);
+  const int chains = grn_world_chains(w, m.value[GRN_M_CX], m.value[GRN_M_CZ], 0.0, 1.0, NULL, 0);
+  CHECK_RANGE("force chains behind the cut", chains, 10, n);
+  free(c);
+  grn_world_destroy(w);
+}
+
+int main(int argc, char **argv) {
+  /* each part can run alone: test_scenes pour|silo|jam|tilt|slump|chains */
+  const char *only = argc > 1 ? argv[1] : "";
+  if (!*only || strcmp(only, "pour") == 0) {
+    pour_angles();
+  }
+  if (!*only || strcmp(only, "silo") == 0) {
+    silo_flow();
+  }
+  if (!*only || strcmp(only, "jam") == 0) {
+    silo_jam();
+  }
+  if (!*only || strcmp(only, "tilt") == 0) {
+    tilt_avalanche();
+  }
+  if (!*only || strcmp(only, "slump") == 0) {
+    slump_runout();
+  }
+  if (!*only || strcmp(only, "chains") == 0) {
+    strong_fraction();
+  }
+  CHECK_DONE();
+}
