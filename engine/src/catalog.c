@@ -218,8 +218,8 @@ int grn__check_param(const grn_scene_info *scene, const char *name, double value
                      pi->name);
   }
   if (value < pi->min || value > pi->max) {
-    return grn__fail(err, GRN_E_RANGE, pi->name, "parameter '%s' = %g is outside %g..%g %s",
-                     pi->name, value, pi->min, pi->max, pi->unit);
+    return grn__fail(err, GRN_E_RANGE, pi->name, "parameter '%s' = %g is outside %g..%g%s%s",
+                     pi->name, value, pi->min, pi->max, *pi->unit ? " " : "", pi->unit);
   }
   if (pi->integer && value != floor(value)) {
     return grn__fail(err, GRN_E_RANGE, pi->name, "parameter '%s' = %g must be a whole number",

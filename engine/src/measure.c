@@ -57,10 +57,13 @@ double grn__top_at(const grn_world *w, double x, double z) {
 
 /* Least-squares line through bins k0..k1 whose mean height lies in [lo, hi]; stops at the first
  * bin below lo. Returns the slope, NaN with fewer than 3 bins. */
-static double fit_bins(const grn_world *w, int k0, int k1, double lo, double hi, double pos0,
+static double fit_bins(grn_world *w, int k0, int k1, double lo, double hi, double pos0,
                        double step) {
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, xa = NAN, xb = NAN;
   int c = 0;
+  for (int q = 0; q < 4; q++) {
+    w->meas.line[q] = NAN;
+  }
   for (int k = k0; k < k1; k++) {
     if (!w->binn[k]) {
       continue;
@@ -72,6 +75,8 @@ static double fit_bins(const grn_world *w, int k0, int k1, double lo, double hi,
     if (v > hi) {
       continue;
     }
+    xa = c == 0 ? x : xa;
+    xb = x;
     sx += x;
     sy += v;
     sxx += x * x;
@@ -81,7 +86,12 @@ static double fit_bins(const grn_world *w, int k0, int k1, double lo, double hi,
   if (c < 3) {
     return NAN;
   }
-  return (c * sxy - sx * sy) / (c * sxx - sx * sx);
+  const double slope = (c * sxy - sx * sy) / (c * sxx - sx * sx), y0 = (sy - slope * sx) / c;
+  w->meas.line[0] = xa;
+  w->meas.line[1] = y0 + slope * xa;
+  w->meas.line[2] = xb;
+  w->meas.line[3] = y0 + slope * xb;
+  return slope;
 }
 
 /* Pile angle: highest cell hm (none below 0.5 m); centre = height-weighted centre of the cells
@@ -101,6 +111,9 @@ void grn__pile_angle(grn_world *w) {
   m[GRN_M_ANGLE] = NAN;
   m[GRN_M_CX] = NAN;
   m[GRN_M_CZ] = NAN;
+  for (int q = 0; q < 4; q++) {
+    w->meas.line[q] = NAN;
+  }
   if (hm < 0.5) {
     return;
   }

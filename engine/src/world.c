@@ -335,6 +335,9 @@ int grn__world_setup(grn_world *w) {
   for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
     w->meas.value[k] = NAN;
   }
+  for (int q = 0; q < 4; q++) {
+    w->meas.line[q] = NAN;
+  }
   w->meas.present = w->scene->measures;
   int rc = w->fill == GRN_FILL_BED ? grn__setup_bed(w) : w->impl->setup(w);
   if (rc == GRN_OK && w->n > 0) {
@@ -611,6 +614,15 @@ void grn_world_grains(const grn_world *w, grn_grains_view *out) {
   out->radius = w->rad;
   out->id = w->id;
   out->alive = w->flags; /* GRN_F_ALIVE is bit 0 */
+}
+
+void grn_world_height_map(const grn_world *w, grn_height_map *out) {
+  out->nx = w->hnx;
+  out->nz = w->hnz;
+  out->x0 = w->hx0;
+  out->z0 = w->hz0;
+  out->cell = GRN_CELL_MAP;
+  out->top = w->hmap;
 }
 
 void grn_world_get_stats(const grn_world *w, grn_world_stats *out) {

@@ -90,6 +90,45 @@ else
   bad "tool/reset run failed"
 fi
 
+# the other scenes' actions
+"$bin" run --scene silo --quality 0 --seconds 6 --action 2:open_hole >"$tmp/silo"
+first=$(sed -n 8p "$tmp/silo" | grep -o '"mass_above":[0-9.e+]*' | cut -d: -f2)
+last=$(tail -n 1 "$tmp/silo" | grep -o '"mass_above":[0-9.e+]*' | cut -d: -f2)
+if tail -n 1 "$tmp/silo" | grep -q '"flow":[0-9.e+]*,"mass_above":[0-9.e+]*,"fill":[0-9.e+]*,"beverloo":[0-9.e+]*,"state":"flowing"' &&
+  awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.9 * a) }'; then
+  ok "silo: open_hole drains it ($first -> $last kg above the plate)"
+else
+  bad "silo: $(tail -n 1 "$tmp/silo")"
+fi
+"$bin" run --scene slump --quality 0 --seconds 8 --action 3:pull_dam:2 >"$tmp/slump"
+f0=$(sed -n 12p "$tmp/slump" | grep -o '"front":[0-9.]*' | cut -d: -f2)
+f1=$(tail -n 1 "$tmp/slump" | grep -o '"front":[0-9.]*' | cut -d: -f2)
+if awk -v a="$f0" -v b="$f1" 'BEGIN { exit !(b > a + 0.5) }'; then
+  ok "slump: pull_dam:2 lets the column run out (front $f0 -> $f1 m)"
+else
+  bad "slump: front $f0 -> $f1"
+fi
+"$bin" run --scene tilt --quality 0 --seconds 10 --action 3:tilt:15,5 >"$tmp/tilt"
+ang=$(tail -n 1 "$tmp/tilt" | grep -o '"angle":[-0-9.e]*' | cut -d: -f2)
+if awk -v a="$ang" 'BEGIN { exit !(a > 12 && a < 18) }'; then
+  ok "tilt: tilt:15,5 turns the box; the surface stands at $ang deg"
+else
+  bad "tilt: surface at $ang deg"
+fi
+"$bin" run --scene chains --quality 0 --seconds 3 >"$tmp/chains"
+if tail -n 1 "$tmp/chains" | grep -q '"chains":[0-9]*,"contacts":[0-9]*,"digest"'; then
+  ok "chains: the final line counts the force chains"
+else
+  bad "chains: $(tail -n 1 "$tmp/chains")"
+fi
+for scene in wet chains slump tilt silo; do
+  if "$bin" run --scene "$scene" --quality 0 --seconds 0.5 --action 0.25:reset >/dev/null; then
+    ok "$scene runs and resets"
+  else
+    bad "$scene failed to run"
+  fi
+done
+
 # every kind of bad input
 expect_error "unknown scene" "sandcastle" run --scene sandcastle
 expect_error "unknown parameter" "viscosity" run --scene pour --set viscosity=1
@@ -109,6 +148,12 @@ expect_error "zero threads" "--threads" run --scene pour --threads 0
 expect_error "non-integer seed" "--seed" run --scene pour --seed 1.5
 expect_error "seed over 64 bits" "--seed" run --scene pour --seed 99999999999999999999
 expect_error "unknown action" "fly" run --scene pour --action 1:fly
+expect_error "silo action in pour" "open_hole" run --scene pour --action 1:open_hole
+expect_error "tilt beyond 60 degrees" "tilt" run --scene tilt --action 1:tilt:90
+expect_error "dam pulled at zero speed" "pull_dam" run --scene slump --action 1:pull_dam:0
+expect_error "hole too small" "hole" run --scene silo --set hole=0.1
+expect_error "aspect out of range" "aspect" run --scene slump --set aspect=9
+expect_error "silo parameter in pour" "hole" run --scene pour --set hole=1
 expect_error "action argument out of range" "spout" run --scene pour --action 1:spout:99,0
 expect_error "action arguments missing" "spout" run --scene pour --action 1:spout:1
 expect_error "action not in this scene" "tilt" run --scene pour --action 1:tilt:10

@@ -268,6 +268,17 @@ static void strong_fraction(void) {
   grn_world_measurements(w, &m);
   const int chains = grn_world_chains(w, m.value[GRN_M_CX], m.value[GRN_M_CZ], 0.0, 1.0, NULL, 0);
   CHECK_RANGE("force chains behind the cut", chains, 10, n);
+  /* the fitted line behind the angle, and the height map it came from */
+  const double slope = (m.line[3] - m.line[1]) / (m.line[2] - m.line[0]);
+  CHECK_NEAR("the fitted line's slope gives the angle, °", -atan(slope) * 180.0 / 3.141592653589793,
+             m.value[GRN_M_ANGLE], 1e-9);
+  grn_height_map hm;
+  grn_world_height_map(w, &hm);
+  double top = 0.0;
+  for (int k = 0; k < hm.nx * hm.nz; k++) {
+    top = fmax(top, hm.top[k]);
+  }
+  CHECK_NEAR("highest cell of the height map = pile top, m", top, m.value[GRN_M_TOP], 1e-12);
   free(c);
   grn_world_destroy(w);
 }

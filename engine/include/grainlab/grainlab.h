@@ -218,6 +218,10 @@ typedef struct grn_measurements {
   double value[GRN_MEASURE_COUNT]; /* NaN where not defined (e.g. no pile yet) */
   uint32_t present;                /* bit per key the scene reports */
   grn_state state;
+  /* the fitted slope line behind `angle`, for drawing: from (line[0], line[1]) to (line[2],
+   * line[3]) in (distance, height) — radius from the pile centre for piles, x along channel or
+   * box otherwise, m; NaN when there is no fit */
+  double line[4];
 } grn_measurements;
 
 GRN_API const char *grn_state_name(grn_state state);
@@ -240,6 +244,16 @@ typedef struct grn_grains_view {
 } grn_grains_view;
 
 GRN_API void grn_world_grains(const grn_world *world, grn_grains_view *out);
+
+/* The height map of the last measurement: nx × nz cells of `cell` metres from (x0, z0), each the
+ * top (y + r) of the grains resting in it (row-major in x), or the floor where none rest. */
+typedef struct grn_height_map {
+  int nx, nz;
+  double x0, z0, cell;
+  const double *top;
+} grn_height_map;
+
+GRN_API void grn_world_height_map(const grn_world *world, grn_height_map *out);
 
 typedef struct grn_world_stats {
   int alive;
