@@ -222,7 +222,8 @@ int grn__add_grain(grn_world *w, double x, double y, double z, double r, grn_vec
 void grn__kill(grn_world *w, int i);
 double grn__random_radius(grn_world *w);
 int grn__fill_lattice(grn_world *w, int count, double x0, double x1, double z0, double z1,
-                      double y0);
+                      double y0);               /* also sets w->settle */
+grn_state grn__plain_state(const grn_world *w); /* asleep, settling or running */
 double grn__settle_time(double lattice_height);
 
 /* pair list (pairs.c) */

@@ -226,3 +226,7 @@ void grn__common_measures(grn_world *w) {
   m[GRN_M_FLOWING] = w->flowing;
   m[GRN_M_ALIVE] = w->alive;
 }
+
+grn_state grn__plain_state(const grn_world *w) {
+  return w->sleeping ? GRN_STATE_ASLEEP : w->t < w->settle ? GRN_STATE_SETTLING : GRN_STATE_RUNNING;
+}

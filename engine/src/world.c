@@ -255,7 +255,8 @@ void grn__kill(grn_world *w, int i) {
   }
 }
 
-/* Layers of LAT_A × LAT_A sites, LAT_G apart, every other layer shifted by half a spacing. */
+/* Layers of LAT_A × LAT_A sites, LAT_G apart, every other layer shifted by half a spacing; the
+ * settle time follows from the lattice's height. */
 int grn__fill_lattice(grn_world *w, int count, double x0, double x1, double z0, double z1,
                       double y0) {
   const int nx = (int)floor((x1 - x0) / GRN_LAT_A), nz = (int)floor((z1 - z0) / GRN_LAT_A);
@@ -266,6 +267,7 @@ int grn__fill_lattice(grn_world *w, int count, double x0, double x1, double z0, 
     return GRN_E_NOMEM;
   }
   int placed = 0;
+  double top = y0;
   for (int layer = 0; placed < count; layer++) {
     const double sh = (layer & 1) ? 0.5 * GRN_LAT_A : 0.0;
     const int mx = (layer & 1) ? nx - 1 : nx, mz = (layer & 1) ? nz - 1 : nz;
@@ -279,7 +281,9 @@ int grn__fill_lattice(grn_world *w, int count, double x0, double x1, double z0, 
         placed++;
       }
     }
+    top = y0 + layer * GRN_LAT_G;
   }
+  w->settle = grn__settle_time(top);
   return GRN_OK;
 }
 

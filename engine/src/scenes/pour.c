@@ -167,13 +167,5 @@ int grn__setup_bed(grn_world *w) {
   if (rc == GRN_OK) {
     rc = grn__fill_lattice(w, w->n_target, -half, half, -half, half, 0.12);
   }
-  if (rc != GRN_OK) {
-    return rc;
-  }
-  double top = 0.0;
-  for (int i = 0; i < w->n; i++) {
-    top = w->pos[i].y > top ? w->pos[i].y : top;
-  }
-  w->settle = grn__settle_time(top);
-  return GRN_OK;
+  return rc;
 }

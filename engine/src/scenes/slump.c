@@ -39,12 +39,12 @@ static int slump_setup(grn_world *w) {
   if (rc != GRN_OK) {
     return rc;
   }
+  /* the dam reaches 0.5 m over the column's top */
   double top = 0.0;
   for (int i = 0; i < w->n; i++) {
     top = w->pos[i].y > top ? w->pos[i].y : top;
   }
   w->dam_top = top + 0.5;
-  w->settle = grn__settle_time(top);
   return GRN_OK;
 }
 
@@ -61,9 +61,7 @@ static void slump_script(grn_world *w) {
 static void slump_measure(grn_world *w) {
   grn__channel_profile(w);
   grn__common_measures(w);
-  w->meas.state = w->sleeping        ? GRN_STATE_ASLEEP
-                  : w->t < w->settle ? GRN_STATE_SETTLING
-                                     : GRN_STATE_RUNNING;
+  w->meas.state = grn__plain_state(w);
 }
 
 static int slump_act(grn_world *w, const grn_action *a, grn_error *err) {

@@ -33,15 +33,7 @@ static int tilt_setup(grn_world *w) {
   if (rc == GRN_OK) {
     rc = grn__fill_lattice(w, w->n_target, -lx, lx, -wz, wz, 0.12);
   }
-  if (rc != GRN_OK) {
-    return rc;
-  }
-  double top = 0.0;
-  for (int i = 0; i < w->n; i++) {
-    top = w->pos[i].y > top ? w->pos[i].y : top;
-  }
-  w->settle = grn__settle_time(top);
-  return GRN_OK;
+  return rc;
 }
 
 static void tilt_script(grn_world *w) {
@@ -55,9 +47,7 @@ static void tilt_script(grn_world *w) {
 static void tilt_measure(grn_world *w) {
   grn__tray_profile(w);
   grn__common_measures(w);
-  w->meas.state = w->sleeping        ? GRN_STATE_ASLEEP
-                  : w->t < w->settle ? GRN_STATE_SETTLING
-                                     : GRN_STATE_RUNNING;
+  w->meas.state = grn__plain_state(w);
 }
 
 static int tilt_act(grn_world *w, const grn_action *a, grn_error *err) {
