@@ -3,7 +3,8 @@
 # Idempotent; run as root (CI and fresh machines are root).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-pkgs=(ca-certificates gcc libc6-dev make cmake ninja-build clang-format clang-tidy cppcheck)
+pkgs=(ca-certificates gcc libc6-dev make cmake ninja-build pkg-config libseccomp-dev
+  clang-format clang-tidy cppcheck)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-bash scripts/build.sh
+GRAINLAB_TEST_COMMANDS=ON bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$jobs"
 # sanitizers: slower, so timeouts are scaled; halt on the first report
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAINLAB_SANITIZE=ON \

@@ -1,0 +1,269 @@
+/* grainlab-worker: one session's simulation in its own sandboxed process. It reads its world
+ * definition from the channel, builds the world, then locks itself down (resource limits, no new
+ * privileges, a seccomp allow-list that kills on anything else) and serves commands. */
+#define _GNU_SOURCE
+#include "worker_proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static int chan = WORKER_CHANNEL_FD;
+
+static void send_msg(const void *msg, size_t size) {
+  if (send(chan, msg, size, MSG_NOSIGNAL) != (ssize_t)size) {
+    _exit(WORKER_EXIT_PROTOCOL); /* the daemon is gone: nothing left to serve */
+  }
+}
+
+static void send_error(const grn_error *e) {
+  worker_error r;
+  memset(&r, 0, sizeof r);
+  r.h.type = WORKER_REPLY_ERROR;
+  r.h.size = sizeof r;
+  r.error = *e;
+  send_msg(&r, sizeof r);
+}
+
+static void send_status(const grn_world *w) {
+  worker_status r;
+  memset(&r, 0, sizeof r);
+  r.h.type = WORKER_REPLY_STATUS;
+  r.h.size = sizeof r;
+  r.steps = grn_world_step_count(w);
+  r.t = grn_world_time(w);
+  r.asleep = grn_world_asleep(w);
+  grn_world_stats st;
+  grn_world_get_stats(w, &st);
+  r.alive = st.alive;
+  r.digest = grn_world_digest(w);
+  grn_world_measurements(w, &r.meas);
+  send_msg(&r, sizeof r);
+}
+
+/* The whole-process limits, then no new privileges, then the filter (spec "Sessions and
+ * sandboxing", in that order). Threads: clone is allowed only with CLONE_THREAD, so the OpenMP
+ * runtime may start its team, and the filter is synchronised to every thread. */
+static int lock_down(uint64_t memory_limit) {
+  const struct rlimit as = {memory_limit, memory_limit}, zero = {0, 0};
+  const struct rlimit files = {WORKER_CHANNEL_FD + 1, WORKER_CHANNEL_FD + 1};
+  if (setrlimit(RLIMIT_AS, &as) != 0 || setrlimit(RLIMIT_CORE, &zero) != 0 ||
+      setrlimit(RLIMIT_FSIZE, &zero) != 0 || setrlimit(RLIMIT_NOFILE, &files) != 0) {
+    return -1;
+  }
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return -1;
+  }
+  scmp_filter_ctx f = seccomp_init(SCMP_ACT_KILL_PROCESS);
+  if (!f) {
+    return -1;
+  }
+  static const int allowed[] = {SCMP_SYS(read),
+                                SCMP_SYS(write),
+                                SCMP_SYS(recvfrom),
+                                SCMP_SYS(sendto),
+                                SCMP_SYS(recvmsg),
+                                SCMP_SYS(sendmsg),
+                                SCMP_SYS(ppoll),
+                                SCMP_SYS(poll),
+                                SCMP_SYS(mmap),
+                                SCMP_SYS(munmap),
+                                SCMP_SYS(mremap),
+                                SCMP_SYS(mprotect),
+                                SCMP_SYS(madvise),
+                                SCMP_SYS(brk),
+                                SCMP_SYS(futex),
+                                SCMP_SYS(sched_yield),
+                                SCMP_SYS(sched_getaffinity),
+                                SCMP_SYS(clock_gettime),
+                                SCMP_SYS(clock_nanosleep),
+                                SCMP_SYS(nanosleep),
+                                SCMP_SYS(gettid),
+                                SCMP_SYS(getpid),
+                                SCMP_SYS(set_robust_list),
+                                SCMP_SYS(rseq),
+                                SCMP_SYS(rt_sigprocmask),
+                                SCMP_SYS(rt_sigreturn),
+                                SCMP_SYS(sigaltstack),
+                                SCMP_SYS(rt_sigaction),
+                                SCMP_SYS(exit),
+                                SCMP_SYS(exit_group),
+                                SCMP_SYS(close),
+                                SCMP_SYS(getrusage),
+                                SCMP_SYS(prlimit64)};
+  int rc = 0;
+  for (size_t k = 0; k < sizeof allowed / sizeof allowed[0] && rc == 0; k++) {
+    rc = seccomp_rule_add(f, SCMP_ACT_ALLOW, allowed[k], 0);
+  }
+  if (rc == 0) {
+    rc = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                          SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+  }
+  if (rc == 0) {
+    /* clone3 hides its flags behind a pointer: say "not here" and glibc falls back to clone */
+    rc = seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+  }
+  if (rc == 0) {
+    rc = seccomp_attr_set(f, SCMP_FLTATR_CTL_TSYNC, 1);
+  }
+  if (rc == 0) {
+    rc = seccomp_load(f);
+  }
+  seccomp_release(f);
+  return rc == 0 ? 0 : -1;
+}
+
+static grn_world *create(const worker_create *c, grn_error *e) {
+  char scene[sizeof c->scene + 1];
+  memcpy(scene, c->scene, sizeof c->scene);
+  scene[sizeof c->scene] = '\0';
+  grn_world_def d;
+  if (grn_world_def_default(&d, scene, e) != GRN_OK) {
+    return NULL;
+  }
+  /* the daemon validated these; the worker trusts nothing it reads and checks them again */
+  for (int i = 0; i < d.scene->param_count; i++) {
+    if (grn_world_def_set(&d, d.scene->param_info[i].name, c->param[d.scene->params[i]], e) !=
+        GRN_OK) {
+      return NULL;
+    }
+  }
+  d.seed = c->seed;
+  d.grains = c->grains;
+  d.threads = c->threads;
+  grn_world *w = NULL;
+  if (grn_world_create(&d, &w, e) != GRN_OK) {
+    return NULL;
+  }
+  return w;
+}
+
+#ifdef GRAINLAB_TEST_COMMANDS
+static void test_command(uint32_t type) {
+  if (type == WORKER_CMD_TEST_HOG) {
+    for (;;) {
+      char *p = malloc(64u << 20);
+      if (!p) {
+        _exit(WORKER_EXIT_NOMEM);
+      }
+      memset(p, 1, 64u << 20);
+    }
+  }
+  if (type == WORKER_CMD_TEST_SYSCALL) {
+    const int fd = open("/etc/hostname", O_RDONLY); /* the filter kills before this returns */
+    _exit(fd >= 0 ? WORKER_EXIT_OK : WORKER_EXIT_SETUP);
+  }
+  if (type == WORKER_CMD_TEST_HANG) {
+    for (;;) {
+      const struct timespec ts = {1, 0};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+#endif
+
+int main(void) {
+  static unsigned char buf[WORKER_MAX_MESSAGE];
+  worker_create c;
+  const ssize_t n = recv(chan, &c, sizeof c, 0);
+  if (n != (ssize_t)sizeof c || c.h.type != WORKER_CMD_CREATE || c.h.size != sizeof c ||
+      c.version != WORKER_PROTO_VERSION) {
+    return WORKER_EXIT_PROTOCOL;
+  }
+  grn_error e = {0};
+  grn_world *w = create(&c, &e);
+  if (!w) {
+    send_error(&e);
+    return WORKER_EXIT_SETUP;
+  }
+  /* the world is built (all its files and start-up allocations done): lock down before serving;
+   * the engine's threads start at the first step, under a filter that lets clone make threads */
+  if (lock_down(c.memory_limit) != 0) {
+    e.code = GRN_E_INVALID;
+    snprintf(e.message, sizeof e.message, "sandbox setup failed: %s", strerror(errno));
+    send_error(&e);
+    return WORKER_EXIT_SETUP;
+  }
+  send_status(w);
+  for (;;) {
+    const ssize_t got = recv(chan, buf, sizeof buf, 0);
+    if (got <= 0) {
+      grn_world_destroy(w);
+      return got == 0 ? WORKER_EXIT_OK : WORKER_EXIT_PROTOCOL;
+    }
+    worker_header h;
+    if ((size_t)got < sizeof h) {
+      return WORKER_EXIT_PROTOCOL;
+    }
+    memcpy(&h, buf, sizeof h);
+    if (h.size != (size_t)got) {
+      return WORKER_EXIT_PROTOCOL;
+    }
+    switch (h.type) {
+    case WORKER_CMD_STEP: {
+      worker_step s;
+      if (h.size != sizeof s) {
+        return WORKER_EXIT_PROTOCOL;
+      }
+      memcpy(&s, buf, sizeof s);
+      if (s.steps < 0 || s.steps > 240 * 60) {
+        return WORKER_EXIT_PROTOCOL;
+      }
+      if (grn_world_step(w, s.steps) != GRN_OK) {
+        return WORKER_EXIT_NOMEM;
+      }
+      send_status(w);
+      break;
+    }
+    case WORKER_CMD_ACT: {
+      worker_act a;
+      if (h.size != sizeof a) {
+        return WORKER_EXIT_PROTOCOL;
+      }
+      memcpy(&a, buf, sizeof a);
+      if (grn_world_act(w, &a.action, &e) != GRN_OK) {
+        send_error(&e);
+      } else {
+        send_status(w);
+      }
+      break;
+    }
+    case WORKER_CMD_SET: {
+      worker_set s;
+      if (h.size != sizeof s) {
+        return WORKER_EXIT_PROTOCOL;
+      }
+      memcpy(&s, buf, sizeof s);
+      s.name[sizeof s.name - 1] = '\0';
+      if (grn_world_set_param(w, s.name, s.value, &e) != GRN_OK) {
+        send_error(&e);
+      } else {
+        send_status(w);
+      }
+      break;
+    }
+    case WORKER_CMD_STATUS:
+      send_status(w);
+      break;
+    case WORKER_CMD_QUIT:
+      grn_world_destroy(w);
+      return WORKER_EXIT_OK;
+    default:
+#ifdef GRAINLAB_TEST_COMMANDS
+      test_command(h.type);
+#endif
+      return WORKER_EXIT_PROTOCOL;
+    }
+  }
+}

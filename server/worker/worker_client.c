@@ -1,0 +1,198 @@
+/* Spawning, calling and reaping session workers (see worker_client.h). */
+#define _GNU_SOURCE
+#include "worker_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void describe_exit(worker_client *wc, int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    if (sig == SIGSYS) {
+      snprintf(wc->reason, sizeof wc->reason, "worker made a forbidden system call (seccomp)");
+    } else {
+      snprintf(wc->reason, sizeof wc->reason, "worker killed by signal %d (%s)", sig,
+               sigdescr_np(sig) ? sigdescr_np(sig) : "unknown");
+    }
+    return;
+  }
+  switch (WEXITSTATUS(status)) {
+  case WORKER_EXIT_OK:
+    snprintf(wc->reason, sizeof wc->reason, "worker ended");
+    break;
+  case WORKER_EXIT_NOMEM:
+    snprintf(wc->reason, sizeof wc->reason, "worker reached its memory limit");
+    break;
+  case WORKER_EXIT_SETUP:
+    snprintf(wc->reason, sizeof wc->reason, "worker could not set up its world or sandbox");
+    break;
+  case WORKER_EXIT_PROTOCOL:
+    snprintf(wc->reason, sizeof wc->reason, "worker broke the protocol");
+    break;
+  default:
+    snprintf(wc->reason, sizeof wc->reason, "worker exited with status %d", WEXITSTATUS(status));
+  }
+}
+
+static int64_t now_ms(void);
+
+/* Reap the worker: wait up to grace_ms for it to end by itself (then its own exit tells why),
+ * else kill it and give `why`. */
+static void finish_within(worker_client *wc, const char *why, int grace_ms) {
+  if (wc->ended) {
+    return;
+  }
+  int status = 0;
+  pid_t r = 0;
+  for (const int64_t until = now_ms() + grace_ms;;) {
+    r = waitpid(wc->pid, &status, WNOHANG);
+    if (r != 0 || now_ms() >= until) {
+      break;
+    }
+    const struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
+  if (r == 0) {
+    kill(wc->pid, SIGKILL);
+    waitpid(wc->pid, &status, 0);
+    snprintf(wc->reason, sizeof wc->reason, "%s", why ? why : "worker stopped");
+  } else if (r == wc->pid) {
+    describe_exit(wc, status);
+  }
+  if (wc->fd >= 0) {
+    close(wc->fd);
+    wc->fd = -1;
+  }
+  wc->ended = true;
+}
+
+static void finish(worker_client *wc, const char *why) {
+  finish_within(wc, why, 0);
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Receive one message within the deadline; -1 on end, timeout or a malformed reply. */
+static int receive(worker_client *wc, void *reply, size_t reply_size, int timeout_ms) {
+  const int64_t deadline = now_ms() + timeout_ms;
+  for (;;) {
+    const int64_t left = deadline - now_ms();
+    struct pollfd p = {wc->fd, POLLIN, 0};
+    const int r = poll(&p, 1, left > 0 ? (int)left : 0);
+    if (r < 0 && errno == EINTR) {
+      continue;
+    }
+    if (r <= 0) {
+      finish(wc, "worker stopped answering (no heartbeat)");
+      return -1;
+    }
+    const ssize_t n = recv(wc->fd, reply, reply_size, MSG_TRUNC);
+    if (n <= 0) {
+      /* closed: it is ending on its own, and its exit says why */
+      finish_within(wc, "worker closed its channel", 1000);
+      return -1;
+    }
+    worker_header h;
+    if ((size_t)n < sizeof h || (size_t)n > reply_size) {
+      finish(wc, "worker sent a malformed reply");
+      return -1;
+    }
+    memcpy(&h, reply, sizeof h);
+    if (h.size != (size_t)n || (h.type == WORKER_REPLY_STATUS && h.size != sizeof(worker_status)) ||
+        (h.type == WORKER_REPLY_ERROR && h.size != sizeof(worker_error)) ||
+        (h.type != WORKER_REPLY_STATUS && h.type != WORKER_REPLY_ERROR)) {
+      finish(wc, "worker sent a malformed reply");
+      return -1;
+    }
+    return (int)h.type;
+  }
+}
+
+int worker_spawn(worker_client *wc, const char *exe, const worker_create *create, bool keep_stderr,
+                 int timeout_ms, worker_status *first) {
+  memset(wc, 0, sizeof *wc);
+  wc->fd = -1;
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    snprintf(wc->reason, sizeof wc->reason, "socketpair: %s", strerror(errno));
+    wc->ended = true;
+    return -1;
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(wc->reason, sizeof wc->reason, "fork: %s", strerror(errno));
+    close(sv[0]);
+    close(sv[1]);
+    wc->ended = true;
+    return -1;
+  }
+  if (pid == 0) {
+    /* child: the channel on fd 3 and nothing else (only async-signal-safe calls here) */
+    const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || (!keep_stderr && dup2(null, 2) < 0) ||
+        dup2(sv[1], WORKER_CHANNEL_FD) < 0) {
+      _exit(WORKER_EXIT_SETUP);
+    }
+    close_range(WORKER_CHANNEL_FD + 1, ~0u, 0);
+    char *const argv[] = {(char *)"grainlab-worker", NULL};
+    execv(exe, argv);
+    _exit(127);
+  }
+  close(sv[1]);
+  wc->pid = pid;
+  wc->fd = sv[0];
+  if (send(wc->fd, create, sizeof *create, MSG_NOSIGNAL) != (ssize_t)sizeof *create) {
+    finish(wc, "could not send the world definition");
+    return -1;
+  }
+  unsigned char buf[sizeof(worker_status) > sizeof(worker_error) ? sizeof(worker_status)
+                                                                 : sizeof(worker_error)];
+  const int type = receive(wc, buf, sizeof buf, timeout_ms);
+  if (type == WORKER_REPLY_ERROR) {
+    worker_error e;
+    memcpy(&e, buf, sizeof e);
+    finish(wc, NULL);
+    snprintf(wc->reason, sizeof wc->reason, "%s", e.error.message);
+    return -1;
+  }
+  if (type != WORKER_REPLY_STATUS) {
+    return -1;
+  }
+  if (first) {
+    memcpy(first, buf, sizeof *first);
+  }
+  return 0;
+}
+
+int worker_call(worker_client *wc, const void *cmd, size_t size, void *reply, size_t reply_size,
+                int timeout_ms) {
+  if (wc->ended) {
+    return -1;
+  }
+  if (send(wc->fd, cmd, size, MSG_NOSIGNAL) != (ssize_t)size) {
+    /* the other end is gone: find out why */
+    return receive(wc, reply, reply_size, timeout_ms);
+  }
+  return receive(wc, reply, reply_size, timeout_ms);
+}
+
+void worker_stop(worker_client *wc, int timeout_ms) {
+  if (wc->ended) {
+    return;
+  }
+  const worker_header quit = {WORKER_CMD_QUIT, sizeof quit};
+  send(wc->fd, &quit, sizeof quit, MSG_NOSIGNAL);
+  finish_within(wc, "worker did not stop in time", timeout_ms);
+}

@@ -1,0 +1,33 @@
+/* The daemon's side of a session worker: spawn it sandboxed, call it with a deadline, and find
+ * out why it ended. One worker_client per worker process; not thread-safe. */
+#ifndef GRAINLAB_WORKER_CLIENT_H
+#define GRAINLAB_WORKER_CLIENT_H
+
+#include "worker_proto.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef struct worker_client {
+  pid_t pid;
+  int fd;
+  bool ended;
+  char reason[200]; /* why it ended, once ended */
+} worker_client;
+
+/* Start `exe` with only its channel (stdin/stdout/stderr on /dev/null unless keep_stderr), send
+ * the definition, and wait for its first status (timeout_ms). On failure the worker is reaped and
+ * `reason` says why; returns 0 or -1. */
+int worker_spawn(worker_client *wc, const char *exe, const worker_create *create, bool keep_stderr,
+                 int timeout_ms, worker_status *first);
+
+/* Send one command and wait up to timeout_ms for its reply (a worker_status or worker_error in
+ * `reply`, at most reply_size bytes). Returns the reply type, or -1 when the worker ended or did
+ * not answer in time — then it is killed, reaped and `reason` is set. */
+int worker_call(worker_client *wc, const void *cmd, size_t size, void *reply, size_t reply_size,
+                int timeout_ms);
+
+/* Stop it (QUIT, then SIGKILL after timeout_ms) and reap it. */
+void worker_stop(worker_client *wc, int timeout_ms);
+
+#endif

@@ -1,0 +1,85 @@
+/* The channel between grainlabd and a session's worker process: fixed-layout messages over an
+ * AF_UNIX SOCK_SEQPACKET socket pair (one message per packet), all little-endian host structs
+ * since both ends are built together. The daemon sends commands; the worker answers each one. */
+#ifndef GRAINLAB_WORKER_PROTO_H
+#define GRAINLAB_WORKER_PROTO_H
+
+#include "grainlab/grainlab.h"
+
+#include <stdint.h>
+
+#define WORKER_PROTO_VERSION 1u
+#define WORKER_MAX_MESSAGE 65536
+#define WORKER_CHANNEL_FD 3 /* the worker finds its end of the socket pair here */
+
+/* Exit codes a worker chooses; anything else (or a signal) is a crash. */
+enum {
+  WORKER_EXIT_OK = 0,
+  WORKER_EXIT_PROTOCOL = 10, /* the daemon sent something it cannot read */
+  WORKER_EXIT_SETUP = 11,    /* the sandbox or the world could not be set up */
+  WORKER_EXIT_NOMEM = 12     /* the memory limit was reached */
+};
+
+typedef enum worker_cmd {
+  WORKER_CMD_CREATE = 1, /* worker_create → worker_status */
+  WORKER_CMD_STEP,       /* worker_step → worker_status */
+  WORKER_CMD_ACT,        /* grn_action → worker_status or worker_error */
+  WORKER_CMD_SET,        /* worker_set → worker_status or worker_error */
+  WORKER_CMD_STATUS,     /* nothing → worker_status */
+  WORKER_CMD_QUIT,       /* nothing → the worker exits 0 */
+  /* test-only (GRAINLAB_TEST_COMMANDS builds): prove that limits end the worker */
+  WORKER_CMD_TEST_HOG = 100, /* allocate and touch memory until the limit stops it */
+  WORKER_CMD_TEST_SYSCALL,   /* try to open a file: the filter must kill the process */
+  WORKER_CMD_TEST_HANG       /* stop answering */
+} worker_cmd;
+
+typedef enum worker_reply { WORKER_REPLY_STATUS = 1, WORKER_REPLY_ERROR } worker_reply;
+
+typedef struct worker_header {
+  uint32_t type; /* worker_cmd or worker_reply */
+  uint32_t size; /* bytes of the whole message, header included */
+} worker_header;
+
+typedef struct worker_create {
+  worker_header h;
+  uint32_t version;
+  char scene[32];
+  double param[GRN_PARAM_COUNT]; /* every parameter of grn_world_def, validated again here */
+  uint64_t seed;
+  int32_t grains;
+  int32_t threads;
+  uint64_t memory_limit; /* bytes of address space for the worker process */
+} worker_create;
+
+typedef struct worker_step {
+  worker_header h;
+  int32_t steps;
+} worker_step;
+
+typedef struct worker_act {
+  worker_header h;
+  grn_action action;
+} worker_act;
+
+typedef struct worker_set {
+  worker_header h;
+  char name[32];
+  double value;
+} worker_set;
+
+typedef struct worker_status {
+  worker_header h;
+  uint64_t steps;
+  double t;
+  uint8_t asleep;
+  int32_t alive;
+  uint64_t digest;
+  grn_measurements meas;
+} worker_status;
+
+typedef struct worker_error {
+  worker_header h;
+  grn_error error;
+} worker_error;
+
+#endif

@@ -1,0 +1,150 @@
+/* Session workers as separate sandboxed processes: they compute exactly what the engine computes
+ * in-process, answer commands, and when one is killed, hangs, runs out of memory or makes a
+ * forbidden system call, only that one ends — with the reason — and the others go on. */
+#include "../support/check.h"
+#include "worker_client.h"
+
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *exe;
+
+static worker_create definition(const char *scene, int quality) {
+  worker_create c;
+  memset(&c, 0, sizeof c);
+  c.h.type = WORKER_CMD_CREATE;
+  c.h.size = sizeof c;
+  c.version = WORKER_PROTO_VERSION;
+  snprintf(c.scene, sizeof c.scene, "%s", scene);
+  grn_world_def d;
+  grn_error e;
+  grn_world_def_default(&d, scene, &e);
+  grn_world_def_set(&d, "quality", quality, &e);
+  memcpy(c.param, d.param, sizeof c.param);
+  c.seed = 7;
+  c.threads = 2;
+  c.memory_limit = 512u << 20;
+  return c;
+}
+
+static int step(worker_client *wc, int steps, worker_status *st) {
+  const worker_step s = {{WORKER_CMD_STEP, sizeof s}, steps};
+  return worker_call(wc, &s, sizeof s, st, sizeof *st, 5000);
+}
+
+static double seconds_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+}
+
+static void same_as_in_process(void) {
+  worker_client wc;
+  worker_status st;
+  const worker_create c = definition("pour", 0);
+  CHECK("spawn a pour worker", worker_spawn(&wc, exe, &c, true, 5000, &st) == 0);
+  CHECK("it reports step 0", st.steps == 0);
+  CHECK("step 480 in the sandbox", step(&wc, 480, &st) == WORKER_REPLY_STATUS);
+  grn_world_def d;
+  grn_error e;
+  grn_world_def_default(&d, "pour", &e);
+  grn_world_def_set(&d, "quality", 0, &e);
+  d.seed = 7;
+  d.threads = 1;
+  grn_world *w;
+  grn_world_create(&d, &w, &e);
+  grn_world_step(w, 480);
+  CHECK("the worker's digest equals the in-process world's", st.digest == grn_world_digest(w));
+  CHECK_NEAR("simulated time, s", st.t, 2.0, 1e-12);
+  grn_world_destroy(w);
+
+  worker_act a = {{WORKER_CMD_ACT, sizeof a}, {0}};
+  grn_action_parse("spout:1,1", &a.action, &e);
+  CHECK("an action is accepted",
+        worker_call(&wc, &a, sizeof a, &st, sizeof st, 5000) == WORKER_REPLY_STATUS);
+  grn_action_parse("open_hole", &a.action, &e);
+  worker_error err;
+  CHECK("a wrong action is refused with an error",
+        worker_call(&wc, &a, sizeof a, &err, sizeof err, 5000) == WORKER_REPLY_ERROR &&
+            strstr(err.error.message, "open_hole"));
+  worker_set s = {{WORKER_CMD_SET, sizeof s}, "mu", 7.0};
+  CHECK("an out-of-range parameter is refused",
+        worker_call(&wc, &s, sizeof s, &err, sizeof err, 5000) == WORKER_REPLY_ERROR);
+  CHECK("and the worker still answers", step(&wc, 1, &st) == WORKER_REPLY_STATUS);
+  worker_stop(&wc, 2000);
+  printf("stopped: %s\n", wc.reason);
+  CHECK("QUIT ends it cleanly", strcmp(wc.reason, "worker ended") == 0);
+}
+
+static void refused_definition(void) {
+  worker_client wc;
+  worker_create c = definition("pour", 0);
+  c.param[GRN_P_MU] = 9.0; /* as if a buggy daemon passed it on */
+  CHECK("a bad definition is refused", worker_spawn(&wc, exe, &c, true, 5000, NULL) != 0);
+  printf("reason: %s\n", wc.reason);
+  CHECK("with the engine's message", strstr(wc.reason, "mu") != NULL);
+}
+
+/* kill -9 one worker: its end is reported at the next call, the other keeps stepping */
+static void kill_one(void) {
+  worker_client a, b;
+  worker_status st;
+  const worker_create c = definition("pour", 0);
+  worker_spawn(&a, exe, &c, true, 5000, &st);
+  worker_spawn(&b, exe, &c, true, 5000, &st);
+  step(&a, 60, &st);
+  step(&b, 60, &st);
+  kill(a.pid, SIGKILL);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  CHECK("the killed worker does not answer", step(&a, 60, &st) == -1);
+  const double took = seconds_since(&t0);
+  printf("killed: %s (noticed in %.3f s)\n", a.reason, took);
+  CHECK("its reason names the signal", strstr(a.reason, "signal 9") != NULL);
+  CHECK_RANGE("noticed within 2 s", took, 0.0, 2.0);
+  CHECK("the other worker keeps stepping",
+        step(&b, 60, &st) == WORKER_REPLY_STATUS && st.steps == 120);
+  worker_stop(&b, 2000);
+}
+
+#ifdef GRAINLAB_TEST_COMMANDS
+static void limit(worker_cmd cmd, const char *what, const char *want) {
+  worker_client a, b;
+  worker_status st;
+  worker_create c = definition("pour", 0);
+  c.memory_limit = 256u << 20;
+  worker_spawn(&a, exe, &c, true, 5000, &st);
+  worker_spawn(&b, exe, &c, true, 5000, &st);
+  const worker_header h = {cmd, sizeof h};
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  CHECK(what, worker_call(&a, &h, sizeof h, &st, sizeof st, 1500) == -1);
+  printf("%s: %s (%.3f s)\n", what, a.reason, seconds_since(&t0));
+  char name[96];
+  snprintf(name, sizeof name, "reason: %s", want);
+  CHECK(name, strstr(a.reason, want) != NULL);
+  CHECK("the other worker keeps stepping", step(&b, 30, &st) == WORKER_REPLY_STATUS);
+  worker_stop(&b, 2000);
+}
+#endif
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_worker path/to/grainlab-worker\n");
+    return 2;
+  }
+  exe = argv[1];
+  same_as_in_process();
+  refused_definition();
+  kill_one();
+#ifdef GRAINLAB_TEST_COMMANDS
+  limit(WORKER_CMD_TEST_HOG, "allocating past the memory limit ends the worker", "memory limit");
+  limit(WORKER_CMD_TEST_SYSCALL, "a forbidden system call ends the worker", "forbidden system");
+  limit(WORKER_CMD_TEST_HANG, "a worker that stops answering is ended", "no heartbeat");
+#else
+  printf("limit tests need -DGRAINLAB_TEST_COMMANDS=ON\n");
+#endif
+  CHECK_DONE();
+}
