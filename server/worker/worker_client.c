@@ -146,6 +146,9 @@ int worker_spawn(worker_client *wc, const char *exe, const worker_create *create
       _exit(WORKER_EXIT_SETUP);
     }
     close_range(WORKER_CHANNEL_FD + 1, ~0u, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL); /* the daemon's blocked signals are not the worker's */
     char *const argv[] = {(char *)"grainlab-worker", NULL};
     execv(exe, argv);
     _exit(127);

@@ -1,0 +1,516 @@
+/* grainlabd's HTTP side on libmicrohttpd: one route table (documented in schema/openapi.yaml),
+ * bounded request bodies, strict JSON, bearer tokens, JSON errors, and static files. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BODY_LIMIT 16384
+
+typedef struct http_req {
+  char *body;
+  size_t len;
+  bool too_big;
+} http_req;
+
+typedef struct http_reply {
+  int status;
+  char *body; /* malloc'd */
+  const char *type;
+  const char *allow; /* for 405 */
+} http_reply;
+
+static http_reply json_reply(int status, json_t *j) {
+  /* 15 significant digits: 0.1 reads as 0.1, and nothing a double carries is lost to a reader */
+  http_reply r = {status, json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)), "application/json",
+                  NULL};
+  json_decref(j);
+  return r;
+}
+
+static http_reply error_reply(int status, const char *code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static http_reply error_reply(int status, const char *code, const char *field, const char *fmt,
+                              ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  json_t *e = json_pack("{s:s, s:s}", "code", code, "message", msg);
+  if (field && *field) {
+    json_object_set_new(e, "field", json_string(field));
+  }
+  return json_reply(status, json_pack("{s:o}", "error", e));
+}
+
+static http_reply sess_error_reply(const sess_error *e) {
+  return error_reply(e->status, e->code, e->field, "%s", e->message);
+}
+
+/* The body as a JSON object, or an error reply. */
+static json_t *parse_object(const http_req *rq, http_reply *err) {
+  json_error_t je;
+  json_t *j = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &je);
+  if (!j) {
+    *err = error_reply(400, "bad_json", "", "malformed JSON at line %d column %d: %s", je.line,
+                       je.column, je.text);
+    return NULL;
+  }
+  if (!json_is_object(j)) {
+    json_decref(j);
+    *err = error_reply(400, "bad_json", "", "the body must be a JSON object");
+    return NULL;
+  }
+  return j;
+}
+
+/* Every key of `j` must be one of `allowed` (NULL-terminated). */
+static bool only_keys(json_t *j, const char *const *allowed, http_reply *err) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(j, key, v) {
+    bool ok = false;
+    for (int i = 0; allowed[i] && !ok; i++) {
+      ok = strcmp(allowed[i], key) == 0;
+    }
+    if (!ok) {
+      *err = error_reply(400, "unknown_field", key, "unknown field '%.60s'", key);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* {scene, params?, seed?} into a definition; the scene may default to `keep`'s. */
+static bool read_definition(json_t *body, grn_world_def *d, http_reply *err) {
+  json_t *scene = json_object_get(body, "scene"), *params = json_object_get(body, "params");
+  json_t *seed = json_object_get(body, "seed");
+  if (!json_is_string(scene)) {
+    *err = error_reply(400, scene ? "wrong_type" : "missing_field", "scene",
+                       "\"scene\" must be a string naming a scene");
+    return false;
+  }
+  grn_error e;
+  if (grn_world_def_default(d, json_string_value(scene), &e) != GRN_OK) {
+    *err = error_reply(400, "unknown_scene", "scene", "unknown scene '%.60s'",
+                       json_string_value(scene));
+    return false;
+  }
+  if (params && !json_is_object(params)) {
+    *err = error_reply(400, "wrong_type", "params", "\"params\" must be an object");
+    return false;
+  }
+  const char *key;
+  json_t *v;
+  json_object_foreach(params, key, v) {
+    if (!json_is_number(v)) {
+      *err = error_reply(400, "wrong_type", key, "parameter '%.60s' must be a number", key);
+      return false;
+    }
+    if (grn_world_def_set(d, key, json_number_value(v), &e) != GRN_OK) {
+      *err = error_reply(e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
+                         e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range",
+                         e.field, "%s", e.message);
+      return false;
+    }
+  }
+  if (seed) {
+    if (!json_is_integer(seed)) {
+      *err = error_reply(400, "wrong_type", "seed", "\"seed\" must be an integer");
+      return false;
+    }
+    d->seed = (uint64_t)json_integer_value(seed);
+  }
+  return true;
+}
+
+static const char *bearer(struct MHD_Connection *c) {
+  const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+  if (!h || strncmp(h, "Bearer ", 7) != 0) {
+    return NULL;
+  }
+  return h + 7;
+}
+
+static bool admin_ok(const http_server *srv, const char *token) {
+  const size_t n = strlen(srv->admin_token);
+  if (n == 0 || !token || strlen(token) != n) {
+    return false;
+  }
+  unsigned char diff = 0;
+  for (size_t i = 0; i < n; i++) {
+    diff |= (unsigned char)(srv->admin_token[i] ^ token[i]);
+  }
+  return diff == 0;
+}
+
+/* Control (or admin) token check for a change; NULL when allowed. */
+static bool authorized(const http_server *srv, struct MHD_Connection *c, session *s, bool admin_too,
+                       http_reply *err) {
+  const char *t = bearer(c);
+  if (!t) {
+    *err = error_reply(401, "unauthorized", "",
+                       "this change needs \"Authorization: Bearer "
+                       "<control token>\"");
+    return false;
+  }
+  if (sess_token_ok(s, t) || (admin_too && admin_ok(srv, t))) {
+    return true;
+  }
+  *err = error_reply(403, "forbidden", "", "the token does not control this session");
+  return false;
+}
+
+static http_reply scenes_reply(void) {
+  json_t *a = json_array();
+  for (int i = 0; i < grn_scene_count(); i++) {
+    const grn_scene_info *sc = grn_scene_at(i);
+    json_t *params = json_array(), *actions = json_array(), *meas = json_array();
+    for (int k = 0; k < sc->param_count; k++) {
+      const grn_param_info *p = &sc->param_info[k];
+      json_array_append_new(params, json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:s}", "name",
+                                              p->name, "unit", p->unit, "min", p->min, "max",
+                                              p->max, "default", p->def, "integer", p->integer,
+                                              "description", p->description));
+    }
+    for (int k = 0; k < sc->action_count; k++) {
+      json_array_append_new(actions, json_string(sc->actions[k]));
+    }
+    for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
+      if (sc->measures & (1u << k)) {
+        json_array_append_new(meas, json_string(grn_measure_name((grn_measure_key)k)));
+      }
+    }
+    json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "name", sc->name, "model",
+                                       "granular", "description", sc->description, "params", params,
+                                       "actions", actions, "measurements", meas));
+  }
+  return json_reply(200, json_pack("{s:o}", "scenes", a));
+}
+
+static http_reply create_session(http_server *srv, const http_req *rq) {
+  http_reply err;
+  json_t *body = parse_object(rq, &err);
+  if (!body) {
+    return err;
+  }
+  static const char *const keys[] = {"scene", "params", "seed", "label", NULL};
+  grn_world_def d;
+  json_t *label = json_object_get(body, "label");
+  if (!only_keys(body, keys, &err) || !read_definition(body, &d, &err)) {
+    json_decref(body);
+    return err;
+  }
+  if (label && (!json_is_string(label) || strlen(json_string_value(label)) > 63)) {
+    json_decref(body);
+    return error_reply(400, "wrong_type", "label",
+                       "\"label\" must be a string of 63 bytes or "
+                       "fewer");
+  }
+  sess_error se;
+  char token[65];
+  session *s = sess_create(srv->reg, &d, label ? json_string_value(label) : "", token, &se);
+  json_decref(body);
+  if (!s) {
+    return sess_error_reply(&se);
+  }
+  json_t *j = sess_json(s);
+  json_object_set_new(j, "control_token", json_string(token));
+  sess_release(s);
+  return json_reply(201, j);
+}
+
+static http_reply metrics_reply(http_server *srv) {
+  sess_totals t;
+  sess_get_totals(srv->reg, &t);
+  char *out = NULL;
+  const int n = asprintf(&out,
+                         "# HELP grainlab_sessions Live sessions.\n# TYPE grainlab_sessions gauge\n"
+                         "grainlab_sessions %d\n"
+                         "# HELP grainlab_sessions_running Sessions running or asleep.\n"
+                         "# TYPE grainlab_sessions_running gauge\ngrainlab_sessions_running %d\n"
+                         "# HELP grainlab_sessions_failed Sessions whose worker ended.\n"
+                         "# TYPE grainlab_sessions_failed gauge\ngrainlab_sessions_failed %d\n"
+                         "# HELP grainlab_sessions_created_total Sessions created.\n"
+                         "# TYPE grainlab_sessions_created_total counter\n"
+                         "grainlab_sessions_created_total %llu\n"
+                         "# HELP grainlab_worker_failures_total Workers that crashed, hung or "
+                         "broke a limit.\n# TYPE grainlab_worker_failures_total counter\n"
+                         "grainlab_worker_failures_total %llu\n"
+                         "# HELP grainlab_http_requests_total HTTP requests answered.\n"
+                         "# TYPE grainlab_http_requests_total counter\n"
+                         "grainlab_http_requests_total %llu\n",
+                         t.sessions, t.running, t.failed, (unsigned long long)t.created,
+                         (unsigned long long)t.worker_failures,
+                         (unsigned long long)__atomic_load_n(&srv->requests, __ATOMIC_RELAXED));
+  http_reply r = {200, n >= 0 ? out : NULL, "text/plain; version=0.0.4", NULL};
+  return r;
+}
+
+/* /api/sessions/{id}[/what] */
+static http_reply session_route(http_server *srv, struct MHD_Connection *c, const char *method,
+                                const char *id, const char *what, const http_req *rq) {
+  session *s = sess_find(srv->reg, id);
+  if (!s) {
+    return error_reply(404, "not_found", "id", "no session '%.40s'", id);
+  }
+  http_reply r, err;
+  json_t *body = NULL;
+  sess_error se;
+  if (!*what) {
+    if (strcmp(method, "GET") == 0) {
+      r = json_reply(200, sess_json(s));
+    } else if (strcmp(method, "DELETE") == 0) {
+      if (authorized(srv, c, s, true, &err)) {
+        sess_delete(srv->reg, s);
+        r = json_reply(200, json_pack("{s:s}", "deleted", id));
+      } else {
+        r = err;
+      }
+    } else if (strcmp(method, "PATCH") == 0) {
+      static const char *const keys[] = {"speed", "label", NULL};
+      json_t *speed;
+      if (!authorized(srv, c, s, false, &err) || !(body = parse_object(rq, &err)) ||
+          !only_keys(body, keys, &err)) {
+        r = err;
+      } else if ((speed = json_object_get(body, "speed")) && !json_is_number(speed)) {
+        r = error_reply(400, "wrong_type", "speed", "\"speed\" must be a number");
+      } else if (json_object_get(body, "label")) {
+        r = error_reply(400, "read_only", "label", "a session's label is set when it is created");
+      } else if (speed && sess_set_speed(s, json_number_value(speed), &se) != 0) {
+        r = sess_error_reply(&se);
+      } else {
+        r = json_reply(200, sess_json(s));
+      }
+    } else {
+      r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
+      r.allow = "GET, PATCH, DELETE";
+    }
+  } else if (strcmp(what, "params") == 0 || strcmp(what, "actions") == 0 ||
+             strcmp(what, "scene") == 0) {
+    const char *want = strcmp(what, "params") == 0 ? "PATCH" : "POST";
+    if (strcmp(method, want) != 0) {
+      r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
+      r.allow = want;
+    } else if (!authorized(srv, c, s, false, &err) || !(body = parse_object(rq, &err))) {
+      r = err;
+    } else if (strcmp(what, "params") == 0) {
+      r = sess_set_params(s, body, &se) == 0 ? json_reply(200, sess_json(s))
+                                             : sess_error_reply(&se);
+    } else if (strcmp(what, "actions") == 0) {
+      r = sess_action(s, body, &se) == 0 ? json_reply(200, sess_json(s)) : sess_error_reply(&se);
+    } else {
+      static const char *const keys[] = {"scene", "params", "seed", NULL};
+      grn_world_def d;
+      if (!only_keys(body, keys, &err) || !read_definition(body, &d, &err)) {
+        r = err;
+      } else {
+        r = sess_switch_scene(srv->reg, s, &d, &se) == 0 ? json_reply(200, sess_json(s))
+                                                         : sess_error_reply(&se);
+      }
+    }
+  } else {
+    r = error_reply(404, "not_found", "", "no such resource");
+  }
+  json_decref(body);
+  sess_release(s);
+  return r;
+}
+
+static const char *mime(const char *path) {
+  const char *dot = strrchr(path, '.');
+  static const char *const map[][2] = {{".html", "text/html; charset=utf-8"},
+                                       {".js", "text/javascript"},
+                                       {".mjs", "text/javascript"},
+                                       {".css", "text/css"},
+                                       {".json", "application/json"},
+                                       {".svg", "image/svg+xml"},
+                                       {".png", "image/png"}};
+  for (size_t i = 0; dot && i < sizeof map / sizeof map[0]; i++) {
+    if (strcmp(dot, map[i][0]) == 0) {
+      return map[i][1];
+    }
+  }
+  return "application/octet-stream";
+}
+
+/* Static files from the client folder; nothing outside it (checked on the resolved path). */
+static http_reply static_file(const http_server *srv, const char *url) {
+  if (strstr(url, "..") || strchr(url, '\\')) {
+    return error_reply(404, "not_found", "", "no such file");
+  }
+  char path[PATH_MAX], real[PATH_MAX], root[PATH_MAX];
+  const char *rel = strcmp(url, "/") == 0 ? "/index.html" : url;
+  if (snprintf(path, sizeof path, "%s%s", srv->static_dir, rel) >= (int)sizeof path ||
+      !realpath(srv->static_dir, root) || !realpath(path, real) ||
+      strncmp(real, root, strlen(root)) != 0 || real[strlen(root)] != '/') {
+    return error_reply(404, "not_found", "", "no such file");
+  }
+  const int fd = open(real, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (64 << 20)) {
+    if (fd >= 0) {
+      close(fd);
+    }
+    return error_reply(404, "not_found", "", "no such file");
+  }
+  char *buf = malloc((size_t)st.st_size + 1);
+  const ssize_t got = buf ? read(fd, buf, (size_t)st.st_size) : -1;
+  close(fd);
+  if (got != st.st_size) {
+    free(buf);
+    return error_reply(500, "io_error", "", "could not read the file");
+  }
+  buf[got] = '\0';
+  http_reply r = {200, buf, mime(real), NULL};
+  return r;
+}
+
+static http_reply route(http_server *srv, struct MHD_Connection *c, const char *method,
+                        const char *url, const http_req *rq) {
+  if (rq->too_big) {
+    return error_reply(413, "too_large", "", "request bodies are limited to %d bytes", BODY_LIMIT);
+  }
+  const bool get = strcmp(method, "GET") == 0;
+  if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0 || strcmp(url, "/metrics") == 0 ||
+      strcmp(url, "/api/scenes") == 0) {
+    if (!get) {
+      http_reply r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
+      r.allow = "GET";
+      return r;
+    }
+    if (strcmp(url, "/healthz") == 0) {
+      return json_reply(200, json_pack("{s:s}", "status", "ok"));
+    }
+    if (strcmp(url, "/readyz") == 0) {
+      return srv->ready ? json_reply(200, json_pack("{s:b}", "ready", 1))
+                        : error_reply(503, "not_ready", "", "starting or stopping");
+    }
+    return strcmp(url, "/metrics") == 0 ? metrics_reply(srv) : scenes_reply();
+  }
+  if (strcmp(url, "/api/sessions") == 0) {
+    if (get) {
+      return json_reply(200, json_pack("{s:o}", "sessions", sess_list_json(srv->reg)));
+    }
+    if (strcmp(method, "POST") == 0) {
+      return create_session(srv, rq);
+    }
+    http_reply r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
+    r.allow = "GET, POST";
+    return r;
+  }
+  if (strncmp(url, "/api/sessions/", 14) == 0) {
+    char id[64];
+    const char *rest = url + 14, *slash = strchr(rest, '/');
+    const size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (n == 0 || n >= sizeof id) {
+      return error_reply(404, "not_found", "id", "no such session");
+    }
+    memcpy(id, rest, n);
+    id[n] = '\0';
+    return session_route(srv, c, method, id, slash ? slash + 1 : "", rq);
+  }
+  if (strncmp(url, "/api/", 5) == 0 || strcmp(url, "/api") == 0) {
+    return error_reply(404, "not_found", "", "no such resource");
+  }
+  if (!get && strcmp(method, "HEAD") != 0) {
+    http_reply r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
+    r.allow = "GET";
+    return r;
+  }
+  return static_file(srv, url);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls) {
+  (void)version;
+  http_server *srv = cls;
+  http_req *rq = *con_cls;
+  if (!rq) {
+    rq = calloc(1, sizeof *rq);
+    if (!rq) {
+      return MHD_NO;
+    }
+    *con_cls = rq;
+    return MHD_YES;
+  }
+  if (*upload_size > 0) {
+    /* keep reading past the limit (and drop it) so the client gets a clean 413 */
+    if (!rq->too_big && rq->len + *upload_size <= BODY_LIMIT) {
+      char *b = realloc(rq->body, rq->len + *upload_size + 1);
+      if (b) {
+        memcpy(b + rq->len, upload_data, *upload_size);
+        rq->body = b;
+        rq->len += *upload_size;
+        rq->body[rq->len] = '\0';
+      } else {
+        rq->too_big = true;
+      }
+    } else {
+      rq->too_big = true;
+    }
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  __atomic_add_fetch(&srv->requests, 1, __ATOMIC_RELAXED);
+  http_reply r = route(srv, c, method, url, rq);
+  const size_t len = r.body ? strlen(r.body) : 0;
+  struct MHD_Response *resp =
+      r.body ? MHD_create_response_from_buffer(len, r.body, MHD_RESPMEM_MUST_FREE)
+             : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  if (!resp) {
+    free(r.body);
+    return MHD_NO;
+  }
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.type ? r.type : "text/plain");
+  MHD_add_response_header(resp, "Cache-Control", "no-store");
+  if (r.allow) {
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r.allow);
+  }
+  const enum MHD_Result ok = MHD_queue_response(c, (unsigned)r.status, resp);
+  MHD_destroy_response(resp);
+  return ok;
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
+                    enum MHD_RequestTerminationCode code) {
+  (void)cls;
+  (void)c;
+  (void)code;
+  http_req *rq = *con_cls;
+  if (rq) {
+    free(rq->body);
+    free(rq);
+    *con_cls = NULL;
+  }
+}
+
+int http_start(http_server *srv, const struct sockaddr *addr, int max_connections) {
+  srv->mhd = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, NULL,
+      NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, srv,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+      MHD_OPTION_END);
+  if (!srv->mhd) {
+    return -1;
+  }
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
+  srv->port = info ? info->port : 0;
+  return 0;
+}
+
+void http_stop(http_server *srv) {
+  if (srv->mhd) {
+    MHD_stop_daemon(srv->mhd);
+    srv->mhd = NULL;
+  }
+}

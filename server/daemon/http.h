@@ -1,0 +1,24 @@
+/* grainlabd's HTTP server: REST routes, static client files, health and metrics. */
+#ifndef GRAINLAB_HTTP_H
+#define GRAINLAB_HTTP_H
+
+#include "sess.h"
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+typedef struct http_server {
+  sess_registry *reg;
+  char static_dir[4096];
+  char admin_token[129]; /* empty: no admin */
+  volatile bool ready;
+  unsigned long long requests;
+  struct MHD_Daemon *mhd;
+  unsigned port; /* bound port, once started */
+} http_server;
+
+int http_start(http_server *srv, const struct sockaddr *addr, int max_connections);
+void http_stop(http_server *srv);
+
+#endif

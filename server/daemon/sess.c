@@ -1,0 +1,670 @@
+/* Sessions of grainlabd (see sess.h): registry, worker lifecycle, real-time pacing, validated
+ * changes, and JSON views. */
+#define _GNU_SOURCE
+#include "sess.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define TICK_HZ 60 /* pacing ticks per second: 4 steps of 1/240 s each at speed 1 */
+#define WORKER_TIMEOUT_MS 5000
+
+struct session {
+  sess_registry *reg;
+  int refs; /* under the registry lock */
+  char id[17], join[7], token[65];
+  char label[64];
+  pthread_mutex_t lock; /* everything below, and the worker channel */
+  pthread_cond_t wake;
+  grn_world_def def;
+  sess_state state;
+  char reason[200];
+  double speed, rt_factor, step_acc;
+  uint64_t run_id, events;
+  worker_client wc;
+  worker_status last;
+  bool stop;
+  pthread_t thread;
+  bool has_thread;
+};
+
+struct sess_registry {
+  pthread_mutex_t lock;
+  session **list;
+  int n, cap;
+  sess_limits limits;
+  char worker_exe[4096];
+  uint64_t next_run, created, worker_failures;
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fail(sess_error *err, int status, const char *code, const char *field, const char *fmt,
+                 ...) __attribute__((format(printf, 5, 6)));
+static void fail(sess_error *err, int status, const char *code, const char *field, const char *fmt,
+                 ...) {
+  err->status = status;
+  err->code = code;
+  snprintf(err->field, sizeof err->field, "%s", field ? field : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  va_end(ap);
+}
+
+/* The one place every change of a session passes: the store and the stream attach here. */
+static void sess_event(session *s, const char *kind) {
+  s->events++;
+  (void)kind;
+}
+
+static void random_text(char *out, size_t len, const char *alphabet) {
+  const size_t k = strlen(alphabet);
+  unsigned char bytes[64];
+  while (getrandom(bytes, len, 0) != (ssize_t)len) {
+  }
+  for (size_t i = 0; i < len; i++) {
+    out[i] = alphabet[bytes[i] % k];
+  }
+  out[len] = '\0';
+}
+
+sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe) {
+  sess_registry *r = calloc(1, sizeof *r);
+  if (!r) {
+    return NULL;
+  }
+  pthread_mutex_init(&r->lock, NULL);
+  r->limits = *limits;
+  snprintf(r->worker_exe, sizeof r->worker_exe, "%s", worker_exe);
+  r->next_run = 1;
+  return r;
+}
+
+int sess_count(sess_registry *r) {
+  pthread_mutex_lock(&r->lock);
+  const int n = r->n;
+  pthread_mutex_unlock(&r->lock);
+  return n;
+}
+
+static worker_create create_msg(const sess_registry *r, const grn_world_def *def) {
+  worker_create c;
+  memset(&c, 0, sizeof c);
+  c.h.type = WORKER_CMD_CREATE;
+  c.h.size = sizeof c;
+  c.version = WORKER_PROTO_VERSION;
+  snprintf(c.scene, sizeof c.scene, "%s", def->scene->name);
+  memcpy(c.param, def->param, sizeof c.param);
+  c.seed = def->seed;
+  c.grains = def->grains;
+  c.threads = r->limits.threads;
+  c.memory_limit = r->limits.worker_memory;
+  return c;
+}
+
+/* Pacing: every tick, as many steps as real time × speed asks; the achieved real-time factor is
+ * measured over windows of about a second. */
+static void *pace(void *arg) {
+  session *s = arg;
+  double next = now_s(), win_wall = next, win_sim = 0.0;
+  pthread_mutex_lock(&s->lock);
+  win_sim = s->last.t;
+  for (;;) {
+    if (s->stop) {
+      break;
+    }
+    if (s->state == SESS_PAUSED || s->state == SESS_FAILED || s->state == SESS_ENDED) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 100000000;
+      if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+      }
+      pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+      next = win_wall = now_s();
+      win_sim = s->last.t;
+      continue;
+    }
+    s->step_acc += 240.0 / TICK_HZ * s->speed;
+    const int k = (int)s->step_acc;
+    s->step_acc -= k;
+    if (k > 0) {
+      const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, k};
+      worker_status st;
+      if (worker_call(&s->wc, &cmd, sizeof cmd, &st, sizeof st, WORKER_TIMEOUT_MS) !=
+          WORKER_REPLY_STATUS) {
+        s->state = SESS_FAILED;
+        snprintf(s->reason, sizeof s->reason, "%s", s->wc.reason);
+        pthread_mutex_lock(&s->reg->lock);
+        s->reg->worker_failures++;
+        pthread_mutex_unlock(&s->reg->lock);
+        sess_event(s, "failed");
+        continue;
+      }
+      s->last = st;
+      s->state = st.asleep ? SESS_ASLEEP : SESS_RUNNING;
+    }
+    const double t = now_s();
+    if (t - win_wall >= 1.0) {
+      s->rt_factor = (s->last.t - win_sim) / (t - win_wall);
+      win_wall = t;
+      win_sim = s->last.t;
+    }
+    pthread_mutex_unlock(&s->lock);
+    next += 1.0 / TICK_HZ;
+    if (next < t) {
+      next = t; /* behind: do not try to catch up in a burst */
+    }
+    const double wait = next - now_s();
+    if (wait > 0) {
+      const struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
+      nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&s->lock);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+static int start_worker(session *s, sess_error *err) {
+  const worker_create c = create_msg(s->reg, &s->def);
+  worker_status st;
+  if (worker_spawn(&s->wc, s->reg->worker_exe, &c, false, WORKER_TIMEOUT_MS, &st) != 0) {
+    fail(err, 500, "worker_failed", "", "the session's worker did not start: %s", s->wc.reason);
+    return -1;
+  }
+  s->last = st;
+  s->state = SESS_RUNNING;
+  s->reason[0] = '\0';
+  s->step_acc = 0.0;
+  pthread_mutex_lock(&s->reg->lock);
+  s->run_id = s->reg->next_run++;
+  pthread_mutex_unlock(&s->reg->lock);
+  return 0;
+}
+
+static void destroy(session *s);
+
+session *sess_create(sess_registry *r, const grn_world_def *def, const char *label,
+                     char token_out[65], sess_error *err) {
+  const int grains = grn_world_def_grains(def);
+  if (grains > r->limits.max_grains) {
+    fail(err, 422, "too_many_grains", "amount", "%d grains exceed this server's limit of %d",
+         grains, r->limits.max_grains);
+    return NULL;
+  }
+  session *s = calloc(1, sizeof *s);
+  if (!s) {
+    fail(err, 503, "out_of_memory", "", "out of memory");
+    return NULL;
+  }
+  s->reg = r;
+  s->refs = 2; /* the registry's and the caller's */
+  s->def = *def;
+  s->speed = 1.0;
+  s->wc.fd = -1;
+  snprintf(s->label, sizeof s->label, "%s", label ? label : "");
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->wake, NULL);
+  random_text(s->id, 16, "0123456789abcdef");
+  random_text(s->join, 6, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"); /* no 0/O or 1/I to misread */
+  random_text(s->token, 64, "0123456789abcdef");
+  pthread_mutex_lock(&r->lock);
+  if (r->n >= r->limits.max_sessions) {
+    pthread_mutex_unlock(&r->lock);
+    fail(err, 429, "too_many_sessions", "", "this server runs at most %d sessions",
+         r->limits.max_sessions);
+    free(s);
+    return NULL;
+  }
+  if (r->n == r->cap) {
+    const int cap = r->cap ? 2 * r->cap : 16;
+    session **l = realloc(r->list, sizeof(session *) * (size_t)cap);
+    if (!l) {
+      pthread_mutex_unlock(&r->lock);
+      fail(err, 503, "out_of_memory", "", "out of memory");
+      free(s);
+      return NULL;
+    }
+    r->list = l;
+    r->cap = cap;
+  }
+  r->list[r->n++] = s; /* hold the slot while the worker starts */
+  pthread_mutex_unlock(&r->lock);
+  if (start_worker(s, err) != 0) {
+    pthread_mutex_lock(&r->lock);
+    for (int i = 0; i < r->n; i++) {
+      if (r->list[i] == s) {
+        r->list[i] = r->list[--r->n];
+        break;
+      }
+    }
+    pthread_mutex_unlock(&r->lock);
+    destroy(s);
+    return NULL;
+  }
+  pthread_mutex_lock(&r->lock);
+  r->created++;
+  pthread_mutex_unlock(&r->lock);
+  sess_event(s, "created");
+  s->has_thread = pthread_create(&s->thread, NULL, pace, s) == 0;
+  memcpy(token_out, s->token, 65);
+  return s;
+}
+
+session *sess_find(sess_registry *r, const char *id) {
+  session *found = NULL;
+  pthread_mutex_lock(&r->lock);
+  for (int i = 0; i < r->n && !found; i++) {
+    if (strcmp(r->list[i]->id, id) == 0 || strcmp(r->list[i]->join, id) == 0) {
+      found = r->list[i];
+      found->refs++;
+    }
+  }
+  pthread_mutex_unlock(&r->lock);
+  return found;
+}
+
+static void destroy(session *s) {
+  pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->wake);
+  free(s);
+}
+
+void sess_release(session *s) {
+  sess_registry *r = s->reg;
+  pthread_mutex_lock(&r->lock);
+  const int left = --s->refs;
+  pthread_mutex_unlock(&r->lock);
+  if (left == 0) {
+    destroy(s);
+  }
+}
+
+/* Stop the pacing thread and the worker; the session stays allocated. */
+static void end(session *s) {
+  pthread_mutex_lock(&s->lock);
+  s->stop = true;
+  pthread_cond_signal(&s->wake);
+  pthread_mutex_unlock(&s->lock);
+  if (s->has_thread) {
+    pthread_join(s->thread, NULL);
+    s->has_thread = false;
+  }
+  pthread_mutex_lock(&s->lock);
+  worker_stop(&s->wc, 2000);
+  s->state = SESS_ENDED;
+  sess_event(s, "ended");
+  pthread_mutex_unlock(&s->lock);
+}
+
+void sess_delete(sess_registry *r, session *s) {
+  bool listed = false;
+  pthread_mutex_lock(&r->lock);
+  for (int i = 0; i < r->n; i++) {
+    if (r->list[i] == s) {
+      r->list[i] = r->list[--r->n];
+      listed = true;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&r->lock);
+  if (listed) {
+    end(s);
+    sess_release(s); /* the registry's reference */
+  }
+}
+
+void sess_registry_free(sess_registry *r) {
+  for (;;) {
+    /* take each session off the list, end it, and drop the registry's reference */
+    pthread_mutex_lock(&r->lock);
+    session *s = r->n > 0 ? r->list[--r->n] : NULL;
+    pthread_mutex_unlock(&r->lock);
+    if (!s) {
+      break;
+    }
+    end(s);
+    sess_release(s);
+  }
+  free(r->list);
+  pthread_mutex_destroy(&r->lock);
+  free(r);
+}
+
+bool sess_token_ok(const session *s, const char *token) {
+  if (!token || strlen(token) != 64) {
+    return false;
+  }
+  unsigned char diff = 0;
+  for (int i = 0; i < 64; i++) {
+    diff |= (unsigned char)(s->token[i] ^ token[i]);
+  }
+  return diff == 0;
+}
+
+static const char *state_name(sess_state st) {
+  static const char *const names[] = {"running", "paused", "asleep", "failed", "ended"};
+  return names[st];
+}
+
+static json_t *number_or_null(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *sess_json(session *s) {
+  pthread_mutex_lock(&s->lock);
+  json_t *params = json_object();
+  for (int i = 0; i < s->def.scene->param_count; i++) {
+    json_object_set_new(params, s->def.scene->param_info[i].name,
+                        json_real(s->def.param[s->def.scene->params[i]]));
+  }
+  json_t *meas = json_object();
+  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
+    if (s->last.meas.present & (1u << k)) {
+      json_object_set_new(meas, grn_measure_name((grn_measure_key)k),
+                          number_or_null(s->last.meas.value[k]));
+    }
+  }
+  json_object_set_new(meas, "state", json_string(grn_state_name(s->last.meas.state)));
+  json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:s, s:f, s:f, s:f, s:i, s:I, s:I, s:o}",
+                        "id", s->id, "join_code", s->join, "scene", s->def.scene->name, "label",
+                        s->label, "params", params, "seed", (json_int_t)s->def.seed, "state",
+                        state_name(s->state), "t", s->last.t, "rt_factor", s->rt_factor, "speed",
+                        s->speed, "viewers", 0, "run_id", (json_int_t)s->run_id, "steps",
+                        (json_int_t)s->last.steps, "measurements", meas);
+  if (s->state == SESS_FAILED) {
+    json_object_set_new(j, "reason", json_string(s->reason));
+  }
+  pthread_mutex_unlock(&s->lock);
+  return j;
+}
+
+json_t *sess_list_json(sess_registry *r) {
+  json_t *a = json_array();
+  pthread_mutex_lock(&r->lock);
+  const int n = r->n;
+  session **copy = malloc(sizeof(session *) * (size_t)(n > 0 ? n : 1));
+  for (int i = 0; i < n; i++) {
+    copy[i] = r->list[i];
+    copy[i]->refs++;
+  }
+  pthread_mutex_unlock(&r->lock);
+  for (int i = 0; i < n; i++) {
+    json_array_append_new(a, sess_json(copy[i]));
+    sess_release(copy[i]);
+  }
+  free(copy);
+  return a;
+}
+
+/* Run one worker command under the session lock; failures of the worker fail the session. */
+static int call(session *s, const void *cmd, size_t size, sess_error *err) {
+  if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
+    fail(err, 409, "session_failed", "", "the session has %s: %s",
+         s->state == SESS_FAILED ? "failed" : "ended", s->reason);
+    return -1;
+  }
+  union {
+    worker_status st;
+    worker_error er;
+  } reply;
+  const int type = worker_call(&s->wc, cmd, size, &reply, sizeof reply, WORKER_TIMEOUT_MS);
+  if (type == WORKER_REPLY_STATUS) {
+    s->last = reply.st;
+    return 0;
+  }
+  if (type == WORKER_REPLY_ERROR) {
+    fail(err, 422, "rejected", reply.er.error.field, "%s", reply.er.error.message);
+    return -1;
+  }
+  s->state = SESS_FAILED;
+  snprintf(s->reason, sizeof s->reason, "%s", s->wc.reason);
+  sess_event(s, "failed");
+  fail(err, 409, "session_failed", "", "the session's worker ended: %s", s->reason);
+  return -1;
+}
+
+int sess_set_params(session *s, json_t *params, sess_error *err) {
+  pthread_mutex_lock(&s->lock);
+  grn_world_def d = s->def;
+  const char *key;
+  json_t *v;
+  grn_error e;
+  /* all or nothing: every value is checked before the first reaches the worker */
+  json_object_foreach(params, key, v) {
+    if (!json_is_number(v)) {
+      fail(err, 400, "wrong_type", key, "parameter '%s' must be a number", key);
+      pthread_mutex_unlock(&s->lock);
+      return -1;
+    }
+    if (grn_world_def_set(&d, key, json_number_value(v), &e) != GRN_OK) {
+      fail(err, e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
+           e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range", e.field, "%s",
+           e.message);
+      pthread_mutex_unlock(&s->lock);
+      return -1;
+    }
+    if (strcmp(key, "amount") == 0 || strcmp(key, "quality") == 0) {
+      fail(err, 409, "needs_restart", key,
+           "parameter '%s' sets the grain count: switch the scene to change it", key);
+      pthread_mutex_unlock(&s->lock);
+      return -1;
+    }
+  }
+  int rc = 0;
+  json_object_foreach(params, key, v) {
+    worker_set cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.h.type = WORKER_CMD_SET;
+    cmd.h.size = sizeof cmd;
+    snprintf(cmd.name, sizeof cmd.name, "%s", key);
+    cmd.value = json_number_value(v);
+    if ((rc = call(s, &cmd, sizeof cmd, err)) != 0) {
+      break;
+    }
+  }
+  if (rc == 0) {
+    s->def = d;
+    sess_event(s, "params");
+  }
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+int sess_set_speed(session *s, double speed, sess_error *err) {
+  if (!(speed >= 0.25 && speed <= 4.0)) {
+    fail(err, 422, "out_of_range", "speed", "speed = %g is outside 0.25..4", speed);
+    return -1;
+  }
+  pthread_mutex_lock(&s->lock);
+  s->speed = speed;
+  sess_event(s, "speed");
+  pthread_mutex_unlock(&s->lock);
+  return 0;
+}
+
+/* Action names and their JSON arguments, in the order of the engine's argument list. */
+typedef struct action_form {
+  const char *type;
+  int kind; /* grn_action_kind, or −1.. for the daemon's own */
+  int required, optional;
+  const char *args[6];
+} action_form;
+
+enum { ACT_PAUSE = -1, ACT_RESUME = -2, ACT_STEP = -3 };
+
+static const action_form forms[] = {
+    {"spout", GRN_A_SPOUT, 2, 0, {"x", "z"}},
+    {"pour", GRN_A_POUR, 1, 0, {"on"}},
+    {"tool", GRN_A_TOOL, 3, 3, {"x", "y", "z", "vx", "vy", "vz"}},
+    {"tool_off", GRN_A_TOOL_OFF, 0, 0, {0}},
+    {"pull_dam", GRN_A_PULL_DAM, 0, 1, {"speed"}},
+    {"tilt", GRN_A_TILT, 1, 1, {"angle", "rate"}},
+    {"open_hole", GRN_A_OPEN_HOLE, 0, 0, {0}},
+    {"plug_hole", GRN_A_PLUG_HOLE, 0, 0, {0}},
+    {"reset", GRN_A_RESET, 0, 0, {0}},
+    {"pause", ACT_PAUSE, 0, 0, {0}},
+    {"resume", ACT_RESUME, 0, 0, {0}},
+    {"step", ACT_STEP, 1, 0, {"n"}},
+};
+
+int sess_action(session *s, json_t *body, sess_error *err) {
+  json_t *type = json_object_get(body, "type");
+  if (!json_is_string(type)) {
+    fail(err, 400, "missing_field", "type", "an action needs a \"type\" string");
+    return -1;
+  }
+  const action_form *form = NULL;
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    if (strcmp(forms[i].type, json_string_value(type)) == 0) {
+      form = &forms[i];
+    }
+  }
+  if (!form) {
+    fail(err, 400, "unknown_action", "type", "unknown action '%.60s'", json_string_value(type));
+    return -1;
+  }
+  double args[6] = {0};
+  int given = 0;
+  const char *key;
+  json_t *v;
+  json_object_foreach(body, key, v) {
+    if (strcmp(key, "type") == 0) {
+      continue;
+    }
+    int k = -1;
+    for (int a = 0; a < form->required + form->optional; a++) {
+      k = strcmp(form->args[a], key) == 0 ? a : k;
+    }
+    if (k < 0) {
+      fail(err, 400, "unknown_field", key, "action '%s' takes no '%s'", form->type, key);
+      return -1;
+    }
+    if (form->kind == GRN_A_POUR ? !json_is_boolean(v) : !json_is_number(v)) {
+      fail(err, 400, "wrong_type", key, "'%s' must be a %s", key,
+           form->kind == GRN_A_POUR ? "boolean" : "number");
+      return -1;
+    }
+    args[k] = form->kind == GRN_A_POUR ? (json_is_true(v) ? 1.0 : 0.0) : json_number_value(v);
+    given |= 1 << k;
+  }
+  const int need = (1 << form->required) - 1;
+  if ((given & need) != need) {
+    fail(err, 400, "missing_field", form->args[__builtin_ctz((unsigned)(~given & need))],
+         "action '%s' needs '%s'", form->type,
+         form->args[__builtin_ctz((unsigned)(~given & need))]);
+    return -1;
+  }
+  int nargs = form->required;
+  for (int a = form->required; a < form->required + form->optional; a++) {
+    nargs = (given >> a) & 1 ? a + 1 : nargs;
+  }
+  if (form->kind == GRN_A_TOOL && nargs > 3 && nargs != 6) {
+    fail(err, 400, "missing_field", "vx", "a moving tool needs all of vx, vy, vz");
+    return -1;
+  }
+  pthread_mutex_lock(&s->lock);
+  int rc = 0;
+  if (form->kind == ACT_PAUSE || form->kind == ACT_RESUME) {
+    if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
+      fail(err, 409, "session_failed", "", "the session has failed: %s", s->reason);
+      rc = -1;
+    } else {
+      s->state = form->kind == ACT_PAUSE ? SESS_PAUSED : SESS_RUNNING;
+      pthread_cond_signal(&s->wake);
+    }
+  } else if (form->kind == ACT_STEP) {
+    if (s->state != SESS_PAUSED) {
+      fail(err, 409, "not_paused", "type", "step works on a paused session");
+      rc = -1;
+    } else if (!(args[0] >= 1 && args[0] <= 14400 && args[0] == floor(args[0]))) {
+      fail(err, 422, "out_of_range", "n", "n = %g must be a whole number in 1..14400", args[0]);
+      rc = -1;
+    } else {
+      const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, (int32_t)args[0]};
+      rc = call(s, &cmd, sizeof cmd, err);
+    }
+  } else {
+    worker_act cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.h.type = WORKER_CMD_ACT;
+    cmd.h.size = sizeof cmd;
+    cmd.action.kind = (grn_action_kind)form->kind;
+    cmd.action.nargs = form->kind == GRN_A_POUR ? 1 : nargs;
+    memcpy(cmd.action.args, args, sizeof args);
+    grn_error e;
+    if (grn_action_check(s->def.scene, &cmd.action, &e) != GRN_OK) {
+      fail(err, e.code == GRN_E_UNSUPPORTED ? 409 : 422,
+           e.code == GRN_E_UNSUPPORTED ? "unsupported_action" : "out_of_range", e.field, "%s",
+           e.message);
+      rc = -1;
+    } else {
+      rc = call(s, &cmd, sizeof cmd, err);
+    }
+  }
+  if (rc == 0) {
+    sess_event(s, form->type);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, sess_error *err) {
+  const int grains = grn_world_def_grains(def);
+  if (grains > r->limits.max_grains) {
+    fail(err, 422, "too_many_grains", "amount", "%d grains exceed this server's limit of %d",
+         grains, r->limits.max_grains);
+    return -1;
+  }
+  pthread_mutex_lock(&s->lock);
+  worker_stop(&s->wc, 2000);
+  s->def = *def;
+  const int rc = start_worker(s, err);
+  if (rc != 0) {
+    s->state = SESS_FAILED;
+    snprintf(s->reason, sizeof s->reason, "%s", err->message);
+  }
+  sess_event(s, "scene");
+  pthread_cond_signal(&s->wake);
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+void sess_get_totals(sess_registry *r, sess_totals *out) {
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&r->lock);
+  out->sessions = r->n;
+  out->created = r->created;
+  out->worker_failures = r->worker_failures;
+  const int n = r->n;
+  session **copy = malloc(sizeof(session *) * (size_t)(n > 0 ? n : 1));
+  for (int i = 0; i < n; i++) {
+    copy[i] = r->list[i];
+    copy[i]->refs++;
+  }
+  pthread_mutex_unlock(&r->lock);
+  /* session locks are taken after the registry's is let go: elsewhere the order is session,
+   * then registry */
+  for (int i = 0; i < n; i++) {
+    pthread_mutex_lock(&copy[i]->lock);
+    const sess_state st = copy[i]->state;
+    pthread_mutex_unlock(&copy[i]->lock);
+    out->running += st == SESS_RUNNING || st == SESS_ASLEEP;
+    out->failed += st == SESS_FAILED;
+    sess_release(copy[i]);
+  }
+  free(copy);
+}

@@ -1,0 +1,78 @@
+/* Sessions of grainlabd: one live simulation each, run by its own sandboxed worker and paced at
+ * real time by its own thread. Every change of a session passes through sess_event(), the one
+ * place the store (and the stream) will record from. */
+#ifndef GRAINLAB_SESS_H
+#define GRAINLAB_SESS_H
+
+#include "grainlab/grainlab.h"
+#include "worker_client.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct sess_limits {
+  int max_sessions;
+  int max_grains;
+  uint64_t worker_memory; /* bytes */
+  int threads;            /* engine threads per worker */
+} sess_limits;
+
+typedef enum sess_state {
+  SESS_RUNNING = 0,
+  SESS_PAUSED,
+  SESS_ASLEEP,
+  SESS_FAILED,
+  SESS_ENDED
+} sess_state;
+
+typedef struct session session;
+
+typedef struct sess_registry sess_registry;
+
+/* A failed request: HTTP status, a code word, the message and the offending field. */
+typedef struct sess_error {
+  int status;
+  const char *code;
+  char message[192];
+  char field[32];
+} sess_error;
+
+sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe);
+/* Ends every session (workers stopped, threads joined) and frees the registry. */
+void sess_registry_free(sess_registry *r);
+int sess_count(sess_registry *r);
+
+/* Create from a validated definition; returns the session (referenced) or NULL with err. The
+ * control token is written to token_out (65 bytes). */
+session *sess_create(sess_registry *r, const grn_world_def *def, const char *label,
+                     char token_out[65], sess_error *err);
+/* Look up by id or join code; the result is referenced and must be released. */
+session *sess_find(sess_registry *r, const char *id);
+void sess_release(session *s);
+/* End a session and forget it. */
+void sess_delete(sess_registry *r, session *s);
+
+/* Constant-time comparison of a presented control token. */
+bool sess_token_ok(const session *s, const char *token);
+
+/* JSON of one session (a new reference). */
+json_t *sess_json(session *s);
+/* JSON array of every session. */
+json_t *sess_list_json(sess_registry *r);
+
+/* Changes: each validated before it touches anything; on error nothing changed. */
+int sess_set_params(session *s, json_t *params, sess_error *err);
+int sess_set_speed(session *s, double speed, sess_error *err);
+int sess_action(session *s, json_t *body, sess_error *err);
+int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, sess_error *err);
+
+/* Metrics for /metrics. */
+typedef struct sess_totals {
+  int sessions, running, failed;
+  uint64_t created, worker_failures;
+} sess_totals;
+void sess_get_totals(sess_registry *r, sess_totals *out);
+
+#endif

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# grainlabd end to end with a real HTTP client (curl): sessions and their controls, a table of
+# bad requests (each must get the right 4xx and a JSON error naming the problem, and change
+# nothing), worker isolation (kill -9), the session limit, and a clean SIGTERM.
+set -u
+daemon=${1:?usage: test_daemon.sh path/to/grainlabd}
+tmp=$(mktemp -d)
+pass=0
+fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+cleanup() {
+  [ -n "${dpid:-}" ] && kill -KILL "$dpid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+mkdir -p "$tmp/static/sub"
+echo '<!doctype html><title>grainlab</title>' >"$tmp/static/index.html"
+echo 'secret' >"$tmp/outside.txt"
+echo 'adminadminadmin-0123456789' >"$tmp/admin"
+"$daemon" --http-port 0 --ws-port 0 --data-dir "$tmp/data" --static-dir "$tmp/static" \
+  --admin-token-file "$tmp/admin" --max-sessions 3 --max-grains 4000 >"$tmp/out" 2>"$tmp/err" &
+dpid=$!
+for _ in $(seq 100); do
+  grep -q '^listening http=[0-9]* ws=[0-9]*$' "$tmp/out" && break
+  sleep 0.05
+done
+port=$(sed -n 's/^listening http=\([0-9]*\) ws=.*/\1/p' "$tmp/out")
+[ -n "$port" ] || { echo "FAIL daemon did not start: $(cat "$tmp/err")"; exit 1; }
+ok "daemon listening: $(cat "$tmp/out")"
+base="http://127.0.0.1:$port"
+
+# req METHOD PATH TOKEN [BODY]: sets $code and $body
+req() {
+  local args=(-s -o "$tmp/body" -w '%{http_code}' -X "$1" "$base$2")
+  [ -n "$3" ] && args+=(-H "Authorization: Bearer $3")
+  [ $# -ge 4 ] && args+=(--data-binary "$4")
+  code=$(curl "${args[@]}")
+  body=$(cat "$tmp/body")
+}
+field() { python3 -c 'import json,sys; d=json.load(sys.stdin)
+for k in sys.argv[1].split("."): d=d[k]
+print(d)' "$1" <<<"$body"; }
+
+# ---- a session and its controls -------------------------------------------------------------
+req POST /api/sessions "" '{"scene":"pour","params":{"quality":0,"mu":0.6},"seed":3,"label":"group A"}'
+[ "$code" = 201 ] && ok "create a session: 201" || bad "create: $code $body"
+A=$(field id)
+TA=$(field control_token)
+JA=$(field join_code)
+sleep 1.5
+req GET "/api/sessions/$A" ""
+t=$(field t)
+rt=$(field rt_factor)
+if awk -v t="$t" -v rt="$rt" 'BEGIN { exit !(t > 0.7 && rt > 0.7 && rt < 1.3) }'; then
+  ok "the session runs in real time (t = $t s, rt_factor $rt)"
+else
+  bad "pacing: t=$t rt=$rt"
+fi
+[ "$(field label)" = "group A" ] && [ "$(field params.mu)" = 0.6 ] && ok "label and params kept" || bad "label/params: $body"
+! grep -q "$TA" <<<"$body" && ok "GET never shows the control token" || bad "token leaked"
+req GET "/api/sessions/$JA" ""
+[ "$code" = 200 ] && [ "$(field id)" = "$A" ] && ok "the join code finds the session" || bad "join code: $code"
+req PATCH "/api/sessions/$A/params" "$TA" '{"mu":0.8,"mur":0.2}'
+[ "$code" = 200 ] && [ "$(field params.mu)" = 0.8 ] && ok "PATCH params" || bad "params: $code $body"
+req POST "/api/sessions/$A/actions" "$TA" '{"type":"spout","x":1.5,"z":-1}'
+[ "$code" = 200 ] && ok "action spout" || bad "spout: $code $body"
+req POST "/api/sessions/$A/actions" "$TA" '{"type":"pause"}'
+sleep 0.3
+req GET "/api/sessions/$A" ""
+s0=$(field steps)
+[ "$(field state)" = paused ] && ok "pause" || bad "pause: $body"
+req POST "/api/sessions/$A/actions" "$TA" '{"type":"step","n":10}'
+s1=$(field steps)
+[ "$code" = 200 ] && [ $((s1 - s0)) = 10 ] && ok "step 10 while paused ($s0 -> $s1)" || bad "step: $code $s0 $s1 $body"
+req POST "/api/sessions/$A/actions" "$TA" '{"type":"resume"}'
+[ "$code" = 200 ] && ok "resume" || bad "resume: $code"
+req PATCH "/api/sessions/$A" "$TA" '{"speed":2}'
+[ "$code" = 200 ] && [ "$(field speed)" = 2.0 ] && ok "speed 2" || bad "speed: $code $body"
+req GET /metrics ""
+grep -q '^grainlab_sessions 1$' <<<"$body" && ok "metrics count the session" || bad "metrics: $body"
+req GET / ""
+[ "$code" = 200 ] && grep -q grainlab <<<"$body" && ok "static index.html" || bad "static: $code"
+req GET /api/scenes ""
+[ "$code" = 200 ] && grep -q '"name":"silo"' <<<"$body" && ok "scene catalogue" || bad "scenes: $code"
+
+# ---- bad requests: right status, JSON error naming the problem, nothing changed -------------------
+fingerprint() {
+  req GET "/api/sessions/$A" ""
+  python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["scene"], d["label"], d["run_id"], d["speed"], sorted(d["params"].items()))' <<<"$body"
+}
+before=$(fingerprint)
+S="/api/sessions/$A"
+while IFS='|' read -r method path tok data want wcode; do
+  [ -z "$method" ] && continue
+  case "$tok" in A) tok=$TA ;; none) tok= ;; wrong) tok=0000000000000000000000000000000000000000000000000000000000000000 ;; admin) tok=$(cat "$tmp/admin") ;; esac
+  path=${path//@S/$S}
+  if [ "$data" = "-" ]; then req "$method" "$path" "$tok"; else req "$method" "$path" "$tok" "$data"; fi
+  gotcode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
+  if [ "$code" = "$want" ] && [ "$gotcode" = "$wcode" ]; then
+    ok "$method $path ${data:0:40} -> $code $wcode"
+  else
+    bad "$method $path ${data:0:60} -> $code $gotcode (want $want $wcode): ${body:0:200}"
+  fi
+done <<'TABLE'
+POST|/api/sessions|none|{"scene":"pour"|400|bad_json
+POST|/api/sessions|none|{"scene":"pour",}|400|bad_json
+POST|/api/sessions|none|not json|400|bad_json
+POST|/api/sessions|none||400|bad_json
+POST|/api/sessions|none|[1,2]|400|bad_json
+POST|/api/sessions|none|"pour"|400|bad_json
+POST|/api/sessions|none|{"scene":"pour","scene":"silo"}|400|bad_json
+POST|/api/sessions|none|{"scene":"pour","params":{"mu":NaN}}|400|bad_json
+POST|/api/sessions|none|{"scene":"pour","params":{"mu":Infinity}}|400|bad_json
+POST|/api/sessions|none|{"scene":"pour","params":{"mu":1e999}}|400|bad_json
+POST|/api/sessions|none|{"scene":"sandcastle"}|400|unknown_scene
+POST|/api/sessions|none|{"scene":42}|400|wrong_type
+POST|/api/sessions|none|{}|400|missing_field
+POST|/api/sessions|none|{"scene":"pour","colour":"red"}|400|unknown_field
+POST|/api/sessions|none|{"scene":"pour","params":{"viscosity":1}}|400|unknown_parameter
+POST|/api/sessions|none|{"scene":"pour","params":{"mu":2}}|422|out_of_range
+POST|/api/sessions|none|{"scene":"pour","params":{"mu":-1}}|422|out_of_range
+POST|/api/sessions|none|{"scene":"pour","params":{"mu":"0.5"}}|400|wrong_type
+POST|/api/sessions|none|{"scene":"pour","params":{"mu":true}}|400|wrong_type
+POST|/api/sessions|none|{"scene":"pour","params":[0.5]}|400|wrong_type
+POST|/api/sessions|none|{"scene":"pour","params":{"quality":1.5}}|422|out_of_range
+POST|/api/sessions|none|{"scene":"silo","params":{"hole":0.1}}|422|out_of_range
+POST|/api/sessions|none|{"scene":"pour","params":{"amount":400}}|422|too_many_grains
+POST|/api/sessions|none|{"scene":"pour","seed":1.5}|400|wrong_type
+POST|/api/sessions|none|{"scene":"pour","seed":"7"}|400|wrong_type
+POST|/api/sessions|none|{"scene":"pour","label":7}|400|wrong_type
+PUT|/api/sessions|none|{}|405|method_not_allowed
+DELETE|/api/scenes|none|-|405|method_not_allowed
+POST|/healthz|none|{}|405|method_not_allowed
+GET|/api/sessions/nosuchsession|none|-|404|not_found
+DELETE|/api/sessions/nosuchsession|A|-|404|not_found
+GET|/api/nothing|none|-|404|not_found
+GET|@S/nothing|none|-|404|not_found
+GET|/../../etc/passwd|none|-|404|not_found
+GET|/%2e%2e/outside.txt|none|-|404|not_found
+GET|/sub/../../outside.txt|none|-|404|not_found
+GET|/missing.html|none|-|404|not_found
+PATCH|@S/params|none|{"mu":0.7}|401|unauthorized
+PATCH|@S/params|wrong|{"mu":0.7}|403|forbidden
+PATCH|@S/params|admin|{"mu":0.7}|403|forbidden
+PATCH|@S/params|A|{"mu":9}|422|out_of_range
+PATCH|@S/params|A|{"mu":0.7,"viscosity":1}|400|unknown_parameter
+PATCH|@S/params|A|{"mu":0.7,"mur":9}|422|out_of_range
+PATCH|@S/params|A|{"amount":50}|409|needs_restart
+PATCH|@S/params|A|{"mu":null}|400|wrong_type
+PATCH|@S/params|A|{"mu":0.7|400|bad_json
+POST|@S/params|A|{"mu":0.7}|405|method_not_allowed
+POST|@S/actions|A|{"type":"fly"}|400|unknown_action
+POST|@S/actions|A|{}|400|missing_field
+POST|@S/actions|A|{"type":"spout","x":1}|400|missing_field
+POST|@S/actions|A|{"type":"spout","x":99,"z":0}|422|out_of_range
+POST|@S/actions|A|{"type":"spout","x":"1","z":0}|400|wrong_type
+POST|@S/actions|A|{"type":"spout","x":1,"z":0,"y":2}|400|unknown_field
+POST|@S/actions|A|{"type":"open_hole"}|409|unsupported_action
+POST|@S/actions|A|{"type":"pour","on":1}|400|wrong_type
+POST|@S/actions|A|{"type":"tool","x":0,"y":1,"z":0,"vx":1}|400|missing_field
+POST|@S/actions|A|{"type":"step","n":5}|409|not_paused
+POST|@S/actions|none|{"type":"pause"}|401|unauthorized
+PATCH|@S|A|{"speed":9}|422|out_of_range
+PATCH|@S|A|{"speed":"fast"}|400|wrong_type
+PATCH|@S|A|{"label":"new"}|400|read_only
+PATCH|@S|A|{"colour":1}|400|unknown_field
+POST|@S/scene|A|{"scene":"sandcastle"}|400|unknown_scene
+POST|@S/scene|A|{"scene":"silo","params":{"hole":5}}|422|out_of_range
+POST|@S/scene|A|{"scene":"silo","label":"x"}|400|unknown_field
+DELETE|@S|wrong|-|403|forbidden
+DELETE|@S|none|-|401|unauthorized
+TABLE
+after=$(fingerprint)
+[ "$before" = "$after" ] && ok "none of the bad requests changed the session" || bad "session changed: $before / $after"
+big=$(head -c 20000 /dev/zero | tr '\0' ' ')
+req POST /api/sessions "" "{\"scene\":\"pour\",\"label\":\"$big\"}"
+[ "$code" = 413 ] && ok "oversize body -> 413" || bad "oversize: $code"
+
+# ---- scene switch -------------------------------------------------------------------------------
+req GET "$S" ""
+run0=$(field run_id)
+req POST "$S/scene" "$TA" '{"scene":"silo","params":{"quality":0,"hole":0.9}}'
+[ "$code" = 200 ] && [ "$(field scene)" = silo ] && [ "$(field run_id)" -gt "$run0" ] && ok "switch to silo starts a new run" || bad "switch: $code $body"
+req POST "$S/actions" "$TA" '{"type":"open_hole"}'
+[ "$code" = 200 ] && ok "open_hole in the silo" || bad "open_hole: $code $body"
+
+# ---- isolation: kill -9 one worker ----------------------------------------------------------------
+req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+B=$(field id)
+sleep 0.3
+wpid=$(pgrep -n -P "$dpid" grainlab-worke)
+kill -KILL "$wpid"
+failed=""
+for _ in $(seq 20); do
+  sleep 0.1
+  req GET "/api/sessions/$B" ""
+  [ "$(field state)" = failed ] && failed=$(field reason) && break
+done
+[ -n "$failed" ] && ok "kill -9 of its worker fails session B within 2 s: $failed" || bad "B not failed: $body"
+grep -q "signal 9" <<<"$failed" && ok "the reason names the signal" || bad "reason: $failed"
+req GET "$S" ""
+t0=$(field t)
+sleep 0.5
+req GET "$S" ""
+t1=$(field t)
+awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b > a) }' && ok "session A keeps stepping ($t0 -> $t1 s)" || bad "A stopped: $t0 $t1"
+req GET /healthz ""
+[ "$code" = 200 ] && ok "healthz stays 200" || bad "healthz $code"
+req POST "/api/sessions/$B/actions" "$(cat "$tmp/admin")" '{"type":"pause"}'
+[ "$code" = 403 ] && ok "admin token cannot control (only list and end)" || bad "admin control: $code"
+
+# ---- the session limit ----------------------------------------------------------------------------
+req POST /api/sessions "" '{"scene":"tilt","params":{"quality":0}}'
+[ "$code" = 201 ] && ok "third session" || bad "third: $code $body"
+req POST /api/sessions "" '{"scene":"tilt","params":{"quality":0}}'
+wc_=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
+[ "$code" = 429 ] && [ "$wc_" = too_many_sessions ] && ok "a fourth is refused: 429 too_many_sessions" || bad "limit: $code $body"
+req DELETE "/api/sessions/$B" "$(cat "$tmp/admin")"
+[ "$code" = 200 ] && ok "admin ends session B" || bad "admin delete: $code $body"
+req GET "/api/sessions/$B" ""
+[ "$code" = 404 ] && ok "B is gone" || bad "B still there: $code"
+
+# ---- SIGTERM ----------------------------------------------------------------------------------------
+kill -TERM "$dpid"
+for _ in $(seq 100); do
+  kill -0 "$dpid" 2>/dev/null || break
+  sleep 0.05
+done
+if ! kill -0 "$dpid" 2>/dev/null; then
+  wait "$dpid"
+  rc=$?
+  [ "$rc" = 0 ] && ok "SIGTERM: exit 0 within 5 s" || bad "exit status $rc"
+  pgrep -f "grainlab-worker" >/dev/null && bad "workers left behind" || ok "no worker left"
+  dpid=
+else
+  bad "daemon still running 5 s after SIGTERM"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
