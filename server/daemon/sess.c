@@ -504,7 +504,7 @@ typedef struct action_form {
   const char *args[6];
 } action_form;
 
-enum { ACT_PAUSE = -1, ACT_RESUME = -2, ACT_STEP = -3 };
+enum { ACT_PAUSE = -1, ACT_RESUME = -2, ACT_STEP = -3, ACT_TEST = -4 };
 
 static const action_form forms[] = {
     {"spout", GRN_A_SPOUT, 2, 0, {"x", "z"}},
@@ -519,6 +519,12 @@ static const action_form forms[] = {
     {"pause", ACT_PAUSE, 0, 0, {0}},
     {"resume", ACT_RESUME, 0, 0, {0}},
     {"step", ACT_STEP, 1, 0, {"n"}},
+#ifdef GRAINLAB_TEST_COMMANDS
+    /* test builds only: make the worker break a limit, to prove it ends only its session */
+    {"test_hog", ACT_TEST, 0, 0, {0}},
+    {"test_syscall", ACT_TEST, 0, 0, {0}},
+    {"test_hang", ACT_TEST, 0, 0, {0}},
+#endif
 };
 
 int sess_action(session *s, json_t *body, sess_error *err) {
@@ -586,6 +592,12 @@ int sess_action(session *s, json_t *body, sess_error *err) {
       s->state = form->kind == ACT_PAUSE ? SESS_PAUSED : SESS_RUNNING;
       pthread_cond_signal(&s->wake);
     }
+  } else if (form->kind == ACT_TEST) {
+    const uint32_t cmd = strcmp(form->type, "test_hog") == 0       ? WORKER_CMD_TEST_HOG
+                         : strcmp(form->type, "test_syscall") == 0 ? WORKER_CMD_TEST_SYSCALL
+                                                                   : WORKER_CMD_TEST_HANG;
+    const worker_header h = {cmd, sizeof h};
+    rc = call(s, &h, sizeof h, err);
   } else if (form->kind == ACT_STEP) {
     if (s->state != SESS_PAUSED) {
       fail(err, 409, "not_paused", "type", "step works on a paused session");

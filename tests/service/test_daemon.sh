@@ -3,7 +3,8 @@
 # bad requests (each must get the right 4xx and a JSON error naming the problem, and change
 # nothing), worker isolation (kill -9), the session limit, and a clean SIGTERM.
 set -u
-daemon=${1:?usage: test_daemon.sh path/to/grainlabd}
+daemon=${1:?usage: test_daemon.sh path/to/grainlabd [--test-commands]}
+test_commands=${2:-}
 tmp=$(mktemp -d)
 pass=0
 fail=0
@@ -210,6 +211,29 @@ req GET /healthz ""
 [ "$code" = 200 ] && ok "healthz stays 200" || bad "healthz $code"
 req POST "/api/sessions/$B/actions" "$(cat "$tmp/admin")" '{"type":"pause"}'
 [ "$code" = 403 ] && ok "admin token cannot control (only list and end)" || bad "admin control: $code"
+
+# ---- limits broken on purpose (test builds): only that session ends ---------------------------
+if [ "$test_commands" = --test-commands ]; then
+  req DELETE "/api/sessions/$B" "$(cat "$tmp/admin")"
+  for kind in hog:memory syscall:forbidden hang:heartbeat; do
+    req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+    C=$(field id)
+    TC=$(field control_token)
+    req POST "/api/sessions/$C/actions" "$TC" "{\"type\":\"test_${kind%%:*}\"}"
+    req GET "/api/sessions/$C" ""
+    reason=$(field reason 2>/dev/null)
+    if [ "$(field state)" = failed ] && grep -q "${kind#*:}" <<<"$reason"; then
+      ok "test_${kind%%:*} fails only its session: $reason"
+    else
+      bad "test_${kind%%:*}: $body"
+    fi
+    req GET "$S" ""
+    [ "$(field state)" = running ] || [ "$(field state)" = asleep ] && ok "session A still $(field state)" || bad "A: $body"
+    req DELETE "/api/sessions/$C" "$TC"
+  done
+  req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+  B=$(field id)
+fi
 
 # ---- the session limit ----------------------------------------------------------------------------
 req POST /api/sessions "" '{"scene":"tilt","params":{"quality":0}}'
