@@ -179,6 +179,31 @@ big=$(head -c 20000 /dev/zero | tr '\0' ' ')
 req POST /api/sessions "" "{\"scene\":\"pour\",\"label\":\"$big\"}"
 [ "$code" = 413 ] && ok "oversize body -> 413" || bad "oversize: $code"
 
+# ---- schema/openapi.yaml agrees with the routes: documented methods are served, others get 405 --
+spec="$(dirname "$0")/../../schema/openapi.yaml"
+agree=0
+disagree=""
+while read -r path methods; do
+  p=${path//\{id\}/$A}
+  for m in GET POST PATCH DELETE PUT; do
+    req "$m" "$p" "" '{}'
+    ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
+    if grep -qw "$m" <<<"$methods"; then
+      if [ "$code" = 405 ] || [ "$ecode" = not_found ]; then
+        disagree+=" $m $path ($code)"
+      fi
+    elif [ "$code" != 405 ]; then
+      disagree+=" $m $path ($code, not documented)"
+    fi
+    agree=$((agree + 1))
+  done
+done < <(awk '/^paths:/ { on = 1; next }
+              on && /^  \/[^ ]*:$/ { if (p) print p, m; p = substr($1, 1, length($1) - 1); m = ""; next }
+              on && /^    (get|post|patch|delete|put):$/ { m = m " " toupper(substr($1, 1, length($1) - 1)) }
+              END { if (p) print p, m }' "$spec")
+[ -z "$disagree" ] && [ "$agree" -ge 45 ] && ok "openapi.yaml and the routes agree ($agree path/method checks)" || bad "openapi disagrees:$disagree"
+before=$(fingerprint)
+
 # ---- scene switch -------------------------------------------------------------------------------
 req GET "$S" ""
 run0=$(field run_id)
