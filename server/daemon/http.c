@@ -152,7 +152,7 @@ static bool admin_ok(const http_server *srv, const char *token) {
   return diff == 0;
 }
 
-/* Control (or admin) token check for a change; NULL when allowed. */
+/* Control (or, where admin_too, admin) token check for a change; false with an error reply. */
 static bool authorized(const http_server *srv, struct MHD_Connection *c, session *s, bool admin_too,
                        http_reply *err) {
   const char *t = bearer(c);

@@ -392,16 +392,25 @@ json_t *sess_json(session *s) {
   return j;
 }
 
-json_t *sess_list_json(sess_registry *r) {
-  json_t *a = json_array();
+/* The live sessions, each referenced (release every one, then free the array); session locks
+ * may be taken afterwards, since elsewhere the order is session, then registry. */
+static session **snapshot(sess_registry *r, int *n) {
   pthread_mutex_lock(&r->lock);
-  const int n = r->n;
-  session **copy = malloc(sizeof(session *) * (size_t)(n > 0 ? n : 1));
-  for (int i = 0; i < n; i++) {
+  *n = r->n;
+  session **copy = malloc(sizeof(session *) * (size_t)(r->n > 0 ? r->n : 1));
+  for (int i = 0; copy && i < r->n; i++) {
     copy[i] = r->list[i];
     copy[i]->refs++;
   }
+  *n = copy ? *n : 0;
   pthread_mutex_unlock(&r->lock);
+  return copy;
+}
+
+json_t *sess_list_json(sess_registry *r) {
+  json_t *a = json_array();
+  int n;
+  session **copy = snapshot(r, &n);
   for (int i = 0; i < n; i++) {
     json_array_append_new(a, sess_json(copy[i]));
     sess_release(copy[i]);
@@ -658,18 +667,12 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
 void sess_get_totals(sess_registry *r, sess_totals *out) {
   memset(out, 0, sizeof *out);
   pthread_mutex_lock(&r->lock);
-  out->sessions = r->n;
   out->created = r->created;
   out->worker_failures = r->worker_failures;
-  const int n = r->n;
-  session **copy = malloc(sizeof(session *) * (size_t)(n > 0 ? n : 1));
-  for (int i = 0; i < n; i++) {
-    copy[i] = r->list[i];
-    copy[i]->refs++;
-  }
   pthread_mutex_unlock(&r->lock);
-  /* session locks are taken after the registry's is let go: elsewhere the order is session,
-   * then registry */
+  int n;
+  session **copy = snapshot(r, &n);
+  out->sessions = n;
   for (int i = 0; i < n; i++) {
     pthread_mutex_lock(&copy[i]->lock);
     const sess_state st = copy[i]->state;
