@@ -12,3 +12,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAINLAB_S
 cmake --build build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit -E '^lint$'
+# the daemon (it faces the network) under the same sanitizers, talking to release workers: a
+# sanitized worker cannot live inside its own address-space limit
+mkdir -p build-asan/daemon-check
+cp build-asan/grainlabd build/grainlab-worker build-asan/daemon-check/
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  bash tests/service/test_daemon.sh build-asan/daemon-check/grainlabd

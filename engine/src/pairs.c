@@ -192,6 +192,43 @@ void grn__rebuild_refs(grn_world *w) {
   }
 }
 
+#ifdef GRN_VALIDATE
+#include <stdio.h>
+#include <stdlib.h>
+
+/* GRAINLAB_VALIDATE builds: the layout the force pass relies on, checked after every rebuild;
+ * a violation is our bug, so it stops the process with the first thing found. */
+static void validate(const grn_world *w) {
+  const char *bad = NULL;
+  for (int i = 0; i < w->n && !bad; i++) {
+    if (i > 0 && w->cell[i] < w->cell[i - 1]) {
+      bad = "grains out of cell order";
+    }
+    for (int p = w->pstart[i]; p < w->pstart[i + 1] && !bad; p++) {
+      const int b = w->pb[p];
+      if (b < 0 || b >= w->n || b == i || !owns(w, i, b)) {
+        bad = "a pair under the wrong owner";
+      } else if (w->pfn[p] < 0.0f && grn__reach_gap(w) == 0.0) {
+        bad = "a liquid bridge in dry sand";
+      }
+    }
+    for (int q = w->rstart[i]; q < w->rstart[i + 1] && !bad; q++) {
+      if (w->pb[w->rref[q]] != i || (q > w->rstart[i] && w->rref[q] <= w->rref[q - 1])) {
+        bad = "a reference list out of order";
+      }
+    }
+  }
+  if (!bad && (w->rstart[w->n] != w->m || w->pstart[w->n] != w->m)) {
+    bad = "pair counts disagree";
+  }
+  if (bad) {
+    fprintf(stderr, "grainlab engine invariant broken after rebuild %llu: %s\n",
+            (unsigned long long)w->rebuilds, bad);
+    abort();
+  }
+}
+#endif
+
 int grn__rebuild(grn_world *w) {
   const int n_old = w->n;
   w->fused = false; /* planned again once the new list stands */
@@ -342,6 +379,9 @@ int grn__rebuild(grn_world *w) {
   w->m = m;
   w->nl = nn;
   grn__rebuild_refs(w);
+#ifdef GRN_VALIDATE
+  validate(w);
+#endif
   w->table_valid = false;
   grn__plan_fused(w);
   w->disp = 0.0;
