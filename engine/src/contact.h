@@ -18,6 +18,23 @@ typedef struct pair_ctx {
   bool ring; /* rows live in a ring shared over the step: inactive rows are zeroed every time */
 } pair_ctx;
 
+/* Where each pair's row lives during one pass. The reference keeps a full table (row p at p); the
+ * fused step gives each thread a ring (ring_base + (p & mask)) plus, around chunk boundaries, up
+ * to two bands: contiguous pair ranges [p0, p1) stored at off + (p − p0). */
+typedef struct slots {
+  int32_t ring_base, mask, nb;
+  int32_t p0[2], p1[2], off[2];
+} slots;
+
+static inline int32_t slot_of(const slots *s, int32_t p) {
+  for (int k = 0; k < s->nb; k++) {
+    if (p >= s->p0[k] && p < s->p1[k]) {
+      return s->off[k] + (p - s->p0[k]);
+    }
+  }
+  return s->ring_base + (p & s->mask);
+}
+
 /* Whether this CPU can run the AVX2 kernel (and the build has it). */
 bool grn__simd_available(void);
 
@@ -25,5 +42,10 @@ bool grn__simd_available(void);
  * count is a multiple of 4. Every listed pair must be touching (overlap > 0). Returns the
  * largest overlap among them. */
 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count);
+
+/* The classification of up to four pairs p.. of owner a (count lanes), as step.c's scalar code
+ * makes it: bits 0–3 certainly touching, bits 4–7 for the scalar reference to decide (parting,
+ * a liquid bridge, within rounding of first touch); neither: apart. */
+unsigned grn__classify4_avx2(const pair_ctx *c, int a, int p, int count);
 
 #endif

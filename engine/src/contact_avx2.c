@@ -87,6 +87,32 @@ AVX2 static inline __m128 f32(v4d v) {
   return _mm256_cvtpd_ps((__m256d)v);
 }
 
+AVX2 unsigned grn__classify4_avx2(const pair_ctx *c, int a, int p, int count) {
+  int b[4];
+  float f[4] = {0, 0, 0, 0};
+  for (int k = 0; k < 4; k++) {
+    b[k] = k < count ? c->pb[p + k] : a; /* a spare lane looks at the owner itself */
+    f[k] = k < count ? c->pfn[p + k] : 0.0f;
+  }
+  const grn_vec3 pa = c->pos[a];
+  const v3 d = vsub(load3(c->pos, b), (v3){splat(pa.x), splat(pa.y), splat(pa.z)});
+  const v4d d2 = vdot(d, d);
+  const v4d rb = {c->rad[b[0]], c->rad[b[1]], c->rad[b[2]], c->rad[b[3]]};
+  const v4d rs = splat(c->rad[a]) + rb, reach = rs + splat(c->gap);
+  /* certainly touching: d2 < rs²·(1 − 1e-9) means sqrt(d2) < rs·(1 − 5e-10), so the scalar law's
+   * overlap rs − sqrt(d2) is > 0 too, whatever the rounding; apart: beyond the reach; anything in
+   * between, and any apart pair that still has history (it is parting), goes to the scalar law */
+  const v4l sure = d2 < rs * rs * splat(1.0 - 1e-9);
+  const v4l far = d2 >= reach * reach;
+  const v4d fv = {f[0], f[1], f[2], f[3]};
+  const v4l active = fv != splat(0.0);
+  const v4l slow = (~sure & ~far) | (far & active);
+  const unsigned valid = (1u << count) - 1u;
+  const unsigned ms = (unsigned)_mm256_movemask_pd((__m256d)sure) & valid;
+  const unsigned mw = (unsigned)_mm256_movemask_pd((__m256d)slow) & valid;
+  return ms | (mw << 4);
+}
+
 AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count) {
   const v4d kn = splat(GRN_KN), cn = splat(c->cn), ct = splat(c->ct), h = splat(GRN_H);
   const v4d mkt = splat(-GRN_KT), inv_mkt = splat(-1.0 / GRN_KT), zero = splat(0.0);
@@ -198,6 +224,14 @@ double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count) {
   (void)list;
   (void)count;
   return 0.0;
+}
+
+unsigned grn__classify4_avx2(const pair_ctx *c, int a, int p, int count) {
+  (void)c;
+  (void)a;
+  (void)p;
+  (void)count;
+  return 0;
 }
 
 #endif

@@ -145,23 +145,6 @@ static inline double pair_force(const pair_ctx *c, int a, int p, grn_force_row *
   return over;
 }
 
-/* Where each pair's row lives during one pass. The reference keeps a full table (row p at p); the
- * fused step gives each thread a ring (ring_base + (p & mask)) plus, around chunk boundaries, up
- * to two bands: contiguous pair ranges [p0, p1) stored at off + (p − p0). */
-typedef struct slots {
-  int32_t ring_base, mask, nb;
-  int32_t p0[2], p1[2], off[2];
-} slots;
-
-static inline int32_t slot_of(const slots *s, int32_t p) {
-  for (int k = 0; k < s->nb; k++) {
-    if (p >= s->p0[k] && p < s->p1[k]) {
-      return s->off[k] + (p - s->p0[k]);
-    }
-  }
-  return s->ring_base + (p & s->mask);
-}
-
 /* Touching pairs a thread collects for the AVX2 kernel: (owner, pair, row slot) triples. */
 #define TOUCH_BATCH 256
 typedef struct batch {
@@ -186,50 +169,50 @@ typedef struct pass_sums {
   int touching, moving, count, killed;
 } pass_sums;
 
-/* Forces of every pair owned by grain a. With SIMD the pairs are classified exactly as the
- * reference classifies them and touching ones are batched for the kernel (each pair's result
- * depends on its own inputs only, so when it is computed does not matter). */
+/* Forces of every pair owned by grain a. With SIMD the pairs are classified four at a time, the
+ * doubtful ones are handed to the scalar law, and touching ones are batched for the kernel (each
+ * pair's result depends on its own inputs only, so when it is computed does not matter). */
 static inline void owner_forces(const pair_ctx *c, const int32_t *restrict pstart, int a,
                                 const slots *s, batch *bt, bool simd, pass_sums *sum) {
-  const grn_vec3 pa = c->pos[a];
-  const double ra = c->rad[a];
-  for (int p = pstart[a]; p < pstart[a + 1]; p++) {
-    const int32_t slot = slot_of(s, p);
-    if (!simd) {
-      const double over = pair_force(c, a, p, &c->table[slot]);
+  const int p1 = pstart[a + 1];
+  if (!simd) {
+    for (int p = pstart[a]; p < p1; p++) {
+      const double over = pair_force(c, a, p, &c->table[slot_of(s, p)]);
       if (over > 0.0) {
         sum->touching++;
         sum->omax = over > sum->omax ? over : sum->omax;
       }
-      continue;
     }
-    const int b = c->pb[p];
-    const grn_vec3 d = sub(c->pos[b], pa);
-    const double rs = ra + c->rad[b], reach = rs + c->gap, d2 = dot(d, d);
-    if (d2 >= reach * reach) {
-      if (c->pfn[p] != 0.0f) {
-        pair_force(c, a, p, &c->table[slot]); /* parting: the reference clears history and row */
-      } else if (c->ring) {
-        row_zero(&c->table[slot]); /* ring slots are shared over the step: zero every time */
-      }
-      continue;
-    }
-    if (!(d2 < rs * rs * (1.0 - 1e-9))) {
-      /* a liquid bridge, or within rounding of first touch: the reference decides exactly */
-      const double over = pair_force(c, a, p, &c->table[slot]);
+    return;
+  }
+  /* four at a time: one branch per group instead of a coin toss per pair */
+  for (int p = pstart[a]; p < p1; p += 4) {
+    const int count = p1 - p < 4 ? p1 - p : 4;
+    const unsigned m = grn__classify4_avx2(c, a, p, count);
+    for (unsigned bits = (m >> 4) & 15u; bits; bits &= bits - 1u) {
+      /* parting, a liquid bridge, or within rounding of first touch: the reference decides */
+      const int q = p + __builtin_ctz(bits);
+      const double over = pair_force(c, a, q, &c->table[slot_of(s, q)]);
       if (over > 0.0) {
         sum->touching++;
         sum->omax = over > sum->omax ? over : sum->omax;
       }
-      continue;
     }
-    /* certainly touching (sqrt(d2) < rs·(1 − 5e-10)): the kernel computes it and its overlap */
-    sum->touching++;
-    bt->item[3 * bt->n] = a;
-    bt->item[3 * bt->n + 1] = p;
-    bt->item[3 * bt->n + 2] = slot;
-    if (++bt->n == TOUCH_BATCH) {
-      batch_flush(c, bt, &sum->omax);
+    if (c->ring) {
+      /* ring slots are shared over the step: apart pairs write a zero row every time */
+      for (unsigned bits = ~m & ~(m >> 4) & ((1u << count) - 1u); bits; bits &= bits - 1u) {
+        row_zero(&c->table[slot_of(s, p + __builtin_ctz(bits))]);
+      }
+    }
+    for (unsigned bits = m & 15u; bits; bits &= bits - 1u) {
+      const int q = p + __builtin_ctz(bits);
+      sum->touching++;
+      bt->item[3 * bt->n] = a;
+      bt->item[3 * bt->n + 1] = q;
+      bt->item[3 * bt->n + 2] = slot_of(s, q);
+      if (++bt->n == TOUCH_BATCH) {
+        batch_flush(c, bt, &sum->omax);
+      }
     }
   }
 }
