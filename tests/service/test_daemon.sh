@@ -291,5 +291,34 @@ else
   bad "daemon still running 5 s after SIGTERM"
 fi
 
+# ---- configuration: a config file, and bad settings refused before anything starts --------------
+cat >"$tmp/conf" <<CONF
+# a test configuration
+http-port = 0
+ws-port = 0
+data-dir = $tmp/data2
+max-sessions = 1
+CONF
+"$daemon" --config "$tmp/conf" >"$tmp/out2" 2>"$tmp/err2" &
+d2=$!
+for _ in $(seq 100); do grep -q '^listening' "$tmp/out2" && break; sleep 0.05; done
+port2=$(sed -n 's/^listening http=\([0-9]*\) ws=.*/\1/p' "$tmp/out2")
+base="http://127.0.0.1:$port2"
+req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+c1=$code
+req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+[ "$c1" = 201 ] && [ "$code" = 429 ] && [ -d "$tmp/data2" ] && ok "--config sets ports, data dir and max-sessions 1" || bad "config: $c1 $code"
+kill -TERM "$d2"
+wait "$d2"
+for args in "--http-port 70000" "--bind nowhere" "--max-sessions 0" "--worker-memory-mb 1" "--colour blue" "--config $tmp/missing"; do
+  # shellcheck disable=SC2086
+  timeout 5 "$daemon" $args >"$tmp/o" 2>"$tmp/e"
+  rc=$?
+  [ "$rc" = 2 ] && [ "$(wc -l <"$tmp/e")" = 1 ] && [ ! -s "$tmp/o" ] && ok "grainlabd $args: exit 2, $(cat "$tmp/e")" || bad "grainlabd $args: exit $rc $(cat "$tmp/e")"
+done
+echo "bad-line" >"$tmp/conf2"
+timeout 5 "$daemon" --config "$tmp/conf2" >/dev/null 2>"$tmp/e"
+[ $? = 2 ] && ok "a config line that is not 'name = value' is refused" || bad "bad config accepted"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
