@@ -620,6 +620,14 @@ void grn_world_grains(const grn_world *w, grn_grains_view *out) {
   out->alive = w->flags; /* GRN_F_ALIVE is bit 0 */
 }
 
+void grn_world_geometry(const grn_world *w, grn_geometry *out) {
+  const grn_geom *g = &w->geom;
+  *out = (grn_geometry){g->floor_y, g->fx0,     g->fx1,      g->fz0,      g->fz1,      g->box,
+                        g->xmin,    g->xmax,    g->zmin,     g->zmax,     g->silo_r,   g->plate,
+                        g->plugged, g->plate_y, g->hole_r,   g->dam,      g->dam_x,    g->dam_edge,
+                        g->tool,    g->tool_r,  g->tool_p.x, g->tool_p.y, g->tool_p.z, w->phi};
+}
+
 void grn_world_height_map(const grn_world *w, grn_height_map *out) {
   out->nx = w->hnx;
   out->nz = w->hnz;

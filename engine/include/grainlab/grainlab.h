@@ -245,6 +245,23 @@ typedef struct grn_grains_view {
 
 GRN_API void grn_world_grains(const grn_world *world, grn_grains_view *out);
 
+/* The scene's static and moving geometry, for drawing (metres, y up). */
+typedef struct grn_geometry {
+  double floor_y, floor_x0, floor_x1, floor_z0, floor_z1; /* ±inf for an endless floor */
+  bool box;
+  double box_x0, box_x1, box_z0, box_z1; /* ±inf for an open side */
+  double silo_r;                         /* 0: no silo wall */
+  bool plate, plugged;
+  double plate_y, hole_r;
+  bool dam;
+  double dam_x, dam_edge; /* the dam holds grains above its lower edge */
+  bool tool;
+  double tool_r, tool_x, tool_y, tool_z;
+  double tilt; /* rad: gravity turned by this about z (the box tilted the other way) */
+} grn_geometry;
+
+GRN_API void grn_world_geometry(const grn_world *world, grn_geometry *out);
+
 /* The height map of the last measurement: nx × nz cells of `cell` metres from (x0, z0), each the
  * top (y + r) of the grains resting in it (row-major in x), or the floor where none rest. */
 typedef struct grn_height_map {
