@@ -18,3 +18,10 @@ mkdir -p build-asan/daemon-check
 cp build-asan/grainlabd build/grainlab-worker build-asan/daemon-check/
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   bash tests/service/test_daemon.sh build-asan/daemon-check/grainlabd
+# and under the thread sanitizer: sessions, pacing threads and request threads share state
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAINLAB_TSAN=ON \
+  -DGRAINLAB_TESTS=OFF >/dev/null
+cmake --build build-tsan --target grainlabd
+mkdir -p build-tsan/daemon-check
+cp build-tsan/grainlabd build/grainlab-worker build-tsan/daemon-check/
+TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_daemon.sh build-tsan/daemon-check/grainlabd

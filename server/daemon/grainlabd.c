@@ -193,13 +193,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "grainlabd: error: cannot serve HTTP on %s:%ld\n", c.bind, c.http_port);
     return 1;
   }
-  srv.ready = true;
+  __atomic_store_n(&srv.ready, true, __ATOMIC_RELEASE);
   printf("listening http=%u ws=%u\n", srv.port, (unsigned)ntohs(wa.sin_port));
   fflush(stdout);
   int sig = 0;
   sigwait(&stop, &sig);
   /* stop accepting, then end every session cleanly */
-  srv.ready = false;
+  __atomic_store_n(&srv.ready, false, __ATOMIC_RELEASE);
   http_stop(&srv);
   sess_registry_free(srv.reg);
   close(ws);

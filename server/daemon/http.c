@@ -391,8 +391,9 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
       return json_reply(200, json_pack("{s:s}", "status", "ok"));
     }
     if (strcmp(url, "/readyz") == 0) {
-      return srv->ready ? json_reply(200, json_pack("{s:b}", "ready", 1))
-                        : error_reply(503, "not_ready", "", "starting or stopping");
+      return __atomic_load_n(&srv->ready, __ATOMIC_ACQUIRE)
+                 ? json_reply(200, json_pack("{s:b}", "ready", 1))
+                 : error_reply(503, "not_ready", "", "starting or stopping");
     }
     return strcmp(url, "/metrics") == 0 ? metrics_reply(srv) : scenes_reply();
   }

@@ -12,7 +12,7 @@ typedef struct http_server {
   sess_registry *reg;
   char static_dir[4096];
   char admin_token[129]; /* empty: no admin */
-  volatile bool ready;
+  bool ready;            /* read and written with __atomic builtins: request threads read it */
   unsigned long long requests;
   struct MHD_Daemon *mhd;
   unsigned port; /* bound port, once started */
