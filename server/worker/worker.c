@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "worker_proto.h"
 
+#include "frame.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -20,6 +22,9 @@
 #include <unistd.h>
 
 static int chan = WORKER_CHANNEL_FD;
+static uint8_t *frames;     /* the shared frame memory (NULL: none asked for) */
+static size_t frame_bytes;  /* its size */
+static uint32_t frame_size; /* bytes of the last frame written, reported once */
 
 static void send_msg(const void *msg, size_t size) {
   if (send(chan, msg, size, MSG_NOSIGNAL) != (ssize_t)size) {
@@ -49,6 +54,8 @@ static void send_status(const grn_world *w) {
   r.alive = st.alive;
   r.digest = grn_world_digest(w);
   grn_world_measurements(w, &r.meas);
+  r.frame_size = frame_size;
+  frame_size = 0;
   send_msg(&r, sizeof r);
 }
 
@@ -187,6 +194,21 @@ int main(void) {
     send_error(&e);
     return WORKER_EXIT_SETUP;
   }
+  frame_encoder *enc = NULL;
+  if (c.frame_bytes > 0) {
+    /* map the frame memory before the sandbox closes mmap of new files; the fd goes */
+    void *map = mmap(NULL, c.frame_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, WORKER_FRAME_FD, 0);
+    close(WORKER_FRAME_FD);
+    enc = frame_encoder_new();
+    if (map == MAP_FAILED || !enc) {
+      e.code = GRN_E_NOMEM;
+      snprintf(e.message, sizeof e.message, "cannot map the frame memory");
+      send_error(&e);
+      return WORKER_EXIT_SETUP;
+    }
+    frames = map;
+    frame_bytes = c.frame_bytes;
+  }
   /* the world is built (all its files and start-up allocations done): lock down before serving;
    * the engine's threads start at the first step, under a filter that lets clone make threads */
   if (lock_down(c.memory_limit) != 0) {
@@ -256,6 +278,29 @@ int main(void) {
     case WORKER_CMD_STATUS:
       send_status(w);
       break;
+    case WORKER_CMD_FRAME: {
+      worker_frame f;
+      if (h.size != sizeof f || !enc) {
+        return WORKER_EXIT_PROTOCOL;
+      }
+      memcpy(&f, buf, sizeof f);
+      const uint8_t *out;
+      size_t len;
+      if (frame_encode(enc, w, f.key != 0, &out, &len) != 0) {
+        return WORKER_EXIT_NOMEM;
+      }
+      if (len > frame_bytes) {
+        e.code = GRN_E_BUFFER;
+        snprintf(e.message, sizeof e.message, "a frame of %zu bytes exceeds the %zu shared", len,
+                 frame_bytes);
+        send_error(&e);
+        break;
+      }
+      memcpy(frames, out, len);
+      frame_size = (uint32_t)len;
+      send_status(w);
+      break;
+    }
     case WORKER_CMD_QUIT:
       grn_world_destroy(w);
       return WORKER_EXIT_OK;

@@ -2,12 +2,15 @@
 #define _GNU_SOURCE
 #include "worker_client.h"
 
+#include "frame.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -71,6 +74,10 @@ static void finish_within(worker_client *wc, const char *why, int grace_ms) {
     close(wc->fd);
     wc->fd = -1;
   }
+  if (wc->frames) {
+    munmap((void *)wc->frames, wc->frame_bytes);
+    wc->frames = NULL;
+  }
   wc->ended = true;
 }
 
@@ -120,14 +127,50 @@ static int receive(worker_client *wc, void *reply, size_t reply_size, int timeou
   }
 }
 
+/* Give up before any process exists: drop the frame memory, keep the reason. */
+static void abandon(worker_client *wc) {
+  if (wc->frames) {
+    munmap((void *)wc->frames, wc->frame_bytes);
+    wc->frames = NULL;
+  }
+  wc->ended = true;
+}
+
+size_t worker_frame_bytes(int grains) {
+  const size_t raw = 8 * (size_t)grains + sizeof(grn_geometry);
+  return FRAME_HEADER + raw + raw / 128 + 4096; /* > ZSTD_compressBound(raw) */
+}
+
 int worker_spawn(worker_client *wc, const char *exe, const worker_create *create, bool keep_stderr,
                  int timeout_ms, worker_status *first) {
   memset(wc, 0, sizeof *wc);
   wc->fd = -1;
+  int mem = -1;
+  if (create->frame_bytes > 0) {
+    /* the frame memory: created here, shared with the worker on fd 4, read-only on this side */
+    mem = memfd_create("grainlab-frames", MFD_CLOEXEC);
+    void *map = MAP_FAILED;
+    if (mem >= 0 && ftruncate(mem, (off_t)create->frame_bytes) == 0) {
+      map = mmap(NULL, create->frame_bytes, PROT_READ, MAP_SHARED, mem, 0);
+    }
+    if (map == MAP_FAILED) {
+      snprintf(wc->reason, sizeof wc->reason, "frame memory: %s", strerror(errno));
+      if (mem >= 0) {
+        close(mem);
+      }
+      wc->ended = true;
+      return -1;
+    }
+    wc->frames = map;
+    wc->frame_bytes = create->frame_bytes;
+  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     snprintf(wc->reason, sizeof wc->reason, "socketpair: %s", strerror(errno));
-    wc->ended = true;
+    if (mem >= 0) {
+      close(mem);
+    }
+    abandon(wc);
     return -1;
   }
   const pid_t pid = fork();
@@ -135,17 +178,25 @@ int worker_spawn(worker_client *wc, const char *exe, const worker_create *create
     snprintf(wc->reason, sizeof wc->reason, "fork: %s", strerror(errno));
     close(sv[0]);
     close(sv[1]);
-    wc->ended = true;
+    if (mem >= 0) {
+      close(mem);
+    }
+    abandon(wc);
     return -1;
   }
   if (pid == 0) {
-    /* child: the channel on fd 3 and nothing else (only async-signal-safe calls here) */
+    /* child: the channel on fd 3 (and the frame memory on 4) and nothing else; both are first
+     * moved above 9 so that placing one cannot close the other (only async-signal-safe calls) */
+    const int chan_hi = fcntl(sv[1], F_DUPFD, 10);
+    const int mem_hi = mem >= 0 ? fcntl(mem, F_DUPFD, 10) : -1;
     const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || (!keep_stderr && dup2(null, 2) < 0) ||
-        dup2(sv[1], WORKER_CHANNEL_FD) < 0) {
+    if (chan_hi < 0 || (mem >= 0 && mem_hi < 0) || null < 0 || dup2(null, 0) < 0 ||
+        dup2(null, 1) < 0 || (!keep_stderr && dup2(null, 2) < 0) ||
+        dup2(chan_hi, WORKER_CHANNEL_FD) < 0 ||
+        (mem_hi >= 0 && dup2(mem_hi, WORKER_FRAME_FD) < 0)) {
       _exit(WORKER_EXIT_SETUP);
     }
-    close_range(WORKER_CHANNEL_FD + 1, ~0u, 0);
+    close_range(mem >= 0 ? WORKER_FRAME_FD + 1 : WORKER_CHANNEL_FD + 1, ~0u, 0);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL); /* the daemon's blocked signals are not the worker's */
@@ -154,6 +205,9 @@ int worker_spawn(worker_client *wc, const char *exe, const worker_create *create
     _exit(127);
   }
   close(sv[1]);
+  if (mem >= 0) {
+    close(mem); /* the mapping stays */
+  }
   wc->pid = pid;
   wc->fd = sv[0];
   if (send(wc->fd, create, sizeof *create, MSG_NOSIGNAL) != (ssize_t)sizeof *create) {

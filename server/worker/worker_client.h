@@ -11,13 +11,20 @@
 typedef struct worker_client {
   pid_t pid;
   int fd;
+  const uint8_t *frames; /* the worker's frame memory, read-only here (NULL: none) */
+  size_t frame_bytes;
   bool ended;
   char reason[200]; /* why it ended, once ended */
 } worker_client;
 
-/* Start `exe` with only its channel (stdin/stdout/stderr on /dev/null unless keep_stderr), send
- * the definition, and wait for its first status (timeout_ms). On failure the worker is reaped and
- * `reason` says why; returns 0 or -1. */
+/* Shared memory a worker needs for the frames of a world of `grains` grains: the compressed
+ * keyframe can exceed the raw payload by zstd's worst-case margin. */
+size_t worker_frame_bytes(int grains);
+
+/* Start `exe` with only its channel (and, when create->frame_bytes > 0, the frame memory)
+ * (stdin/stdout/stderr on /dev/null unless keep_stderr), send the definition, and wait for its
+ * first status (timeout_ms). On failure the worker is reaped and `reason` says why; returns 0 or
+ * -1. */
 int worker_spawn(worker_client *wc, const char *exe, const worker_create *create, bool keep_stderr,
                  int timeout_ms, worker_status *first);
 

@@ -11,6 +11,7 @@
 #define WORKER_PROTO_VERSION 1u
 #define WORKER_MAX_MESSAGE 65536
 #define WORKER_CHANNEL_FD 3 /* the worker finds its end of the socket pair here */
+#define WORKER_FRAME_FD 4   /* and here the shared memory its stream frames are written to */
 
 /* Exit codes a worker chooses; anything else (or a signal) is a crash. */
 enum {
@@ -27,6 +28,7 @@ typedef enum worker_cmd {
   WORKER_CMD_SET,        /* worker_set → worker_status or worker_error */
   WORKER_CMD_STATUS,     /* nothing → worker_status */
   WORKER_CMD_QUIT,       /* nothing → the worker exits 0 */
+  WORKER_CMD_FRAME,      /* worker_frame → worker_status with the frame in the shared memory */
   /* test-only (GRAINLAB_TEST_COMMANDS builds): prove that limits end the worker */
   WORKER_CMD_TEST_HOG = 100, /* allocate and touch memory until the limit stops it */
   WORKER_CMD_TEST_SYSCALL,   /* try to open a file: the filter must kill the process */
@@ -49,7 +51,13 @@ typedef struct worker_create {
   int32_t grains;
   int32_t threads;
   uint64_t memory_limit; /* bytes of address space for the worker process */
+  uint64_t frame_bytes;  /* size of the shared frame memory on WORKER_FRAME_FD; 0: none */
 } worker_create;
+
+typedef struct worker_frame {
+  worker_header h;
+  uint8_t key; /* 1: a keyframe now (a viewer joined) */
+} worker_frame;
 
 typedef struct worker_step {
   worker_header h;
@@ -75,6 +83,7 @@ typedef struct worker_status {
   int32_t alive;
   uint64_t digest;
   grn_measurements meas;
+  uint32_t frame_size; /* bytes of the frame just written to the shared memory (FRAME only) */
 } worker_status;
 
 typedef struct worker_error {

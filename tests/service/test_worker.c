@@ -2,6 +2,7 @@
  * in-process, answer commands, and when one is killed, hangs, runs out of memory or makes a
  * forbidden system call, only that one ends — with the reason — and the others go on. */
 #include "../support/check.h"
+#include "frame.h"
 #include "worker_client.h"
 
 #include <signal.h>
@@ -78,6 +79,62 @@ static void same_as_in_process(void) {
   CHECK("QUIT ends it cleanly", strcmp(wc.reason, "worker ended") == 0);
 }
 
+/* Frames the sandboxed worker writes into the shared memory decode to the engine's own
+ * positions at the same step, within half a grid step (the in-process twin, same seed). */
+static void frames_through_shared_memory(void) {
+  worker_create c = definition("pour", 0);
+  c.frame_bytes = worker_frame_bytes(750);
+  worker_client wc;
+  worker_status st;
+  CHECK("spawn with frame memory", worker_spawn(&wc, exe, &c, true, 5000, &st) == 0);
+  grn_world_def d;
+  grn_error e;
+  grn_world_def_default(&d, "pour", &e);
+  grn_world_def_set(&d, "quality", 0, &e);
+  d.seed = 7;
+  grn_world *w;
+  grn_world_create(&d, &w, &e);
+  frame_decoder dec;
+  memset(&dec, 0, sizeof dec);
+  double worst = 0.0;
+  int decoded = 0, keys = 0;
+  for (int f = 0; f < 120; f++) {
+    step(&wc, 4, &st);
+    grn_world_step(w, 4);
+    const worker_frame req = {{WORKER_CMD_FRAME, sizeof req}, (uint8_t)(f == 60)};
+    if (worker_call(&wc, &req, sizeof req, &st, sizeof st, 5000) != WORKER_REPLY_STATUS ||
+        st.frame_size == 0 || frame_decode(&dec, wc.frames, st.frame_size) != 0) {
+      continue;
+    }
+    decoded++;
+    frame_header h;
+    memcpy(&h, wc.frames, sizeof h);
+    keys += h.kind == FRAME_KEY;
+    /* the twin's grains in id order */
+    grn_grains_view g;
+    grn_world_grains(w, &g);
+    int k = 0;
+    for (uint32_t id = 0; k < (int)dec.count && id < 100000; id++) {
+      for (int i = 0; i < g.count; i++) {
+        if (g.alive[i] && g.id[i] == id) {
+          for (int a = 0; a < 3; a++) {
+            worst = fmax(worst, fabs(dec.pos[3 * k + a] - g.pos[3 * i + a]) / dec.step);
+          }
+          k++;
+          break;
+        }
+      }
+    }
+  }
+  printf("frames: %d decoded (%d keyframes), worst error %.6f grid steps\n", decoded, keys, worst);
+  CHECK_NEAR("frames decoded", decoded, 120, 0);
+  CHECK_RANGE("keyframes (pour arrivals, the forced one)", keys, 2, 120);
+  CHECK_RANGE("worst error against the in-process twin, grid steps", worst, 0.0, 0.5 + 1e-6);
+  frame_decoder_free(&dec);
+  grn_world_destroy(w);
+  worker_stop(&wc, 2000);
+}
+
 static void refused_definition(void) {
   worker_client wc;
   worker_create c = definition("pour", 0);
@@ -137,6 +194,7 @@ int main(int argc, char **argv) {
   }
   exe = argv[1];
   same_as_in_process();
+  frames_through_shared_memory();
   refused_definition();
   kill_one();
 #ifdef GRAINLAB_TEST_COMMANDS
