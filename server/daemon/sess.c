@@ -12,8 +12,8 @@
 #include <sys/random.h>
 #include <time.h>
 
-#define TICK_HZ 60 /* pacing ticks per second: 4 steps of 1/240 s each at speed 1 */
-#define WORKER_TIMEOUT_MS 5000
+#define TICK_HZ 60             /* pacing ticks per second: 4 steps of 1/240 s each at speed 1 */
+#define WORKER_TIMEOUT_MS 5000 /* a worker silent this long (beyond its work) has hung */
 
 struct session {
   sess_registry *reg;
@@ -42,6 +42,13 @@ struct sess_registry {
   char worker_exe[4096];
   uint64_t next_run, created, worker_failures;
 };
+
+/* How long a command may take: the heartbeat plus 2 µs per grain-step of work asked for, ten
+ * times the engine's pace on a slow machine, so a long "step" is not mistaken for a hang. */
+static int timeout_for(const session *s, int steps) {
+  const double ms = WORKER_TIMEOUT_MS + 0.002 * steps * (double)grn_world_def_grains(&s->def);
+  return ms < 600000.0 ? (int)ms : 600000;
+}
 
 static double now_s(void) {
   struct timespec ts;
@@ -143,7 +150,7 @@ static void *pace(void *arg) {
     if (k > 0) {
       const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, k};
       worker_status st;
-      if (worker_call(&s->wc, &cmd, sizeof cmd, &st, sizeof st, WORKER_TIMEOUT_MS) !=
+      if (worker_call(&s->wc, &cmd, sizeof cmd, &st, sizeof st, timeout_for(s, k)) !=
           WORKER_REPLY_STATUS) {
         s->state = SESS_FAILED;
         snprintf(s->reason, sizeof s->reason, "%s", s->wc.reason);
@@ -420,7 +427,7 @@ json_t *sess_list_json(sess_registry *r) {
 }
 
 /* Run one worker command under the session lock; failures of the worker fail the session. */
-static int call(session *s, const void *cmd, size_t size, sess_error *err) {
+static int call(session *s, const void *cmd, size_t size, int steps, sess_error *err) {
   if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
     fail(err, 409, "session_failed", "", "the session has %s: %s",
          s->state == SESS_FAILED ? "failed" : "ended", s->reason);
@@ -430,7 +437,7 @@ static int call(session *s, const void *cmd, size_t size, sess_error *err) {
     worker_status st;
     worker_error er;
   } reply;
-  const int type = worker_call(&s->wc, cmd, size, &reply, sizeof reply, WORKER_TIMEOUT_MS);
+  const int type = worker_call(&s->wc, cmd, size, &reply, sizeof reply, timeout_for(s, steps));
   if (type == WORKER_REPLY_STATUS) {
     s->last = reply.st;
     return 0;
@@ -481,7 +488,7 @@ int sess_set_params(session *s, json_t *params, sess_error *err) {
     cmd.h.size = sizeof cmd;
     snprintf(cmd.name, sizeof cmd.name, "%s", key);
     cmd.value = json_number_value(v);
-    if ((rc = call(s, &cmd, sizeof cmd, err)) != 0) {
+    if ((rc = call(s, &cmd, sizeof cmd, 0, err)) != 0) {
       break;
     }
   }
@@ -606,7 +613,7 @@ int sess_action(session *s, json_t *body, sess_error *err) {
                          : strcmp(form->type, "test_syscall") == 0 ? WORKER_CMD_TEST_SYSCALL
                                                                    : WORKER_CMD_TEST_HANG;
     const worker_header h = {cmd, sizeof h};
-    rc = call(s, &h, sizeof h, err);
+    rc = call(s, &h, sizeof h, 0, err);
   } else if (form->kind == ACT_STEP) {
     if (s->state != SESS_PAUSED) {
       fail(err, 409, "not_paused", "type", "step works on a paused session");
@@ -616,7 +623,7 @@ int sess_action(session *s, json_t *body, sess_error *err) {
       rc = -1;
     } else {
       const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, (int32_t)args[0]};
-      rc = call(s, &cmd, sizeof cmd, err);
+      rc = call(s, &cmd, sizeof cmd, cmd.steps, err);
     }
   } else {
     worker_act cmd;
@@ -633,7 +640,8 @@ int sess_action(session *s, json_t *body, sess_error *err) {
            e.message);
       rc = -1;
     } else {
-      rc = call(s, &cmd, sizeof cmd, err);
+      /* reset rebuilds the scene: as much work as a few hundred steps */
+      rc = call(s, &cmd, sizeof cmd, form->kind == GRN_A_RESET ? 600 : 0, err);
     }
   }
   if (rc == 0) {
