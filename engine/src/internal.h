@@ -170,7 +170,7 @@ struct grn_world {
   bool pouring;
   int poured; /* grains inserted so far */
   double pour_acc;
-  double spout_x, spout_y, spout_z, spout_r;
+  double spout_x, spout_y, spout_z;
   /* slump: channel half-width, column length and the dam being pulled */
   double ch_wz, ch_l0, dam_top, dam_speed;
   bool dam_pulling;

@@ -89,7 +89,7 @@ static bool only_keys(json_t *j, const char *const *allowed, http_reply *err) {
   return true;
 }
 
-/* {scene, params?, seed?} into a definition; the scene may default to `keep`'s. */
+/* {scene, params?, seed?} into a validated definition, or an error reply. */
 static bool read_definition(json_t *body, grn_world_def *d, http_reply *err) {
   json_t *scene = json_object_get(body, "scene"), *params = json_object_get(body, "params");
   json_t *seed = json_object_get(body, "seed");

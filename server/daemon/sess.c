@@ -98,13 +98,6 @@ sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_e
   return r;
 }
 
-int sess_count(sess_registry *r) {
-  pthread_mutex_lock(&r->lock);
-  const int n = r->n;
-  pthread_mutex_unlock(&r->lock);
-  return n;
-}
-
 static worker_create create_msg(const sess_registry *r, const grn_world_def *def) {
   worker_create c;
   memset(&c, 0, sizeof c);

@@ -42,7 +42,6 @@ typedef struct sess_error {
 sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe);
 /* Ends every session (workers stopped, threads joined) and frees the registry. */
 void sess_registry_free(sess_registry *r);
-int sess_count(sess_registry *r);
 
 /* Create from a validated definition; returns the session (referenced) or NULL with err. The
  * control token is written to token_out (65 bytes). */

@@ -20,7 +20,7 @@ extern "C" {
 
 #define GRN_ENGINE_VERSION "0.1.0"
 /* Bumped whenever a change alters trajectories or the saved-state layout. */
-#define GRN_ENGINE_STATE_VERSION 1u
+#define GRN_ENGINE_STATE_VERSION 2u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
 #define GRN_STATUS_TABLE(X)                                                                        \
