@@ -25,3 +25,8 @@ cmake --build build-tsan --target grainlabd
 mkdir -p build-tsan/daemon-check
 cp build-tsan/grainlabd build/grainlab-worker build-tsan/daemon-check/
 TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_daemon.sh build-tsan/daemon-check/grainlabd
+# the websocket stream under both sanitizers too: one service thread, pacing threads publishing
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  bash tests/service/test_stream.sh build-asan/daemon-check/grainlabd build/ws_probe
+TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_stream.sh build-tsan/daemon-check/grainlabd \
+  build/ws_probe

@@ -164,22 +164,10 @@ int main(int argc, char **argv) {
   char worker[PATH_MAX];
   sibling(worker, sizeof worker, "grainlab-worker");
   const sess_limits limits = {(int)c.max_sessions, (int)c.max_grains,
-                              (uint64_t)c.worker_memory_mb << 20, (int)c.worker_threads};
+                              (uint64_t)c.worker_memory_mb << 20, (int)c.worker_threads,
+                              (int)c.max_viewers};
   srv.reg = sess_registry_new(&limits, worker);
 
-  /* the websocket port is held now so it is really ours (the stream issue serves on it) */
-  const int ws = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in wa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c.ws_port)};
-  inet_pton(AF_INET, c.bind, &wa.sin_addr);
-  const int one = 1;
-  setsockopt(ws, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  socklen_t wl = sizeof wa;
-  if (ws < 0 || bind(ws, (struct sockaddr *)&wa, sizeof wa) != 0 || listen(ws, 64) != 0 ||
-      getsockname(ws, (struct sockaddr *)&wa, &wl) != 0) {
-    fprintf(stderr, "grainlabd: error: cannot listen on %s:%ld: %s\n", c.bind, c.ws_port,
-            strerror(errno));
-    return 1;
-  }
   struct sockaddr_in ha = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c.http_port)};
   inet_pton(AF_INET, c.bind, &ha.sin_addr);
   signal(SIGPIPE, SIG_IGN);
@@ -189,19 +177,27 @@ int main(int argc, char **argv) {
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  char why[160];
+  ws_server *ws = ws_start(srv.reg, c.bind, (int)c.ws_port, why, sizeof why);
+  if (!ws) {
+    fprintf(stderr, "grainlabd: error: %s\n", why);
+    return 1;
+  }
+  srv.ws = ws;
   if (http_start(&srv, (struct sockaddr *)&ha, 256) != 0) {
     fprintf(stderr, "grainlabd: error: cannot serve HTTP on %s:%ld\n", c.bind, c.http_port);
     return 1;
   }
   __atomic_store_n(&srv.ready, true, __ATOMIC_RELEASE);
-  printf("listening http=%u ws=%u\n", srv.port, (unsigned)ntohs(wa.sin_port));
+  printf("listening http=%u ws=%d\n", srv.port, ws_port(ws));
   fflush(stdout);
   int sig = 0;
   sigwait(&stop, &sig);
   /* stop accepting, then end every session cleanly */
   __atomic_store_n(&srv.ready, false, __ATOMIC_RELEASE);
   http_stop(&srv);
+  ws_stop(ws);
   sess_registry_free(srv.reg);
-  close(ws);
+  ws_free(ws);
   return 0;
 }

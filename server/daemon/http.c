@@ -231,26 +231,53 @@ static http_reply create_session(http_server *srv, const http_req *rq) {
 static http_reply metrics_reply(http_server *srv) {
   sess_totals t;
   sess_get_totals(srv->reg, &t);
+  ws_stats w;
+  memset(&w, 0, sizeof w);
+  if (srv->ws) {
+    ws_get_stats(srv->ws, &w);
+  }
   char *out = NULL;
-  const int n = asprintf(&out,
-                         "# HELP grainlab_sessions Live sessions.\n# TYPE grainlab_sessions gauge\n"
-                         "grainlab_sessions %d\n"
-                         "# HELP grainlab_sessions_running Sessions running or asleep.\n"
-                         "# TYPE grainlab_sessions_running gauge\ngrainlab_sessions_running %d\n"
-                         "# HELP grainlab_sessions_failed Sessions whose worker ended.\n"
-                         "# TYPE grainlab_sessions_failed gauge\ngrainlab_sessions_failed %d\n"
-                         "# HELP grainlab_sessions_created_total Sessions created.\n"
-                         "# TYPE grainlab_sessions_created_total counter\n"
-                         "grainlab_sessions_created_total %llu\n"
-                         "# HELP grainlab_worker_failures_total Workers that crashed, hung or "
-                         "broke a limit.\n# TYPE grainlab_worker_failures_total counter\n"
-                         "grainlab_worker_failures_total %llu\n"
-                         "# HELP grainlab_http_requests_total HTTP requests answered.\n"
-                         "# TYPE grainlab_http_requests_total counter\n"
-                         "grainlab_http_requests_total %llu\n",
-                         t.sessions, t.running, t.failed, (unsigned long long)t.created,
-                         (unsigned long long)t.worker_failures,
-                         (unsigned long long)__atomic_load_n(&srv->requests, __ATOMIC_RELAXED));
+  const int n = asprintf(
+      &out,
+      "# HELP grainlab_sessions Live sessions.\n# TYPE grainlab_sessions gauge\n"
+      "grainlab_sessions %d\n"
+      "# HELP grainlab_sessions_running Sessions running or asleep.\n"
+      "# TYPE grainlab_sessions_running gauge\ngrainlab_sessions_running %d\n"
+      "# HELP grainlab_sessions_failed Sessions whose worker ended.\n"
+      "# TYPE grainlab_sessions_failed gauge\ngrainlab_sessions_failed %d\n"
+      "# HELP grainlab_sessions_created_total Sessions created.\n"
+      "# TYPE grainlab_sessions_created_total counter\n"
+      "grainlab_sessions_created_total %llu\n"
+      "# HELP grainlab_worker_failures_total Workers that crashed, hung or broke a limit.\n"
+      "# TYPE grainlab_worker_failures_total counter\ngrainlab_worker_failures_total %llu\n"
+      "# HELP grainlab_http_requests_total HTTP requests answered.\n"
+      "# TYPE grainlab_http_requests_total counter\ngrainlab_http_requests_total %llu\n"
+      "# HELP grainlab_viewers Websocket viewers connected to a session.\n"
+      "# TYPE grainlab_viewers gauge\ngrainlab_viewers %d\n"
+      "# HELP grainlab_ws_connections_total Websocket connections accepted.\n"
+      "# TYPE grainlab_ws_connections_total counter\ngrainlab_ws_connections_total %llu\n"
+      "# HELP grainlab_ws_refused_total Websocket handshakes refused (no such session, full).\n"
+      "# TYPE grainlab_ws_refused_total counter\ngrainlab_ws_refused_total %llu\n"
+      "# HELP grainlab_ws_frames_sent_total Binary frames sent to viewers.\n"
+      "# TYPE grainlab_ws_frames_sent_total counter\ngrainlab_ws_frames_sent_total %llu\n"
+      "# HELP grainlab_ws_frames_skipped_total Frames a slow viewer skipped for a newer one.\n"
+      "# TYPE grainlab_ws_frames_skipped_total counter\ngrainlab_ws_frames_skipped_total %llu\n"
+      "# HELP grainlab_ws_texts_sent_total Text messages sent to viewers.\n"
+      "# TYPE grainlab_ws_texts_sent_total counter\ngrainlab_ws_texts_sent_total %llu\n"
+      "# HELP grainlab_ws_texts_skipped_total Text messages a stalled viewer lost.\n"
+      "# TYPE grainlab_ws_texts_skipped_total counter\ngrainlab_ws_texts_skipped_total %llu\n"
+      "# HELP grainlab_ws_bytes_sent_total Payload bytes sent to viewers.\n"
+      "# TYPE grainlab_ws_bytes_sent_total counter\ngrainlab_ws_bytes_sent_total %llu\n"
+      "# HELP grainlab_ws_messages_rejected_total Client messages rejected.\n"
+      "# TYPE grainlab_ws_messages_rejected_total counter\n"
+      "grainlab_ws_messages_rejected_total %llu\n",
+      t.sessions, t.running, t.failed, (unsigned long long)t.created,
+      (unsigned long long)t.worker_failures,
+      (unsigned long long)__atomic_load_n(&srv->requests, __ATOMIC_RELAXED), t.viewers,
+      (unsigned long long)w.connections, (unsigned long long)w.refused,
+      (unsigned long long)w.frames_sent, (unsigned long long)w.frames_skipped,
+      (unsigned long long)w.texts_sent, (unsigned long long)w.texts_skipped,
+      (unsigned long long)w.bytes_sent, (unsigned long long)w.messages_rejected);
   http_reply r = {200, n >= 0 ? out : NULL, "text/plain; version=0.0.4", NULL};
   return r;
 }

@@ -3,6 +3,7 @@
 #define GRAINLAB_HTTP_H
 
 #include "sess.h"
+#include "ws.h"
 
 #include <microhttpd.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 
 typedef struct http_server {
   sess_registry *reg;
+  const ws_server *ws; /* for its figures in /metrics */
   char static_dir[4096];
   char admin_token[129]; /* empty: no admin */
   bool ready;            /* read and written with __atomic builtins: request threads read it */

@@ -14,6 +14,12 @@
 
 #define TICK_HZ 60             /* pacing ticks per second: 4 steps of 1/240 s each at speed 1 */
 #define WORKER_TIMEOUT_MS 5000 /* a worker silent this long (beyond its work) has hung */
+#define QUEUE_MAX 16           /* controller actions from the websocket waiting for a step */
+
+typedef struct queued_action {
+  grn_action action;
+  json_t *body; /* as sent, for the event */
+} queued_action;
 
 struct session {
   sess_registry *reg;
@@ -32,6 +38,14 @@ struct session {
   bool stop;
   pthread_t thread;
   bool has_thread;
+  chan ch;
+  bool dirty;                   /* changed since the last frame */
+  double sample_mark;           /* the 0.25 s sample last streamed */
+  grn_state shown_state;        /* the measurement state last announced */
+  pthread_mutex_t qlock;        /* the queue below (never held while calling the worker) */
+  const grn_scene_info *qscene; /* the scene, for checking queued actions */
+  queued_action queue[QUEUE_MAX];
+  int queued;
 };
 
 struct sess_registry {
@@ -41,7 +55,32 @@ struct sess_registry {
   sess_limits limits;
   char worker_exe[4096];
   uint64_t next_run, created, worker_failures;
+  void (*notify)(void *);
+  void *notify_ctx;
 };
+
+void sess_registry_set_notify(sess_registry *r, void (*notify)(void *), void *ctx) {
+  r->notify = notify;
+  r->notify_ctx = ctx;
+}
+
+int sess_max_viewers(const sess_registry *r) {
+  return r->limits.max_viewers;
+}
+
+chan *sess_chan(session *s) {
+  return &s->ch;
+}
+
+const char *sess_id(const session *s) {
+  return s->id;
+}
+
+static void notify(const session *s) {
+  if (s->reg->notify) {
+    s->reg->notify(s->reg->notify_ctx);
+  }
+}
 
 /* How long a command may take: the heartbeat plus 2 µs per grain-step of work asked for, ten
  * times the engine's pace on a slow machine, so a long "step" is not mistaken for a hang. */
@@ -69,10 +108,69 @@ static void fail(sess_error *err, int status, const char *code, const char *fiel
   va_end(ap);
 }
 
-/* The one place every change of a session passes: the store and the stream attach here. */
-static void sess_event(session *s, const char *kind) {
+static json_t *number_or_null(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Publish one JSON text message on the session's stream. */
+static void stream_text(session *s, json_t *msg) {
+  char *text = json_dumps(msg, JSON_COMPACT);
+  if (text) {
+    chan_publish_text(&s->ch, text, strlen(text));
+    free(text);
+    notify(s);
+  }
+  json_decref(msg);
+}
+
+/* The one place every change of a session passes (under its lock): the stream's events come
+ * from here, and the store attaches here. `detail` (stolen, may be NULL) adds fields. */
+static void sess_event(session *s, const char *kind, json_t *detail) {
   s->events++;
-  (void)kind;
+  json_t *m = json_pack("{s:s, s:s, s:f, s:I, s:I}", "type", "event", "event", kind, "t", s->last.t,
+                        "steps", (json_int_t)s->last.steps, "run_id", (json_int_t)s->run_id);
+  if (detail) {
+    json_object_update(m, detail);
+    json_decref(detail);
+  }
+  stream_text(s, m);
+}
+
+static json_t *params_json(const grn_world_def *def) {
+  json_t *params = json_object();
+  for (int i = 0; i < def->scene->param_count; i++) {
+    json_object_set_new(params, def->scene->param_info[i].name,
+                        json_real(def->param[def->scene->params[i]]));
+  }
+  return params;
+}
+
+static json_t *measurements_json(const grn_measurements *m) {
+  json_t *values = json_object();
+  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
+    if (m->present & (1u << k)) {
+      json_object_set_new(values, grn_measure_name((grn_measure_key)k),
+                          number_or_null(m->value[k]));
+    }
+  }
+  return values;
+}
+
+static void run_started(session *s) {
+  sess_event(s, "run_started",
+             json_pack("{s:s, s:o, s:I, s:i}", "scene", s->def.scene->name, "params",
+                       params_json(&s->def), "seed", (json_int_t)s->def.seed, "grains",
+                       (int)s->last.alive));
+}
+
+static void failed(session *s) {
+  s->state = SESS_FAILED;
+  snprintf(s->reason, sizeof s->reason, "%s", s->wc.reason);
+  pthread_mutex_lock(&s->reg->lock);
+  s->reg->worker_failures++;
+  pthread_mutex_unlock(&s->reg->lock);
+  s->dirty = false;
+  sess_event(s, "session_failed", json_pack("{s:s}", "reason", s->reason));
 }
 
 static void random_text(char *out, size_t len, const char *alphabet) {
@@ -110,7 +208,101 @@ static worker_create create_msg(const sess_registry *r, const grn_world_def *def
   c.grains = def->grains;
   c.threads = r->limits.threads;
   c.memory_limit = r->limits.worker_memory;
+  c.frame_bytes = worker_frame_bytes(grn_world_def_grains(def));
   return c;
+}
+
+/* The stream after a tick: a frame when someone watches and something changed (or a viewer
+ * waits for a keyframe), the measurements at every new 0.25 s sample, and state changes. */
+static void stream(session *s, bool samples) {
+  bool want_key = false;
+  const int viewers = chan_viewers(&s->ch, &want_key);
+  if (viewers > 0 && (s->dirty || want_key) && s->state != SESS_FAILED) {
+    const bool chains = strcmp(s->def.scene->name, "chains") == 0;
+    const double cx = s->last.meas.value[GRN_M_CX], cz = s->last.meas.value[GRN_M_CZ];
+    worker_frame f;
+    memset(&f, 0, sizeof f);
+    f.h.type = WORKER_CMD_FRAME;
+    f.h.size = sizeof f;
+    f.key = want_key;
+    f.chains = chains;
+    /* the chains' cut plane: through the pile's centre, facing a viewer on +z */
+    f.px = isfinite(cx) ? cx : 0.0;
+    f.pz = isfinite(cz) ? cz : 0.0;
+    f.nz = 1.0;
+    union {
+      worker_status st;
+      worker_error er;
+    } reply;
+    const int type = worker_call(&s->wc, &f, sizeof f, &reply, sizeof reply, timeout_for(s, 1));
+    if (type == WORKER_REPLY_STATUS) {
+      s->last = reply.st;
+      const size_t size = reply.st.frame_size, at = (size + 7) & ~(size_t)7;
+      const size_t csize = reply.st.chain_size;
+      /* the worker is not trusted: its sizes must lie inside the shared memory */
+      if (size > 0 && size <= s->wc.frame_bytes &&
+          (csize == 0 || at + csize <= s->wc.frame_bytes)) {
+        if (chan_publish_frame(&s->ch, s->wc.frames, size, csize ? s->wc.frames + at : NULL,
+                               csize) == 0) {
+          s->dirty = false;
+          notify(s);
+        }
+      }
+    } else if (type == WORKER_REPLY_ERROR) {
+      fprintf(stderr, "grainlabd: session %s: no frame: %s\n", s->id, reply.er.error.message);
+    } else {
+      failed(s);
+      return;
+    }
+  }
+  if (samples && floor(s->last.t * 4.0) > s->sample_mark) {
+    s->sample_mark = floor(s->last.t * 4.0);
+    json_t *line = json_array();
+    for (int i = 0; i < 4; i++) {
+      json_array_append_new(line, number_or_null(s->last.meas.line[i]));
+    }
+    stream_text(s, json_pack("{s:s, s:f, s:I, s:s, s:f, s:i, s:o, s:o}", "type", "measurements",
+                             "t", s->last.t, "steps", (json_int_t)s->last.steps, "state",
+                             grn_state_name(s->last.meas.state), "rt_factor", s->rt_factor, "alive",
+                             (int)s->last.alive, "values", measurements_json(&s->last.meas), "line",
+                             line));
+  }
+  if (s->last.meas.state != s->shown_state) {
+    s->shown_state = s->last.meas.state;
+    const grn_state st = s->shown_state;
+    const char *kind = st == GRN_STATE_JAMMED                              ? "jam"
+                       : st == GRN_STATE_DRAINED || st == GRN_STATE_ASLEEP ? "done"
+                                                                           : "state";
+    sess_event(s, kind, json_pack("{s:s}", "state", grn_state_name(st)));
+  }
+}
+
+static int call(session *s, const void *cmd, size_t size, int steps, sess_error *err);
+
+/* Controller actions that came over the websocket, in order, each announced as it lands. */
+static void apply_queued(session *s) {
+  queued_action q[QUEUE_MAX];
+  pthread_mutex_lock(&s->qlock);
+  const int n = s->queued;
+  memcpy(q, s->queue, sizeof q[0] * (size_t)n);
+  s->queued = 0;
+  pthread_mutex_unlock(&s->qlock);
+  for (int i = 0; i < n; i++) {
+    worker_act cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.h.type = WORKER_CMD_ACT;
+    cmd.h.size = sizeof cmd;
+    cmd.action = q[i].action;
+    sess_error err;
+    if (call(s, &cmd, sizeof cmd, 0, &err) == 0) {
+      s->dirty = true;
+      sess_event(s, "action", json_pack("{s:O, s:s}", "action", q[i].body, "via", "websocket"));
+    } else {
+      fprintf(stderr, "grainlabd: session %s: websocket action not applied: %s\n", s->id,
+              err.message);
+    }
+    json_decref(q[i].body);
+  }
 }
 
 /* Pacing: every tick, as many steps as real time × speed asks; the achieved real-time factor is
@@ -135,8 +327,13 @@ static void *pace(void *arg) {
       pthread_cond_timedwait(&s->wake, &s->lock, &ts);
       next = win_wall = now_s();
       win_sim = s->last.t;
+      if (s->state == SESS_PAUSED) {
+        apply_queued(s);
+        stream(s, false);
+      }
       continue;
     }
+    apply_queued(s);
     s->step_acc += 240.0 / TICK_HZ * s->speed;
     const int k = (int)s->step_acc;
     s->step_acc -= k;
@@ -145,17 +342,14 @@ static void *pace(void *arg) {
       worker_status st;
       if (worker_call(&s->wc, &cmd, sizeof cmd, &st, sizeof st, timeout_for(s, k)) !=
           WORKER_REPLY_STATUS) {
-        s->state = SESS_FAILED;
-        snprintf(s->reason, sizeof s->reason, "%s", s->wc.reason);
-        pthread_mutex_lock(&s->reg->lock);
-        s->reg->worker_failures++;
-        pthread_mutex_unlock(&s->reg->lock);
-        sess_event(s, "failed");
+        failed(s);
         continue;
       }
       s->last = st;
       s->state = st.asleep ? SESS_ASLEEP : SESS_RUNNING;
+      s->dirty = true;
     }
+    stream(s, true);
     const double t = now_s();
     if (t - win_wall >= 1.0) {
       s->rt_factor = (s->last.t - win_sim) / (t - win_wall);
@@ -189,6 +383,13 @@ static int start_worker(session *s, sess_error *err) {
   s->state = SESS_RUNNING;
   s->reason[0] = '\0';
   s->step_acc = 0.0;
+  s->sample_mark = -1.0;
+  s->shown_state = st.meas.state;
+  s->dirty = true;
+  chan_new_source(&s->ch);
+  pthread_mutex_lock(&s->qlock);
+  s->qscene = s->def.scene;
+  pthread_mutex_unlock(&s->qlock);
   pthread_mutex_lock(&s->reg->lock);
   s->run_id = s->reg->next_run++;
   pthread_mutex_unlock(&s->reg->lock);
@@ -218,6 +419,8 @@ session *sess_create(sess_registry *r, const grn_world_def *def, const char *lab
   snprintf(s->label, sizeof s->label, "%s", label ? label : "");
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->wake, NULL);
+  pthread_mutex_init(&s->qlock, NULL);
+  chan_init(&s->ch);
   random_text(s->id, 16, "0123456789abcdef");
   random_text(s->join, 6, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"); /* no 0/O or 1/I to misread */
   random_text(s->token, 64, "0123456789abcdef");
@@ -258,7 +461,9 @@ session *sess_create(sess_registry *r, const grn_world_def *def, const char *lab
   pthread_mutex_lock(&r->lock);
   r->created++;
   pthread_mutex_unlock(&r->lock);
-  sess_event(s, "created");
+  pthread_mutex_lock(&s->lock);
+  run_started(s);
+  pthread_mutex_unlock(&s->lock);
   s->has_thread = pthread_create(&s->thread, NULL, pace, s) == 0;
   memcpy(token_out, s->token, 65);
   return s;
@@ -278,6 +483,11 @@ session *sess_find(sess_registry *r, const char *id) {
 }
 
 static void destroy(session *s) {
+  for (int i = 0; i < s->queued; i++) {
+    json_decref(s->queue[i].body);
+  }
+  chan_destroy(&s->ch);
+  pthread_mutex_destroy(&s->qlock);
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->wake);
   free(s);
@@ -306,8 +516,10 @@ static void end(session *s) {
   pthread_mutex_lock(&s->lock);
   worker_stop(&s->wc, 2000);
   s->state = SESS_ENDED;
-  sess_event(s, "ended");
+  sess_event(s, "session_ended", NULL);
   pthread_mutex_unlock(&s->lock);
+  chan_close(&s->ch);
+  notify(s);
 }
 
 void sess_delete(sess_registry *r, session *s) {
@@ -360,30 +572,17 @@ static const char *state_name(sess_state st) {
   return names[st];
 }
 
-static json_t *number_or_null(double v) {
-  return isfinite(v) ? json_real(v) : json_null();
-}
-
 json_t *sess_json(session *s) {
+  const int viewers = chan_viewers(&s->ch, NULL);
   pthread_mutex_lock(&s->lock);
-  json_t *params = json_object();
-  for (int i = 0; i < s->def.scene->param_count; i++) {
-    json_object_set_new(params, s->def.scene->param_info[i].name,
-                        json_real(s->def.param[s->def.scene->params[i]]));
-  }
-  json_t *meas = json_object();
-  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
-    if (s->last.meas.present & (1u << k)) {
-      json_object_set_new(meas, grn_measure_name((grn_measure_key)k),
-                          number_or_null(s->last.meas.value[k]));
-    }
-  }
+  json_t *params = params_json(&s->def);
+  json_t *meas = measurements_json(&s->last.meas);
   json_object_set_new(meas, "state", json_string(grn_state_name(s->last.meas.state)));
   json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:s, s:f, s:f, s:f, s:i, s:I, s:I, s:o}",
                         "id", s->id, "join_code", s->join, "scene", s->def.scene->name, "label",
                         s->label, "params", params, "seed", (json_int_t)s->def.seed, "state",
                         state_name(s->state), "t", s->last.t, "rt_factor", s->rt_factor, "speed",
-                        s->speed, "viewers", 0, "run_id", (json_int_t)s->run_id, "steps",
+                        s->speed, "viewers", viewers, "run_id", (json_int_t)s->run_id, "steps",
                         (json_int_t)s->last.steps, "measurements", meas);
   if (s->state == SESS_FAILED) {
     json_object_set_new(j, "reason", json_string(s->reason));
@@ -439,9 +638,7 @@ static int call(session *s, const void *cmd, size_t size, int steps, sess_error 
     fail(err, 422, "rejected", reply.er.error.field, "%s", reply.er.error.message);
     return -1;
   }
-  s->state = SESS_FAILED;
-  snprintf(s->reason, sizeof s->reason, "%s", s->wc.reason);
-  sess_event(s, "failed");
+  failed(s);
   fail(err, 409, "session_failed", "", "the session's worker ended: %s", s->reason);
   return -1;
 }
@@ -487,7 +684,8 @@ int sess_set_params(session *s, json_t *params, sess_error *err) {
   }
   if (rc == 0) {
     s->def = d;
-    sess_event(s, "params");
+    s->dirty = true;
+    sess_event(s, "parameter_changed", json_pack("{s:O}", "params", params));
   }
   pthread_mutex_unlock(&s->lock);
   return rc;
@@ -500,7 +698,7 @@ int sess_set_speed(session *s, double speed, sess_error *err) {
   }
   pthread_mutex_lock(&s->lock);
   s->speed = speed;
-  sess_event(s, "speed");
+  sess_event(s, "speed_changed", json_pack("{s:f}", "speed", speed));
   pthread_mutex_unlock(&s->lock);
   return 0;
 }
@@ -536,7 +734,9 @@ static const action_form forms[] = {
 #endif
 };
 
-int sess_action(session *s, json_t *body, sess_error *err) {
+/* An action's JSON checked against its form (the scene's own limits come later). */
+static int parse_action(json_t *body, const action_form **out, double args[6], int *nargs_out,
+                        sess_error *err) {
   json_t *type = json_object_get(body, "type");
   if (!json_is_string(type)) {
     fail(err, 400, "missing_field", "type", "an action needs a \"type\" string");
@@ -552,7 +752,6 @@ int sess_action(session *s, json_t *body, sess_error *err) {
     fail(err, 400, "unknown_action", "type", "unknown action '%.60s'", json_string_value(type));
     return -1;
   }
-  double args[6] = {0};
   int given = 0;
   const char *key;
   json_t *v;
@@ -589,6 +788,18 @@ int sess_action(session *s, json_t *body, sess_error *err) {
   }
   if (form->kind == GRN_A_TOOL && nargs > 3 && nargs != 6) {
     fail(err, 400, "missing_field", "vx", "a moving tool needs all of vx, vy, vz");
+    return -1;
+  }
+  *out = form;
+  *nargs_out = nargs;
+  return 0;
+}
+
+int sess_action(session *s, json_t *body, sess_error *err) {
+  const action_form *form;
+  double args[6] = {0};
+  int nargs;
+  if (parse_action(body, &form, args, &nargs, err) != 0) {
     return -1;
   }
   pthread_mutex_lock(&s->lock);
@@ -638,9 +849,54 @@ int sess_action(session *s, json_t *body, sess_error *err) {
     }
   }
   if (rc == 0) {
-    sess_event(s, form->type);
+    s->dirty = true;
+    sess_event(s, "action", json_pack("{s:O, s:s}", "action", body, "via", "rest"));
   }
   pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+int sess_queue_action(session *s, json_t *body, sess_error *err) {
+  const action_form *form;
+  double args[6] = {0};
+  int nargs;
+  if (parse_action(body, &form, args, &nargs, err) != 0) {
+    return -1;
+  }
+  if (form->kind < 0) {
+    fail(err, 400, "rest_only", "type", "'%s' is sent over the REST API, not the websocket",
+         form->type);
+    return -1;
+  }
+  grn_action a;
+  memset(&a, 0, sizeof a);
+  a.kind = (grn_action_kind)form->kind;
+  a.nargs = form->kind == GRN_A_POUR ? 1 : nargs;
+  memcpy(a.args, args, sizeof args);
+  grn_error e;
+  pthread_mutex_lock(&s->qlock);
+  int rc = 0;
+  if (grn_action_check(s->qscene, &a, &e) != GRN_OK) {
+    fail(err, e.code == GRN_E_UNSUPPORTED ? 409 : 422,
+         e.code == GRN_E_UNSUPPORTED ? "unsupported_action" : "out_of_range", e.field, "%s",
+         e.message);
+    rc = -1;
+  } else if (s->queued > 0 && (a.kind == GRN_A_SPOUT || a.kind == GRN_A_TOOL) &&
+             s->queue[s->queued - 1].action.kind == a.kind) {
+    /* a drag: only where the pointer is now matters */
+    queued_action *q = &s->queue[s->queued - 1];
+    q->action = a;
+    json_decref(q->body);
+    q->body = json_deep_copy(body);
+  } else if (s->queued == QUEUE_MAX) {
+    fail(err, 429, "busy", "", "%d actions wait for the next step already", QUEUE_MAX);
+    rc = -1;
+  } else {
+    s->queue[s->queued].action = a;
+    s->queue[s->queued].body = json_deep_copy(body);
+    s->queued++;
+  }
+  pthread_mutex_unlock(&s->qlock);
   return rc;
 }
 
@@ -659,7 +915,9 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
     s->state = SESS_FAILED;
     snprintf(s->reason, sizeof s->reason, "%s", err->message);
   }
-  sess_event(s, "scene");
+  if (rc == 0) {
+    run_started(s);
+  }
   pthread_cond_signal(&s->wake);
   pthread_mutex_unlock(&s->lock);
   return rc;
@@ -680,6 +938,7 @@ void sess_get_totals(sess_registry *r, sess_totals *out) {
     pthread_mutex_unlock(&copy[i]->lock);
     out->running += st == SESS_RUNNING || st == SESS_ASLEEP;
     out->failed += st == SESS_FAILED;
+    out->viewers += chan_viewers(&copy[i]->ch, NULL);
     sess_release(copy[i]);
   }
   free(copy);

@@ -4,6 +4,7 @@
 #ifndef GRAINLAB_SESS_H
 #define GRAINLAB_SESS_H
 
+#include "chan.h"
 #include "grainlab/grainlab.h"
 #include "worker_client.h"
 
@@ -17,6 +18,7 @@ typedef struct sess_limits {
   int max_grains;
   uint64_t worker_memory; /* bytes */
   int threads;            /* engine threads per worker */
+  int max_viewers;        /* per session */
 } sess_limits;
 
 typedef enum sess_state {
@@ -40,6 +42,10 @@ typedef struct sess_error {
 } sess_error;
 
 sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe);
+/* Called (from any thread) whenever a session's stream has something new: the websocket server
+ * wakes its service thread here. Set once, before the first session. */
+void sess_registry_set_notify(sess_registry *r, void (*notify)(void *), void *ctx);
+int sess_max_viewers(const sess_registry *r);
 /* Ends every session (workers stopped, threads joined) and frees the registry. */
 void sess_registry_free(sess_registry *r);
 
@@ -52,6 +58,15 @@ session *sess_find(sess_registry *r, const char *id);
 void sess_release(session *s);
 /* End a session and forget it. */
 void sess_delete(sess_registry *r, session *s);
+
+/* The session's stream (valid while the session is referenced). */
+chan *sess_chan(session *s);
+const char *sess_id(const session *s);
+
+/* A controller's action from the websocket (spout drag, tool, ...): validated now, applied by the
+ * session's own thread before its next step, so the caller never waits for the worker. Only
+ * actions of the engine (not pause/resume/step); a newer drag replaces a queued one. */
+int sess_queue_action(session *s, json_t *body, sess_error *err);
 
 /* Constant-time comparison of a presented control token. */
 bool sess_token_ok(const session *s, const char *token);
@@ -69,7 +84,7 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
 
 /* Metrics for /metrics. */
 typedef struct sess_totals {
-  int sessions, running, failed;
+  int sessions, running, failed, viewers;
   uint64_t created, worker_failures;
 } sess_totals;
 void sess_get_totals(sess_registry *r, sess_totals *out);

@@ -306,3 +306,102 @@ void frame_decoder_free(frame_decoder *d) {
   free(d->radius);
   memset(d, 0, sizeof *d);
 }
+
+static int index_of(const frame_encoder *e, uint32_t id) {
+  int lo = 0, hi = e->n - 1;
+  while (lo <= hi) {
+    const int mid = (lo + hi) / 2;
+    if (e->key_id[mid] == id) {
+      return mid;
+    }
+    if (e->key_id[mid] < id) {
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return -1;
+}
+
+int frame_encode_chains(frame_encoder *e, const grn_contact *chains, int n, const uint8_t **out,
+                        size_t *len) {
+  if (!e->have_key || e->seq == 0) {
+    return -1;
+  }
+  /* planes of a indices, b indices and forces: neighbours in the list share high bytes */
+  const size_t nn = (size_t)(n > 0 ? n : 0), raw = 12 * nn;
+  if (reserve((void **)&e->raw, &e->rawcap, raw + 1) != 0) {
+    return -1;
+  }
+  size_t kept = 0;
+  for (size_t k = 0; k < nn; k++) {
+    const int a = index_of(e, chains[k].a), b = index_of(e, chains[k].b);
+    if (a < 0 || b < 0) {
+      continue; /* not in the frame: cannot happen while frames follow every step */
+    }
+    const uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
+    memcpy(e->raw + 4 * kept, &ua, 4);
+    memcpy(e->raw + 4 * (nn + kept), &ub, 4);
+    memcpy(e->raw + 4 * (2 * nn + kept), &chains[k].fn, 4);
+    kept++;
+  }
+  if (kept < nn) { /* close the gaps the planes were laid out for */
+    memmove(e->raw + 4 * kept, e->raw + 4 * nn, 4 * kept);
+    memmove(e->raw + 8 * kept, e->raw + 8 * nn, 4 * kept);
+  }
+  const size_t rawk = 12 * kept, bound = ZSTD_compressBound(rawk);
+  if (reserve((void **)&e->out, &e->outcap, FRAME_HEADER + bound) != 0) {
+    return -1;
+  }
+  const size_t z = ZSTD_compressCCtx(e->zc, e->out + FRAME_HEADER, bound, e->raw, rawk, 3);
+  if (ZSTD_isError(z)) {
+    return -1;
+  }
+  frame_header h;
+  memset(&h, 0, sizeof h);
+  h.magic = FRAME_MAGIC;
+  h.version = FRAME_VERSION;
+  h.kind = FRAME_CHAINS;
+  h.seq = e->seq - 1; /* the frame these grains were drawn in */
+  h.key_seq = e->key_seq;
+  h.count = (uint32_t)kept;
+  h.raw_size = (uint32_t)rawk;
+  h.payload_size = (uint32_t)z;
+  memcpy(h.origin, e->origin, sizeof h.origin);
+  h.step = e->step;
+  memcpy(e->out, &h, sizeof h);
+  *out = e->out;
+  *len = FRAME_HEADER + z;
+  return 0;
+}
+
+int frame_decode_chains(const frame_decoder *d, const uint8_t *buf, size_t len, grn_contact *out,
+                        int cap) {
+  frame_header h;
+  if (len < FRAME_HEADER) {
+    return -1;
+  }
+  memcpy(&h, buf, sizeof h);
+  if (h.magic != FRAME_MAGIC || h.version != FRAME_VERSION || h.kind != FRAME_CHAINS ||
+      h.payload_size != len - FRAME_HEADER || h.key_seq != d->key_seq || !d->key_q ||
+      h.count > (uint32_t)cap || (size_t)h.raw_size != 12 * (size_t)h.count) {
+    return -1;
+  }
+  const size_t nn = h.count;
+  uint8_t *raw = malloc(12 * nn + 1);
+  if (!raw) {
+    return -1;
+  }
+  const size_t got = ZSTD_decompress(raw, 12 * nn, buf + FRAME_HEADER, h.payload_size);
+  int rc = ZSTD_isError(got) || got != 12 * nn ? -1 : (int)nn;
+  for (size_t k = 0; rc >= 0 && k < nn; k++) {
+    memcpy(&out[k].a, raw + 4 * k, 4);
+    memcpy(&out[k].b, raw + 4 * (nn + k), 4);
+    memcpy(&out[k].fn, raw + 4 * (2 * nn + k), 4);
+    if (out[k].a >= d->count || out[k].b >= d->count) {
+      rc = -1;
+    }
+  }
+  free(raw);
+  return rc;
+}

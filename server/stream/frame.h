@@ -15,7 +15,7 @@
 #define FRAME_HEADER 64     /* bytes */
 #define FRAME_KEY_EVERY 2.0 /* s: the longest a viewer waits for a keyframe */
 
-enum { FRAME_KEY = 1, FRAME_DELTA = 2 };
+enum { FRAME_KEY = 1, FRAME_DELTA = 2, FRAME_CHAINS = 3 };
 
 /* The fixed header, as laid out on the wire (little-endian, packed). */
 typedef struct frame_header {
@@ -27,10 +27,10 @@ typedef struct frame_header {
   uint32_t count;   /* grains */
   uint32_t raw_size, payload_size;
   uint32_t reserved2;
-  double t;        /* simulated time, s */
-  float origin[3]; /* grid origin, m */
-  float step;      /* grid step, m, the same on every axis */
-  uint8_t pad[8];
+  double t;              /* simulated time, s */
+  float origin[3];       /* grid origin, m */
+  float step;            /* grid step, m, the same on every axis */
+  uint64_t published_us; /* when the daemon published it, µs since the epoch (0: not yet) */
 } frame_header;
 _Static_assert(sizeof(frame_header) == FRAME_HEADER, "frame header is 64 bytes on the wire");
 
@@ -43,6 +43,11 @@ void frame_encoder_free(frame_encoder *e);
  * stays valid until the next call. Returns 0 or −1 (out of memory). */
 int frame_encode(frame_encoder *e, const grn_world *w, bool force_key, const uint8_t **out,
                  size_t *len);
+
+/* The force chains of the world as it was at the last frame: a FRAME_CHAINS message naming
+ * grains by their index in that frame's order (so only valid with the keyframe it refers to). */
+int frame_encode_chains(frame_encoder *e, const grn_contact *chains, int n, const uint8_t **out,
+                        size_t *len);
 
 /* A decoder's state: the last keyframe's grid and positions. */
 typedef struct frame_decoder {
@@ -59,5 +64,10 @@ typedef struct frame_decoder {
 /* Decode one frame; −1 on anything malformed or a delta whose keyframe it has not seen. */
 int frame_decode(frame_decoder *d, const uint8_t *buf, size_t len);
 void frame_decoder_free(frame_decoder *d);
+
+/* Decode a FRAME_CHAINS message for the decoder's keyframe: up to cap pairs into out (a, b are
+ * grain indices). Returns the number of pairs, or −1 on anything malformed. */
+int frame_decode_chains(const frame_decoder *d, const uint8_t *buf, size_t len, grn_contact *out,
+                        int cap);
 
 #endif

@@ -25,6 +25,9 @@ static int chan = WORKER_CHANNEL_FD;
 static uint8_t *frames;     /* the shared frame memory (NULL: none asked for) */
 static size_t frame_bytes;  /* its size */
 static uint32_t frame_size; /* bytes of the last frame written, reported once */
+static uint32_t chain_size; /* and of the chains message after it */
+static grn_contact *chain_buf;
+static int chain_cap;
 
 static void send_msg(const void *msg, size_t size) {
   if (send(chan, msg, size, MSG_NOSIGNAL) != (ssize_t)size) {
@@ -55,7 +58,8 @@ static void send_status(const grn_world *w) {
   r.digest = grn_world_digest(w);
   grn_world_measurements(w, &r.meas);
   r.frame_size = frame_size;
-  frame_size = 0;
+  r.chain_size = chain_size;
+  frame_size = chain_size = 0;
   send_msg(&r, sizeof r);
 }
 
@@ -208,6 +212,14 @@ int main(void) {
     }
     frames = map;
     frame_bytes = c.frame_bytes;
+    chain_cap = (int)(c.frame_bytes / sizeof(grn_contact)); /* more than the memory could carry */
+    chain_buf = calloc((size_t)chain_cap, sizeof *chain_buf);
+    if (!chain_buf) {
+      e.code = GRN_E_NOMEM;
+      snprintf(e.message, sizeof e.message, "no memory for force chains");
+      send_error(&e);
+      return WORKER_EXIT_SETUP;
+    }
   }
   /* the world is built (all its files and start-up allocations done): lock down before serving;
    * the engine's threads start at the first step, under a filter that lets clone make threads */
@@ -298,6 +310,21 @@ int main(void) {
       }
       memcpy(frames, out, len);
       frame_size = (uint32_t)len;
+      if (f.chains) {
+        const int n = grn_world_chains(w, f.px, f.pz, f.nx, f.nz, chain_buf, chain_cap);
+        const size_t at = (len + 7) & ~(size_t)7;
+        if (n < 0 ||
+            frame_encode_chains(enc, chain_buf, n < chain_cap ? n : chain_cap, &out, &len) != 0 ||
+            at + len > frame_bytes) {
+          e.code = n < 0 ? GRN_E_INVALID : GRN_E_BUFFER;
+          snprintf(e.message, sizeof e.message, "cannot encode the force chains");
+          frame_size = 0;
+          send_error(&e);
+          break;
+        }
+        memcpy(frames + at, out, len);
+        chain_size = (uint32_t)len;
+      }
       send_status(w);
       break;
     }

@@ -138,7 +138,9 @@ static void abandon(worker_client *wc) {
 
 size_t worker_frame_bytes(int grains) {
   const size_t raw = 8 * (size_t)grains + sizeof(grn_geometry);
-  return FRAME_HEADER + raw + raw / 128 + 4096; /* > ZSTD_compressBound(raw) */
+  const size_t chains = 12 * WORKER_CHAINS_PER_GRAIN * (size_t)grains;
+  /* each part > FRAME_HEADER + ZSTD_compressBound(its raw size), plus alignment */
+  return 2 * (FRAME_HEADER + 4096) + raw + raw / 128 + chains + chains / 128;
 }
 
 int worker_spawn(worker_client *wc, const char *exe, const worker_create *create, bool keep_stderr,

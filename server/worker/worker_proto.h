@@ -56,8 +56,13 @@ typedef struct worker_create {
 
 typedef struct worker_frame {
   worker_header h;
-  uint8_t key; /* 1: a keyframe now (a viewer joined) */
+  uint8_t key;    /* 1: a keyframe now (a viewer joined) */
+  uint8_t chains; /* 1: the force chains too, in the slab behind the plane below */
+  double px, pz, nx, nz;
 } worker_frame;
+
+/* Force chains a frame carries at most, per grain: more touching pairs than a packing has. */
+#define WORKER_CHAINS_PER_GRAIN 4
 
 typedef struct worker_step {
   worker_header h;
@@ -84,6 +89,7 @@ typedef struct worker_status {
   uint64_t digest;
   grn_measurements meas;
   uint32_t frame_size; /* bytes of the frame just written to the shared memory (FRAME only) */
+  uint32_t chain_size; /* bytes of the chains message after it, at frame_size rounded up to 8 */
 } worker_status;
 
 typedef struct worker_error {

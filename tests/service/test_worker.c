@@ -101,7 +101,10 @@ static void frames_through_shared_memory(void) {
   for (int f = 0; f < 120; f++) {
     step(&wc, 4, &st);
     grn_world_step(w, 4);
-    const worker_frame req = {{WORKER_CMD_FRAME, sizeof req}, (uint8_t)(f == 60)};
+    worker_frame req;
+    memset(&req, 0, sizeof req);
+    req.h = (worker_header){WORKER_CMD_FRAME, sizeof req};
+    req.key = f == 60;
     if (worker_call(&wc, &req, sizeof req, &st, sizeof st, 5000) != WORKER_REPLY_STATUS ||
         st.frame_size == 0 || frame_decode(&dec, wc.frames, st.frame_size) != 0) {
       continue;

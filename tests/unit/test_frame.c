@@ -131,5 +131,57 @@ int main(void) {
   frame_decoder_free(&fresh);
   frame_encoder_free(enc);
   grn_world_destroy(w);
+
+  /* force chains travel as pairs of frame indices: decoded, they name the very pairs (by id) and
+   * forces the engine lists for the same plane */
+  grn_world_def_default(&d, "chains", &e);
+  grn_world_def_set(&d, "amount", 20, &e);
+  grn_world_create(&d, &w, &e);
+  grn_world_step(w, 240 * 3);
+  enc = frame_encoder_new();
+  memset(&dec, 0, sizeof dec);
+  frame_encode(enc, w, false, &buf, &len);
+  CHECK("a chains-scene keyframe decodes", frame_decode(&dec, buf, len) == 0);
+  grn_measurements m;
+  grn_world_measurements(w, &m);
+  enum { CAP = 20000 };
+  grn_contact *want = malloc(sizeof *want * CAP), *got = malloc(sizeof *got * CAP);
+  const int nw = grn_world_chains(w, m.value[GRN_M_CX], m.value[GRN_M_CZ], 0, 1, want, CAP);
+  CHECK("the chains encode", frame_encode_chains(enc, want, nw, &buf, &len) == 0);
+  const int ng = frame_decode_chains(&dec, buf, len, got, CAP);
+  printf("force chains: %d pairs, %zu bytes\n", nw, len);
+  CHECK_RANGE("chains in the slab", nw, 1, CAP - 1);
+  CHECK_NEAR("chains decoded", ng, nw, 0);
+  /* frame index k is the k-th alive grain in id order */
+  grn_grains_view g;
+  grn_world_grains(w, &g);
+  uint32_t max_id = 0;
+  for (int i = 0; i < g.count; i++) {
+    max_id = g.alive[i] && g.id[i] > max_id ? g.id[i] : max_id;
+  }
+  uint32_t *id_of = malloc(sizeof *id_of * (max_id + 1));
+  int k = 0;
+  for (uint32_t id = 0; id <= max_id; id++) {
+    for (int i = 0; i < g.count; i++) {
+      if (g.alive[i] && g.id[i] == id) {
+        id_of[k++] = id;
+      }
+    }
+  }
+  int same = 0;
+  for (int c = 0; c < ng && c < nw; c++) {
+    same += id_of[got[c].a] == want[c].a && id_of[got[c].b] == want[c].b && got[c].fn == want[c].fn;
+  }
+  CHECK_NEAR("chains equal to the engine's, pair by pair", same, nw, 0);
+  frame_encode(enc, w, true, &buf, &len); /* a new keyframe the decoder has not seen */
+  frame_encode_chains(enc, want, nw, &buf, &len);
+  CHECK("chains for another keyframe are refused",
+        frame_decode_chains(&dec, buf, len, got, CAP) < 0);
+  free(id_of);
+  free(want);
+  free(got);
+  frame_decoder_free(&dec);
+  frame_encoder_free(enc);
+  grn_world_destroy(w);
   CHECK_DONE();
 }

@@ -1,0 +1,407 @@
+/* grainlabd's websocket server (see ws.h). One libwebsockets service thread owns every
+ * connection; other threads only ever wake it with lws_cancel_service(). */
+#define _GNU_SOURCE
+#include "ws.h"
+
+#include <libwebsockets.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+_Static_assert(LWS_PRE <= CHAN_HEADROOM, "a blob's headroom must hold the websocket header");
+
+#define RX_MAX 4096 /* bytes of one client message */
+#define BAD_MAX 32  /* rejected messages before the connection is closed */
+#define OWN_MAX 8   /* replies waiting for one connection */
+#define PATH_PREFIX "/ws/sessions/"
+/* A viewer's kernel send buffer: a few frames. Autotuned buffers grow to megabytes, where a
+ * stalled viewer's frames would queue for seconds before "latest only" could skip any. */
+#define SNDBUF_BYTES 65536
+
+typedef struct viewer {
+  struct viewer *next, *prev;
+  struct lws *wsi;
+  session *s;
+  chan_cursor cur;
+  bool joined, controller, in_msg, rx_binary, rx_over;
+  const char *refuse; /* close at the first chance, for this reason */
+  uint64_t id;
+  chan_blob *own[OWN_MAX]; /* replies to this connection alone, before the stream */
+  int own_n, bad;
+  size_t rx_len;
+  uint8_t rx[RX_MAX];
+} viewer;
+
+struct ws_server {
+  struct lws_context *ctx;
+  sess_registry *reg;
+  pthread_t thread;
+  bool stop;            /* __atomic */
+  pthread_mutex_t wake; /* guards `serving` against a notify racing ws_stop */
+  bool serving;
+  viewer *head; /* service thread only */
+  uint64_t next_id;
+  ws_stats stats; /* written by the service thread, read with __atomic loads */
+  int port;
+};
+
+static void count(uint64_t *c, uint64_t n) {
+  __atomic_add_fetch(c, n, __ATOMIC_RELAXED);
+}
+
+static void notify(void *arg) {
+  ws_server *ws = arg;
+  pthread_mutex_lock(&ws->wake);
+  if (ws->serving) {
+    lws_cancel_service(ws->ctx);
+  }
+  pthread_mutex_unlock(&ws->wake);
+}
+
+/* The session named by the request path, referenced; NULL if there is none. */
+static session *path_session(ws_server *ws, struct lws *wsi, char *path, size_t size) {
+  if (lws_hdr_copy(wsi, path, (int)size, WSI_TOKEN_GET_URI) <= 0) {
+    path[0] = '\0';
+    return NULL;
+  }
+  const size_t pre = strlen(PATH_PREFIX);
+  const char *id = path + pre;
+  if (strncmp(path, PATH_PREFIX, pre) != 0 || strlen(id) < 6 || strlen(id) > 16 ||
+      strspn(id, "0123456789abcdefABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(id)) {
+    return NULL;
+  }
+  return sess_find(ws->reg, id);
+}
+
+static void reply(viewer *v, json_t *msg) {
+  char *text = json_dumps(msg, JSON_COMPACT);
+  json_decref(msg);
+  chan_blob *b = text ? chan_blob_new(text, strlen(text), CHAN_TEXT) : NULL;
+  free(text);
+  if (!b) {
+    return;
+  }
+  if (v->own_n == OWN_MAX) { /* a client that floods and never reads loses old replies */
+    chan_blob_unref(v->own[0]);
+    memmove(v->own, v->own + 1, sizeof v->own[0] * (OWN_MAX - 1));
+    v->own_n--;
+  }
+  v->own[v->own_n++] = b;
+  lws_callback_on_writable(v->wsi);
+}
+
+/* Refuse one message: the client hears why, the log says so (never with its content, which may
+ * hold a token), and the connection stays unless it keeps at it. Returns −1 to close. */
+static int reject(ws_server *ws, viewer *v, const char *code, const char *field, const char *msg) {
+  count(&ws->stats.messages_rejected, 1);
+  fprintf(stderr, "grainlabd: ws: connection %llu (session %s): rejected message: %s: %s\n",
+          (unsigned long long)v->id, v->s ? sess_id(v->s) : "-", code, msg);
+  json_t *e = json_pack("{s:s, s:s}", "code", code, "message", msg);
+  if (field && *field) {
+    json_object_set_new(e, "field", json_string(field));
+  }
+  reply(v, json_pack("{s:s, s:o}", "type", "error", "error", e));
+  if (++v->bad > BAD_MAX) {
+    static const char why[] = "too many rejected messages";
+    lws_close_reason(v->wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *)why,
+                     sizeof why - 1);
+    return -1;
+  }
+  return 0;
+}
+
+static bool only_keys(json_t *o, const char *a, const char *b, const char **bad) {
+  const char *key;
+  json_t *val;
+  json_object_foreach(o, key, val) {
+    if (strcmp(key, a) != 0 && strcmp(key, b) != 0) {
+      *bad = key;
+      return false;
+    }
+  }
+  return true;
+}
+
+/* One whole client message. */
+static int handle(ws_server *ws, viewer *v) {
+  if (!v->joined) {
+    return 0; /* on its way out */
+  }
+  if (v->rx_over) {
+    return reject(ws, v, "too_large", "", "a message may hold at most 4096 bytes");
+  }
+  if (v->rx_binary) {
+    return reject(ws, v, "binary", "", "clients send JSON text messages only");
+  }
+  json_error_t jerr;
+  json_t *m = json_loadb((const char *)v->rx, v->rx_len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!m || !json_is_object(m) || !json_is_string(json_object_get(m, "type"))) {
+    json_decref(m);
+    return reject(ws, v, "bad_message", "type", "expected a JSON object with a \"type\" string");
+  }
+  const char *type = json_string_value(json_object_get(m, "type"));
+  const char *bad = NULL;
+  int rc = 0;
+  if (strcmp(type, "auth") == 0) {
+    json_t *token = json_object_get(m, "token");
+    if (!only_keys(m, "type", "token", &bad)) {
+      rc = reject(ws, v, "unknown_field", bad, "auth takes only \"token\"");
+    } else if (!json_is_string(token) || !sess_token_ok(v->s, json_string_value(token))) {
+      rc = reject(ws, v, "bad_token", "token", "that is not this session's control token");
+    } else {
+      v->controller = true;
+      reply(v, json_pack("{s:s, s:s}", "type", "auth", "role", "controller"));
+    }
+  } else if (strcmp(type, "action") == 0) {
+    json_t *action = json_object_get(m, "action");
+    sess_error err;
+    if (!only_keys(m, "type", "action", &bad)) {
+      rc = reject(ws, v, "unknown_field", bad, "action takes only \"action\"");
+    } else if (!v->controller) {
+      rc = reject(ws, v, "forbidden", "",
+                  "viewers cannot control the session: send {\"type\":\"auth\"} with the "
+                  "control token first");
+    } else if (!json_is_object(action)) {
+      rc = reject(ws, v, "bad_message", "action", "\"action\" must be an object");
+    } else if (sess_queue_action(v->s, action, &err) != 0) {
+      rc = reject(ws, v, err.code, err.field, err.message);
+    }
+  } else {
+    rc = reject(ws, v, "unknown_type", "type", "known types: auth, action");
+  }
+  json_decref(m);
+  return rc;
+}
+
+static int on_writeable(ws_server *ws, viewer *v) {
+  chan_blob *b = NULL;
+  if (v->refuse) {
+    lws_close_reason(v->wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *)v->refuse,
+                     strlen(v->refuse));
+    return -1;
+  }
+  if (v->own_n > 0) {
+    b = v->own[0];
+    memmove(v->own, v->own + 1, sizeof v->own[0] * (size_t)(v->own_n - 1));
+    v->own_n--;
+  } else if (v->joined) {
+    bool closed = false;
+    const uint64_t skipped = v->cur.skipped_frames, tskipped = v->cur.skipped_texts;
+    b = chan_next(sess_chan(v->s), &v->cur, &closed);
+    count(&ws->stats.frames_skipped, v->cur.skipped_frames - skipped);
+    count(&ws->stats.texts_skipped, v->cur.skipped_texts - tskipped);
+    if (!b && closed) {
+      static const char why[] = "the session ended";
+      lws_close_reason(v->wsi, LWS_CLOSE_STATUS_GOINGAWAY, (unsigned char *)why, sizeof why - 1);
+      return -1;
+    }
+  }
+  if (!b) {
+    return 0;
+  }
+  /* lws puts the frame header in the headroom in front of the shared bytes: the same for every
+   * viewer, and only this thread ever writes there */
+  const int n = lws_write(v->wsi, chan_blob_bytes(b), b->len,
+                          b->kind == CHAN_BINARY ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
+  count(b->kind == CHAN_BINARY ? &ws->stats.frames_sent : &ws->stats.texts_sent, 1);
+  count(&ws->stats.bytes_sent, b->len);
+  chan_blob_unref(b);
+  if (n < 0) {
+    return -1;
+  }
+  lws_callback_on_writable(v->wsi); /* there may be more; one write per callback */
+  return 0;
+}
+
+static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                    size_t len) {
+  ws_server *ws = lws_context_user(lws_get_context(wsi));
+  viewer *v = user;
+  char path[128];
+  switch (reason) {
+  case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
+    session *s = path_session(ws, wsi, path, sizeof path);
+    const bool full = s && chan_viewers(sess_chan(s), NULL) >= sess_max_viewers(ws->reg);
+    if (s) {
+      sess_release(s);
+    }
+    if (!s || full) {
+      count(&ws->stats.refused, 1);
+      fprintf(stderr, "grainlabd: ws: refused %.100s: %s\n", path,
+              s ? "the session has its maximum of viewers" : "no such session");
+      return -1;
+    }
+    return 0;
+  }
+  case LWS_CALLBACK_ESTABLISHED: {
+    memset(v, 0, sizeof *v);
+    v->wsi = wsi;
+    v->id = ++ws->next_id;
+    v->s = path_session(ws, wsi, path, sizeof path);
+    const int sndbuf = SNDBUF_BYTES;
+    setsockopt(lws_get_socket_fd(wsi), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    v->next = ws->head;
+    if (ws->head) {
+      ws->head->prev = v;
+    }
+    ws->head = v;
+    count(&ws->stats.connections, 1);
+    v->joined = v->s && chan_join(sess_chan(v->s), &v->cur, sess_max_viewers(ws->reg));
+    if (!v->joined) {
+      /* closed from the writeable callback, so CLOSED tidies up as for any other */
+      v->refuse = "the session is full or has ended";
+      lws_callback_on_writable(wsi);
+      return 0;
+    }
+    reply(v, json_pack("{s:s, s:o}", "type", "hello", "session", sess_json(v->s)));
+    return 0;
+  }
+  case LWS_CALLBACK_SERVER_WRITEABLE:
+    return on_writeable(ws, v);
+  case LWS_CALLBACK_RECEIVE: {
+    if (!v->in_msg) {
+      v->in_msg = true;
+      v->rx_len = 0;
+      v->rx_over = false;
+      v->rx_binary = lws_frame_is_binary(wsi);
+    }
+    if (v->rx_len + len > RX_MAX) {
+      v->rx_over = true; /* the rest is read and dropped: nothing grows */
+    } else {
+      memcpy(v->rx + v->rx_len, in, len);
+      v->rx_len += len;
+    }
+    if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi) > 0) {
+      return 0;
+    }
+    v->in_msg = false;
+    return handle(ws, v);
+  }
+  case LWS_CALLBACK_CLOSED:
+    if (!v || !v->wsi) {
+      return 0;
+    }
+    if (v->joined) {
+      chan_leave(sess_chan(v->s));
+    }
+    for (int i = 0; i < v->own_n; i++) {
+      chan_blob_unref(v->own[i]);
+    }
+    v->own_n = 0;
+    if (v->prev) {
+      v->prev->next = v->next;
+    } else if (ws->head == v) {
+      ws->head = v->next;
+    }
+    if (v->next) {
+      v->next->prev = v->prev;
+    }
+    if (v->s) {
+      sess_release(v->s);
+    }
+    v->wsi = NULL;
+    return 0;
+  case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+    /* some stream has news: every viewer looks once (a viewer still sending waits its turn) */
+    for (viewer *x = ws->head; x; x = x->next) {
+      lws_callback_on_writable(x->wsi);
+    }
+    return 0;
+  case LWS_CALLBACK_HTTP:
+    /* plain HTTP on the websocket port: say where things are */
+    if (lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND,
+                               "websocket streams only: /ws/sessions/{id}")) {
+      return -1;
+    }
+    return lws_http_transaction_completed(wsi);
+  default:
+    return 0;
+  }
+}
+
+static const struct lws_protocols protocols[] = {
+    /* first, so it serves clients that name no subprotocol */
+    {"grainlab-stream", callback, sizeof(viewer), RX_MAX, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0}};
+
+static void *service(void *arg) {
+  ws_server *ws = arg;
+  while (!__atomic_load_n(&ws->stop, __ATOMIC_ACQUIRE)) {
+    if (lws_service(ws->ctx, 0) < 0) {
+      break;
+    }
+  }
+  return NULL;
+}
+
+ws_server *ws_start(sess_registry *reg, const char *bind, int port, char *err, size_t errlen) {
+  ws_server *ws = calloc(1, sizeof *ws);
+  if (!ws) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  ws->reg = reg;
+  pthread_mutex_init(&ws->wake, NULL);
+  lws_set_log_level(LLL_ERR | LLL_WARN, NULL);
+  struct lws_context_creation_info info;
+  memset(&info, 0, sizeof info);
+  info.port = port;
+  info.iface = bind;
+  info.protocols = protocols;
+  info.user = ws;
+  info.count_threads = 1;
+  info.options = LWS_SERVER_OPTION_DISABLE_IPV6;
+  /* no extensions: permessage-deflate would compress the zstd frames again, per viewer */
+  info.extensions = NULL;
+  ws->ctx = lws_create_context(&info);
+  struct lws_vhost *vh = ws->ctx ? lws_get_vhost_by_name(ws->ctx, "default") : NULL;
+  ws->port = vh ? lws_get_vhost_listen_port(vh) : -1;
+  if (!ws->ctx || ws->port <= 0) {
+    snprintf(err, errlen, "cannot listen for websockets on %s:%d", bind, port);
+    if (ws->ctx) {
+      lws_context_destroy(ws->ctx);
+    }
+    pthread_mutex_destroy(&ws->wake);
+    free(ws);
+    return NULL;
+  }
+  ws->serving = true;
+  if (pthread_create(&ws->thread, NULL, service, ws) != 0) {
+    snprintf(err, errlen, "cannot start the websocket thread");
+    lws_context_destroy(ws->ctx);
+    pthread_mutex_destroy(&ws->wake);
+    free(ws);
+    return NULL;
+  }
+  sess_registry_set_notify(reg, notify, ws);
+  return ws;
+}
+
+int ws_port(const ws_server *ws) {
+  return ws->port;
+}
+
+void ws_get_stats(const ws_server *ws, ws_stats *out) {
+  const uint64_t *in = (const uint64_t *)&ws->stats;
+  uint64_t *o = (uint64_t *)out;
+  for (size_t i = 0; i < sizeof *out / sizeof *o; i++) {
+    o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+  }
+}
+
+void ws_stop(ws_server *ws) {
+  __atomic_store_n(&ws->stop, true, __ATOMIC_RELEASE);
+  lws_cancel_service(ws->ctx);
+  pthread_join(ws->thread, NULL);
+  pthread_mutex_lock(&ws->wake);
+  ws->serving = false;
+  pthread_mutex_unlock(&ws->wake);
+  lws_context_destroy(ws->ctx); /* closes every connection: their session references go */
+}
+
+void ws_free(ws_server *ws) {
+  pthread_mutex_destroy(&ws->wake);
+  free(ws);
+}

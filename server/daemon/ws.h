@@ -1,0 +1,28 @@
+/* grainlabd's websocket server (libwebsockets): viewers of /ws/sessions/{id} receive the
+ * session's stream; its controller, once it shows its token, may steer over the same socket. */
+#ifndef GRAINLAB_WS_H
+#define GRAINLAB_WS_H
+
+#include "sess.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ws_stats {
+  uint64_t connections, refused, frames_sent, texts_sent, bytes_sent, frames_skipped, texts_skipped,
+      messages_rejected;
+} ws_stats;
+
+typedef struct ws_server ws_server;
+
+/* Listen on bind:port (0: any free port) and serve from a thread of its own. NULL on failure
+ * (why in err). */
+ws_server *ws_start(sess_registry *reg, const char *bind, int port, char *err, size_t errlen);
+int ws_port(const ws_server *ws);
+void ws_get_stats(const ws_server *ws, ws_stats *out);
+/* Close every connection and stop serving; sessions may still notify afterwards (a no-op). */
+void ws_stop(ws_server *ws);
+/* Free, once no session can notify any more (after the registry is freed). */
+void ws_free(ws_server *ws);
+
+#endif

@@ -1,0 +1,81 @@
+/* The fan-out point of one session's stream: its pacing thread publishes frames and text
+ * messages here, encoded once; the websocket thread hands the very same bytes to every viewer,
+ * each of which only ever waits for the latest frame, so a slow viewer skips and never holds
+ * anyone up. */
+#ifndef GRAINLAB_CHAN_H
+#define GRAINLAB_CHAN_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CHAN_HEADROOM 32 /* bytes free before each blob's data: the websocket header goes there */
+#define CHAN_TEXT_RING 64
+
+enum { CHAN_TEXT = 0, CHAN_BINARY = 1 };
+
+/* An immutable, reference-counted message: len bytes at data + CHAN_HEADROOM. */
+typedef struct chan_blob {
+  int refs; /* atomic */
+  uint8_t kind;
+  uint32_t seq; /* frames: the stream's sequence number */
+  size_t len;
+  uint8_t data[];
+} chan_blob;
+
+chan_blob *chan_blob_new(const void *bytes, size_t len, uint8_t kind);
+static inline uint8_t *chan_blob_bytes(chan_blob *b) {
+  return b->data + CHAN_HEADROOM;
+}
+void chan_blob_unref(chan_blob *b);
+
+typedef struct chan {
+  pthread_mutex_t lock;
+  chan_blob *frame;  /* the latest frame */
+  chan_blob *key;    /* the keyframe it refers to (the same blob when it is one) */
+  chan_blob *chains; /* the force chains drawn with `frame` (chains scene) */
+  chan_blob *text[CHAN_TEXT_RING];
+  uint64_t text_next; /* text messages published so far */
+  int viewers;
+  bool closed;   /* the session ended: viewers are sent away */
+  bool want_key; /* a viewer waits and nothing is cached: the next frame must be a keyframe */
+  /* the stream's numbering, independent of the worker's (which restarts with each worker) */
+  uint32_t seq, key_seq, worker_key;
+  bool worker_key_ok;
+  uint64_t frames, texts; /* published */
+} chan;
+
+/* What one viewer has been sent (touched by the websocket thread only). */
+typedef struct chan_cursor {
+  bool has_key;
+  uint32_t key_seq, sent_seq, chains_seq;
+  uint64_t text_pos;
+  uint64_t skipped_frames, skipped_texts;
+} chan_cursor;
+
+void chan_init(chan *c);
+void chan_destroy(chan *c);
+
+/* Publisher side (the session's pacing thread). */
+/* A worker frame (and, if chains_len > 0, its chains message): renumbered into the stream's
+ * sequence and stamped with the time. Returns −1 (nothing published) for a delta whose keyframe
+ * was never published here, e.g. from a worker that was replaced meanwhile. */
+int chan_publish_frame(chan *c, const uint8_t *frame, size_t len, const uint8_t *chains,
+                       size_t chains_len);
+void chan_publish_text(chan *c, const char *json, size_t len);
+/* A new worker: its numbering starts over and its first frame must be a keyframe. */
+void chan_new_source(chan *c);
+/* Viewers now, and whether one waits for a keyframe (cleared by the call). */
+int chan_viewers(chan *c, bool *want_key);
+void chan_close(chan *c);
+
+/* Viewer side (the websocket thread). */
+/* Join: false when max_viewers are there already or the stream has closed. */
+bool chan_join(chan *c, chan_cursor *cur, int max_viewers);
+void chan_leave(chan *c);
+/* The next message this viewer should get (referenced; unref after sending), or NULL. Sets
+ * *closed when the stream has ended and nothing is left to send. */
+chan_blob *chan_next(chan *c, chan_cursor *cur, bool *closed);
+
+#endif

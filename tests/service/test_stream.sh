@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# The websocket stream end to end, with a real websocket client (ws_probe, libwebsockets): every
+# decoded position against a headless re-run of the same scene, seed and timed changes; rising
+# sequence numbers; a late joiner's keyframe; a stalled viewer that slows neither the session nor
+# another viewer; controllers and viewers; malformed messages; force chains; viewer counts.
+set -u
+daemon=${1:?usage: test_stream.sh path/to/grainlabd path/to/ws_probe}
+probe=${2:?usage: test_stream.sh path/to/grainlabd path/to/ws_probe}
+tmp=$(mktemp -d)
+pass=0
+fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+cleanup() {
+  [ -n "${dpid:-}" ] && kill -KILL "$dpid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+"$daemon" --http-port 0 --ws-port 0 --data-dir "$tmp/data" --static-dir "$tmp" \
+  --max-viewers 6 >"$tmp/out" 2>"$tmp/err" &
+dpid=$!
+for _ in $(seq 100); do
+  grep -q '^listening http=[0-9]* ws=[0-9]*$' "$tmp/out" && break
+  sleep 0.05
+done
+port=$(sed -n 's/^listening http=\([0-9]*\) ws=.*/\1/p' "$tmp/out")
+wsport=$(sed -n 's/^listening http=[0-9]* ws=\([0-9]*\)$/\1/p' "$tmp/out")
+[ -n "$port" ] && [ -n "$wsport" ] || { echo "FAIL daemon did not start: $(cat "$tmp/err")"; exit 1; }
+ok "daemon listening: $(cat "$tmp/out")"
+base="http://127.0.0.1:$port"
+
+# create SCENE PARAMS-JSON: sets $sid and $token
+create() {
+  curl -s -X POST "$base/api/sessions" --data-binary "{\"scene\":\"$1\",\"params\":$2,\"seed\":7}" \
+    >"$tmp/created"
+  sid=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' <"$tmp/created")
+  token=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["control_token"])' <"$tmp/created")
+}
+# expect NAME FILE PYTHON-EXPRESSION: the expression over the probe's JSON (as d) must hold
+expect() {
+  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+    "$2" "$3" 2>/dev/null; then
+    ok "$1"
+  else
+    bad "$1: $3 does not hold for $(head -c 1500 "$2")"
+  fi
+}
+session_field() { curl -s "$base/api/sessions/$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"; }
+metric() { curl -s "$base/metrics" | sed -n "s/^$1 //p"; }
+
+# ---- positions against a headless twin, with an action over the socket and a REST change ------
+create pour '{"amount":10}'
+P=$sid
+PT=$token
+(sleep 2.5 && curl -s -o /dev/null -X PATCH "$base/api/sessions/$P/params" \
+  -H "Authorization: Bearer $PT" --data-binary '{"mu":0.7}') &
+patchpid=$!
+"$probe" --port "$wsport" --session "$P" --seconds 5 --verify \
+  --send "{\"type\":\"auth\",\"token\":\"$PT\"}" \
+  --send '{"type":"action","action":{"type":"spout","x":0.4,"z":-0.2}}' --send-after 1.5 \
+  >"$tmp/verify" &
+vpid=$!
+sleep 3
+"$probe" --port "$wsport" --session "$P" --seconds 1.5 >"$tmp/late" &
+lpid=$!
+sleep 0.7
+viewers_rest=$(session_field "$P" viewers)
+viewers_metric=$(metric grainlab_viewers)
+wait "$vpid" "$lpid" "$patchpid"
+expect "a viewer connects and the stream opens with a keyframe" "$tmp/verify" \
+  'd["connected"] == 1 and d["first_kind"] == 1'
+expect "sequence numbers rise" "$tmp/verify" 'd["seq_increasing"] and d["frames"] > 60'
+expect "every frame decodes" "$tmp/verify" 'd["decode_errors"] == 0 and d["decoded"] == d["frames"]'
+expect "every position within half a grid step (extent/65535) of the headless re-run, after an action over the socket and a REST change" \
+  "$tmp/verify" '"verify_error" not in d and d["verified"] == d["frames"] and d["max_err_steps"] <= 0.5 + 1e-6'
+expect "the controller authenticates and its action and the change come back as events at their steps" \
+  "$tmp/verify" 'd["role"] == "controller" and "action" in d["events"] and "parameter_changed" in d["events"]'
+expect "measurements at 4 Hz of simulated time, every key" "$tmp/verify" \
+  'd["measurements"] >= 8 and d["measure_keys_missing"] == 0'
+expect "a late joiner's first frame is a keyframe, and it decodes what follows" "$tmp/late" \
+  'd["first_kind"] == 1 and d["frames"] > 10 and d["decode_errors"] == 0 and d["seq_increasing"]'
+[ "$viewers_rest" = 2 ] && ok "two viewers in the session's REST state" ||
+  bad "REST viewers: $viewers_rest"
+[ "$viewers_metric" = 2 ] && ok "two viewers in /metrics" || bad "/metrics grainlab_viewers: $viewers_metric"
+sleep 0.3
+[ "$(session_field "$P" viewers)" = 0 ] && ok "no viewers once they have gone" ||
+  bad "viewers after leaving: $(session_field "$P" viewers)"
+
+# ---- a viewer cannot control; bad messages are refused one by one ------------------------------
+spout_before=$(curl -s "$base/api/sessions/$P" | python3 -c 'import json,sys; print(json.load(sys.stdin)["params"]["spout_x"])')
+rejected_before=$(metric grainlab_ws_messages_rejected_total)
+"$probe" --port "$wsport" --session "$P" --viewers 2 --seconds 3 \
+  --send '{"type":"action","action":{"type":"spout","x":-1,"z":1}}' \
+  --send '{"type":"auth","token":"0000000000000000000000000000000000000000000000000000000000000000"}' \
+  --send '{"type":"action","action":{"type":"spout","x":-1,"z":1}}' \
+  --send 'this is not json' --send 'binary:' --send 'big:10000' --send '[1,2,3]' \
+  --send '{"type":"nope"}' --send '{"type":"auth","token":5}' \
+  --send '{"type":"auth","token":"x","extra":1}' >"$tmp/viewer"
+expect "a viewer's actions are forbidden and a wrong token is refused" "$tmp/viewer" \
+  'd["errors"][:3] == ["forbidden", "bad_token", "forbidden"] and d["role"] == ""'
+expect "malformed messages each get their error" "$tmp/viewer" \
+  'd["errors"][3:] == ["bad_message", "binary", "too_large", "bad_message", "unknown_type", "bad_token", "unknown_field"]'
+expect "the sender stays connected and both viewers keep receiving frames" "$tmp/viewer" \
+  'd["connected"] == 2 and d["close_status"] == 0 and d["frames_min"] > 30'
+spout_after=$(curl -s "$base/api/sessions/$P" | python3 -c 'import json,sys; print(json.load(sys.stdin)["params"]["spout_x"])')
+[ "$spout_before" = "$spout_after" ] && ok "the session did not change (spout_x $spout_after)" ||
+  bad "spout_x changed from $spout_before to $spout_after"
+rejected_after=$(metric grainlab_ws_messages_rejected_total)
+[ $((rejected_after - rejected_before)) = 10 ] && ok "10 rejections counted in /metrics" ||
+  bad "rejections counted: $((rejected_after - rejected_before))"
+logged=$(grep -c 'rejected message' "$tmp/err")
+[ "$logged" -ge 10 ] && ok "rejections are logged ($logged lines)" || bad "logged rejections: $logged"
+grep -q "$PT" "$tmp/err" && bad "the control token appears in the log" || ok "no token in the log"
+
+# a controller's bad actions: refused with the REST API's codes, nothing queued
+"$probe" --port "$wsport" --session "$P" --seconds 1.5 \
+  --send "{\"type\":\"auth\",\"token\":\"$PT\"}" \
+  --send '{"type":"action","action":{"type":"spout","x":"left","z":0}}' \
+  --send '{"type":"action","action":{"type":"open_hole"}}' \
+  --send '{"type":"action","action":{"type":"pause"}}' \
+  --send '{"type":"action","action":{"type":"spout","x":1e9,"z":0}}' \
+  --send '{"type":"action","action":5}' >"$tmp/ctl"
+expect "a controller's bad actions are refused: wrong type, unsupported, REST-only, out of range, not an object" \
+  "$tmp/ctl" 'd["role"] == "controller" and d["errors"] == ["wrong_type", "unsupported_action", "rest_only", "out_of_range", "bad_message"]'
+
+# ---- a stalled viewer slows neither the session nor another viewer -----------------------------
+create silo '{}'
+S=$sid
+(sleep 5.5 && session_field "$S" rt_factor >"$tmp/rt") &
+rtpid=$!
+"$probe" --port "$wsport" --session "$S" --viewers 2 --seconds 10 --stall-at 3 --stall-for 5 \
+  >"$tmp/stall"
+wait "$rtpid"
+rt=$(cat "$tmp/rt")
+awk -v rt="$rt" 'BEGIN { exit !(rt > 0.85) }' && ok "real-time factor during the stall: $rt" ||
+  bad "real-time factor during the stall: $rt"
+expect "the other viewer's frame rate during the stall is that before it (3000 grains)" "$tmp/stall" \
+  'd["stall"]["other_frames"] / 5.0 >= 0.85 * d["stall"]["other_pre_frames"] / 3.0 and d["stall"]["other_frames"] >= 5 * 30'
+expect "the stalled viewer skipped frames, then decoded every frame it got again" "$tmp/stall" \
+  'd["skipped"] > 0 and d["decode_errors"] == 0 and d["seq_increasing"] and d["frames"] > d["stall"]["stalled_pre_frames"] + 60'
+[ "$(metric grainlab_ws_frames_skipped_total)" -gt 0 ] && ok "skipped frames counted in /metrics" ||
+  bad "no skipped frames in /metrics"
+
+# ---- force chains ------------------------------------------------------------------------------
+create chains '{"amount":20}'
+"$probe" --port "$wsport" --session "$sid" --seconds 4 --verify >"$tmp/chains"
+expect "force chains arrive as pair lists equal to the headless re-run's" "$tmp/chains" \
+  'd["chains"]["messages"] > 30 and d["chains"]["bad"] == 0 and d["chains"]["checked"] > 30 and d["chains"]["equal"] == d["chains"]["checked"] and d["max_err_steps"] <= 0.5 + 1e-6'
+
+# ---- refusals: unknown session, bad path, too many viewers; a deleted session closes -----------
+"$probe" --port "$wsport" --session 0123456789abcdef --seconds 2 >"$tmp/unknown"
+expect "an unknown session is refused at the handshake" "$tmp/unknown" \
+  'd["connected"] == 0 and d["connect_errors"] == 1'
+"$probe" --port "$wsport" --path /ws/other --seconds 2 >"$tmp/path"
+expect "a path that is not a session is refused" "$tmp/path" 'd["connected"] == 0'
+"$probe" --port "$wsport" --session "$P" --viewers 8 --seconds 2 >"$tmp/full"
+expect "max-viewers 6: six get in, two are refused" "$tmp/full" \
+  'd["connected"] == 6 and d["connect_errors"] == 2'
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$wsport/api/sessions")
+[ "$code" = 404 ] && ok "plain HTTP on the websocket port: 404" || bad "plain HTTP on ws port: $code"
+create pour '{"amount":10}'
+(sleep 1.5 && curl -s -o /dev/null -X DELETE "$base/api/sessions/$sid" -H "Authorization: Bearer $token") &
+delpid=$!
+"$probe" --port "$wsport" --session "$sid" --seconds 8 >"$tmp/deleted"
+wait "$delpid"
+expect "viewers of a deleted session are sent away (1001) with the reason, at once" "$tmp/deleted" \
+  'd["close_status"] == 1001 and "ended" in d["close_reason"] and d["seconds"] < 5 and "session_ended" in d["events"]'
+
+# ---- shutdown with a viewer connected ----------------------------------------------------------
+create pour '{"amount":10}'
+"$probe" --port "$wsport" --session "$sid" --seconds 20 >"$tmp/last" &
+ppid=$!
+sleep 1
+kill -TERM "$dpid"
+for _ in $(seq 100); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.05; done
+if kill -0 "$dpid" 2>/dev/null; then
+  bad "SIGTERM with a viewer connected: the daemon is still running after 5 s"
+else
+  wait "$dpid"
+  rc=$?
+  [ "$rc" = 0 ] && ok "SIGTERM with a viewer connected: clean exit" || bad "exit status $rc"
+fi
+dpid=
+wait "$ppid"
+expect "the viewer sees the connection end" "$tmp/last" 'd["seconds"] < 10'
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
