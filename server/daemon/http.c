@@ -202,9 +202,10 @@ static http_reply create_session(http_server *srv, const http_req *rq) {
   if (!body) {
     return err;
   }
-  static const char *const keys[] = {"scene", "params", "seed", "label", NULL};
+  static const char *const keys[] = {"scene", "params", "seed", "label", "private", NULL};
   grn_world_def d;
   json_t *label = json_object_get(body, "label");
+  json_t *priv = json_object_get(body, "private");
   if (!only_keys(body, keys, &err) || !read_definition(body, &d, &err)) {
     json_decref(body);
     return err;
@@ -215,15 +216,23 @@ static http_reply create_session(http_server *srv, const http_req *rq) {
                        "\"label\" must be a string of 63 bytes or "
                        "fewer");
   }
+  if (priv && !json_is_boolean(priv)) {
+    json_decref(body);
+    return error_reply(400, "wrong_type", "private", "\"private\" must be true or false");
+  }
   sess_error se;
-  char token[65];
-  session *s = sess_create(srv->reg, &d, label ? json_string_value(label) : "", token, &se);
+  char token[65], viewer_token[65];
+  session *s = sess_create(srv->reg, &d, label ? json_string_value(label) : "", json_is_true(priv),
+                           token, viewer_token, &se);
   json_decref(body);
   if (!s) {
     return sess_error_reply(&se);
   }
   json_t *j = sess_json(s);
   json_object_set_new(j, "control_token", json_string(token));
+  if (*viewer_token) {
+    json_object_set_new(j, "viewer_token", json_string(viewer_token));
+  }
   sess_release(s);
   return json_reply(201, j);
 }
@@ -288,6 +297,13 @@ static http_reply session_route(http_server *srv, struct MHD_Connection *c, cons
   session *s = sess_find(srv->reg, id);
   if (!s) {
     return error_reply(404, "not_found", "id", "no session '%.40s'", id);
+  }
+  const char *presented = bearer(c);
+  if (!sess_viewer_ok(s, presented) && !admin_ok(srv, presented)) {
+    sess_release(s);
+    return error_reply(403, "private", "",
+                       "this session is private: send its viewer token as "
+                       "\"Authorization: Bearer <viewer token>\"");
   }
   http_reply r, err;
   json_t *body = NULL;
@@ -426,7 +442,9 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
   }
   if (strcmp(url, "/api/sessions") == 0) {
     if (get) {
-      return json_reply(200, json_pack("{s:o}", "sessions", sess_list_json(srv->reg)));
+      /* private sessions are listed for the admin only */
+      return json_reply(
+          200, json_pack("{s:o}", "sessions", sess_list_json(srv->reg, admin_ok(srv, bearer(c)))));
     }
     if (strcmp(method, "POST") == 0) {
       return create_session(srv, rq);

@@ -23,8 +23,8 @@ typedef struct queued_action {
 
 struct session {
   sess_registry *reg;
-  int refs; /* under the registry lock */
-  char id[17], join[7], token[65];
+  int refs;                                          /* under the registry lock */
+  char id[17], join[7], token[65], viewer_token[65]; /* viewer_token empty: public */
   char label[64];
   pthread_mutex_t lock; /* everything below, and the worker channel */
   pthread_cond_t wake;
@@ -398,8 +398,8 @@ static int start_worker(session *s, sess_error *err) {
 
 static void destroy(session *s);
 
-session *sess_create(sess_registry *r, const grn_world_def *def, const char *label,
-                     char token_out[65], sess_error *err) {
+session *sess_create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
+                     char token_out[65], char viewer_token_out[65], sess_error *err) {
   const int grains = grn_world_def_grains(def);
   if (grains > r->limits.max_grains) {
     fail(err, 422, "too_many_grains", "amount", "%d grains exceed this server's limit of %d",
@@ -424,6 +424,9 @@ session *sess_create(sess_registry *r, const grn_world_def *def, const char *lab
   random_text(s->id, 16, "0123456789abcdef");
   random_text(s->join, 6, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"); /* no 0/O or 1/I to misread */
   random_text(s->token, 64, "0123456789abcdef");
+  if (private_) {
+    random_text(s->viewer_token, 64, "0123456789abcdef");
+  }
   pthread_mutex_lock(&r->lock);
   if (r->n >= r->limits.max_sessions) {
     pthread_mutex_unlock(&r->lock);
@@ -466,6 +469,7 @@ session *sess_create(sess_registry *r, const grn_world_def *def, const char *lab
   pthread_mutex_unlock(&s->lock);
   s->has_thread = pthread_create(&s->thread, NULL, pace, s) == 0;
   memcpy(token_out, s->token, 65);
+  memcpy(viewer_token_out, s->viewer_token, 65);
   return s;
 }
 
@@ -556,15 +560,29 @@ void sess_registry_free(sess_registry *r) {
   free(r);
 }
 
-bool sess_token_ok(const session *s, const char *token) {
-  if (!token || strlen(token) != 64) {
+/* Constant time in the token's content: no early exit on the first wrong character. */
+static bool same_token(const char *want, const char *token) {
+  if (!token || strlen(want) != 64 || strlen(token) != 64) {
     return false;
   }
   unsigned char diff = 0;
   for (int i = 0; i < 64; i++) {
-    diff |= (unsigned char)(s->token[i] ^ token[i]);
+    diff |= (unsigned char)(want[i] ^ token[i]);
   }
   return diff == 0;
+}
+
+bool sess_token_ok(const session *s, const char *token) {
+  return same_token(s->token, token);
+}
+
+bool sess_private(const session *s) {
+  return s->viewer_token[0] != '\0';
+}
+
+bool sess_viewer_ok(const session *s, const char *token) {
+  const bool viewer = same_token(s->viewer_token, token), control = same_token(s->token, token);
+  return !sess_private(s) || viewer || control;
 }
 
 static const char *state_name(sess_state st) {
@@ -578,12 +596,13 @@ json_t *sess_json(session *s) {
   json_t *params = params_json(&s->def);
   json_t *meas = measurements_json(&s->last.meas);
   json_object_set_new(meas, "state", json_string(grn_state_name(s->last.meas.state)));
-  json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:s, s:f, s:f, s:f, s:i, s:I, s:I, s:o}",
-                        "id", s->id, "join_code", s->join, "scene", s->def.scene->name, "label",
-                        s->label, "params", params, "seed", (json_int_t)s->def.seed, "state",
-                        state_name(s->state), "t", s->last.t, "rt_factor", s->rt_factor, "speed",
-                        s->speed, "viewers", viewers, "run_id", (json_int_t)s->run_id, "steps",
-                        (json_int_t)s->last.steps, "measurements", meas);
+  json_t *j =
+      json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:I, s:s, s:f, s:f, s:f, s:i, s:I, s:I, s:o}", "id",
+                s->id, "join_code", s->join, "scene", s->def.scene->name, "label", s->label,
+                "private", sess_private(s), "params", params, "seed", (json_int_t)s->def.seed,
+                "state", state_name(s->state), "t", s->last.t, "rt_factor", s->rt_factor, "speed",
+                s->speed, "viewers", viewers, "run_id", (json_int_t)s->run_id, "steps",
+                (json_int_t)s->last.steps, "measurements", meas);
   if (s->state == SESS_FAILED) {
     json_object_set_new(j, "reason", json_string(s->reason));
   }
@@ -606,12 +625,14 @@ static session **snapshot(sess_registry *r, int *n) {
   return copy;
 }
 
-json_t *sess_list_json(sess_registry *r) {
+json_t *sess_list_json(sess_registry *r, bool include_private) {
   json_t *a = json_array();
   int n;
   session **copy = snapshot(r, &n);
   for (int i = 0; i < n; i++) {
-    json_array_append_new(a, sess_json(copy[i]));
+    if (include_private || !sess_private(copy[i])) {
+      json_array_append_new(a, sess_json(copy[i]));
+    }
     sess_release(copy[i]);
   }
   free(copy);

@@ -50,9 +50,10 @@ int sess_max_viewers(const sess_registry *r);
 void sess_registry_free(sess_registry *r);
 
 /* Create from a validated definition; returns the session (referenced) or NULL with err. The
- * control token is written to token_out (65 bytes). */
-session *sess_create(sess_registry *r, const grn_world_def *def, const char *label,
-                     char token_out[65], sess_error *err);
+ * control token is written to token_out (65 bytes); a private session also gets a viewer token
+ * (viewer_token_out, 65 bytes) without which it cannot be watched or looked at. */
+session *sess_create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
+                     char token_out[65], char viewer_token_out[65], sess_error *err);
 /* Look up by id or join code; the result is referenced and must be released. */
 session *sess_find(sess_registry *r, const char *id);
 void sess_release(session *s);
@@ -70,11 +71,14 @@ int sess_queue_action(session *s, json_t *body, sess_error *err);
 
 /* Constant-time comparison of a presented control token. */
 bool sess_token_ok(const session *s, const char *token);
+/* Whether watching needs a token, and whether this one (viewer or control token) will do. */
+bool sess_private(const session *s);
+bool sess_viewer_ok(const session *s, const char *token);
 
 /* JSON of one session (a new reference). */
 json_t *sess_json(session *s);
-/* JSON array of every session. */
-json_t *sess_list_json(sess_registry *r);
+/* JSON array of every session (private ones only if asked for). */
+json_t *sess_list_json(sess_registry *r, bool include_private);
 
 /* Changes: each validated before it touches anything; on error nothing changed. */
 int sess_set_params(session *s, json_t *params, sess_error *err);

@@ -19,13 +19,14 @@ _Static_assert(LWS_PRE <= CHAN_HEADROOM, "a blob's headroom must hold the websoc
 /* A viewer's kernel send buffer: a few frames. Autotuned buffers grow to megabytes, where a
  * stalled viewer's frames would queue for seconds before "latest only" could skip any. */
 #define SNDBUF_BYTES 65536
+#define AUTH_SECONDS 10 /* a private session's viewer has this long to show its token */
 
 typedef struct viewer {
   struct viewer *next, *prev;
   struct lws *wsi;
   session *s;
   chan_cursor cur;
-  bool joined, controller, in_msg, rx_binary, rx_over;
+  bool joined, controller, awaiting, in_msg, rx_binary, rx_over;
   const char *refuse; /* close at the first chance, for this reason */
   uint64_t id;
   chan_blob *own[OWN_MAX]; /* replies to this connection alone, before the stream */
@@ -85,7 +86,7 @@ static void reply(viewer *v, json_t *msg) {
   }
   if (v->own_n == OWN_MAX) { /* a client that floods and never reads loses old replies */
     chan_blob_unref(v->own[0]);
-    memmove(v->own, v->own + 1, sizeof v->own[0] * (OWN_MAX - 1));
+    memmove(v->own, v->own + 1, sizeof(chan_blob *) * (OWN_MAX - 1));
     v->own_n--;
   }
   v->own[v->own_n++] = b;
@@ -112,6 +113,18 @@ static int reject(ws_server *ws, viewer *v, const char *code, const char *field,
   return 0;
 }
 
+/* Become a viewer of the session's stream, starting with the hello. */
+static void join(ws_server *ws, viewer *v) {
+  v->joined = v->s && chan_join(sess_chan(v->s), &v->cur, sess_max_viewers(ws->reg));
+  if (!v->joined) {
+    /* closed from the writeable callback, so CLOSED tidies up as for any other */
+    v->refuse = "the session is full or has ended";
+    lws_callback_on_writable(v->wsi);
+    return;
+  }
+  reply(v, json_pack("{s:s, s:o}", "type", "hello", "session", sess_json(v->s)));
+}
+
 static bool only_keys(json_t *o, const char *a, const char *b, const char **bad) {
   const char *key;
   json_t *val;
@@ -126,7 +139,7 @@ static bool only_keys(json_t *o, const char *a, const char *b, const char **bad)
 
 /* One whole client message. */
 static int handle(ws_server *ws, viewer *v) {
-  if (!v->joined) {
+  if (!v->joined && !v->awaiting) {
     return 0; /* on its way out */
   }
   if (v->rx_over) {
@@ -144,16 +157,30 @@ static int handle(ws_server *ws, viewer *v) {
   const char *type = json_string_value(json_object_get(m, "type"));
   const char *bad = NULL;
   int rc = 0;
+  bool admitted = false;
   if (strcmp(type, "auth") == 0) {
     json_t *token = json_object_get(m, "token");
     if (!only_keys(m, "type", "token", &bad)) {
       rc = reject(ws, v, "unknown_field", bad, "auth takes only \"token\"");
-    } else if (!json_is_string(token) || !sess_token_ok(v->s, json_string_value(token))) {
-      rc = reject(ws, v, "bad_token", "token", "that is not this session's control token");
-    } else {
+    } else if (json_is_string(token) && sess_token_ok(v->s, json_string_value(token))) {
       v->controller = true;
       reply(v, json_pack("{s:s, s:s}", "type", "auth", "role", "controller"));
+      admitted = true;
+    } else if (v->awaiting && json_is_string(token) &&
+               sess_viewer_ok(v->s, json_string_value(token))) {
+      reply(v, json_pack("{s:s, s:s}", "type", "auth", "role", "viewer"));
+      admitted = true;
+    } else {
+      rc = reject(ws, v, "bad_token", "token", "that is not a token of this session");
     }
+    if (admitted && v->awaiting) {
+      v->awaiting = false;
+      lws_set_timeout(v->wsi, NO_PENDING_TIMEOUT, 0);
+      join(ws, v);
+    }
+  } else if (v->awaiting) {
+    rc = reject(ws, v, "unauthenticated", "type",
+                "this session is private: send {\"type\":\"auth\"} with its viewer token first");
   } else if (strcmp(type, "action") == 0) {
     json_t *action = json_object_get(m, "action");
     sess_error err;
@@ -184,7 +211,7 @@ static int on_writeable(ws_server *ws, viewer *v) {
   }
   if (v->own_n > 0) {
     b = v->own[0];
-    memmove(v->own, v->own + 1, sizeof v->own[0] * (size_t)(v->own_n - 1));
+    memmove(v->own, v->own + 1, sizeof(chan_blob *) * (size_t)(v->own_n - 1));
     v->own_n--;
   } else if (v->joined) {
     bool closed = false;
@@ -248,14 +275,13 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     }
     ws->head = v;
     count(&ws->stats.connections, 1);
-    v->joined = v->s && chan_join(sess_chan(v->s), &v->cur, sess_max_viewers(ws->reg));
-    if (!v->joined) {
-      /* closed from the writeable callback, so CLOSED tidies up as for any other */
-      v->refuse = "the session is full or has ended";
-      lws_callback_on_writable(wsi);
+    if (v->s && sess_private(v->s)) {
+      /* nothing, not even the hello, before the viewer token */
+      v->awaiting = true;
+      lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, AUTH_SECONDS);
       return 0;
     }
-    reply(v, json_pack("{s:s, s:o}", "type", "hello", "session", sess_json(v->s)));
+    join(ws, v);
     return 0;
   }
   case LWS_CALLBACK_SERVER_WRITEABLE:

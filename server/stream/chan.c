@@ -1,4 +1,5 @@
 /* One session's stream fan-out (see chan.h). */
+#define _GNU_SOURCE
 #include "chan.h"
 
 #include "frame.h"

@@ -76,6 +76,37 @@ static inline int32_t unzigzag(uint32_t u) {
   return (int32_t)(u >> 1) ^ -(int32_t)(u & 1u);
 }
 
+/* Compress the raw payload in e->raw behind a header: the frame in e->out, valid until the next
+ * call. */
+static int finish(frame_encoder *e, uint8_t kind, uint32_t seq, uint32_t count, size_t raw,
+                  double t, const uint8_t **out, size_t *len) {
+  const size_t bound = ZSTD_compressBound(raw);
+  if (reserve((void **)&e->out, &e->outcap, FRAME_HEADER + bound) != 0) {
+    return -1;
+  }
+  const size_t z = ZSTD_compressCCtx(e->zc, e->out + FRAME_HEADER, bound, e->raw, raw, 3);
+  if (ZSTD_isError(z)) {
+    return -1;
+  }
+  frame_header h;
+  memset(&h, 0, sizeof h);
+  h.magic = FRAME_MAGIC;
+  h.version = FRAME_VERSION;
+  h.kind = kind;
+  h.seq = seq;
+  h.key_seq = e->key_seq;
+  h.count = count;
+  h.raw_size = (uint32_t)raw;
+  h.payload_size = (uint32_t)z;
+  h.t = t;
+  memcpy(h.origin, e->origin, sizeof h.origin);
+  h.step = e->step;
+  memcpy(e->out, &h, sizeof h);
+  *out = e->out;
+  *len = FRAME_HEADER + z;
+  return 0;
+}
+
 int frame_encode(frame_encoder *e, const grn_world *w, bool force_key, const uint8_t **out,
                  size_t *len) {
   grn_grains_view g;
@@ -187,31 +218,7 @@ int frame_encode(frame_encoder *e, const grn_world *w, bool force_key, const uin
     grn_world_geometry(w, &geo);
     memcpy(r + 8 * nn, &geo, sizeof geo);
   }
-  const size_t bound = ZSTD_compressBound(raw);
-  if (reserve((void **)&e->out, &e->outcap, FRAME_HEADER + bound) != 0) {
-    return -1;
-  }
-  const size_t z = ZSTD_compressCCtx(e->zc, e->out + FRAME_HEADER, bound, e->raw, raw, 3);
-  if (ZSTD_isError(z)) {
-    return -1;
-  }
-  frame_header h;
-  memset(&h, 0, sizeof h);
-  h.magic = FRAME_MAGIC;
-  h.version = FRAME_VERSION;
-  h.kind = key ? FRAME_KEY : FRAME_DELTA;
-  h.seq = e->seq++;
-  h.key_seq = e->key_seq;
-  h.count = (uint32_t)n;
-  h.raw_size = (uint32_t)raw;
-  h.payload_size = (uint32_t)z;
-  h.t = t;
-  memcpy(h.origin, e->origin, sizeof h.origin);
-  h.step = e->step;
-  memcpy(e->out, &h, sizeof h);
-  *out = e->out;
-  *len = FRAME_HEADER + z;
-  return 0;
+  return finish(e, key ? FRAME_KEY : FRAME_DELTA, e->seq++, (uint32_t)n, raw, t, out, len);
 }
 
 static int grow_decoder(frame_decoder *d, size_t n) {
@@ -349,30 +356,8 @@ int frame_encode_chains(frame_encoder *e, const grn_contact *chains, int n, cons
     memmove(e->raw + 4 * kept, e->raw + 4 * nn, 4 * kept);
     memmove(e->raw + 8 * kept, e->raw + 8 * nn, 4 * kept);
   }
-  const size_t rawk = 12 * kept, bound = ZSTD_compressBound(rawk);
-  if (reserve((void **)&e->out, &e->outcap, FRAME_HEADER + bound) != 0) {
-    return -1;
-  }
-  const size_t z = ZSTD_compressCCtx(e->zc, e->out + FRAME_HEADER, bound, e->raw, rawk, 3);
-  if (ZSTD_isError(z)) {
-    return -1;
-  }
-  frame_header h;
-  memset(&h, 0, sizeof h);
-  h.magic = FRAME_MAGIC;
-  h.version = FRAME_VERSION;
-  h.kind = FRAME_CHAINS;
-  h.seq = e->seq - 1; /* the frame these grains were drawn in */
-  h.key_seq = e->key_seq;
-  h.count = (uint32_t)kept;
-  h.raw_size = (uint32_t)rawk;
-  h.payload_size = (uint32_t)z;
-  memcpy(h.origin, e->origin, sizeof h.origin);
-  h.step = e->step;
-  memcpy(e->out, &h, sizeof h);
-  *out = e->out;
-  *len = FRAME_HEADER + z;
-  return 0;
+  /* the chains belong to the frame just encoded: its sequence number, no time of their own */
+  return finish(e, FRAME_CHAINS, e->seq - 1, (uint32_t)kept, 12 * kept, 0.0, out, len);
 }
 
 int frame_decode_chains(const frame_decoder *d, const uint8_t *buf, size_t len, grn_contact *out,

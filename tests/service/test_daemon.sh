@@ -5,32 +5,15 @@
 set -u
 daemon=${1:?usage: test_daemon.sh path/to/grainlabd [--test-commands]}
 test_commands=${2:-}
-tmp=$(mktemp -d)
-pass=0
-fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
-cleanup() {
-  [ -n "${dpid:-}" ] && kill -KILL "$dpid" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 
 mkdir -p "$tmp/static/sub"
 echo '<!doctype html><title>grainlab</title>' >"$tmp/static/index.html"
 echo 'secret' >"$tmp/outside.txt"
 echo 'adminadminadmin-0123456789' >"$tmp/admin"
-"$daemon" --http-port 0 --ws-port 0 --data-dir "$tmp/data" --static-dir "$tmp/static" \
-  --admin-token-file "$tmp/admin" --max-sessions 3 --max-grains 4000 >"$tmp/out" 2>"$tmp/err" &
-dpid=$!
-for _ in $(seq 100); do
-  grep -q '^listening http=[0-9]* ws=[0-9]*$' "$tmp/out" && break
-  sleep 0.05
-done
-port=$(sed -n 's/^listening http=\([0-9]*\) ws=.*/\1/p' "$tmp/out")
-[ -n "$port" ] || { echo "FAIL daemon did not start: $(cat "$tmp/err")"; exit 1; }
-ok "daemon listening: $(cat "$tmp/out")"
-base="http://127.0.0.1:$port"
+start_daemon "$daemon" --static-dir "$tmp/static" --admin-token-file "$tmp/admin" \
+  --max-sessions 3 --max-grains 4000
 
 # req METHOD PATH TOKEN [BODY]: sets $code and $body
 req() {

@@ -6,29 +6,9 @@
 set -u
 daemon=${1:?usage: test_stream.sh path/to/grainlabd path/to/ws_probe}
 probe=${2:?usage: test_stream.sh path/to/grainlabd path/to/ws_probe}
-tmp=$(mktemp -d)
-pass=0
-fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
-cleanup() {
-  [ -n "${dpid:-}" ] && kill -KILL "$dpid" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-"$daemon" --http-port 0 --ws-port 0 --data-dir "$tmp/data" --static-dir "$tmp" \
-  --max-viewers 6 >"$tmp/out" 2>"$tmp/err" &
-dpid=$!
-for _ in $(seq 100); do
-  grep -q '^listening http=[0-9]* ws=[0-9]*$' "$tmp/out" && break
-  sleep 0.05
-done
-port=$(sed -n 's/^listening http=\([0-9]*\) ws=.*/\1/p' "$tmp/out")
-wsport=$(sed -n 's/^listening http=[0-9]* ws=\([0-9]*\)$/\1/p' "$tmp/out")
-[ -n "$port" ] && [ -n "$wsport" ] || { echo "FAIL daemon did not start: $(cat "$tmp/err")"; exit 1; }
-ok "daemon listening: $(cat "$tmp/out")"
-base="http://127.0.0.1:$port"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+start_daemon "$daemon" --static-dir "$tmp" --max-viewers 6
 
 # create SCENE PARAMS-JSON: sets $sid and $token
 create() {
@@ -147,6 +127,38 @@ create chains '{"amount":20}'
 "$probe" --port "$wsport" --session "$sid" --seconds 4 --verify >"$tmp/chains"
 expect "force chains arrive as pair lists equal to the headless re-run's" "$tmp/chains" \
   'd["chains"]["messages"] > 30 and d["chains"]["bad"] == 0 and d["chains"]["checked"] > 30 and d["chains"]["equal"] == d["chains"]["checked"] and d["max_err_steps"] <= 0.5 + 1e-6'
+
+# ---- a private session: nothing without its viewer token, on the socket or over REST ----------
+curl -s -X POST "$base/api/sessions" --data-binary '{"scene":"pour","params":{"amount":10},"private":true}' \
+  >"$tmp/created"
+Q=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' <"$tmp/created")
+QT=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["control_token"])' <"$tmp/created")
+QV=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["viewer_token"])' <"$tmp/created")
+"$probe" --port "$wsport" --session "$Q" --seconds 13 >"$tmp/noauth" &
+noauthpid=$!
+"$probe" --port "$wsport" --session "$Q" --seconds 2 --send '{"type":"action","action":{"type":"pour","on":false}}' \
+  --send '{"type":"auth","token":"0000000000000000000000000000000000000000000000000000000000000000"}' \
+  >"$tmp/wrongauth"
+expect "private: before its token a viewer gets nothing but errors" "$tmp/wrongauth" \
+  'd["frames"] == 0 and d["texts"] == 2 and d["errors"] == ["unauthenticated", "bad_token"]'
+"$probe" --port "$wsport" --session "$Q" --seconds 2 --send "{\"type\":\"auth\",\"token\":\"$QV\"}" \
+  --send '{"type":"action","action":{"type":"pour","on":false}}' >"$tmp/viewerauth"
+expect "private: the viewer token opens the stream, as a viewer" "$tmp/viewerauth" \
+  'd["role"] == "viewer" and d["first_kind"] == 1 and d["frames"] > 30 and d["errors"] == ["forbidden"]'
+"$probe" --port "$wsport" --session "$Q" --seconds 1 --send "{\"type\":\"auth\",\"token\":\"$QT\"}" \
+  >"$tmp/ctlauth"
+expect "private: the control token opens it as the controller" "$tmp/ctlauth" \
+  'd["role"] == "controller" and d["frames"] > 10'
+code=$(curl -s -o /dev/null -w '%{http_code}' "$base/api/sessions/$Q")
+[ "$code" = 403 ] && ok "private: GET without a token is 403" || bad "private GET without token: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $QV" "$base/api/sessions/$Q")
+[ "$code" = 200 ] && ok "private: GET with the viewer token is 200" || bad "private GET with viewer token: $code"
+curl -s "$base/api/sessions" | grep -q "$Q" && bad "private: listed for anyone" ||
+  ok "private: not in the public list"
+wait "$noauthpid"
+expect "private: a connection that never shows a token is closed after 10 s" "$tmp/noauth" \
+  'd["frames"] == 0 and d["texts"] == 0 and 9 < d["seconds"] < 12.5'
+curl -s -o /dev/null -X DELETE "$base/api/sessions/$Q" -H "Authorization: Bearer $QT"
 
 # ---- refusals: unknown session, bad path, too many viewers; a deleted session closes -----------
 "$probe" --port "$wsport" --session 0123456789abcdef --seconds 2 >"$tmp/unknown"
