@@ -4,7 +4,7 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(ca-certificates gcc libc6-dev make cmake ninja-build pkg-config libseccomp-dev
-  libmicrohttpd-dev libjansson-dev libzstd-dev libwebsockets-dev clang-format clang-tidy cppcheck curl python3)
+  libmicrohttpd-dev libjansson-dev libzstd-dev libwebsockets-dev libsqlite3-dev sqlite3 clang-format clang-tidy cppcheck curl python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

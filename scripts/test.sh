@@ -30,3 +30,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
   bash tests/service/test_stream.sh build-asan/daemon-check/grainlabd build/ws_probe
 TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_stream.sh build-tsan/daemon-check/grainlabd \
   build/ws_probe
+# and the store (its writer thread, readers on request threads, kill -9) under both
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  bash tests/service/test_store.sh build-asan/daemon-check/grainlabd build/grainlab build/ws_probe
+TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_store.sh build-tsan/daemon-check/grainlabd \
+  build/grainlab build/ws_probe

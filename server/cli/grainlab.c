@@ -2,6 +2,7 @@
  * the packed bed, list the scene catalogue. Bad input: one line on stderr, exit status 2. */
 #define _POSIX_C_SOURCE 200809L
 #include "grainlab/grainlab.h"
+#include "store.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -35,7 +36,8 @@ static void usage(FILE *f) {
         "  grainlab run --scene NAME [--grains N | --quality Q --amount PCT] [--set KEY=VALUE]...\n"
         "               [--seed S] [--seconds T] [--threads K] [--action TIME:NAME[:ARG,...]]...\n"
         "  grainlab bench --scene pour --grains N [--steps S] [--threads K] [--seed S]\n"
-        "  grainlab scenes\n",
+        "  grainlab scenes\n"
+        "  grainlab replay --db FILE --run ID [--threads K]\n",
         f);
 }
 
@@ -73,7 +75,7 @@ static int parse_seed(const char *text, uint64_t *out) {
 }
 
 /* ---- JSON output ------------------------------------------------------------------------- */
-static void json_string(const char *s) {
+static void put_json_string(const char *s) {
   putchar('"');
   for (; *s; s++) {
     if (*s == '"' || *s == '\\') {
@@ -87,7 +89,7 @@ static void json_string(const char *s) {
   putchar('"');
 }
 
-static void json_number(double v) {
+static void put_json_number(double v) {
   if (isfinite(v)) {
     printf("%.10g", v);
   } else {
@@ -103,7 +105,7 @@ static void print_measurements(const grn_measurements *m) {
       continue;
     }
     printf("%s\"%s\":", first ? "" : ",", grn_measure_name((grn_measure_key)k));
-    json_number(m->value[k]);
+    put_json_number(m->value[k]);
     first = false;
   }
   printf("%s\"state\":\"%s\"}", first ? "" : ",", grn_state_name(m->state));
@@ -114,32 +116,32 @@ static int cmd_scenes(void) {
   for (int s = 0; s < grn_scene_count(); s++) {
     const grn_scene_info *sc = grn_scene_at(s);
     printf("%s{\"name\":", s ? "," : "");
-    json_string(sc->name);
+    put_json_string(sc->name);
     printf(",\"model\":\"granular\",\"description\":");
-    json_string(sc->description);
+    put_json_string(sc->description);
     printf(",\"params\":[");
     for (int i = 0; i < sc->param_count; i++) {
       const grn_param_info *p = &sc->param_info[i];
       printf("%s{\"name\":", i ? "," : "");
-      json_string(p->name);
+      put_json_string(p->name);
       printf(",\"unit\":");
-      json_string(p->unit);
+      put_json_string(p->unit);
       printf(",\"min\":%.10g,\"max\":%.10g,\"default\":%.10g,\"integer\":%s,\"description\":",
              p->min, p->max, p->def, p->integer ? "true" : "false");
-      json_string(p->description);
+      put_json_string(p->description);
       putchar('}');
     }
     printf("],\"actions\":[");
     for (int i = 0; i < sc->action_count; i++) {
       printf("%s", i ? "," : "");
-      json_string(sc->actions[i]);
+      put_json_string(sc->actions[i]);
     }
     printf("],\"measurements\":[");
     bool first = true;
     for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
       if (sc->measures & (1u << k)) {
         printf("%s", first ? "" : ",");
-        json_string(grn_measure_name((grn_measure_key)k));
+        put_json_string(grn_measure_name((grn_measure_key)k));
         first = false;
       }
     }
@@ -437,6 +439,94 @@ static int cmd_bench(int argc, char **argv) {
   return 0;
 }
 
+/* Re-run a stored run headless: its scene, parameters and seed, each recorded parameter change
+ * and action at its step, up to the step where the run ended; the digest must be the stored one. */
+static int cmd_replay(int argc, char **argv) {
+  const char *db = NULL;
+  long run = 0, threads = 1;
+  for (int i = 2; i < argc; i += 2) {
+    if (i + 1 >= argc) {
+      return usage_error("option '%s' needs a value", argv[i]);
+    }
+    if (strcmp(argv[i], "--db") == 0) {
+      db = argv[i + 1];
+    } else if (strcmp(argv[i], "--run") == 0) {
+      if (parse_int("--run", argv[i + 1], 1, INT64_MAX / 2, &run) != 0) {
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(argv[i], "--threads") == 0) {
+      if (parse_int("--threads", argv[i + 1], 1, 64, &threads) != 0) {
+        return EXIT_USAGE;
+      }
+    } else {
+      return usage_error("unknown option '%s' for replay", argv[i]);
+    }
+  }
+  if (!db || run == 0) {
+    return usage_error("replay needs --db FILE and --run ID");
+  }
+  store_replay r;
+  char err[256];
+  if (store_load_replay(db, run, &r, err, sizeof err) != 0) {
+    return usage_error("run %ld of '%s': %s", run, db, err);
+  }
+  if (!r.ended) {
+    store_replay_free(&r);
+    return usage_error("run %ld has not ended: nothing to compare with", run);
+  }
+  r.def.threads = (int)threads;
+  grn_world *w;
+  grn_error e;
+  if (grn_world_create(&r.def, &w, &e) != GRN_OK) {
+    store_replay_free(&r);
+    return engine_error(&e);
+  }
+  int next = 0;
+  for (;;) {
+    const uint64_t at = grn_world_step_count(w);
+    while (next < r.nevents && r.events[next].steps == at) {
+      const store_replay_event *ev = &r.events[next++];
+      const int rc = ev->is_action ? grn_world_act(w, &ev->action, &e)
+                                   : grn_world_set_param(w, ev->param, ev->value, &e);
+      if (rc != GRN_OK) {
+        fprintf(stderr, "grainlab: error: step %" PRIu64 ": %s\n", at, e.message);
+        grn_world_destroy(w);
+        store_replay_free(&r);
+        return 1;
+      }
+    }
+    if (at >= r.end_steps) {
+      break;
+    }
+    uint64_t to = r.end_steps;
+    if (next < r.nevents && r.events[next].steps < to) {
+      to = r.events[next].steps;
+    }
+    if (to <= at || grn_world_step(w, (int)(to - at)) != GRN_OK) {
+      fprintf(stderr, "grainlab: error: the recorded events are out of order at step %" PRIu64 "\n",
+              at);
+      grn_world_destroy(w);
+      store_replay_free(&r);
+      return 1;
+    }
+  }
+  grn_measurements m;
+  grn_world_measurements(w, &m);
+  grn_world_stats st;
+  grn_world_get_stats(w, &st);
+  char digest[17];
+  snprintf(digest, sizeof digest, "%016" PRIx64, grn_world_digest(w));
+  fputs("{\"final\":", stdout);
+  print_measurements(&m);
+  printf(",\"digest\":\"%s\",\"steps\":%" PRIu64 ",\"grains\":%d,\"run\":%ld,"
+         "\"recorded_digest\":\"%s\",\"same\":%s}\n",
+         digest, grn_world_step_count(w), st.alive, run, r.digest,
+         strcmp(digest, r.digest) == 0 ? "true" : "false");
+  grn_world_destroy(w);
+  store_replay_free(&r);
+  return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     return usage_error("no command (grainlab --help lists the commands)");
@@ -446,6 +536,9 @@ int main(int argc, char **argv) {
   }
   if (strcmp(argv[1], "bench") == 0) {
     return cmd_bench(argc, argv);
+  }
+  if (strcmp(argv[1], "replay") == 0) {
+    return cmd_replay(argc, argv);
   }
   if (strcmp(argv[1], "scenes") == 0) {
     if (argc != 2) {

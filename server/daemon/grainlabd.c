@@ -166,7 +166,19 @@ int main(int argc, char **argv) {
   const sess_limits limits = {(int)c.max_sessions, (int)c.max_grains,
                               (uint64_t)c.worker_memory_mb << 20, (int)c.worker_threads,
                               (int)c.max_viewers};
-  srv.reg = sess_registry_new(&limits, worker);
+  char dbpath[PATH_MAX + 16], why_db[300];
+  snprintf(dbpath, sizeof dbpath, "%s/grainlab.db", c.data_dir);
+  store *st = store_open(dbpath, why_db, sizeof why_db);
+  if (!st) {
+    fprintf(stderr, "grainlabd: error: store %s: %s\n", dbpath, why_db);
+    return 1;
+  }
+  if (store_interrupted(st) > 0) {
+    fprintf(stderr, "grainlabd: %d run(s) left open by an earlier stop closed as interrupted\n",
+            store_interrupted(st));
+  }
+  srv.store = st;
+  srv.reg = sess_registry_new(&limits, worker, st);
 
   struct sockaddr_in ha = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c.http_port)};
   inet_pton(AF_INET, c.bind, &ha.sin_addr);
@@ -199,5 +211,6 @@ int main(int argc, char **argv) {
   ws_stop(ws);
   sess_registry_free(srv.reg);
   ws_free(ws);
+  store_close(st);
   return 0;
 }

@@ -24,13 +24,14 @@ typedef struct http_reply {
   int status;
   char *body; /* malloc'd */
   const char *type;
-  const char *allow; /* for 405 */
+  const char *allow;    /* for 405 */
+  char disposition[64]; /* Content-Disposition, for downloads */
 } http_reply;
 
 static http_reply json_reply(int status, json_t *j) {
   /* 15 significant digits: 0.1 reads as 0.1, and nothing a double carries is lost to a reader */
   http_reply r = {status, json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)), "application/json",
-                  NULL};
+                  NULL, ""};
   json_decref(j);
   return r;
 }
@@ -287,7 +288,7 @@ static http_reply metrics_reply(http_server *srv) {
       (unsigned long long)w.frames_sent, (unsigned long long)w.frames_skipped,
       (unsigned long long)w.texts_sent, (unsigned long long)w.texts_skipped,
       (unsigned long long)w.bytes_sent, (unsigned long long)w.messages_rejected);
-  http_reply r = {200, n >= 0 ? out : NULL, "text/plain; version=0.0.4", NULL};
+  http_reply r = {200, n >= 0 ? out : NULL, "text/plain; version=0.0.4", NULL, ""};
   return r;
 }
 
@@ -413,8 +414,92 @@ static http_reply static_file(const http_server *srv, const char *url) {
     return error_reply(500, "io_error", "", "could not read the file");
   }
   buf[got] = '\0';
-  http_reply r = {200, buf, mime(real), NULL};
+  http_reply r = {200, buf, mime(real), NULL, ""};
   return r;
+}
+
+static http_reply store_error_reply(const store_error *e) {
+  return error_reply(e->status, e->code, e->field, "%s", e->message);
+}
+
+typedef struct query_args {
+  json_t *args;
+  char dup[64];
+} query_args;
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+  (void)kind;
+  query_args *q = cls;
+  if (json_object_get(q->args, key) && !q->dup[0]) {
+    snprintf(q->dup, sizeof q->dup, "%s", key);
+  }
+  json_object_set_new(q->args, key, json_string(value ? value : ""));
+  return MHD_YES;
+}
+
+static http_reply method_not_allowed(const char *method, const char *allow) {
+  http_reply r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
+  r.allow = allow;
+  return r;
+}
+
+/* /api/runs and /api/runs/{id}[/samples]: the record, read-only */
+static http_reply runs_route(http_server *srv, struct MHD_Connection *c, const char *method,
+                             const char *url) {
+  if (!srv->store) {
+    return error_reply(503, "no_store", "", "this server keeps no record");
+  }
+  if (strcmp(method, "GET") != 0) {
+    return method_not_allowed(method, "GET");
+  }
+  store_error se;
+  if (strcmp(url, "/api/runs") == 0) {
+    query_args q = {json_object(), ""};
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+    if (q.dup[0]) {
+      json_decref(q.args);
+      return error_reply(400, "duplicate_field", q.dup, "'%s' is given twice", q.dup);
+    }
+    json_t *out = NULL;
+    const int rc = store_list_runs(srv->store, q.args, &out, &se);
+    json_decref(q.args);
+    return rc == 0 ? json_reply(200, out) : store_error_reply(&se);
+  }
+  const char *rest = url + strlen("/api/runs/"), *slash = strchr(rest, '/');
+  const size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+  char digits[20];
+  if (n == 0 || n >= sizeof digits || strspn(rest, "0123456789") != n) {
+    return error_reply(404, "not_found", "id", "run ids are whole numbers");
+  }
+  memcpy(digits, rest, n);
+  digits[n] = '\0';
+  const long long id = strtoll(digits, NULL, 10);
+  const char *what = slash ? slash + 1 : "";
+  if (!*what) {
+    json_t *out = NULL;
+    return store_get_run(srv->store, id, &out, &se) == 0 ? json_reply(200, out)
+                                                         : store_error_reply(&se);
+  }
+  if (strcmp(what, "samples") == 0) {
+    const char *format = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+    if (format && strcmp(format, "csv") != 0 && strcmp(format, "json") != 0) {
+      return error_reply(400, "bad_format", "format", "format is csv or json");
+    }
+    const bool csv = format ? strcmp(format, "csv") == 0 : accept && strstr(accept, "text/csv");
+    char *body = NULL;
+    size_t len = 0;
+    if (store_samples(srv->store, id, csv, &body, &len, &se) != 0) {
+      return store_error_reply(&se);
+    }
+    http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", NULL, ""};
+    if (csv) {
+      snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"run-%lld.csv\"", id);
+    }
+    return r;
+  }
+  return error_reply(404, "not_found", "", "no such resource");
 }
 
 static http_reply route(http_server *srv, struct MHD_Connection *c, const char *method,
@@ -463,6 +548,9 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
     memcpy(id, rest, n);
     id[n] = '\0';
     return session_route(srv, c, method, id, slash ? slash + 1 : "", rq);
+  }
+  if (strcmp(url, "/api/runs") == 0 || strncmp(url, "/api/runs/", 10) == 0) {
+    return runs_route(srv, c, method, url);
   }
   if (strncmp(url, "/api/", 5) == 0 || strcmp(url, "/api") == 0) {
     return error_reply(404, "not_found", "", "no such resource");
@@ -521,6 +609,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   MHD_add_response_header(resp, "Cache-Control", "no-store");
   if (r.allow) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r.allow);
+  }
+  if (r.disposition[0]) {
+    MHD_add_response_header(resp, "Content-Disposition", r.disposition);
   }
   const enum MHD_Result ok = MHD_queue_response(c, (unsigned)r.status, resp);
   MHD_destroy_response(resp);

@@ -12,6 +12,7 @@
 typedef struct http_server {
   sess_registry *reg;
   const ws_server *ws; /* for its figures in /metrics */
+  store *store;        /* the runs behind /api/runs */
   char static_dir[4096];
   char admin_token[129]; /* empty: no admin */
   bool ready;            /* read and written with __atomic builtins: request threads read it */

@@ -46,6 +46,9 @@ struct session {
   const grn_scene_info *qscene; /* the scene, for checking queued actions */
   queued_action queue[QUEUE_MAX];
   int queued;
+  bool run_open;   /* the current run is recorded as started and not yet ended */
+  double flow_sum; /* silo: flow samples while draining, for the run's mean flow */
+  int flow_n;
 };
 
 struct sess_registry {
@@ -55,6 +58,7 @@ struct sess_registry {
   sess_limits limits;
   char worker_exe[4096];
   uint64_t next_run, created, worker_failures;
+  store *st;
   void (*notify)(void *);
   void *notify_ctx;
 };
@@ -127,6 +131,11 @@ static void stream_text(session *s, json_t *msg) {
  * from here, and the store attaches here. `detail` (stolen, may be NULL) adds fields. */
 static void sess_event(session *s, const char *kind, json_t *detail) {
   s->events++;
+  if (s->reg->st && s->run_open) {
+    char *text = detail ? json_dumps(detail, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    store_event(s->reg->st, (int64_t)s->run_id, s->last.steps, s->last.t, kind, text);
+    free(text);
+  }
   json_t *m = json_pack("{s:s, s:s, s:f, s:I, s:I}", "type", "event", "event", kind, "t", s->last.t,
                         "steps", (json_int_t)s->last.steps, "run_id", (json_int_t)s->run_id);
   if (detail) {
@@ -134,6 +143,48 @@ static void sess_event(session *s, const char *kind, json_t *detail) {
     json_decref(detail);
   }
   stream_text(s, m);
+}
+
+/* An engine action as the CLI and the replay parse it ("spout:0.5,-1", "pour:off", "tool:off"). */
+static json_t *action_text(const grn_action *a) {
+  char text[256];
+  if (a->kind == GRN_A_POUR) {
+    snprintf(text, sizeof text, "pour:%s", a->args[0] != 0.0 ? "on" : "off");
+  } else {
+    size_t at = (size_t)snprintf(text, sizeof text, "%s", grn_action_name(a->kind));
+    for (int i = 0; i < a->nargs && at < sizeof text; i++) {
+      at += (size_t)snprintf(text + at, sizeof text - at, "%c%.17g", i ? ',' : ':', a->args[i]);
+    }
+  }
+  return json_string(text);
+}
+
+/* The end of the current run in the record: why, where (steps and digest, what a replay must
+ * reproduce), and the results: the last measurements and, for a silo, its mean flow. */
+static void close_run(session *s, const char *reason) {
+  if (!s->run_open) {
+    return;
+  }
+  s->run_open = false;
+  if (!s->reg->st) {
+    return;
+  }
+  json_t *results = json_object();
+  for (int k = 1; k < GRN_MEASURE_COUNT; k++) {
+    if ((s->last.meas.present & (1u << k)) && isfinite(s->last.meas.value[k])) {
+      json_object_set_new(results, grn_measure_name((grn_measure_key)k),
+                          json_real(s->last.meas.value[k]));
+    }
+  }
+  if (s->flow_n > 0) {
+    const double mean = s->flow_sum / s->flow_n, bev = s->last.meas.value[GRN_M_BEVERLOO];
+    json_object_set_new(results, "mean_flow", json_real(mean));
+    if (isfinite(bev) && bev > 0) {
+      json_object_set_new(results, "flow_vs_beverloo", json_real(mean / bev));
+    }
+  }
+  store_run_end(s->reg->st, (int64_t)s->run_id, reason, s->last.steps, s->last.t, s->last.digest,
+                results);
 }
 
 static json_t *params_json(const grn_world_def *def) {
@@ -157,10 +208,17 @@ static json_t *measurements_json(const grn_measurements *m) {
 }
 
 static void run_started(session *s) {
+  s->run_open = true;
+  s->flow_sum = 0.0;
+  s->flow_n = 0;
+  if (s->reg->st) {
+    store_run_start(s->reg->st, (int64_t)s->run_id, s->id, s->label, &s->def,
+                    grn_world_def_grains(&s->def));
+  }
   sess_event(s, "run_started",
              json_pack("{s:s, s:o, s:I, s:i}", "scene", s->def.scene->name, "params",
                        params_json(&s->def), "seed", (json_int_t)s->def.seed, "grains",
-                       (int)s->last.alive));
+                       grn_world_def_grains(&s->def)));
 }
 
 static void failed(session *s) {
@@ -171,6 +229,7 @@ static void failed(session *s) {
   pthread_mutex_unlock(&s->reg->lock);
   s->dirty = false;
   sess_event(s, "session_failed", json_pack("{s:s}", "reason", s->reason));
+  close_run(s, "failed");
 }
 
 static void random_text(char *out, size_t len, const char *alphabet) {
@@ -184,7 +243,7 @@ static void random_text(char *out, size_t len, const char *alphabet) {
   out[len] = '\0';
 }
 
-sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe) {
+sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe, store *st) {
   sess_registry *r = calloc(1, sizeof *r);
   if (!r) {
     return NULL;
@@ -192,7 +251,8 @@ sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_e
   pthread_mutex_init(&r->lock, NULL);
   r->limits = *limits;
   snprintf(r->worker_exe, sizeof r->worker_exe, "%s", worker_exe);
-  r->next_run = 1;
+  r->st = st;
+  r->next_run = st ? (uint64_t)store_next_run_id(st) : 1;
   return r;
 }
 
@@ -255,14 +315,24 @@ static void stream(session *s, bool samples) {
       return;
     }
   }
-  if (samples && floor(s->last.t * 4.0) > s->sample_mark) {
-    s->sample_mark = floor(s->last.t * 4.0);
+  /* a new sample of the engine's (every 0.25 s of simulated time): streamed and recorded */
+  const double sample_t = s->last.meas.value[GRN_M_T];
+  if (samples && isfinite(sample_t) && sample_t != s->sample_mark) {
+    s->sample_mark = sample_t;
+    const uint64_t sample_steps = (uint64_t)llround(sample_t * 240.0);
+    if (s->reg->st && s->run_open) {
+      store_sample(s->reg->st, (int64_t)s->run_id, sample_steps, sample_t, &s->last.meas);
+    }
+    if (s->last.meas.state == GRN_STATE_FLOWING && isfinite(s->last.meas.value[GRN_M_FLOW])) {
+      s->flow_sum += s->last.meas.value[GRN_M_FLOW];
+      s->flow_n++;
+    }
     json_t *line = json_array();
     for (int i = 0; i < 4; i++) {
       json_array_append_new(line, number_or_null(s->last.meas.line[i]));
     }
     stream_text(s, json_pack("{s:s, s:f, s:I, s:s, s:f, s:i, s:o, s:o}", "type", "measurements",
-                             "t", s->last.t, "steps", (json_int_t)s->last.steps, "state",
+                             "t", sample_t, "steps", (json_int_t)sample_steps, "state",
                              grn_state_name(s->last.meas.state), "rt_factor", s->rt_factor, "alive",
                              (int)s->last.alive, "values", measurements_json(&s->last.meas), "line",
                              line));
@@ -296,7 +366,9 @@ static void apply_queued(session *s) {
     sess_error err;
     if (call(s, &cmd, sizeof cmd, 0, &err) == 0) {
       s->dirty = true;
-      sess_event(s, "action", json_pack("{s:O, s:s}", "action", q[i].body, "via", "websocket"));
+      sess_event(s, "action",
+                 json_pack("{s:O, s:s, s:o}", "action", q[i].body, "via", "websocket", "engine",
+                           action_text(&cmd.action)));
     } else {
       fprintf(stderr, "grainlabd: session %s: websocket action not applied: %s\n", s->id,
               err.message);
@@ -383,7 +455,7 @@ static int start_worker(session *s, sess_error *err) {
   s->state = SESS_RUNNING;
   s->reason[0] = '\0';
   s->step_acc = 0.0;
-  s->sample_mark = -1.0;
+  s->sample_mark = -1.0; /* no sample yet: the first, at t = 0, is recorded too */
   s->shown_state = st.meas.state;
   s->dirty = true;
   chan_new_source(&s->ch);
@@ -464,6 +536,9 @@ session *sess_create(sess_registry *r, const grn_world_def *def, const char *lab
   pthread_mutex_lock(&r->lock);
   r->created++;
   pthread_mutex_unlock(&r->lock);
+  if (r->st) {
+    store_session(r->st, s->id, s->join, s->label, private_);
+  }
   pthread_mutex_lock(&s->lock);
   run_started(s);
   pthread_mutex_unlock(&s->lock);
@@ -508,7 +583,7 @@ void sess_release(session *s) {
 }
 
 /* Stop the pacing thread and the worker; the session stays allocated. */
-static void end(session *s) {
+static void end(session *s, const char *reason) {
   pthread_mutex_lock(&s->lock);
   s->stop = true;
   pthread_cond_signal(&s->wake);
@@ -518,10 +593,14 @@ static void end(session *s) {
     s->has_thread = false;
   }
   pthread_mutex_lock(&s->lock);
+  close_run(s, reason);
   worker_stop(&s->wc, 2000);
   s->state = SESS_ENDED;
   sess_event(s, "session_ended", NULL);
   pthread_mutex_unlock(&s->lock);
+  if (s->reg->st) {
+    store_session_end(s->reg->st, s->id);
+  }
   chan_close(&s->ch);
   notify(s);
 }
@@ -538,7 +617,7 @@ void sess_delete(sess_registry *r, session *s) {
   }
   pthread_mutex_unlock(&r->lock);
   if (listed) {
-    end(s);
+    end(s, "deleted");
     sess_release(s); /* the registry's reference */
   }
 }
@@ -552,7 +631,7 @@ void sess_registry_free(sess_registry *r) {
     if (!s) {
       break;
     }
-    end(s);
+    end(s, "finished"); /* an orderly shutdown finishes every run */
     sess_release(s);
   }
   free(r->list);
@@ -825,6 +904,7 @@ int sess_action(session *s, json_t *body, sess_error *err) {
   }
   pthread_mutex_lock(&s->lock);
   int rc = 0;
+  json_t *engine = NULL; /* the engine's form of an engine action, for replays */
   if (form->kind == ACT_PAUSE || form->kind == ACT_RESUME) {
     if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
       fail(err, 409, "session_failed", "", "the session has failed: %s", s->reason);
@@ -867,11 +947,16 @@ int sess_action(session *s, json_t *body, sess_error *err) {
     } else {
       /* reset rebuilds the scene: as much work as a few hundred steps */
       rc = call(s, &cmd, sizeof cmd, form->kind == GRN_A_RESET ? 600 : 0, err);
+      engine = rc == 0 ? action_text(&cmd.action) : NULL;
     }
   }
   if (rc == 0) {
     s->dirty = true;
-    sess_event(s, "action", json_pack("{s:O, s:s}", "action", body, "via", "rest"));
+    json_t *detail = json_pack("{s:O, s:s}", "action", body, "via", "rest");
+    if (engine) {
+      json_object_set_new(detail, "engine", engine);
+    }
+    sess_event(s, "action", detail);
   }
   pthread_mutex_unlock(&s->lock);
   return rc;
@@ -929,6 +1014,7 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
     return -1;
   }
   pthread_mutex_lock(&s->lock);
+  close_run(s, "switched");
   worker_stop(&s->wc, 2000);
   s->def = *def;
   const int rc = start_worker(s, err);

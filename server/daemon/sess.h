@@ -6,6 +6,7 @@
 
 #include "chan.h"
 #include "grainlab/grainlab.h"
+#include "store.h"
 #include "worker_client.h"
 
 #include <jansson.h>
@@ -41,7 +42,8 @@ typedef struct sess_error {
   char field[32];
 } sess_error;
 
-sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe);
+/* `st` (may be NULL: nothing recorded) records every session, run, event and sample. */
+sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe, store *st);
 /* Called (from any thread) whenever a session's stream has something new: the websocket server
  * wakes its service thread here. Set once, before the first session. */
 void sess_registry_set_notify(sess_registry *r, void (*notify)(void *), void *ctx);

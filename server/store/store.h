@@ -1,0 +1,78 @@
+/* grainlabd's SQLite store (schema/migrations): sessions, runs, events, samples and results.
+ * Writes are queued and committed in batches by one writer thread, so a session never waits for
+ * the disk; reads use their own connections and see every write queued before them. */
+#ifndef GRAINLAB_STORE_H
+#define GRAINLAB_STORE_H
+
+#include "grainlab/grainlab.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct store store;
+
+/* A refused query: HTTP status, code, message, the offending field. */
+typedef struct store_error {
+  int status;
+  const char *code;
+  char message[192];
+  char field[64];
+} store_error;
+
+/* Open (creating it and its folder's file) and migrate; runs left open by a crash are closed as
+ * "interrupted". NULL with the reason in err. */
+store *store_open(const char *path, char *err, size_t errlen);
+/* Write everything queued, stop the writer, close. */
+void store_close(store *st);
+/* The id the next run gets (ids are never reused, across restarts too). */
+int64_t store_next_run_id(store *st);
+/* Runs closed as interrupted at this start. */
+int store_interrupted(const store *st);
+
+/* Writes (queued; never block on the disk). */
+void store_session(store *st, const char *id, const char *join, const char *label, bool private_);
+void store_session_end(store *st, const char *id);
+void store_run_start(store *st, int64_t run, const char *session_id, const char *label,
+                     const grn_world_def *def, int grains);
+void store_event(store *st, int64_t run, uint64_t steps, double t, const char *kind,
+                 const char *detail_json);
+void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_measurements *m);
+/* `results`: name → number (stolen). */
+void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, double t,
+                   uint64_t digest, json_t *results);
+/* Wait until everything queued so far is committed (bounded by timeout_ms). */
+void store_sync(store *st, int timeout_ms);
+
+/* Reads. `query`: the request's query arguments, name → string. Each returns 0 or −1 with err. */
+int store_list_runs(store *st, json_t *query, json_t **out, store_error *err);
+int store_get_run(store *st, int64_t id, json_t **out, store_error *err);
+/* The run's samples as JSON ({"columns": [...], "rows": [[...], ...]}) or CSV text. */
+int store_samples(store *st, int64_t id, bool csv, char **out, size_t *len, store_error *err);
+
+/* For replays: the run's definition and its parameter changes and actions in order, read from a
+ * database file directly (the CLI). */
+typedef struct store_replay_event {
+  uint64_t steps;
+  bool is_action;
+  grn_action action; /* is_action */
+  char param[32];    /* otherwise: one parameter change */
+  double value;
+} store_replay_event;
+
+typedef struct store_replay {
+  grn_world_def def;
+  uint64_t end_steps;
+  bool ended;
+  char digest[17];
+  char end_reason[16];
+  store_replay_event *events;
+  int nevents;
+} store_replay;
+
+int store_load_replay(const char *db_path, int64_t run, store_replay *out, char *err,
+                      size_t errlen);
+void store_replay_free(store_replay *r);
+
+#endif

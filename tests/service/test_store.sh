@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The SQLite store end to end: what a session's runs leave in DATA_DIR/grainlab.db, the run
+# queries (filters, sorting, paging, and a table of bad input), samples as JSON and CSV, a
+# headless replay reproducing each run's recorded digest (parameter changes and actions over REST
+# and the websocket included), and crash safety under kill -9.
+set -u
+daemon=${1:?usage: test_store.sh grainlabd grainlab ws_probe [--test-commands]}
+cli=${2:?usage: test_store.sh grainlabd grainlab ws_probe [--test-commands]}
+probe=${3:?usage: test_store.sh grainlabd grainlab ws_probe [--test-commands]}
+test_commands=${4:-}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+start_daemon "$daemon" --static-dir "$tmp"
+db="$tmp/data/grainlab.db"
+[ -f "$db" ] && ok "the database is DATA_DIR/grainlab.db" || bad "no $db"
+
+j() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+# create SCENE PARAMS [LABEL]: sets sid, token, run
+create() {
+  curl -s -X POST "$base/api/sessions" \
+    --data-binary "{\"scene\":\"$1\",\"params\":$2,\"seed\":11,\"label\":\"${3:-}\"}" >"$tmp/created"
+  sid=$(j 'd["id"]' <"$tmp/created")
+  token=$(j 'd["control_token"]' <"$tmp/created")
+  run=$(j 'd["run_id"]' <"$tmp/created")
+}
+auth() { echo "Authorization: Bearer $1"; }
+# get PATH: sets code and body
+get() {
+  code=$(curl -s -o "$tmp/body" -w '%{http_code}' "${@:2}" "$base$1")
+  body=$(cat "$tmp/body")
+}
+replay_check() { # NAME RUN
+  local rec rep
+  rec=$(curl -s "$base/api/runs/$2" | j 'd["digest"]')
+  rep=$("$cli" replay --db "$db" --run "$2" | j 'd["digest"]')
+  if [ -n "$rec" ] && [ "$rec" != None ] && [ "$rec" = "$rep" ]; then
+    ok "$1: grainlab replay reproduces the recorded digest $rec"
+  else
+    bad "$1: recorded digest '$rec', replay '$rep'"
+  fi
+}
+
+# ---- a run with changes over REST and the websocket, then deleted --------------------------
+create pour '{"amount":10}' "lab A"
+A=$sid
+AT=$token
+RA=$run
+sleep 1
+curl -s -o /dev/null -X PATCH "$base/api/sessions/$A/params" -H "$(auth "$AT")" --data-binary '{"mu":0.8,"mur":0.2}'
+curl -s -o /dev/null -X POST "$base/api/sessions/$A/actions" -H "$(auth "$AT")" \
+  --data-binary '{"type":"spout","x":0.3,"z":-0.2}'
+"$probe" --port "$wsport" --session "$A" --seconds 1.5 --send "{\"type\":\"auth\",\"token\":\"$AT\"}" \
+  --send '{"type":"action","action":{"type":"spout","x":-0.25,"z":0.15}}' >/dev/null
+curl -s -o /dev/null -X POST "$base/api/sessions/$A/actions" -H "$(auth "$AT")" --data-binary '{"type":"pause"}'
+curl -s -o /dev/null -X POST "$base/api/sessions/$A/actions" -H "$(auth "$AT")" --data-binary '{"type":"step","n":37}'
+curl -s -o /dev/null -X POST "$base/api/sessions/$A/actions" -H "$(auth "$AT")" --data-binary '{"type":"resume"}'
+sleep 0.5
+curl -s -o /dev/null -X DELETE "$base/api/sessions/$A" -H "$(auth "$AT")"
+get "/api/runs/$RA"
+[ "$code" = 200 ] && ok "GET /api/runs/{id}: 200" || bad "GET run: $code $body"
+echo "$body" | j 'd["end_reason"] == "deleted" and d["label"] == "lab A" and d["scene"] == "pour" and d["seed"] == 11 and d["grains"] == 300 and d["engine_version"] != "" and d["ended_at"] > d["started_at"]' |
+  grep -q True && ok "the run: scene, seed, label, grains, engine version, times, end reason 'deleted'" ||
+  bad "run record: $body"
+echo "$body" | j '[e["kind"] for e in d["events"]]' >"$tmp/kinds"
+grep -q "'parameter_changed'" "$tmp/kinds" && grep -q "'action'" "$tmp/kinds" && grep -q "'run_started'" "$tmp/kinds" &&
+  ok "events recorded with their steps: $(tr -d '\n' <"$tmp/kinds" | head -c 200)" || bad "events: $(cat "$tmp/kinds")"
+echo "$body" | j 'sum(1 for e in d["events"] if e["kind"] == "action" and e["detail"].get("via") == "websocket")' |
+  grep -qx 1 && ok "the websocket's action is in the record" || bad "no websocket action in the record"
+echo "$body" | j 'd["params"]["mu"] == 0.5 and "angle" in d["results"] and d["samples"] >= 8' |
+  grep -q True && ok "start parameters, final results (angle) and samples recorded" || bad "params/results: $body"
+replay_check "deleted run, with REST and websocket changes, pause and step" "$RA"
+
+# ---- samples: JSON and CSV ----------------------------------------------------------------------
+get "/api/runs/$RA/samples"
+echo "$body" | j 'd["columns"][:3] == ["t","steps","state"] and "angle" in d["columns"] and len(d["rows"]) >= 8 and all(abs(r[0]*4 - round(r[0]*4)) < 1e-9 for r in d["rows"])' |
+  grep -q True && ok "samples as JSON, every 0.25 s" || bad "samples JSON: ${body:0:300}"
+rows_json=$(echo "$body" | j 'len(d["rows"])')
+curl -s -D "$tmp/headers" -o "$tmp/csv" "$base/api/runs/$RA/samples?format=csv"
+head -1 "$tmp/csv" | grep -q '^t,steps,state,angle,top' && ok "CSV with ?format=csv: $(head -1 "$tmp/csv" | tr -d '\r')" ||
+  bad "CSV header: $(head -1 "$tmp/csv")"
+[ $(($(wc -l <"$tmp/csv") - 1)) = "$rows_json" ] && ok "CSV and JSON hold the same $rows_json samples" ||
+  bad "CSV rows $(($(wc -l <"$tmp/csv") - 1)) vs JSON $rows_json"
+grep -qi '^content-type: text/csv' "$tmp/headers" && grep -qi "attachment; filename=\"run-$RA.csv\"" "$tmp/headers" &&
+  ok "CSV served as a download" || bad "CSV headers: $(cat "$tmp/headers")"
+curl -s -H 'Accept: text/csv' "$base/api/runs/$RA/samples" | head -1 | grep -q '^t,steps' &&
+  ok "CSV with Accept: text/csv" || bad "Accept: text/csv did not give CSV"
+
+# ---- a switched run; a failed one ---------------------------------------------------------------
+create silo '{"quality":0,"hole":1.1}' "lab B"
+B=$sid
+BT=$token
+RB=$run
+sleep 1
+curl -s -o /dev/null -X POST "$base/api/sessions/$B/actions" -H "$(auth "$BT")" --data-binary '{"type":"open_hole"}'
+sleep 2
+curl -s -o "$tmp/switched" -X POST "$base/api/sessions/$B/scene" -H "$(auth "$BT")" \
+  --data-binary '{"scene":"pour","params":{"amount":10}}'
+RB2=$(j 'd["run_id"]' <"$tmp/switched")
+get "/api/runs/$RB"
+echo "$body" | j 'd["end_reason"]' | grep -qx switched && ok "a switched run ends 'switched'" || bad "switched: $body"
+replay_check "switched silo run with the hole opened" "$RB"
+if [ -n "$test_commands" ]; then
+  curl -s -o /dev/null -X POST "$base/api/sessions/$B/actions" -H "$(auth "$BT")" --data-binary '{"type":"test_syscall"}'
+  sleep 0.3
+  get "/api/runs/$RB2"
+  echo "$body" | j 'd["end_reason"]' | grep -qx failed && ok "a run whose worker dies ends 'failed'" || bad "failed: $body"
+fi
+
+# ---- queries: filters, sorting, paging ----------------------------------------------------------
+for mu in 0.3 0.6 0.9; do
+  create pour "{\"amount\":10,\"mu\":$mu}" "sweep"
+  sleep 1.2
+  curl -s -o /dev/null -X DELETE "$base/api/sessions/$sid" -H "$(auth "$token")"
+done
+count() { get "$1"; echo "$body" | j 'd["total"]'; }
+[ "$(count '/api/runs?label=sweep')" = 3 ] && ok "filter by label" || bad "label filter: $body"
+[ "$(count '/api/runs?label=sweep&param.mu.min=0.5')" = 2 ] && ok "filter by a parameter's minimum" || bad "param min: $body"
+[ "$(count '/api/runs?label=sweep&param.mu.min=0.5&param.mu.max=0.7')" = 1 ] && ok "filter by a parameter range" || bad "param range: $body"
+[ "$(count '/api/runs?scene=silo')" = 1 ] && ok "filter by scene" || bad "scene filter: $body"
+[ "$(count '/api/runs?end_reason=switched')" = 1 ] && ok "filter by end reason" || bad "end_reason filter: $body"
+[ "$(count '/api/runs?label=sweep&result.alive.min=1')" = 3 ] && ok "filter by a result" || bad "result filter: $body"
+[ "$(count '/api/runs?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z')" -ge 6 ] && ok "filter by time range (ISO 8601)" || bad "time range: $body"
+[ "$(count '/api/runs?to=946684800')" = 0 ] && ok "filter by time range (Unix seconds)" || bad "time range unix: $body"
+get '/api/runs?label=sweep&sort=-param.mu'
+echo "$body" | j '[r["params"]["mu"] for r in d["runs"]]' | grep -qx '\[0.9, 0.6, 0.3\]' && ok "sort by a parameter, descending" || bad "sort: ${body:0:300}"
+get '/api/runs?label=sweep&sort=param.mu&limit=1&offset=1'
+echo "$body" | j '(len(d["runs"]), d["runs"][0]["params"]["mu"], d["total"])' | grep -qx '(1, 0.6, 3)' && ok "paging: limit and offset" || bad "paging: ${body:0:300}"
+
+# ---- bad queries: 4xx with a JSON error, and the database untouched -----------------------------
+while IFS='|' read -r want query; do
+  get "/api/runs?$query"
+  if [ "$code" = "$want" ] && echo "$body" | j 'd["error"]["code"]' >/dev/null 2>&1; then
+    ok "bad query '$query': $code $(echo "$body" | j 'd["error"]["code"]')"
+  else
+    bad "bad query '$query': $code $body"
+  fi
+done <<'EOF'
+400|colour=red
+400|limit=0
+400|limit=501
+400|limit=1.5
+400|limit=abc
+400|offset=-1
+400|sort=name
+400|sort=started_at;DROP%20TABLE%20runs
+400|param.mu=0.5
+400|param.mu.min=abc
+400|param.mu.min=nan
+400|param.mu.min=1e999
+400|param.mu;DROP%20TABLE%20runs.min=1
+400|result.x%27%20OR%201=1--.max=1
+400|scene=pour%27%20OR%20%271%27=%271
+400|scene=nosuch
+400|end_reason=gone
+400|from=yesterday
+400|label=a&label=b
+400|label=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+EOF
+get '/api/runs?label=%27%3B%20DELETE%20FROM%20runs%3B--'
+[ "$code" = 200 ] && [ "$(echo "$body" | j 'd["total"]')" = 0 ] && ok "a label is only ever a bound value: no match, nothing run" ||
+  bad "label injection: $code $body"
+for p in "/api/runs/0" "/api/runs/999999" "/api/runs/abc" "/api/runs/1/nothing" "/api/runs/999999/samples"; do
+  get "$p"
+  [ "$code" = 404 ] && ok "GET $p: 404" || bad "GET $p: $code"
+done
+get "/api/runs/$RA/samples?format=xml"
+[ "$code" = 400 ] && ok "samples?format=xml: 400" || bad "format=xml: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$base/api/runs/$RA")
+[ "$code" = 405 ] && ok "DELETE /api/runs/{id}: 405" || bad "DELETE run: $code"
+[ "$(count '/api/runs')" -ge 6 ] && ok "every run is still there" || bad "runs lost: $body"
+
+# ---- the file: schema version, WAL, STRICT tables, integrity -----------------------------------
+[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 1 ] && ok "schema version 1 (PRAGMA user_version)" || bad "user_version"
+[ "$(sqlite3 "$db" 'PRAGMA journal_mode')" = wal ] && ok "WAL mode" || bad "journal mode"
+[ "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE '%STRICT%'")" = 0 ] &&
+  ok "every table is STRICT" || bad "non-STRICT tables"
+[ "$(sqlite3 "$db" 'PRAGMA foreign_key_check' | wc -l)" = 0 ] && ok "foreign keys hold" || bad "foreign key violations"
+
+# ---- crash safety: kill -9 while 5 sessions write samples ---------------------------------------
+for i in 1 2 3 4 5; do
+  create pour '{"amount":10}' "crash"
+done
+sleep 3
+get '/api/sessions'
+echo "$body" | j '{s["run_id"]: s["t"] for s in d["sessions"] if s["label"] == "crash"}' >"$tmp/t_at_kill"
+open_runs=$(echo "$body" | j 'len(d["sessions"])')
+kill -KILL "$dpid"
+wait "$dpid" 2>/dev/null
+dpid=
+[ "$(sqlite3 "$db" 'PRAGMA integrity_check')" = ok ] && ok "after kill -9: integrity_check ok" || bad "integrity_check"
+python3 - "$db" "$tmp/t_at_kill" <<'PY' && ok "after kill -9: every sample older than 1 s before the kill is there, without gaps" || bad "samples lost in the crash"
+import ast, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+t_at = ast.literal_eval(open(sys.argv[2]).read())
+assert len(t_at) == 5, t_at
+for run, t in t_at.items():
+    rows = [r[0] for r in db.execute("SELECT t FROM samples WHERE run_id = ? ORDER BY steps", (run,))]
+    want = [k / 4 for k in range(int((t - 1.0) * 4) + 1)]
+    assert rows[:len(want)] == want, (run, t, rows)
+PY
+start_daemon "$daemon" --static-dir "$tmp"
+grep -q "$open_runs run(s) left open by an earlier stop closed as interrupted" "$tmp/err" &&
+  ok "restart: the $open_runs open runs are closed" ||
+  bad "restart log: $(cat "$tmp/err")"
+[ "$(count '/api/runs?label=crash&end_reason=interrupted')" = 5 ] && ok "restart: the 5 runs read 'interrupted'" || bad "interrupted: $body"
+create pour '{"amount":10}' "after"
+[ "$run" -gt "$RB2" ] && ok "run ids go on after the restart ($run)" || bad "run id reused: $run"
+
+# ---- an orderly stop finishes every run --------------------------------------------------------
+sleep 1
+kill -TERM "$dpid"
+wait "$dpid"
+dpid=
+[ "$(sqlite3 "$db" "SELECT end_reason FROM runs WHERE id = $run")" = finished ] && ok "SIGTERM: the open run is 'finished'" ||
+  bad "after SIGTERM: $(sqlite3 "$db" "SELECT end_reason FROM runs WHERE id = $run")"
+replay_check_file() {
+  local rec rep
+  rec=$(sqlite3 "$db" "SELECT digest FROM runs WHERE id = $1")
+  rep=$("$cli" replay --db "$db" --run "$1" | j 'd["digest"]')
+  [ -n "$rec" ] && [ "$rec" = "$rep" ] && ok "finished run: replay reproduces $rec" || bad "finished run: '$rec' vs '$rep'"
+}
+replay_check_file "$run"
+"$cli" replay --db "$db" --run 999999 2>"$tmp/replay_err"
+[ $? = 2 ] && grep -q "no such run" "$tmp/replay_err" && ok "replay of an unknown run: exit 2, '$(cat "$tmp/replay_err")'" ||
+  bad "replay unknown run: $(cat "$tmp/replay_err")"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
