@@ -197,6 +197,17 @@ static http_reply scenes_reply(void) {
   return json_reply(200, json_pack("{s:o}", "scenes", a));
 }
 
+/* The reply to a session's creation: the session with its tokens (shown this once). */
+static http_reply created(session *s, const char *token, const char *viewer_token) {
+  json_t *j = sess_json(s);
+  json_object_set_new(j, "control_token", json_string(token));
+  if (*viewer_token) {
+    json_object_set_new(j, "viewer_token", json_string(viewer_token));
+  }
+  sess_release(s);
+  return json_reply(201, j);
+}
+
 static http_reply create_session(http_server *srv, const http_req *rq) {
   http_reply err;
   json_t *body = parse_object(rq, &err);
@@ -226,16 +237,7 @@ static http_reply create_session(http_server *srv, const http_req *rq) {
   session *s = sess_create(srv->reg, &d, label ? json_string_value(label) : "", json_is_true(priv),
                            token, viewer_token, &se);
   json_decref(body);
-  if (!s) {
-    return sess_error_reply(&se);
-  }
-  json_t *j = sess_json(s);
-  json_object_set_new(j, "control_token", json_string(token));
-  if (*viewer_token) {
-    json_object_set_new(j, "viewer_token", json_string(viewer_token));
-  }
-  sess_release(s);
-  return json_reply(201, j);
+  return s ? created(s, token, viewer_token) : sess_error_reply(&se);
 }
 
 static http_reply metrics_reply(http_server *srv) {
@@ -445,13 +447,50 @@ static http_reply method_not_allowed(const char *method, const char *allow) {
 }
 
 /* /api/runs and /api/runs/{id}[/samples]: the record, read-only */
+/* POST /api/runs/{id}/replay {label?, private?} and /fork {params?, label?, private?} */
+static http_reply from_run(http_server *srv, long long id, bool fork, const http_req *rq) {
+  http_reply err;
+  json_t *body = parse_object(rq, &err);
+  if (!body) {
+    return err;
+  }
+  static const char *const replay_keys[] = {"label", "private", NULL};
+  static const char *const fork_keys[] = {"params", "label", "private", NULL};
+  json_t *label = json_object_get(body, "label"), *priv = json_object_get(body, "private");
+  json_t *params = json_object_get(body, "params");
+  http_reply r;
+  if (!only_keys(body, fork ? fork_keys : replay_keys, &err)) {
+    r = err;
+  } else if (label && (!json_is_string(label) || strlen(json_string_value(label)) > 63)) {
+    r = error_reply(400, "wrong_type", "label", "\"label\" must be a string of 63 bytes or fewer");
+  } else if (priv && !json_is_boolean(priv)) {
+    r = error_reply(400, "wrong_type", "private", "\"private\" must be true or false");
+  } else if (params && !json_is_object(params)) {
+    r = error_reply(400, "wrong_type", "params", "\"params\" must be an object");
+  } else {
+    sess_error se;
+    char token[65], viewer_token[65];
+    json_t *none = json_object();
+    session *s = sess_create_from_run(srv->reg, id, fork ? (params ? params : none) : NULL,
+                                      label ? json_string_value(label) : "", json_is_true(priv),
+                                      token, viewer_token, &se);
+    json_decref(none);
+    r = s ? created(s, token, viewer_token) : sess_error_reply(&se);
+  }
+  json_decref(body);
+  return r;
+}
+
 static http_reply runs_route(http_server *srv, struct MHD_Connection *c, const char *method,
-                             const char *url) {
+                             const char *url, const http_req *rq) {
   if (!srv->store) {
     return error_reply(503, "no_store", "", "this server keeps no record");
   }
-  if (strcmp(method, "GET") != 0) {
-    return method_not_allowed(method, "GET");
+  const char *tail = strrchr(url, '/');
+  const bool post = tail && (strcmp(tail, "/replay") == 0 || strcmp(tail, "/fork") == 0) &&
+                    strncmp(url, "/api/runs/", 10) == 0 && tail > url + 10;
+  if (strcmp(method, post ? "POST" : "GET") != 0) {
+    return method_not_allowed(method, post ? "POST" : "GET");
   }
   store_error se;
   if (strcmp(url, "/api/runs") == 0) {
@@ -498,6 +537,9 @@ static http_reply runs_route(http_server *srv, struct MHD_Connection *c, const c
       snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"run-%lld.csv\"", id);
     }
     return r;
+  }
+  if (strcmp(what, "replay") == 0 || strcmp(what, "fork") == 0) {
+    return from_run(srv, id, strcmp(what, "fork") == 0, rq);
   }
   return error_reply(404, "not_found", "", "no such resource");
 }
@@ -550,7 +592,7 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
     return session_route(srv, c, method, id, slash ? slash + 1 : "", rq);
   }
   if (strcmp(url, "/api/runs") == 0 || strncmp(url, "/api/runs/", 10) == 0) {
-    return runs_route(srv, c, method, url);
+    return runs_route(srv, c, method, url, rq);
   }
   if (strncmp(url, "/api/", 5) == 0 || strcmp(url, "/api") == 0) {
     return error_reply(404, "not_found", "", "no such resource");

@@ -16,6 +16,16 @@
 #define WORKER_TIMEOUT_MS 5000 /* a worker silent this long (beyond its work) has hung */
 #define QUEUE_MAX 16           /* controller actions from the websocket waiting for a step */
 
+/* A stored run played into a live session: its events at their steps, in real time (a replay) or
+ * as fast as the worker goes up to the run's end and then new parameters (a fork). */
+typedef struct script {
+  store_replay r;
+  int next;
+  bool fast;
+  int64_t source;
+  json_t *fork_params; /* a fork's new parameters, applied at the end */
+} script;
+
 typedef struct queued_action {
   grn_action action;
   json_t *body; /* as sent, for the event */
@@ -49,6 +59,7 @@ struct session {
   bool run_open;   /* the current run is recorded as started and not yet ended */
   double flow_sum; /* silo: flow samples while draining, for the run's mean flow */
   int flow_n;
+  script *script; /* a replay or fork in progress (NULL: none) */
 };
 
 struct sess_registry {
@@ -207,6 +218,14 @@ static json_t *measurements_json(const grn_measurements *m) {
   return values;
 }
 
+static void free_script(script *sc) {
+  if (sc) {
+    store_replay_free(&sc->r);
+    json_decref(sc->fork_params);
+    free(sc);
+  }
+}
+
 static void run_started(session *s) {
   s->run_open = true;
   s->flow_sum = 0.0;
@@ -215,10 +234,14 @@ static void run_started(session *s) {
     store_run_start(s->reg->st, (int64_t)s->run_id, s->id, s->label, &s->def,
                     grn_world_def_grains(&s->def));
   }
-  sess_event(s, "run_started",
-             json_pack("{s:s, s:o, s:I, s:i}", "scene", s->def.scene->name, "params",
-                       params_json(&s->def), "seed", (json_int_t)s->def.seed, "grains",
-                       grn_world_def_grains(&s->def)));
+  json_t *detail =
+      json_pack("{s:s, s:o, s:I, s:i}", "scene", s->def.scene->name, "params", params_json(&s->def),
+                "seed", (json_int_t)s->def.seed, "grains", grn_world_def_grains(&s->def));
+  if (s->script) {
+    json_object_set_new(detail, s->script->fast ? "fork_of" : "replay_of",
+                        json_integer(s->script->source));
+  }
+  sess_event(s, "run_started", detail);
 }
 
 static void failed(session *s) {
@@ -377,6 +400,84 @@ static void apply_queued(session *s) {
   }
 }
 
+/* One recorded event, applied and recorded again (so the new run replays as well). */
+static void script_event(session *s, const store_replay_event *ev) {
+  const char *via = s->script->fast ? "fork" : "replay";
+  sess_error err;
+  if (ev->is_action) {
+    worker_act cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.h.type = WORKER_CMD_ACT;
+    cmd.h.size = sizeof cmd;
+    cmd.action = ev->action;
+    if (call(s, &cmd, sizeof cmd, ev->action.kind == GRN_A_RESET ? 600 : 0, &err) == 0) {
+      s->dirty = true;
+      sess_event(s, "action",
+                 json_pack("{s:{s:s}, s:s, s:o}", "action", "type",
+                           grn_action_name(ev->action.kind), "via", via, "engine",
+                           action_text(&ev->action)));
+    }
+    return;
+  }
+  worker_set cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.h.type = WORKER_CMD_SET;
+  cmd.h.size = sizeof cmd;
+  snprintf(cmd.name, sizeof cmd.name, "%s", ev->param);
+  cmd.value = ev->value;
+  grn_error e;
+  if (call(s, &cmd, sizeof cmd, 0, &err) == 0) {
+    grn_world_def_set(&s->def, ev->param, ev->value, &e);
+    s->dirty = true;
+    sess_event(s, "parameter_changed",
+               json_pack("{s:{s:f}, s:s}", "params", ev->param, ev->value, "via", via));
+  }
+}
+
+/* The end of a script: a fork takes its new parameters and runs on; a replay pauses. */
+static void script_done(session *s) {
+  script *sc = s->script;
+  if (sc->fast) {
+    const char *name;
+    json_t *v;
+    json_object_foreach(sc->fork_params, name, v) {
+      store_replay_event ev;
+      memset(&ev, 0, sizeof ev);
+      snprintf(ev.param, sizeof ev.param, "%s", name);
+      ev.value = json_number_value(v);
+      script_event(s, &ev);
+    }
+    sess_event(s, "forked", json_pack("{s:I}", "from_run", (json_int_t)sc->source));
+  } else {
+    s->state = SESS_PAUSED;
+    sess_event(s, "replay_done", json_pack("{s:I}", "of_run", (json_int_t)sc->source));
+  }
+  s->script = NULL;
+  free_script(sc);
+}
+
+/* How many steps this tick may take under a script (k: what real time asks for): events due now
+ * are applied first, and no step passes the next event or the recorded end. */
+static int script_steps(session *s, int k) {
+  script *sc = s->script;
+  while (sc->next < sc->r.nevents && sc->r.events[sc->next].steps <= s->last.steps &&
+         s->state != SESS_FAILED) {
+    script_event(s, &sc->r.events[sc->next++]);
+  }
+  if (s->state == SESS_FAILED) {
+    return 0;
+  }
+  if (sc->next >= sc->r.nevents && s->last.steps >= sc->r.end_steps) {
+    const bool fast = sc->fast;
+    script_done(s);
+    return fast ? k : 0;
+  }
+  const uint64_t stop = sc->next < sc->r.nevents ? sc->r.events[sc->next].steps : sc->r.end_steps;
+  const uint64_t room = stop - s->last.steps;
+  const uint64_t want = sc->fast ? 960 : (uint64_t)k; /* fast: 4 s of simulated time a tick */
+  return (int)(want < room ? want : room);
+}
+
 /* Pacing: every tick, as many steps as real time × speed asks; the achieved real-time factor is
  * measured over windows of about a second. */
 static void *pace(void *arg) {
@@ -407,9 +508,13 @@ static void *pace(void *arg) {
     }
     apply_queued(s);
     s->step_acc += 240.0 / TICK_HZ * s->speed;
-    const int k = (int)s->step_acc;
+    int k = (int)s->step_acc;
     s->step_acc -= k;
-    if (k > 0) {
+    const bool fast = s->script && s->script->fast;
+    if (s->script) {
+      k = script_steps(s, k);
+    }
+    if (k > 0 && s->state != SESS_PAUSED && s->state != SESS_FAILED) {
       const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, k};
       worker_status st;
       if (worker_call(&s->wc, &cmd, sizeof cmd, &st, sizeof st, timeout_for(s, k)) !=
@@ -430,8 +535,8 @@ static void *pace(void *arg) {
     }
     pthread_mutex_unlock(&s->lock);
     next += 1.0 / TICK_HZ;
-    if (next < t) {
-      next = t; /* behind: do not try to catch up in a burst */
+    if (next < t || fast) {
+      next = t; /* behind (or fast-forwarding): do not try to catch up in a burst */
     }
     const double wait = next - now_s();
     if (wait > 0) {
@@ -470,19 +575,23 @@ static int start_worker(session *s, sess_error *err) {
 
 static void destroy(session *s);
 
-session *sess_create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
-                     char token_out[65], char viewer_token_out[65], sess_error *err) {
+/* A new session, under a script (taken over, freed on failure) or none. */
+static session *create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
+                       script *sc, char token_out[65], char viewer_token_out[65], sess_error *err) {
   const int grains = grn_world_def_grains(def);
   if (grains > r->limits.max_grains) {
     fail(err, 422, "too_many_grains", "amount", "%d grains exceed this server's limit of %d",
          grains, r->limits.max_grains);
+    free_script(sc);
     return NULL;
   }
   session *s = calloc(1, sizeof *s);
   if (!s) {
     fail(err, 503, "out_of_memory", "", "out of memory");
+    free_script(sc);
     return NULL;
   }
+  s->script = sc;
   s->reg = r;
   s->refs = 2; /* the registry's and the caller's */
   s->def = *def;
@@ -548,6 +657,70 @@ session *sess_create(sess_registry *r, const grn_world_def *def, const char *lab
   return s;
 }
 
+session *sess_create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
+                     char token_out[65], char viewer_token_out[65], sess_error *err) {
+  return create(r, def, label, private_, NULL, token_out, viewer_token_out, err);
+}
+
+session *sess_create_from_run(sess_registry *r, int64_t run, json_t *fork_params, const char *label,
+                              bool private_, char token_out[65], char viewer_token_out[65],
+                              sess_error *err) {
+  if (!r->st) {
+    fail(err, 503, "no_store", "", "this server keeps no record");
+    return NULL;
+  }
+  script *sc = calloc(1, sizeof *sc);
+  char why[256];
+  if (!sc) {
+    fail(err, 503, "out_of_memory", "", "out of memory");
+    return NULL;
+  }
+  store_sync(r->st, 2000); /* the run may have ended a moment ago */
+  if (store_load_replay(store_path(r->st), run, &sc->r, why, sizeof why) != 0) {
+    free(sc);
+    fail(err, strcmp(why, "no such run") == 0 ? 404 : 422,
+         strcmp(why, "no such run") == 0 ? "not_found" : "not_replayable", "id", "run %lld: %s",
+         (long long)run, why);
+    return NULL;
+  }
+  if (!sc->r.ended) {
+    free_script(sc);
+    fail(err, 409, "not_replayable", "id",
+         "run %lld has no recorded end (still running, or interrupted)", (long long)run);
+    return NULL;
+  }
+  sc->source = run;
+  sc->fast = fork_params != NULL;
+  /* a fork's parameters: checked against the scene now, all or nothing */
+  grn_world_def d = sc->r.def;
+  const char *key;
+  json_t *v;
+  json_object_foreach(fork_params, key, v) {
+    grn_error e;
+    if (!json_is_number(v)) {
+      fail(err, 400, "wrong_type", key, "parameter '%s' must be a number", key);
+    } else if (grn_world_def_set(&d, key, json_number_value(v), &e) != GRN_OK) {
+      fail(err, e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
+           e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range", e.field, "%s",
+           e.message);
+    } else if (strcmp(key, "amount") == 0 || strcmp(key, "quality") == 0) {
+      fail(err, 409, "needs_restart", key, "a fork keeps the grains: '%s' cannot change", key);
+    } else {
+      continue;
+    }
+    free_script(sc);
+    return NULL;
+  }
+  sc->fork_params = fork_params ? json_incref(fork_params) : NULL;
+  char name[64];
+  if (!label || !*label) {
+    snprintf(name, sizeof name, "%s of run %lld", sc->fast ? "fork" : "replay", (long long)run);
+    label = name;
+  }
+  const grn_world_def def = sc->r.def;
+  return create(r, &def, label, private_, sc, token_out, viewer_token_out, err);
+}
+
 session *sess_find(sess_registry *r, const char *id) {
   session *found = NULL;
   pthread_mutex_lock(&r->lock);
@@ -562,6 +735,7 @@ session *sess_find(sess_registry *r, const char *id) {
 }
 
 static void destroy(session *s) {
+  free_script(s->script);
   for (int i = 0; i < s->queued; i++) {
     json_decref(s->queue[i].body);
   }
@@ -675,6 +849,11 @@ json_t *sess_json(session *s) {
   json_t *params = params_json(&s->def);
   json_t *meas = measurements_json(&s->last.meas);
   json_object_set_new(meas, "state", json_string(grn_state_name(s->last.meas.state)));
+  json_t *source = s->script
+                       ? json_pack("{s:s, s:I, s:I}", "kind", s->script->fast ? "fork" : "replay",
+                                   "run", (json_int_t)s->script->source, "end_steps",
+                                   (json_int_t)s->script->r.end_steps)
+                       : NULL;
   json_t *j =
       json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:I, s:s, s:f, s:f, s:f, s:i, s:I, s:I, s:o}", "id",
                 s->id, "join_code", s->join, "scene", s->def.scene->name, "label", s->label,
@@ -685,6 +864,12 @@ json_t *sess_json(session *s) {
   if (s->state == SESS_FAILED) {
     json_object_set_new(j, "reason", json_string(s->reason));
   }
+  if (source) {
+    json_object_set_new(j, "script", source); /* a replay or fork still playing */
+  }
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)s->last.digest);
+  json_object_set_new(j, "digest", json_string(hex)); /* of the state at `steps` */
   pthread_mutex_unlock(&s->lock);
   return j;
 }

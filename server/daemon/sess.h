@@ -56,6 +56,13 @@ void sess_registry_free(sess_registry *r);
  * (viewer_token_out, 65 bytes) without which it cannot be watched or looked at. */
 session *sess_create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
                      char token_out[65], char viewer_token_out[65], sess_error *err);
+/* A live session from a stored run: a replay (the run's changes at their steps, in real time, then
+ * paused) or, with fork_params (an object, possibly empty), a fork (as fast as the worker goes to
+ * the run's end, then the new parameters, then on in real time). Both are recorded as new runs
+ * that replay in turn. */
+session *sess_create_from_run(sess_registry *r, int64_t run, json_t *fork_params, const char *label,
+                              bool private_, char token_out[65], char viewer_token_out[65],
+                              sess_error *err);
 /* Look up by id or join code; the result is referenced and must be released. */
 session *sess_find(sess_registry *r, const char *id);
 void sess_release(session *s);

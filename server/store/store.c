@@ -419,6 +419,10 @@ int64_t store_next_run_id(store *st) {
   return st->next_run;
 }
 
+const char *store_path(const store *st) {
+  return st->path;
+}
+
 int store_interrupted(const store *st) {
   return st->interrupted;
 }

@@ -28,6 +28,8 @@ store *store_open(const char *path, char *err, size_t errlen);
 void store_close(store *st);
 /* The id the next run gets (ids are never reused, across restarts too). */
 int64_t store_next_run_id(store *st);
+/* The database file. */
+const char *store_path(const store *st);
 /* Runs closed as interrupted at this start. */
 int store_interrupted(const store *st);
 

@@ -106,6 +106,59 @@ if [ -n "$test_commands" ]; then
   echo "$body" | j 'd["end_reason"]' | grep -qx failed && ok "a run whose worker dies ends 'failed'" || bad "failed: $body"
 fi
 
+# ---- a stored run replayed live, and forked with new parameters --------------------------------
+want_digest=$(curl -s "$base/api/runs/$RA" | j 'd["digest"]')
+want_steps=$(curl -s "$base/api/runs/$RA" | j 'd["end_steps"]')
+code=$(curl -s -o "$tmp/replay" -w '%{http_code}' -X POST "$base/api/runs/$RA/replay" --data-binary '{}')
+[ "$code" = 201 ] && ok "POST /api/runs/{id}/replay: 201, a live session" || bad "replay: $code $(cat "$tmp/replay")"
+R=$(j 'd["id"]' <"$tmp/replay")
+RT=$(j 'd["control_token"]' <"$tmp/replay")
+RR=$(j 'd["run_id"]' <"$tmp/replay")
+"$probe" --port "$wsport" --session "$R" --seconds 2 >"$tmp/replay_view"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["frames"] > 30 else 1)' "$tmp/replay_view" &&
+  ok "the replay is watchable like any other session" || bad "replay stream: $(cat "$tmp/replay_view")"
+for _ in $(seq 100); do
+  [ "$(curl -s "$base/api/sessions/$R" | j 'd["state"]')" = paused ] && break
+  sleep 0.1
+done
+got=$(curl -s "$base/api/sessions/$R" | j '(d["state"], d["steps"], d["digest"])')
+[ "$got" = "('paused', $want_steps, '$want_digest')" ] &&
+  ok "the replay pauses where the run ended, in the very same state: $got" || bad "replay ended as $got, want $want_steps $want_digest"
+curl -s -o /dev/null -X DELETE "$base/api/sessions/$R" -H "$(auth "$RT")"
+replay_check "the replay's own run" "$RR"
+code=$(curl -s -o "$tmp/fork" -w '%{http_code}' -X POST "$base/api/runs/$RA/fork" --data-binary '{"params":{"mu":0.3},"label":"forked"}')
+[ "$code" = 201 ] && ok "POST /api/runs/{id}/fork: 201" || bad "fork: $code $(cat "$tmp/fork")"
+F=$(j 'd["id"]' <"$tmp/fork")
+FT=$(j 'd["control_token"]' <"$tmp/fork")
+FR=$(j 'd["run_id"]' <"$tmp/fork")
+sleep 1.5
+got=$(curl -s "$base/api/sessions/$F" | j '(d["state"] in ("running", "asleep"), d["steps"] > '"$want_steps"', d["params"]["mu"], d["label"])')
+[ "$got" = "(True, True, 0.3, 'forked')" ] && ok "the fork went past the run's end at once and runs on with mu 0.3" ||
+  bad "fork state: $got"
+curl -s -o /dev/null -X DELETE "$base/api/sessions/$F" -H "$(auth "$FT")"
+get "/api/runs/$FR"
+echo "$body" | j '[(e["steps"], e["detail"].get("via")) for e in d["events"] if e["kind"] == "parameter_changed"][-1]' |
+  grep -qx "($want_steps, 'fork')" && ok "the fork's record: the new parameter at the run's end step ($want_steps)" ||
+  bad "fork events: ${body:0:600}"
+replay_check "the fork's own run" "$FR"
+while IFS='|' read -r want path data; do
+  code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base$path" --data-binary "$data")
+  [ "$code" = "$want" ] && ok "POST $path $data: $code $(j 'd["error"]["code"]' <"$tmp/body")" ||
+    bad "POST $path $data: $code $(cat "$tmp/body")"
+done <<EOF
+400|/api/runs/$RA/fork|{"params":{"nosuch":1}}
+422|/api/runs/$RA/fork|{"params":{"mu":99}}
+409|/api/runs/$RA/fork|{"params":{"amount":50}}
+400|/api/runs/$RA/fork|{"params":{"mu":"high"}}
+400|/api/runs/$RA/fork|{"params":[1]}
+400|/api/runs/$RA/replay|{"params":{"mu":0.3}}
+400|/api/runs/$RA/replay|{"label":5}
+404|/api/runs/999999/replay|{}
+404|/api/runs/999999/fork|{}
+EOF
+code=$(curl -s -o /dev/null -w '%{http_code}' "$base/api/runs/$RA/replay")
+[ "$code" = 405 ] && ok "GET .../replay: 405" || bad "GET replay: $code"
+
 # ---- queries: filters, sorting, paging ----------------------------------------------------------
 for mu in 0.3 0.6 0.9; do
   create pour "{\"amount\":10,\"mu\":$mu}" "sweep"
@@ -119,7 +172,7 @@ count() { get "$1"; echo "$body" | j 'd["total"]'; }
 [ "$(count '/api/runs?scene=silo')" = 1 ] && ok "filter by scene" || bad "scene filter: $body"
 [ "$(count '/api/runs?end_reason=switched')" = 1 ] && ok "filter by end reason" || bad "end_reason filter: $body"
 [ "$(count '/api/runs?label=sweep&result.alive.min=1')" = 3 ] && ok "filter by a result" || bad "result filter: $body"
-[ "$(count '/api/runs?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z')" -ge 6 ] && ok "filter by time range (ISO 8601)" || bad "time range: $body"
+[ "$(count '/api/runs?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z')" -ge 8 ] && ok "filter by time range (ISO 8601)" || bad "time range: $body"
 [ "$(count '/api/runs?to=946684800')" = 0 ] && ok "filter by time range (Unix seconds)" || bad "time range unix: $body"
 get '/api/runs?label=sweep&sort=-param.mu'
 echo "$body" | j '[r["params"]["mu"] for r in d["runs"]]' | grep -qx '\[0.9, 0.6, 0.3\]' && ok "sort by a parameter, descending" || bad "sort: ${body:0:300}"
@@ -183,7 +236,7 @@ done
 sleep 3
 get '/api/sessions'
 echo "$body" | j '{s["run_id"]: s["t"] for s in d["sessions"] if s["label"] == "crash"}' >"$tmp/t_at_kill"
-open_runs=$(echo "$body" | j 'len(d["sessions"])')
+open_runs=$(echo "$body" | j 'len([s for s in d["sessions"] if s["state"] != "failed"])')
 kill -KILL "$dpid"
 wait "$dpid" 2>/dev/null
 dpid=
@@ -203,8 +256,11 @@ grep -q "$open_runs run(s) left open by an earlier stop closed as interrupted" "
   ok "restart: the $open_runs open runs are closed" ||
   bad "restart log: $(cat "$tmp/err")"
 [ "$(count '/api/runs?label=crash&end_reason=interrupted')" = 5 ] && ok "restart: the 5 runs read 'interrupted'" || bad "interrupted: $body"
+int_run=$(python3 -c 'import ast,sys; print(min(ast.literal_eval(open(sys.argv[1]).read())))' "$tmp/t_at_kill")
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base/api/runs/$int_run/replay" --data-binary '{}')
+[ "$code" = 409 ] && ok "an interrupted run cannot be replayed (no recorded end): 409" || bad "replay interrupted: $code $(cat "$tmp/body")"
 create pour '{"amount":10}' "after"
-[ "$run" -gt "$RB2" ] && ok "run ids go on after the restart ($run)" || bad "run id reused: $run"
+[ "$run" -gt "$FR" ] && ok "run ids go on after the restart ($run)" || bad "run id reused: $run"
 
 # ---- an orderly stop finishes every run --------------------------------------------------------
 sleep 1
