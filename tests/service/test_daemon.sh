@@ -166,8 +166,11 @@ req POST /api/sessions "" "{\"scene\":\"pour\",\"label\":\"$big\"}"
 spec="$(dirname "$0")/../../schema/openapi.yaml"
 agree=0
 disagree=""
+req GET "/api/sessions/$A" ""
+RUN_A=$(field run_id)
 while read -r path methods; do
   p=${path//\{id\}/$A}
+  p=${p//\{run\}/$RUN_A}
   for m in GET POST PATCH DELETE PUT; do
     req "$m" "$p" "" '{}'
     ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
