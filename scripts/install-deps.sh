@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs what grainlab needs to build, run and test on Debian 12, from Debian's packages only.
+# Installs what grainlab needs to build, run and test on Debian 12: Debian's packages, and the
+# browser client's libraries from npm at the versions web_client/package-lock.json pins.
 # Idempotent; run as root (CI and fresh machines are root).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(ca-certificates gcc libc6-dev make cmake ninja-build pkg-config libseccomp-dev
-  libmicrohttpd-dev libjansson-dev libzstd-dev libwebsockets-dev libsqlite3-dev sqlite3 clang-format clang-tidy cppcheck curl python3)
+  libmicrohttpd-dev libjansson-dev libzstd-dev libwebsockets-dev libsqlite3-dev sqlite3 clang-format clang-tidy cppcheck curl python3 chromium)
+# Node.js and npm from Debian unless the machine has them already (e.g. NodeSource's, which bundles npm)
+command -v node >/dev/null || pkgs+=(nodejs)
+command -v npm >/dev/null || pkgs+=(npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -13,3 +17,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+# the client's three.js, uPlot and fzstd (served by grainlabd) and playwright-core (browser tests)
+cd "$(dirname "$0")/../web_client"
+[ -d node_modules ] && npm ls --omit=optional >/dev/null 2>&1 || npm ci --no-audit --no-fund

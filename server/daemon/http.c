@@ -393,8 +393,22 @@ static http_reply static_file(const http_server *srv, const char *url) {
   if (strstr(url, "..") || strchr(url, '\\')) {
     return error_reply(404, "not_found", "", "no such file");
   }
+  /* the client's pages: /s/{id} is a session's (viewer or, with #control=TOKEN, controller) */
+  const char *rel = strcmp(url, "/") == 0          ? "/index.html"
+                    : strncmp(url, "/s/", 3) == 0  ? "/session.html"
+                    : strcmp(url, "/results") == 0 ? "/results.html"
+                                                   : url;
+  /* of node_modules only the browser libraries, never the test tools */
+  static const char *const libs[] = {"/node_modules/three/", "/node_modules/uplot/",
+                                     "/node_modules/fzstd/"};
+  bool lib = false;
+  for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+    lib = lib || strstr(rel, libs[i]) == rel;
+  }
+  if (strncmp(rel, "/node_modules/", 14) == 0 && !lib) {
+    return error_reply(404, "not_found", "", "no such file");
+  }
   char path[PATH_MAX], real[PATH_MAX], root[PATH_MAX];
-  const char *rel = strcmp(url, "/") == 0 ? "/index.html" : url;
   if (snprintf(path, sizeof path, "%s%s", srv->static_dir, rel) >= (int)sizeof path ||
       !realpath(srv->static_dir, root) || !realpath(path, real) ||
       strncmp(real, root, strlen(root)) != 0 || real[strlen(root)] != '/') {
@@ -551,11 +565,15 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
   }
   const bool get = strcmp(method, "GET") == 0;
   if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0 || strcmp(url, "/metrics") == 0 ||
-      strcmp(url, "/api/scenes") == 0) {
+      strcmp(url, "/api/scenes") == 0 || strcmp(url, "/api/config") == 0) {
     if (!get) {
       http_reply r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
       r.allow = "GET";
       return r;
+    }
+    if (strcmp(url, "/api/config") == 0) {
+      return json_reply(200, json_pack("{s:i, s:s}", "ws_port", srv->ws ? ws_port(srv->ws) : 0,
+                                       "ws_path", "/ws/sessions/"));
     }
     if (strcmp(url, "/healthz") == 0) {
       return json_reply(200, json_pack("{s:s}", "status", "ok"));

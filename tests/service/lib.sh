@@ -7,6 +7,10 @@ ok() { echo "ok   $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1"; fail=$((fail + 1)); }
 cleanup() {
   [ -n "${dpid:-}" ] && kill -KILL "$dpid" 2>/dev/null
+  if [ "$fail" != 0 ] && [ -s "$tmp/err" ]; then
+    echo "---- the daemon's stderr (last 60 lines) ----"
+    tail -60 "$tmp/err"
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -52,6 +52,8 @@ typedef struct probe {
   double send_after;
   double stall_at, stall_for;
   bool stalled, unstalled, verify, decode_all;
+  const char *dump; /* folder for viewer 0's binary messages and decoded positions */
+  uint64_t dumped;
   viewer *v;
   /* viewer 0's decoding and checking */
   frame_decoder dec;
@@ -287,6 +289,27 @@ static void verify_chains(const uint8_t *buf, size_t len) {
   free(index);
 }
 
+/* Viewer 0's message as NNNNNN.bin and, for a frame it decoded, the positions as NNNNNN.pos
+ * (doubles, xyz per grain): what another decoder (the browser's) must reproduce. */
+static void dump(const uint8_t *buf, size_t len, bool decoded) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%06llu.bin", P.dump, (unsigned long long)P.dumped);
+  FILE *f = fopen(path, "wb");
+  if (f) {
+    fwrite(buf, 1, len, f);
+    fclose(f);
+  }
+  if (decoded) {
+    snprintf(path, sizeof path, "%s/%06llu.pos", P.dump, (unsigned long long)P.dumped);
+    f = fopen(path, "wb");
+    if (f) {
+      fwrite(P.dec.pos, sizeof(double), 3 * (size_t)P.dec.count, f);
+      fclose(f);
+    }
+  }
+  P.dumped++;
+}
+
 static void on_binary(viewer *v, const uint8_t *buf, size_t len) {
   frame_header h;
   if (len < sizeof h) {
@@ -298,6 +321,9 @@ static void on_binary(viewer *v, const uint8_t *buf, size_t len) {
   if (h.kind == FRAME_CHAINS) {
     if (v->index == 0) {
       verify_chains(buf, len);
+      if (P.dump) {
+        dump(buf, len, false);
+      }
     }
     return;
   }
@@ -343,6 +369,9 @@ static void on_binary(viewer *v, const uint8_t *buf, size_t len) {
       P.decode_errors++;
     } else if (v->index == 0) {
       P.decoded++;
+      if (P.dump) {
+        dump(buf, len, true);
+      }
       if (P.verify && P.twin && !P.twin_failed) {
         verify_frame();
       }
@@ -523,6 +552,8 @@ int main(int argc, char **argv) {
       P.send_after = atof(val);
     } else if (strcmp(a, "--stall-at") == 0) {
       P.stall_at = atof(val);
+    } else if (strcmp(a, "--dump") == 0) {
+      P.dump = val;
     } else if (strcmp(a, "--stall-for") == 0) {
       P.stall_for = atof(val);
     } else {

@@ -1,0 +1,157 @@
+// The browser client end to end: the real daemon, Debian's chromium driven by playwright-core.
+// Creates a silo from the landing page, checks the canvas shows moving grains, changes a
+// parameter, opens the viewer link and checks it cannot change anything, opens the hole and
+// watches the flow plot rise, then finds the run on the results page and downloads its CSV.
+// Usage: node test_browser.mjs GRAINLABD WEB_CLIENT_DIR SCREENSHOT_DIR
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+
+import { resolve } from 'node:path';
+const [daemon, client, shots] = process.argv.slice(2).map((p) => resolve(p));
+const require = createRequire(join(client, 'package.json'));
+const { chromium } = require('playwright-core');
+let passed = 0, failed = 0;
+const ok = (name, cond, detail = '') => {
+  console.log(`${cond ? 'ok  ' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`);
+  cond ? passed++ : failed++;
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function until(what, fn, ms = 30000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn().catch(() => null);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+const tmp = mkdtempSync(join(tmpdir(), 'grainlab-browser-'));
+mkdirSync(shots, { recursive: true });
+const proc = spawn(daemon, ['--http-port', '0', '--ws-port', '0', '--data-dir', join(tmp, 'data'), '--static-dir', client],
+                   { stdio: ['ignore', 'pipe', 'inherit'] });
+const port = await new Promise((resolve, reject) => {
+  let out = '';
+  proc.stdout.on('data', (d) => {
+    out += d;
+    const m = out.match(/listening http=(\d+) ws=(\d+)/);
+    if (m) resolve(m[1]);
+  });
+  proc.on('exit', (c) => reject(new Error(`grainlabd exited ${c}`)));
+});
+const base = `http://127.0.0.1:${port}`;
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+         '--disable-default-apps', '--no-first-run', '--metrics-recording-only', '--disable-breakpad',
+         '--use-angle=swiftshader', '--enable-unsafe-swiftshader'],
+});
+try {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  const page = await context.newPage();
+  const consoleErrors = [];
+  page.on('pageerror', (e) => consoleErrors.push(e.message));
+
+  // ---- landing page: create a silo -------------------------------------------------------------
+  await page.goto(base + '/');
+  await page.waitForSelector('button[data-scene="silo"]');
+  ok('the landing page lists the scenes', (await page.locator('.card').count()) >= 6);
+  await page.screenshot({ path: join(shots, 'landing.png') });
+  await page.locator('.card', { has: page.locator('button[data-scene="silo"]') }).locator('input').fill('browser test');
+  await page.click('button[data-scene="silo"]');
+  await page.waitForURL(/\/s\/[0-9a-f]{16}#control=[0-9a-f]{64}$/);
+  const [, id, token] = page.url().match(/\/s\/([0-9a-f]{16})#control=([0-9a-f]{64})/);
+  ok('Start opens the controller page, token in the fragment', !!id && !!token);
+
+  // ---- the canvas shows grains, and they move --------------------------------------------------
+  await until('frames', async () => Number(await page.evaluate(() => document.body.dataset.frames || 0)) > 20, 60000);
+  const pixels = () => page.evaluate(() => {
+    const src = document.querySelector('#view canvas');
+    const c = document.createElement('canvas');
+    c.width = 160; c.height = 100;
+    const g = c.getContext('2d');
+    g.drawImage(src, 0, 0, c.width, c.height);
+    return Array.from(g.getImageData(0, 0, c.width, c.height).data.filter((_, i) => i % 4 === 0));
+  });
+  const a = await pixels();
+  const mean = a.reduce((s, v) => s + v, 0) / a.length;
+  const variance = a.reduce((s, v) => s + (v - mean) ** 2, 0) / a.length;
+  ok('the canvas is drawn (pixel variance)', variance > 50, `variance ${variance.toFixed(0)}`);
+  await page.screenshot({ path: join(shots, 'session-controller.png') });
+  await sleep(1500);
+  const b = await pixels();
+  const changed = a.reduce((s, v, i) => s + (Math.abs(v - b[i]) > 8 ? 1 : 0), 0);
+  ok('the picture changes between two moments (grains settle)', changed > 20, `${changed} pixels changed`);
+
+  // ---- change a parameter from the controls ----------------------------------------------------
+  await page.evaluate(() => {
+    const input = document.getElementById('p-mu');
+    input.value = '0.8';
+    input.dispatchEvent(new Event('input'));
+    input.dispatchEvent(new Event('change'));
+  });
+  const mu = await until('mu in the session state', async () => {
+    const s = await (await fetch(`${base}/api/sessions/${id}`)).json();
+    return s.params.mu === 0.8 ? s.params.mu : null;
+  }, 10000);
+  ok('a slider changes the parameter in the session state', mu === 0.8);
+
+  // ---- the viewer's page: same view, read-only ---------------------------------------------------
+  const viewer = await context.newPage();
+  await viewer.goto(`${base}/s/${id}`);
+  await until('viewer frames', async () => Number(await viewer.evaluate(() => document.body.dataset.frames || 0)) > 5, 60000);
+  ok('the viewer link shows the session as a viewer', await viewer.evaluate(() => document.body.classList.contains('viewer')));
+  ok('the viewer has no controls', !(await viewer.isVisible('#params')) && !(await viewer.isVisible('#pause')));
+  const refused = await viewer.evaluate(async (sid) => {
+    const r = await fetch(`/api/sessions/${sid}/params`, { method: 'PATCH', headers: { 'Content-Type': 'application/json' }, body: '{"mu":0.2}' });
+    return r.status;
+  }, id);
+  ok('a change from the viewer page is refused', refused === 401, `status ${refused}`);
+  const count = await until('viewer count', async () => {
+    const n = Number(await viewer.textContent('#viewers'));
+    return n >= 2 ? n : null;
+  }, 10000);
+  ok('the viewer count shows both pages', count === 2, `${count}`);
+  await viewer.screenshot({ path: join(shots, 'session-viewer.png') });
+  const s1 = await (await fetch(`${base}/api/sessions/${id}`)).json();
+  ok('nothing changed', s1.params.mu === 0.8);
+  await viewer.close(); // two software-rendered pages on two cores would starve each other
+
+
+  // ---- open the hole: the flow plot rises ------------------------------------------------------
+  await until('a settled silo', async () => (await (await fetch(`${base}/api/sessions/${id}`)).json()).t > 2.5, 60000);
+  await page.bringToFront();
+  await page.click('#open-hole', { timeout: 60000 });
+  const flow = await until('flow > 100 kg/s in the plot', async () => {
+    const v = Number(await page.evaluate(() => document.body.dataset.plotLast || 0));
+    return v > 100 ? v : null;
+  }, 60000);
+  ok('opening the hole makes the flow plot rise', flow > 100, `${flow.toFixed(0)} kg/s`);
+  await page.screenshot({ path: join(shots, 'session-flowing.png') });
+  ok('no script errors on the pages', consoleErrors.length === 0, consoleErrors.join('; '));
+
+  // ---- results: the run and its CSV ----------------------------------------------------------------
+  const r = await fetch(`${base}/api/sessions/${id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${token}` } });
+  ok('the session ends', r.status === 200 || r.status === 204, `status ${r.status}`);
+  const results = await context.newPage();
+  await results.goto(`${base}/results`);
+  await results.waitForSelector('#runs tr');
+  const rowText = await results.textContent('#runs');
+  ok('the results page lists the run', rowText.includes('browser test') && rowText.includes('silo'));
+  await results.screenshot({ path: join(shots, 'results.png') });
+  const [download] = await Promise.all([results.waitForEvent('download'), results.click('#runs tr a.csv')]);
+  const csv = readFileSync(await download.path(), 'utf8');
+  ok('the CSV downloads', csv.startsWith('t,steps,state') && csv.split('\n').length > 10, `${csv.split('\n').length} lines`);
+} catch (e) {
+  ok('the browser test ran to its end', false, e.message);
+} finally {
+  await browser.close();
+  proc.kill('SIGTERM');
+  rmSync(tmp, { recursive: true, force: true });
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Feeds test_decoder.mjs: a chains session streamed for 3 s, every message dumped by ws_probe.
+set -u
+daemon=${1:?usage: test_decoder.sh grainlabd ws_probe}
+probe=${2:?usage: test_decoder.sh grainlabd ws_probe}
+# shellcheck source=../service/lib.sh
+. "$(dirname "$0")/../service/lib.sh"
+start_daemon "$daemon" --static-dir "$tmp"
+id=$(curl -s -X POST "$base/api/sessions" --data-binary '{"scene":"chains","params":{"amount":20}}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+mkdir -p "$tmp/dump"
+"$probe" --port "$wsport" --session "$id" --seconds 3 --dump "$tmp/dump" >/dev/null
+node "$(dirname "$0")/test_decoder.mjs" "$tmp/dump" && ok "the browser's decoder agrees with the C one" ||
+  bad "the browser's decoder"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

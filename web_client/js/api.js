@@ -1,0 +1,51 @@
+// The REST API from the browser: JSON in and out, errors shown to the user, never swallowed.
+export function showError(message) {
+  const box = document.getElementById('error');
+  if (!box) return;
+  box.textContent = message;
+  box.style.display = 'block';
+  clearTimeout(showError.timer);
+  showError.timer = setTimeout(() => { box.style.display = 'none'; }, 8000);
+}
+
+export async function api(method, path, body, token) {
+  const headers = {};
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (token) headers['Authorization'] = 'Bearer ' + token;
+  let response;
+  try {
+    response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (e) {
+    showError(`${method} ${path}: the server cannot be reached (${e.message})`);
+    throw e;
+  }
+  const text = await response.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { /* not JSON: reported below */ }
+  if (!response.ok) {
+    const err = json && json.error;
+    const message = err ? `${err.message}${err.field ? ` (${err.field})` : ''}` : `${response.status} ${text.slice(0, 200)}`;
+    showError(message);
+    const e = new Error(message);
+    e.status = response.status;
+    e.code = err && err.code;
+    throw e;
+  }
+  return json;
+}
+
+export function fmt(v, digits = 3) {
+  if (v === null || v === undefined || Number.isNaN(v)) return '—';
+  if (typeof v !== 'number') return String(v);
+  return Math.abs(v) >= 1000 ? v.toFixed(0) : v.toPrecision(digits);
+}
+
+// What each scene shows a class, for the landing page's cards.
+export const sceneText = {
+  pour: 'Sand poured from a spout builds a cone: its slope settles at the angle of repose, set by friction and rolling resistance.',
+  wet: 'Damp sand: liquid bridges between grains hold steeper slopes than dry sand can.',
+  chains: 'Inside a pile the weight is carried by a few chains of strongly pressed grains: see them in a cut through the pile.',
+  slump: 'A dam holds a column of grains; pull it away and watch the column collapse and run out.',
+  tilt: 'A box of grains tilted slowly: the surface holds until it fails in an avalanche at the angle of repose.',
+  silo: 'A silo draining through a hole: the flow stays constant however full the silo is (Beverloo), and small holes jam.',
+};

@@ -1,0 +1,49 @@
+// The landing page: a card per scene (from the catalogue) to start a session, the share links of
+// a new session, joining by code, and the live sessions with their viewer counts.
+import { api, sceneText } from './api.js';
+
+const $ = (s) => document.getElementById(s);
+
+async function scenes() {
+  const { scenes } = await api('GET', '/api/scenes');
+  const box = $('scenes');
+  for (const s of scenes) {
+    const card = document.createElement('div');
+    card.className = 'card';
+    card.innerHTML = `<h3>${s.name}</h3><p>${sceneText[s.name] || s.description}</p>` +
+      `<div class="row"><input placeholder="label (optional)" maxlength="63"><button data-scene="${s.name}">Start</button></div>`;
+    const label = card.querySelector('input');
+    card.querySelector('button').addEventListener('click', () => create(s.name, label.value));
+    box.appendChild(card);
+  }
+}
+
+async function create(scene, label) {
+  const body = { scene };
+  if (label) body.label = label;
+  const s = await api('POST', '/api/sessions', body);
+  // the token travels in the fragment: browsers never send it to any server
+  const control = `${location.origin}/s/${s.id}#control=${s.control_token}`;
+  const viewer = `${location.origin}/s/${s.id}`;
+  $('control-link').href = $('control-link').textContent = control;
+  $('viewer-link').href = $('viewer-link').textContent = viewer;
+  $('join-code').textContent = s.join_code;
+  $('created').style.display = 'block';
+  location.assign(control);
+}
+
+async function sessions() {
+  const { sessions } = await api('GET', '/api/sessions');
+  $('sessions').innerHTML = sessions.map((s) =>
+    `<tr><td>${s.scene}</td><td>${s.label.replace(/[<&]/g, '')}</td><td>${s.state}</td><td>${s.t.toFixed(1)}</td>` +
+    `<td>${s.viewers}</td><td><a href="/s/${s.id}">watch</a></td></tr>`).join('');
+}
+
+$('join').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const code = $('code').value.trim().toUpperCase();
+  if (code) location.assign(`/s/${encodeURIComponent(code)}`);
+});
+scenes();
+sessions();
+setInterval(() => sessions().catch(() => {}), 2000);

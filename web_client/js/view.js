@@ -1,0 +1,204 @@
+// The 3D view of a session: instanced spheres (radius per grain, shade from speed), the scene's
+// geometry, force chains as rods, an orbit camera and shadows. Drags on the floor report (x, z).
+import * as THREE from 'three';
+import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+
+const SAND = new THREE.Color(0xd9b98a), FAST = new THREE.Color(0xff5a1f);
+
+export class View {
+  constructor(container) {
+    this.container = container;
+    this.renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
+    this.renderer.setPixelRatio(Math.min(window.devicePixelRatio, 2));
+    this.renderer.shadowMap.enabled = true;
+    container.appendChild(this.renderer.domElement);
+    this.scene = new THREE.Scene();
+    this.scene.background = new THREE.Color(0x1b2330);
+    this.camera = new THREE.PerspectiveCamera(45, 1, 0.05, 500);
+    this.camera.position.set(4, 3.5, 6);
+    this.controls = new OrbitControls(this.camera, this.renderer.domElement);
+    this.controls.target.set(0, 0.5, 0);
+    this.scene.add(new THREE.HemisphereLight(0xdde6ff, 0x3a3020, 1.2));
+    const sun = new THREE.DirectionalLight(0xffffff, 1.6);
+    sun.position.set(5, 10, 4);
+    sun.castShadow = true;
+    sun.shadow.mapSize.set(1024, 1024);
+    Object.assign(sun.shadow.camera, { left: -8, right: 8, top: 8, bottom: -8, near: 1, far: 30 });
+    this.scene.add(sun);
+    this.world = new THREE.Group(); // turned by −tilt about z: the box tilts, gravity stays down
+    this.scene.add(this.world);
+    this.statics = new THREE.Group();
+    this.world.add(this.statics);
+    this.sphere = new THREE.SphereGeometry(1, 12, 8);
+    this.coarse = new THREE.SphereGeometry(1, 8, 6); /* thousands of grains: fewer triangles each */
+    this.material = new THREE.MeshStandardMaterial({ roughness: 0.85, metalness: 0.0 });
+    this.grains = null;
+    this.chains = null;
+    this.matrix = new THREE.Matrix4();
+    this.color = new THREE.Color();
+    this.raycaster = new THREE.Raycaster();
+    this.floorY = 0;
+    this.geometryKey = '';
+    new ResizeObserver(() => this.resize()).observe(container);
+    this.resize();
+    // draw only when something changed: a new frame, a turn of the camera, a resize
+    this.dirty = true;
+    this.controls.addEventListener('change', () => { this.dirty = true; });
+    // a machine that cannot draw fast (no GPU) gets a lighter picture rather than a frozen page:
+    // first no shadows, then fewer pixels; and never more than half its time goes to drawing
+    this.quality = 2;
+    this.cost = 0;
+    let next = 0;
+    const loop = (now) => {
+      this.controls.update();
+      if (this.dirty && now >= next) {
+        this.dirty = false;
+        const t0 = performance.now();
+        this.renderer.render(this.scene, this.camera);
+        const ms = performance.now() - t0;
+        this.cost = this.cost ? 0.8 * this.cost + 0.2 * ms : ms;
+        next = now + this.cost;
+        if (this.cost > 40 && this.quality > 0) this.lower();
+      }
+      requestAnimationFrame(loop);
+    };
+    requestAnimationFrame(loop);
+  }
+
+  lower() {
+    this.quality--;
+    if (this.quality === 1) {
+      this.renderer.shadowMap.enabled = false;
+      this.scene.traverse((o) => { if (o.material) o.material.needsUpdate = true; });
+    } else {
+      this.renderer.setPixelRatio(0.5);
+      this.resize();
+    }
+    this.cost = 0;
+  }
+
+  resize() {
+    const w = this.container.clientWidth || 640, h = this.container.clientHeight || 480;
+    this.renderer.setSize(w, h, false);
+    this.camera.aspect = w / h;
+    this.camera.updateProjectionMatrix();
+    this.dirty = true;
+  }
+
+  ensureGrains(n) {
+    if (this.grains && this.grains.count === n && this.capacity >= n) return;
+    if (this.grains) { this.world.remove(this.grains); this.grains.dispose(); }
+    this.capacity = Math.max(n, 1);
+    this.grains = new THREE.InstancedMesh(n > 2000 ? this.coarse : this.sphere, this.material, this.capacity);
+    this.grains.instanceMatrix.setUsage(THREE.DynamicDrawUsage);
+    this.grains.castShadow = true;
+    this.grains.receiveShadow = true;
+    this.grains.count = n;
+    this.grains.frustumCulled = false;
+    this.world.add(this.grains);
+  }
+
+  update(decoder) {
+    const n = decoder.count;
+    this.ensureGrains(n);
+    const p = decoder.positions, r = decoder.radius, shade = decoder.shade;
+    for (let k = 0; k < n; k++) {
+      const s = r[k];
+      this.matrix.makeScale(s, s, s).setPosition(p[3 * k], p[3 * k + 1], p[3 * k + 2]);
+      this.grains.setMatrixAt(k, this.matrix);
+      this.color.copy(SAND).lerp(FAST, shade[k] / 255);
+      this.grains.setColorAt(k, this.color);
+    }
+    this.grains.instanceMatrix.needsUpdate = true;
+    if (this.grains.instanceColor) this.grains.instanceColor.needsUpdate = true;
+    this.setGeometry(decoder.geometry);
+    this.dirty = true;
+  }
+
+  setGeometry(g) {
+    if (!g) return;
+    const key = JSON.stringify(g);
+    if (key === this.geometryKey) return;
+    this.geometryKey = key;
+    this.world.rotation.z = -g.tilt;
+    this.floorY = g.floorY;
+    this.statics.clear();
+    const glass = new THREE.MeshStandardMaterial({ color: 0x88aacc, transparent: true, opacity: 0.18, side: THREE.DoubleSide, depthWrite: false });
+    const solid = new THREE.MeshStandardMaterial({ color: 0x6b7a8c, side: THREE.DoubleSide });
+    const finite = (v, d) => (Number.isFinite(v) ? v : d);
+    const x0 = finite(g.floor[0], -12), x1 = finite(g.floor[1], 12), z0 = finite(g.floor[2], -12), z1 = finite(g.floor[3], 12);
+    const floor = new THREE.Mesh(new THREE.PlaneGeometry(x1 - x0, z1 - z0), new THREE.MeshStandardMaterial({ color: 0x4a5361 }));
+    floor.rotation.x = -Math.PI / 2;
+    floor.position.set((x0 + x1) / 2, g.floorY, (z0 + z1) / 2);
+    floor.receiveShadow = true;
+    this.statics.add(floor);
+    if (g.box) {
+      const bx0 = finite(g.boxX0, x0), bx1 = finite(g.boxX1, x1), bz0 = finite(g.boxZ0, z0), bz1 = finite(g.boxZ1, z1), h = 2.5;
+      const wall = (w, px, pz, ry) => {
+        const m = new THREE.Mesh(new THREE.PlaneGeometry(w, h), glass);
+        m.position.set(px, g.floorY + h / 2, pz);
+        m.rotation.y = ry;
+        this.statics.add(m);
+      };
+      if (Number.isFinite(g.boxX0)) wall(bz1 - bz0, bx0, (bz0 + bz1) / 2, Math.PI / 2);
+      if (Number.isFinite(g.boxX1)) wall(bz1 - bz0, bx1, (bz0 + bz1) / 2, Math.PI / 2);
+      if (Number.isFinite(g.boxZ0)) wall(bx1 - bx0, (bx0 + bx1) / 2, bz0, 0);
+      if (Number.isFinite(g.boxZ1)) wall(bx1 - bx0, (bx0 + bx1) / 2, bz1, 0);
+    }
+    if (g.siloR > 0) {
+      const top = g.plate ? g.plateY + 6 : g.floorY + 6, bottom = g.plate ? g.plateY : g.floorY;
+      const wall = new THREE.Mesh(new THREE.CylinderGeometry(g.siloR, g.siloR, top - bottom, 48, 1, true), glass);
+      wall.position.y = (top + bottom) / 2;
+      this.statics.add(wall);
+    }
+    if (g.plate) {
+      const ring = new THREE.Mesh(new THREE.RingGeometry(g.plugged ? 0.001 : g.holeR, Math.max(g.siloR, g.holeR + 0.5), 48), solid);
+      ring.rotation.x = -Math.PI / 2;
+      ring.position.y = g.plateY;
+      ring.receiveShadow = true;
+      this.statics.add(ring);
+    }
+    if (g.dam) {
+      const dam = new THREE.Mesh(new THREE.PlaneGeometry(finite(g.boxZ1, 1) - finite(g.boxZ0, -1), 3), solid);
+      dam.rotation.y = Math.PI / 2;
+      dam.position.set(g.damX, g.damEdge + 1.5, (finite(g.boxZ0, -1) + finite(g.boxZ1, 1)) / 2);
+      this.statics.add(dam);
+    }
+    if (g.tool) {
+      const tool = new THREE.Mesh(new THREE.SphereGeometry(g.toolR, 32, 16), new THREE.MeshStandardMaterial({ color: 0x5aa9ff }));
+      tool.position.set(g.toolX, g.toolY, g.toolZ);
+      tool.castShadow = true;
+      this.statics.add(tool);
+    }
+  }
+
+  showChains(info, decoder) {
+    if (this.chains) { this.world.remove(this.chains); this.chains.geometry.dispose(); this.chains = null; }
+    if (!info || info.count === 0) return;
+    const p = decoder.positions, pos = new Float32Array(6 * info.count), col = new Float32Array(6 * info.count);
+    let max = 0;
+    for (let k = 0; k < info.count; k++) max = Math.max(max, info.force[k]);
+    for (let k = 0; k < info.count; k++) {
+      const a = info.a[k], b = info.b[k], w = info.force[k] / (max || 1);
+      pos.set([p[3 * a], p[3 * a + 1], p[3 * a + 2], p[3 * b], p[3 * b + 1], p[3 * b + 2]], 6 * k);
+      col.set([1, 1 - w, 0.2, 1, 1 - w, 0.2], 6 * k);
+    }
+    const geo = new THREE.BufferGeometry();
+    geo.setAttribute('position', new THREE.BufferAttribute(pos, 3));
+    geo.setAttribute('color', new THREE.BufferAttribute(col, 3));
+    this.chains = new THREE.LineSegments(geo, new THREE.LineBasicMaterial({ vertexColors: true, depthTest: false }));
+    this.chains.renderOrder = 2;
+    this.world.add(this.chains);
+    this.dirty = true;
+  }
+
+  // The floor point (x, z) under a pointer event, or null.
+  floorPoint(event) {
+    const rect = this.renderer.domElement.getBoundingClientRect();
+    const ndc = new THREE.Vector2(((event.clientX - rect.left) / rect.width) * 2 - 1, -((event.clientY - rect.top) / rect.height) * 2 + 1);
+    this.raycaster.setFromCamera(ndc, this.camera);
+    const plane = new THREE.Plane(new THREE.Vector3(0, 1, 0), -this.floorY);
+    const hit = new THREE.Vector3();
+    return this.raycaster.ray.intersectPlane(plane, hit) ? { x: hit.x, z: hit.z } : null;
+  }
+}
