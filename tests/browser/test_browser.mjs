@@ -87,6 +87,17 @@ try {
   const changed = a.reduce((s, v, i) => s + (Math.abs(v - b[i]) > 8 ? 1 : 0), 0);
   ok('the picture changes between two moments (grains settle)', changed > 20, `${changed} pixels changed`);
 
+  // what the page achieves here (software rendering, two cores shared with the daemon)
+  const rate = await page.evaluate(async () => {
+    const v = window.grainlabView, f0 = Number(document.body.dataset.frames), r0 = v.renders, t0 = performance.now();
+    await new Promise((r) => setTimeout(r, 5000));
+    const s = (performance.now() - t0) / 1000;
+    return { frames: (Number(document.body.dataset.frames) - f0) / s, renders: (v.renders - r0) / s, quality: v.quality, grains: v.grains.count };
+  });
+  console.log(`#   session page, ${rate.grains} grains, headless chromium: ${rate.frames.toFixed(1)} stream frames/s decoded, ` +
+              `${rate.renders.toFixed(1)} renders/s at quality ${rate.quality} (2: spheres with shadows, 1: without, 0: shaded sprites)`);
+  ok('the page keeps up with the stream', rate.frames > 10, `${rate.frames.toFixed(1)} frames/s`);
+
   // ---- change a parameter from the controls ----------------------------------------------------
   await page.evaluate(() => {
     const input = document.getElementById('p-mu');

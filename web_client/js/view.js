@@ -33,6 +33,7 @@ export class View {
     this.coarse = new THREE.SphereGeometry(1, 8, 6); /* thousands of grains: fewer triangles each */
     this.material = new THREE.MeshStandardMaterial({ roughness: 0.85, metalness: 0.0 });
     this.grains = null;
+    this.points = null; // the lightest drawing: one shaded sprite per grain
     this.chains = null;
     this.matrix = new THREE.Matrix4();
     this.color = new THREE.Color();
@@ -48,6 +49,7 @@ export class View {
     // first no shadows, then fewer pixels; and never more than half its time goes to drawing
     this.quality = 2;
     this.cost = 0;
+    this.renders = 0;
     let next = 0;
     const loop = (now) => {
       this.controls.update();
@@ -55,6 +57,7 @@ export class View {
         this.dirty = false;
         const t0 = performance.now();
         this.renderer.render(this.scene, this.camera);
+        this.renders++;
         const ms = performance.now() - t0;
         this.cost = this.cost ? 0.8 * this.cost + 0.2 * ms : ms;
         next = now + this.cost;
@@ -70,11 +73,33 @@ export class View {
     if (this.quality === 1) {
       this.renderer.shadowMap.enabled = false;
       this.scene.traverse((o) => { if (o.material) o.material.needsUpdate = true; });
-    } else {
-      this.renderer.setPixelRatio(0.5);
-      this.resize();
+    } else if (this.grains) {
+      this.grains.visible = false; // spheres as sprites from here on (see ensurePoints)
     }
     this.cost = 0;
+    this.dirty = true;
+  }
+
+  ensurePoints(n) {
+    if (this.points && this.points.userData.n === n) return;
+    if (this.points) { this.world.remove(this.points); this.points.geometry.dispose(); }
+    const geo = new THREE.BufferGeometry();
+    geo.setAttribute('position', new THREE.BufferAttribute(new Float32Array(3 * n), 3).setUsage(THREE.DynamicDrawUsage));
+    geo.setAttribute('color', new THREE.BufferAttribute(new Float32Array(3 * n), 3).setUsage(THREE.DynamicDrawUsage));
+    geo.setAttribute('size', new THREE.BufferAttribute(new Float32Array(n), 1));
+    const material = new THREE.ShaderMaterial({
+      uniforms: { scale: { value: 1 } },
+      vertexShader: `attribute float size; attribute vec3 color; varying vec3 vColor; uniform float scale;
+        void main() { vec4 mv = modelViewMatrix * vec4(position, 1.0); gl_PointSize = size * scale / -mv.z;
+                      gl_Position = projectionMatrix * mv; vColor = color; }`,
+      fragmentShader: `varying vec3 vColor;
+        void main() { vec2 c = gl_PointCoord * 2.0 - 1.0; float r2 = dot(c, c); if (r2 > 1.0) discard;
+                      gl_FragColor = vec4(vColor * (0.35 + 0.65 * sqrt(1.0 - r2)), 1.0); }`,
+    });
+    this.points = new THREE.Points(geo, material);
+    this.points.frustumCulled = false;
+    this.points.userData.n = n;
+    this.world.add(this.points);
   }
 
   resize() {
@@ -100,8 +125,24 @@ export class View {
 
   update(decoder) {
     const n = decoder.count;
-    this.ensureGrains(n);
     const p = decoder.positions, r = decoder.radius, shade = decoder.shade;
+    if (this.quality === 0) {
+      this.ensurePoints(n);
+      const g = this.points.geometry, pos = g.attributes.position, col = g.attributes.color, size = g.attributes.size;
+      pos.array.set(p.subarray(0, 3 * n));
+      for (let k = 0; k < n; k++) {
+        this.color.copy(SAND).lerp(FAST, shade[k] / 255);
+        col.array[3 * k] = this.color.r; col.array[3 * k + 1] = this.color.g; col.array[3 * k + 2] = this.color.b;
+        size.array[k] = 2 * r[k];
+      }
+      pos.needsUpdate = col.needsUpdate = size.needsUpdate = true;
+      const h = this.renderer.domElement.height;
+      this.points.material.uniforms.scale.value = h / (2 * Math.tan((this.camera.fov * Math.PI) / 360));
+      this.setGeometry(decoder.geometry);
+      this.dirty = true;
+      return;
+    }
+    this.ensureGrains(n);
     for (let k = 0; k < n; k++) {
       const s = r[k];
       this.matrix.makeScale(s, s, s).setPosition(p[3 * k], p[3 * k + 1], p[3 * k + 2]);
