@@ -805,7 +805,7 @@ void sess_registry_free(sess_registry *r) {
     if (!s) {
       break;
     }
-    end(s, "finished"); /* an orderly shutdown finishes every run */
+    end(s, "stopped"); /* an orderly shutdown stops every run */
     sess_release(s);
   }
   free(r->list);
@@ -996,7 +996,7 @@ typedef struct action_form {
   const char *args[6];
 } action_form;
 
-enum { ACT_PAUSE = -1, ACT_RESUME = -2, ACT_STEP = -3, ACT_TEST = -4 };
+enum { ACT_PAUSE = -1, ACT_RESUME = -2, ACT_STEP = -3, ACT_TEST = -4, ACT_FINISH = -5 };
 
 static const action_form forms[] = {
     {"spout", GRN_A_SPOUT, 2, 0, {"x", "z"}},
@@ -1011,6 +1011,8 @@ static const action_form forms[] = {
     {"pause", ACT_PAUSE, 0, 0, {0}},
     {"resume", ACT_RESUME, 0, 0, {0}},
     {"step", ACT_STEP, 1, 0, {"n"}},
+    /* the experiment is over: record the run as finished (with its results) and stop */
+    {"finish", ACT_FINISH, 0, 0, {0}},
 #ifdef GRAINLAB_TEST_COMMANDS
     /* test builds only: make the worker break a limit, to prove it ends only its session */
     {"test_hog", ACT_TEST, 0, 0, {0}},
@@ -1098,6 +1100,17 @@ int sess_action(session *s, json_t *body, sess_error *err) {
       s->state = form->kind == ACT_PAUSE ? SESS_PAUSED : SESS_RUNNING;
       pthread_cond_signal(&s->wake);
     }
+  } else if (form->kind == ACT_FINISH) {
+    if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
+      fail(err, 409, "session_failed", "", "the session has %s already",
+           s->state == SESS_FAILED ? "failed" : "ended");
+      rc = -1;
+    } else {
+      close_run(s, "finished");
+      worker_stop(&s->wc, 2000);
+      s->state = SESS_ENDED;
+      snprintf(s->reason, sizeof s->reason, "finished by its controller");
+    }
   } else if (form->kind == ACT_TEST) {
     const uint32_t cmd = strcmp(form->type, "test_hog") == 0       ? WORKER_CMD_TEST_HOG
                          : strcmp(form->type, "test_syscall") == 0 ? WORKER_CMD_TEST_SYSCALL
@@ -1135,7 +1148,11 @@ int sess_action(session *s, json_t *body, sess_error *err) {
       engine = rc == 0 ? action_text(&cmd.action) : NULL;
     }
   }
-  if (rc == 0) {
+  if (rc == 0 && form->kind == ACT_FINISH) {
+    sess_event(s, "session_ended", json_pack("{s:s}", "reason", s->reason));
+    chan_close(&s->ch); /* viewers are sent away: there is nothing more to see */
+    notify(s);
+  } else if (rc == 0) {
     s->dirty = true;
     json_t *detail = json_pack("{s:O, s:s}", "action", body, "via", "rest");
     if (engine) {

@@ -100,18 +100,27 @@ static int migrate(sqlite3 *db, char *err, size_t errlen) {
              (long long)version, grainlab_migration_count);
     return -1;
   }
-  for (int m = (int)version; m < grainlab_migration_count; m++) {
+  /* foreign keys off while tables are rebuilt (they cannot be switched inside a transaction);
+   * each migration checks them itself before it commits */
+  sqlite3_exec(db, "PRAGMA foreign_keys = OFF", NULL, NULL, NULL);
+  int rc = 0;
+  for (int m = (int)version; m < grainlab_migration_count && rc == 0; m++) {
     char set[64];
     snprintf(set, sizeof set, "PRAGMA user_version = %d", m + 1);
     /* each migration and its version number in one transaction: all or nothing */
+    int64_t violations = 0;
     if (exec(db, "BEGIN IMMEDIATE", err, errlen) != 0 ||
-        exec(db, grainlab_migrations[m], err, errlen) != 0 || exec(db, set, err, errlen) != 0 ||
-        exec(db, "COMMIT", err, errlen) != 0) {
+        exec(db, grainlab_migrations[m], err, errlen) != 0 ||
+        int_query(db, "SELECT count(*) FROM pragma_foreign_key_check", &violations) != 0 ||
+        (violations > 0 && (snprintf(err, errlen, "migration %d breaks %lld foreign keys", m + 1,
+                                     (long long)violations) > 0)) ||
+        exec(db, set, err, errlen) != 0 || exec(db, "COMMIT", err, errlen) != 0) {
       sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-      return -1;
+      rc = -1;
     }
   }
-  return 0;
+  sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+  return rc;
 }
 
 /* ---- the writer ------------------------------------------------------------------------------ */
@@ -652,10 +661,11 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
         return -1;
       }
       if (strcmp(key, "end_reason") == 0 && strcmp(val, "finished") != 0 &&
-          strcmp(val, "switched") != 0 && strcmp(val, "deleted") != 0 &&
-          strcmp(val, "failed") != 0 && strcmp(val, "interrupted") != 0) {
+          strcmp(val, "stopped") != 0 && strcmp(val, "switched") != 0 &&
+          strcmp(val, "deleted") != 0 && strcmp(val, "failed") != 0 &&
+          strcmp(val, "interrupted") != 0) {
         fail(err, 400, "out_of_range", key,
-             "end_reason is finished, switched, deleted, failed or interrupted");
+             "end_reason is finished, stopped, switched, deleted, failed or interrupted");
         return -1;
       }
       add(&where, strcmp(key, "scene") == 0     ? " AND r.scene = ?"

@@ -159,6 +159,20 @@ EOF
 code=$(curl -s -o /dev/null -w '%{http_code}' "$base/api/runs/$RA/replay")
 [ "$code" = 405 ] && ok "GET .../replay: 405" || bad "GET replay: $code"
 
+# ---- the controller finishes an experiment ------------------------------------------------------
+create pour '{"amount":10}' "finish"
+sleep 1.5
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base/api/sessions/$sid/actions" -H "$(auth "$token")" \
+  --data-binary '{"type":"finish"}')
+get "/api/runs/$run"
+echo "$body" | j 'd["end_reason"] == "finished" and d["end_steps"] > 0 and "angle" in d["results"]' | grep -q True &&
+  [ "$code" = 200 ] && ok "finish: the run ends 'finished' with its results" || bad "finish: $code $body"
+[ "$(curl -s "$base/api/sessions/$sid" | j 'd["state"]')" = ended ] && ok "finish: the session has ended" || bad "finish: session state"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$base/api/sessions/$sid/actions" -H "$(auth "$token")" --data-binary '{"type":"resume"}')
+[ "$code" = 409 ] && ok "finish: a finished session takes no more changes (409)" || bad "resume after finish: $code"
+replay_check "finished run" "$run"
+curl -s -o /dev/null -X DELETE "$base/api/sessions/$sid" -H "$(auth "$token")"
+
 # ---- queries: filters, sorting, paging ----------------------------------------------------------
 for mu in 0.3 0.6 0.9; do
   create pour "{\"amount\":10,\"mu\":$mu}" "sweep"
@@ -223,7 +237,7 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$base/api/runs/$RA")
 [ "$(count '/api/runs')" -ge 6 ] && ok "every run is still there" || bad "runs lost: $body"
 
 # ---- the file: schema version, WAL, STRICT tables, integrity -----------------------------------
-[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 1 ] && ok "schema version 1 (PRAGMA user_version)" || bad "user_version"
+[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 2 ] && ok "schema version 2 (PRAGMA user_version)" || bad "user_version"
 [ "$(sqlite3 "$db" 'PRAGMA journal_mode')" = wal ] && ok "WAL mode" || bad "journal mode"
 [ "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE '%STRICT%'")" = 0 ] &&
   ok "every table is STRICT" || bad "non-STRICT tables"
@@ -267,18 +281,41 @@ sleep 1
 kill -TERM "$dpid"
 wait "$dpid"
 dpid=
-[ "$(sqlite3 "$db" "SELECT end_reason FROM runs WHERE id = $run")" = finished ] && ok "SIGTERM: the open run is 'finished'" ||
+[ "$(sqlite3 "$db" "SELECT end_reason FROM runs WHERE id = $run")" = stopped ] && ok "SIGTERM: the open run is 'stopped'" ||
   bad "after SIGTERM: $(sqlite3 "$db" "SELECT end_reason FROM runs WHERE id = $run")"
 replay_check_file() {
   local rec rep
   rec=$(sqlite3 "$db" "SELECT digest FROM runs WHERE id = $1")
   rep=$("$cli" replay --db "$db" --run "$1" | j 'd["digest"]')
-  [ -n "$rec" ] && [ "$rec" = "$rep" ] && ok "finished run: replay reproduces $rec" || bad "finished run: '$rec' vs '$rep'"
+  [ -n "$rec" ] && [ "$rec" = "$rep" ] && ok "stopped run: replay reproduces $rec" || bad "stopped run: '$rec' vs '$rep'"
 }
 replay_check_file "$run"
 "$cli" replay --db "$db" --run 999999 2>"$tmp/replay_err"
 [ $? = 2 ] && grep -q "no such run" "$tmp/replay_err" && ok "replay of an unknown run: exit 2, '$(cat "$tmp/replay_err")'" ||
   bad "replay unknown run: $(cat "$tmp/replay_err")"
+
+# ---- a version-1 database is migrated: 'finished' (its name for a shutdown) becomes 'stopped' ---
+old="$tmp/old"
+mkdir -p "$old"
+sqlite3 "$old/grainlab.db" <"$(dirname "$0")/../../schema/migrations/001_init.sql"
+sqlite3 "$old/grainlab.db" "PRAGMA user_version = 1;
+  INSERT INTO sessions VALUES ('s1', 'ABCDEF', 'old', 0, 1.7e9, 1.7e9 + 60);
+  INSERT INTO runs (id, session_id, label, scene, seed, grains, engine_version, params, started_at,
+                    ended_at, end_reason, end_steps, end_t, digest)
+  VALUES (7, 's1', 'old', 'pour', 1, 300, '0.1.0', '{\"mu\":0.5}', 1.7e9, 1.7e9 + 60, 'finished', 2400, 10.0, 'ab');
+  INSERT INTO run_params VALUES (7, 'mu', 0.5);
+  INSERT INTO samples (run_id, steps, t, state) VALUES (7, 0, 0.0, 'filling');"
+"$daemon" --http-port 0 --ws-port 0 --data-dir "$old" >"$tmp/out3" 2>"$tmp/err3" &
+opid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/out3" && break; sleep 0.05; done
+kill -TERM "$opid"
+wait "$opid"
+[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 2 ] &&
+  [ "$(sqlite3 "$old/grainlab.db" 'SELECT end_reason FROM runs WHERE id = 7')" = stopped ] &&
+  [ "$(sqlite3 "$old/grainlab.db" 'SELECT count(*) FROM samples WHERE run_id = 7')" = 1 ] &&
+  [ "$(sqlite3 "$old/grainlab.db" 'PRAGMA foreign_key_check' | wc -l)" = 0 ] &&
+  ok "a version-1 database migrates to 2: the run reads 'stopped', its samples stay" ||
+  bad "migration 1 -> 2: $(sqlite3 "$old/grainlab.db" 'PRAGMA user_version; SELECT end_reason FROM runs') $(cat "$tmp/err3")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
