@@ -37,7 +37,8 @@ static void usage(FILE *f) {
         "               [--seed S] [--seconds T] [--threads K] [--action TIME:NAME[:ARG,...]]...\n"
         "  grainlab bench --scene pour --grains N [--steps S] [--threads K] [--seed S]\n"
         "  grainlab scenes\n"
-        "  grainlab replay --db FILE --run ID [--threads K]\n",
+        "  grainlab replay --db FILE --run ID [--threads K]\n"
+        "  grainlab backup --db FILE --out FILE\n",
         f);
 }
 
@@ -527,6 +528,34 @@ static int cmd_replay(int argc, char **argv) {
   return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* A consistent copy of a live database (SQLite's online backup): grainlabd may keep writing. */
+static int cmd_backup(int argc, char **argv) {
+  const char *db = NULL, *out = NULL;
+  for (int i = 2; i < argc; i += 2) {
+    if (i + 1 >= argc) {
+      return usage_error("option '%s' needs a value", argv[i]);
+    }
+    if (strcmp(argv[i], "--db") == 0) {
+      db = argv[i + 1];
+    } else if (strcmp(argv[i], "--out") == 0) {
+      out = argv[i + 1];
+    } else {
+      return usage_error("unknown option '%s' for backup", argv[i]);
+    }
+  }
+  if (!db || !out) {
+    return usage_error("backup needs --db FILE and --out FILE");
+  }
+  char err[300];
+  const long runs = store_backup(db, out, err, sizeof err);
+  if (runs < 0) {
+    fprintf(stderr, "grainlab: error: %s\n", err);
+    return 1;
+  }
+  printf("{\"backup\":\"%s\",\"runs\":%ld}\n", out, runs);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     return usage_error("no command (grainlab --help lists the commands)");
@@ -539,6 +568,9 @@ int main(int argc, char **argv) {
   }
   if (strcmp(argv[1], "replay") == 0) {
     return cmd_replay(argc, argv);
+  }
+  if (strcmp(argv[1], "backup") == 0) {
+    return cmd_backup(argc, argv);
   }
   if (strcmp(argv[1], "scenes") == 0) {
     if (argc != 2) {

@@ -2,6 +2,7 @@
  * and the web client, and prints "listening http=PORT ws=PORT" once it accepts connections. */
 #define _GNU_SOURCE
 #include "http.h"
+#include "log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,6 +22,7 @@ typedef struct config {
   long http_port, ws_port;
   char data_dir[PATH_MAX], static_dir[PATH_MAX], admin_token_file[PATH_MAX];
   long max_sessions, max_grains, max_viewers, worker_memory_mb, worker_threads;
+  long ws_public_port; /* what browsers connect to: -1 the ws port, 0 the page's own origin */
 } config;
 
 static int usage_error(const char *fmt, const char *a, const char *b) {
@@ -59,6 +61,9 @@ static int apply(config *c, const char *name, const char *value) {
   if (strcmp(name, "ws-port") == 0) {
     return set_long(name, value, 0, 65535, &c->ws_port);
   }
+  if (strcmp(name, "ws-public-port") == 0) {
+    return set_long(name, value, -1, 65535, &c->ws_public_port);
+  }
   if (strcmp(name, "max-sessions") == 0) {
     return set_long(name, value, 1, 10000, &c->max_sessions);
   }
@@ -70,6 +75,14 @@ static int apply(config *c, const char *name, const char *value) {
   }
   if (strcmp(name, "worker-memory-mb") == 0) {
     return set_long(name, value, 64, 1 << 20, &c->worker_memory_mb);
+  }
+  if (strcmp(name, "log-level") == 0) {
+    const int level = log_parse_level(value);
+    if (level < 0) {
+      return usage_error("log-level: '%s' is not debug, info, warn or error%s", value, "");
+    }
+    log_set_level((log_level)level);
+    return 0;
   }
   if (strcmp(name, "worker-threads") == 0) {
     return set_long(name, value, 1, 64, &c->worker_threads);
@@ -121,13 +134,15 @@ static void sibling(char *out, size_t size, const char *name) {
 }
 
 int main(int argc, char **argv) {
-  config c = {"127.0.0.1", 8080, 8081, "./data", "web_client", "", 32, 20000, 100, 1024, 1};
+  config c = {"127.0.0.1", 8080, 8081, "./data", "web_client", "", 32, 20000, 100, 1024, 1, -1};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
       puts("usage: grainlabd [--config FILE] [--bind ADDR] [--http-port N] [--ws-port N]\n"
            "                 [--data-dir DIR] [--static-dir DIR] [--admin-token-file FILE]\n"
            "                 [--max-sessions N] [--max-grains N] [--max-viewers N]\n"
-           "                 [--worker-memory-mb N] [--worker-threads N]   (port 0: any free)");
+           "                 [--worker-memory-mb N] [--worker-threads N] [--log-level LEVEL]\n"
+           "                 [--ws-public-port N]   (port 0: any free; ws-public-port 0: the\n"
+           "                 page's own origin, behind a proxy that forwards /ws/)");
       return 0;
     }
     if (strncmp(argv[i], "--", 2) != 0 || i + 1 >= argc) {
@@ -161,6 +176,7 @@ int main(int argc, char **argv) {
     }
   }
   snprintf(srv.static_dir, sizeof srv.static_dir, "%s", c.static_dir);
+  snprintf(srv.data_dir, sizeof srv.data_dir, "%s", c.data_dir);
   char worker[PATH_MAX];
   sibling(worker, sizeof worker, "grainlab-worker");
   const sess_limits limits = {(int)c.max_sessions, (int)c.max_grains,
@@ -174,8 +190,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (store_interrupted(st) > 0) {
-    fprintf(stderr, "grainlabd: %d run(s) left open by an earlier stop closed as interrupted\n",
-            store_interrupted(st));
+    log_msg(LOG_WARN, "runs_interrupted",
+            "%d run(s) left open by an earlier stop closed as interrupted", store_interrupted(st));
   }
   srv.store = st;
   srv.reg = sess_registry_new(&limits, worker, st);
@@ -196,15 +212,19 @@ int main(int argc, char **argv) {
     return 1;
   }
   srv.ws = ws;
+  srv.ws_public_port = c.ws_public_port < 0 ? ws_port(ws) : (int)c.ws_public_port;
   if (http_start(&srv, (struct sockaddr *)&ha, 256) != 0) {
     fprintf(stderr, "grainlabd: error: cannot serve HTTP on %s:%ld\n", c.bind, c.http_port);
     return 1;
   }
   __atomic_store_n(&srv.ready, true, __ATOMIC_RELEASE);
   printf("listening http=%u ws=%d\n", srv.port, ws_port(ws));
+  log_msg(LOG_INFO, "listening", "http=%s:%u ws=%s:%d db=%s", c.bind, srv.port, c.bind, ws_port(ws),
+          dbpath);
   fflush(stdout);
   int sig = 0;
   sigwait(&stop, &sig);
+  log_msg(LOG_INFO, "stopping", "signal %d: ending every session", sig);
   /* stop accepting, then end every session cleanly */
   __atomic_store_n(&srv.ready, false, __ATOMIC_RELEASE);
   http_stop(&srv);
@@ -212,5 +232,6 @@ int main(int argc, char **argv) {
   sess_registry_free(srv.reg);
   ws_free(ws);
   store_close(st);
+  log_msg(LOG_INFO, "stopped", "every run closed and the store flushed");
   return 0;
 }

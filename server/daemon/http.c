@@ -2,7 +2,9 @@
  * bounded request bodies, strict JSON, bearer tokens, JSON errors, and static files. */
 #define _GNU_SOURCE
 #include "http.h"
+#include "log.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BODY_LIMIT 16384
@@ -290,7 +293,51 @@ static http_reply metrics_reply(http_server *srv) {
       (unsigned long long)w.frames_sent, (unsigned long long)w.frames_skipped,
       (unsigned long long)w.texts_sent, (unsigned long long)w.texts_skipped,
       (unsigned long long)w.bytes_sent, (unsigned long long)w.messages_rejected);
-  http_reply r = {200, n >= 0 ? out : NULL, "text/plain; version=0.0.4", NULL, ""};
+  if (n < 0) {
+    return error_reply(500, "out_of_memory", "", "out of memory");
+  }
+  /* the rest, appended: workers, steps, per-session figures, responses by status, the store */
+  char *more = NULL;
+  size_t more_len = 0;
+  FILE *f = open_memstream(&more, &more_len);
+  fputs(out, f);
+  free(out);
+  fprintf(f,
+          "# HELP grainlab_workers Session worker processes alive.\n# TYPE grainlab_workers gauge\n"
+          "grainlab_workers %d\n"
+          "# HELP grainlab_steps_total Simulation steps taken by every session (1/240 s each).\n"
+          "# TYPE grainlab_steps_total counter\ngrainlab_steps_total %llu\n",
+          t.workers, (unsigned long long)t.steps);
+  sess_metrics(srv->reg, f);
+  fputs("# HELP grainlab_http_responses_total HTTP responses by status.\n"
+        "# TYPE grainlab_http_responses_total counter\n",
+        f);
+  for (int code = 100; code < 600; code++) {
+    const unsigned long long k = __atomic_load_n(&srv->by_status[code], __ATOMIC_RELAXED);
+    if (k > 0) {
+      fprintf(f, "grainlab_http_responses_total{code=\"%d\"} %llu\n", code, k);
+    }
+  }
+  if (srv->store) {
+    store_stats ss;
+    store_get_stats(srv->store, &ss);
+    fprintf(f,
+            "# HELP grainlab_store_queue_length Records waiting for the store's writer.\n"
+            "# TYPE grainlab_store_queue_length gauge\ngrainlab_store_queue_length %llu\n"
+            "# HELP grainlab_store_write_latency_seconds From queueing to commit, over every "
+            "record.\n# TYPE grainlab_store_write_latency_seconds summary\n"
+            "grainlab_store_write_latency_seconds_sum %.6f\n"
+            "grainlab_store_write_latency_seconds_count %llu\n"
+            "# HELP grainlab_store_write_latency_max_seconds The longest wait in the last batch.\n"
+            "# TYPE grainlab_store_write_latency_max_seconds gauge\n"
+            "grainlab_store_write_latency_max_seconds %.6f\n"
+            "# HELP grainlab_store_batches_total Transactions the writer committed.\n"
+            "# TYPE grainlab_store_batches_total counter\ngrainlab_store_batches_total %llu\n",
+            (unsigned long long)ss.queue_length, ss.latency_sum, (unsigned long long)ss.written,
+            ss.latency_max, (unsigned long long)ss.batches);
+  }
+  fclose(f);
+  http_reply r = {200, more, "text/plain; version=0.0.4", NULL, ""};
   return r;
 }
 
@@ -558,6 +605,44 @@ static http_reply runs_route(http_server *srv, struct MHD_Connection *c, const c
   return error_reply(404, "not_found", "", "no such resource");
 }
 
+/* POST /api/admin/backup: a consistent copy of the database, made while sessions run */
+static http_reply backup_reply(http_server *srv, struct MHD_Connection *c, const char *method) {
+  if (strcmp(method, "POST") != 0) {
+    return method_not_allowed(method, "POST");
+  }
+  const char *t = bearer(c);
+  if (!t) {
+    return error_reply(401, "unauthorized", "", "backups need the admin token");
+  }
+  if (!admin_ok(srv, t)) {
+    return error_reply(403, "forbidden", "", "backups need the admin token");
+  }
+  if (!srv->store) {
+    return error_reply(503, "no_store", "", "this server keeps no record");
+  }
+  char dir[4200], path[4300], when[32], err[300];
+  snprintf(dir, sizeof dir, "%s/backups", srv->data_dir);
+  if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
+    return error_reply(500, "io_error", "", "cannot create %s: %s", dir, strerror(errno));
+  }
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  strftime(when, sizeof when, "%Y%m%dT%H%M%S", &tm);
+  snprintf(path, sizeof path, "%s/grainlab-%s-%03ldZ.db", dir, when, ts.tv_nsec / 1000000);
+  store_sync(srv->store, 2000); /* what was recorded before the request is in the copy */
+  const long runs = store_backup(store_path(srv->store), path, err, sizeof err);
+  if (runs < 0) {
+    return error_reply(500, "backup_failed", "", "%s", err);
+  }
+  struct stat st;
+  const long long bytes = stat(path, &st) == 0 ? (long long)st.st_size : 0;
+  log_msg(LOG_INFO, "backup", "path=%s runs=%ld bytes=%lld", path, runs, bytes);
+  return json_reply(201, json_pack("{s:s, s:i, s:I}", "path", path, "runs", (int)runs, "bytes",
+                                   (json_int_t)bytes));
+}
+
 static http_reply route(http_server *srv, struct MHD_Connection *c, const char *method,
                         const char *url, const http_req *rq) {
   if (rq->too_big) {
@@ -572,8 +657,8 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
       return r;
     }
     if (strcmp(url, "/api/config") == 0) {
-      return json_reply(200, json_pack("{s:i, s:s}", "ws_port", srv->ws ? ws_port(srv->ws) : 0,
-                                       "ws_path", "/ws/sessions/"));
+      return json_reply(
+          200, json_pack("{s:i, s:s}", "ws_port", srv->ws_public_port, "ws_path", "/ws/sessions/"));
     }
     if (strcmp(url, "/healthz") == 0) {
       return json_reply(200, json_pack("{s:s}", "status", "ok"));
@@ -608,6 +693,9 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
     memcpy(id, rest, n);
     id[n] = '\0';
     return session_route(srv, c, method, id, slash ? slash + 1 : "", rq);
+  }
+  if (strcmp(url, "/api/admin/backup") == 0) {
+    return backup_reply(srv, c, method);
   }
   if (strcmp(url, "/api/runs") == 0 || strncmp(url, "/api/runs/", 10) == 0) {
     return runs_route(srv, c, method, url, rq);
@@ -657,6 +745,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   __atomic_add_fetch(&srv->requests, 1, __ATOMIC_RELAXED);
   http_reply r = route(srv, c, method, url, rq);
+  if (r.status >= 100 && r.status < 600) {
+    __atomic_add_fetch(&srv->by_status[r.status], 1, __ATOMIC_RELAXED);
+  }
   const size_t len = r.body ? strlen(r.body) : 0;
   struct MHD_Response *resp =
       r.body ? MHD_create_response_from_buffer(len, r.body, MHD_RESPMEM_MUST_FREE)

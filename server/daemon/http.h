@@ -13,10 +13,13 @@ typedef struct http_server {
   sess_registry *reg;
   const ws_server *ws; /* for its figures in /metrics */
   store *store;        /* the runs behind /api/runs */
+  int ws_public_port;  /* told to browsers; 0: the page's own origin (a proxy forwards /ws/) */
   char static_dir[4096];
   char admin_token[129]; /* empty: no admin */
+  char data_dir[4096];   /* backups go to its backups/ folder */
   bool ready;            /* read and written with __atomic builtins: request threads read it */
   unsigned long long requests;
+  unsigned long long by_status[600]; /* __atomic: responses by HTTP status */
   struct MHD_Daemon *mhd;
   unsigned port; /* bound port, once started */
 } http_server;

@@ -2,6 +2,7 @@
  * changes, and JSON views. */
 #define _GNU_SOURCE
 #include "sess.h"
+#include "log.h"
 
 #include <errno.h>
 #include <math.h>
@@ -69,6 +70,7 @@ struct sess_registry {
   sess_limits limits;
   char worker_exe[4096];
   uint64_t next_run, created, worker_failures;
+  uint64_t steps; /* __atomic: every step of every session, for /metrics */
   store *st;
   void (*notify)(void *);
   void *notify_ctx;
@@ -252,6 +254,8 @@ static void failed(session *s) {
   pthread_mutex_unlock(&s->reg->lock);
   s->dirty = false;
   sess_event(s, "session_failed", json_pack("{s:s}", "reason", s->reason));
+  log_msg(LOG_WARN, "session_failed", "session=%s run=%llu: %s", s->id,
+          (unsigned long long)s->run_id, s->reason);
   close_run(s, "failed");
 }
 
@@ -332,7 +336,7 @@ static void stream(session *s, bool samples) {
         }
       }
     } else if (type == WORKER_REPLY_ERROR) {
-      fprintf(stderr, "grainlabd: session %s: no frame: %s\n", s->id, reply.er.error.message);
+      log_msg(LOG_WARN, "frame_failed", "session=%s: no frame: %s", s->id, reply.er.error.message);
     } else {
       failed(s);
       return;
@@ -393,7 +397,7 @@ static void apply_queued(session *s) {
                  json_pack("{s:O, s:s, s:o}", "action", q[i].body, "via", "websocket", "engine",
                            action_text(&cmd.action)));
     } else {
-      fprintf(stderr, "grainlabd: session %s: websocket action not applied: %s\n", s->id,
+      log_msg(LOG_WARN, "action_failed", "session=%s: websocket action not applied: %s", s->id,
               err.message);
     }
     json_decref(q[i].body);
@@ -525,6 +529,7 @@ static void *pace(void *arg) {
       s->last = st;
       s->state = st.asleep ? SESS_ASLEEP : SESS_RUNNING;
       s->dirty = true;
+      __atomic_add_fetch(&s->reg->steps, (uint64_t)k, __ATOMIC_RELAXED);
     }
     stream(s, true);
     const double t = now_s();
@@ -651,6 +656,8 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
   pthread_mutex_lock(&s->lock);
   run_started(s);
   pthread_mutex_unlock(&s->lock);
+  log_msg(LOG_INFO, "session_created", "session=%s run=%llu scene=%s grains=%d", s->id,
+          (unsigned long long)s->run_id, s->def.scene->name, grains);
   s->has_thread = pthread_create(&s->thread, NULL, pace, s) == 0;
   memcpy(token_out, s->token, 65);
   memcpy(viewer_token_out, s->viewer_token, 65);
@@ -775,6 +782,7 @@ static void end(session *s, const char *reason) {
   if (s->reg->st) {
     store_session_end(s->reg->st, s->id);
   }
+  log_msg(LOG_INFO, "session_ended", "session=%s reason=%s", s->id, reason);
   chan_close(&s->ch);
   notify(s);
 }
@@ -1237,6 +1245,7 @@ void sess_get_totals(sess_registry *r, sess_totals *out) {
   pthread_mutex_lock(&r->lock);
   out->created = r->created;
   out->worker_failures = r->worker_failures;
+  out->steps = __atomic_load_n(&r->steps, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&r->lock);
   int n;
   session **copy = snapshot(r, &n);
@@ -1246,8 +1255,41 @@ void sess_get_totals(sess_registry *r, sess_totals *out) {
     const sess_state st = copy[i]->state;
     pthread_mutex_unlock(&copy[i]->lock);
     out->running += st == SESS_RUNNING || st == SESS_ASLEEP;
+    out->workers += st != SESS_FAILED && st != SESS_ENDED;
     out->failed += st == SESS_FAILED;
     out->viewers += chan_viewers(&copy[i]->ch, NULL);
+    sess_release(copy[i]);
+  }
+  free(copy);
+}
+
+void sess_metrics(sess_registry *r, FILE *f) {
+  int n;
+  session **copy = snapshot(r, &n);
+  fputs("# HELP grainlab_session_rt_factor Simulated seconds per wall-clock second, per session.\n"
+        "# TYPE grainlab_session_rt_factor gauge\n",
+        f);
+  for (int i = 0; i < n; i++) {
+    pthread_mutex_lock(&copy[i]->lock);
+    fprintf(f, "grainlab_session_rt_factor{session=\"%s\",scene=\"%s\"} %.4f\n", copy[i]->id,
+            copy[i]->def.scene->name, copy[i]->rt_factor);
+    pthread_mutex_unlock(&copy[i]->lock);
+  }
+  fputs("# HELP grainlab_session_steps Steps of the session's current run.\n"
+        "# TYPE grainlab_session_steps gauge\n",
+        f);
+  for (int i = 0; i < n; i++) {
+    pthread_mutex_lock(&copy[i]->lock);
+    fprintf(f, "grainlab_session_steps{session=\"%s\",scene=\"%s\"} %llu\n", copy[i]->id,
+            copy[i]->def.scene->name, (unsigned long long)copy[i]->last.steps);
+    pthread_mutex_unlock(&copy[i]->lock);
+  }
+  fputs("# HELP grainlab_session_viewers Websocket viewers, per session.\n"
+        "# TYPE grainlab_session_viewers gauge\n",
+        f);
+  for (int i = 0; i < n; i++) {
+    fprintf(f, "grainlab_session_viewers{session=\"%s\"} %d\n", copy[i]->id,
+            chan_viewers(&copy[i]->ch, NULL));
     sess_release(copy[i]);
   }
   free(copy);

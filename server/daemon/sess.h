@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct sess_limits {
   int max_sessions;
@@ -97,9 +98,11 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
 
 /* Metrics for /metrics. */
 typedef struct sess_totals {
-  int sessions, running, failed, viewers;
-  uint64_t created, worker_failures;
+  int sessions, running, failed, viewers, workers;
+  uint64_t created, worker_failures, steps;
 } sess_totals;
 void sess_get_totals(sess_registry *r, sess_totals *out);
+/* Per-session series for /metrics (Prometheus text), appended to f. */
+void sess_metrics(sess_registry *r, FILE *f);
 
 #endif

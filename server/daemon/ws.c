@@ -2,6 +2,7 @@
  * connection; other threads only ever wake it with lws_cancel_service(). */
 #define _GNU_SOURCE
 #include "ws.h"
+#include "log.h"
 
 #include <libwebsockets.h>
 #include <pthread.h>
@@ -97,7 +98,7 @@ static void reply(viewer *v, json_t *msg) {
  * hold a token), and the connection stays unless it keeps at it. Returns −1 to close. */
 static int reject(ws_server *ws, viewer *v, const char *code, const char *field, const char *msg) {
   count(&ws->stats.messages_rejected, 1);
-  fprintf(stderr, "grainlabd: ws: connection %llu (session %s): rejected message: %s: %s\n",
+  log_msg(LOG_WARN, "ws_rejected", "connection=%llu session=%s: rejected message: %s: %s",
           (unsigned long long)v->id, v->s ? sess_id(v->s) : "-", code, msg);
   json_t *e = json_pack("{s:s, s:s}", "code", code, "message", msg);
   if (field && *field) {
@@ -256,7 +257,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     }
     if (!s || full) {
       count(&ws->stats.refused, 1);
-      fprintf(stderr, "grainlabd: ws: refused %.100s: %s\n", path,
+      log_msg(LOG_WARN, "ws_refused", "path=%.100s: %s", path,
               s ? "the session has its maximum of viewers" : "no such session");
       return -1;
     }

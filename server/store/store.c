@@ -3,6 +3,7 @@
  * every value is bound. */
 #define _GNU_SOURCE
 #include "store.h"
+#include "log.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -52,6 +53,8 @@ struct store {
   job *head, *tail;
   bool stop;
   uint64_t queued, written; /* jobs, for store_sync */
+  uint64_t batches;
+  double latency_sum, latency_max;
   int64_t next_run;
   int interrupted;
   reader readers[READERS];
@@ -170,7 +173,7 @@ static void bind_number(sqlite3_stmt *q, int i, double v) {
 
 static void run_stmt(store *st, sqlite3_stmt *q) {
   if (sqlite3_step(q) != SQLITE_DONE) {
-    fprintf(stderr, "grainlabd: store: %s\n", sqlite3_errmsg(st->w));
+    log_msg(LOG_ERROR, "store_write", "%s", sqlite3_errmsg(st->w));
   }
   sqlite3_reset(q);
   sqlite3_clear_bindings(q);
@@ -285,7 +288,7 @@ static void *writer(void *arg) {
   };
   for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
     if (sqlite3_prepare_v2(st->w, stmts[i].sql, -1, stmts[i].q, NULL) != SQLITE_OK) {
-      fprintf(stderr, "grainlabd: store: %s\n", sqlite3_errmsg(st->w));
+      log_msg(LOG_ERROR, "store_prepare", "%s", sqlite3_errmsg(st->w));
     }
   }
   pthread_mutex_lock(&st->lock);
@@ -313,16 +316,23 @@ static void *writer(void *arg) {
       write_job(st, &w, j);
     }
     if (sqlite3_exec(st->w, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-      fprintf(stderr, "grainlabd: store: commit failed: %s\n", sqlite3_errmsg(st->w));
+      log_msg(LOG_ERROR, "store_commit", "commit failed: %s", sqlite3_errmsg(st->w));
       sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
     }
+    const double committed = now_unix();
+    double sum = 0.0, max = 0.0;
     while (batch) {
       job *next = batch->next;
+      sum += committed - batch->at;
+      max = committed - batch->at > max ? committed - batch->at : max;
       free_job(batch);
       batch = next;
     }
     pthread_mutex_lock(&st->lock);
     st->written += n;
+    st->batches++;
+    st->latency_sum += sum;
+    st->latency_max = max;
     pthread_cond_broadcast(&st->done);
   }
   pthread_mutex_unlock(&st->lock);
@@ -516,6 +526,16 @@ void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, d
   j->b = dup_or_null(hex);
   j->j = results;
   push(st, j);
+}
+
+void store_get_stats(store *st, store_stats *out) {
+  pthread_mutex_lock(&st->lock);
+  out->queue_length = st->queued - st->written;
+  out->written = st->written;
+  out->batches = st->batches;
+  out->latency_sum = st->latency_sum;
+  out->latency_max = st->latency_max;
+  pthread_mutex_unlock(&st->lock);
 }
 
 void store_sync(store *st, int timeout_ms) {
@@ -1084,4 +1104,42 @@ int store_load_replay(const char *db_path, int64_t run, store_replay *out, char 
   sqlite3_finalize(q);
   sqlite3_close(db);
   return 0;
+}
+
+long store_backup(const char *db_path, const char *out_path, char *err, size_t errlen) {
+  FILE *exists = fopen(out_path, "rb");
+  if (exists) {
+    fclose(exists);
+    snprintf(err, errlen, "'%s' exists already", out_path);
+    return -1;
+  }
+  sqlite3 *src = open_db(db_path, SQLITE_OPEN_READONLY, err, errlen);
+  if (!src) {
+    return -1;
+  }
+  sqlite3 *dst = open_db(out_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err, errlen);
+  if (!dst) {
+    sqlite3_close(src);
+    return -1;
+  }
+  /* all pages in one step: one read transaction, so the copy is one moment of the database */
+  sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+  int rc = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
+  if (b) {
+    sqlite3_backup_finish(b);
+  }
+  long runs = -1;
+  if (rc == SQLITE_DONE) {
+    int64_t n = 0;
+    runs = int_query(dst, "SELECT count(*) FROM runs", &n) == 0 ? (long)n : -1;
+  }
+  if (runs < 0) {
+    snprintf(err, errlen, "backup failed: %s", sqlite3_errmsg(dst));
+  }
+  sqlite3_close(dst);
+  sqlite3_close(src);
+  if (runs < 0) {
+    remove(out_path);
+  }
+  return runs;
 }

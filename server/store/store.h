@@ -44,6 +44,13 @@ void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_me
 /* `results`: name → number (stolen). */
 void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, double t,
                    uint64_t digest, json_t *results);
+/* For /metrics: records waiting, and how long records waited from queueing to commit. */
+typedef struct store_stats {
+  uint64_t queue_length, written, batches;
+  double latency_sum, latency_max; /* s, over everything written; the max over the last batch */
+} store_stats;
+void store_get_stats(store *st, store_stats *out);
+
 /* Wait until everything queued so far is committed (bounded by timeout_ms). */
 void store_sync(store *st, int timeout_ms);
 
@@ -52,6 +59,11 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err);
 int store_get_run(store *st, int64_t id, json_t **out, store_error *err);
 /* The run's samples as JSON ({"columns": [...], "rows": [[...], ...]}) or CSV text. */
 int store_samples(store *st, int64_t id, bool csv, char **out, size_t *len, store_error *err);
+
+/* A consistent copy of the database at db_path into out_path (which must not exist), made with
+ * SQLite's online backup while grainlabd keeps writing. Returns the runs the copy holds, or −1
+ * with err. */
+long store_backup(const char *db_path, const char *out_path, char *err, size_t errlen);
 
 /* For replays: the run's definition and its parameter changes and actions in order, read from a
  * database file directly (the CLI). */
