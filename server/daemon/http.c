@@ -55,7 +55,8 @@ static http_reply error_reply(int status, const char *code, const char *field, c
   return json_reply(status, json_pack("{s:o}", "error", e));
 }
 
-static http_reply sess_error_reply(const sess_error *e) {
+/* A refusal from the registry or the store, as the API's JSON error. */
+static http_reply api_error_reply(const api_error *e) {
   return error_reply(e->status, e->code, e->field, "%s", e->message);
 }
 
@@ -240,7 +241,7 @@ static http_reply create_session(http_server *srv, const http_req *rq) {
   session *s = sess_create(srv->reg, &d, label ? json_string_value(label) : "", json_is_true(priv),
                            token, viewer_token, &se);
   json_decref(body);
-  return s ? created(s, token, viewer_token) : sess_error_reply(&se);
+  return s ? created(s, token, viewer_token) : api_error_reply(&se);
 }
 
 static http_reply metrics_reply(http_server *srv) {
@@ -379,7 +380,7 @@ static http_reply session_route(http_server *srv, struct MHD_Connection *c, cons
       } else if (json_object_get(body, "label")) {
         r = error_reply(400, "read_only", "label", "a session's label is set when it is created");
       } else if (speed && sess_set_speed(s, json_number_value(speed), &se) != 0) {
-        r = sess_error_reply(&se);
+        r = api_error_reply(&se);
       } else {
         r = json_reply(200, sess_json(s));
       }
@@ -396,10 +397,9 @@ static http_reply session_route(http_server *srv, struct MHD_Connection *c, cons
     } else if (!authorized(srv, c, s, false, &err) || !(body = parse_object(rq, &err))) {
       r = err;
     } else if (strcmp(what, "params") == 0) {
-      r = sess_set_params(s, body, &se) == 0 ? json_reply(200, sess_json(s))
-                                             : sess_error_reply(&se);
+      r = sess_set_params(s, body, &se) == 0 ? json_reply(200, sess_json(s)) : api_error_reply(&se);
     } else if (strcmp(what, "actions") == 0) {
-      r = sess_action(s, body, &se) == 0 ? json_reply(200, sess_json(s)) : sess_error_reply(&se);
+      r = sess_action(s, body, &se) == 0 ? json_reply(200, sess_json(s)) : api_error_reply(&se);
     } else {
       static const char *const keys[] = {"scene", "params", "seed", NULL};
       grn_world_def d;
@@ -407,7 +407,7 @@ static http_reply session_route(http_server *srv, struct MHD_Connection *c, cons
         r = err;
       } else {
         r = sess_switch_scene(srv->reg, s, &d, &se) == 0 ? json_reply(200, sess_json(s))
-                                                         : sess_error_reply(&se);
+                                                         : api_error_reply(&se);
       }
     }
   } else {
@@ -481,10 +481,6 @@ static http_reply static_file(const http_server *srv, const char *url) {
   return r;
 }
 
-static http_reply store_error_reply(const store_error *e) {
-  return error_reply(e->status, e->code, e->field, "%s", e->message);
-}
-
 typedef struct query_args {
   json_t *args;
   char dup[64];
@@ -536,7 +532,7 @@ static http_reply from_run(http_server *srv, long long id, bool fork, const http
                                       label ? json_string_value(label) : "", json_is_true(priv),
                                       token, viewer_token, &se);
     json_decref(none);
-    r = s ? created(s, token, viewer_token) : sess_error_reply(&se);
+    r = s ? created(s, token, viewer_token) : api_error_reply(&se);
   }
   json_decref(body);
   return r;
@@ -564,7 +560,7 @@ static http_reply runs_route(http_server *srv, struct MHD_Connection *c, const c
     json_t *out = NULL;
     const int rc = store_list_runs(srv->store, q.args, &out, &se);
     json_decref(q.args);
-    return rc == 0 ? json_reply(200, out) : store_error_reply(&se);
+    return rc == 0 ? json_reply(200, out) : api_error_reply(&se);
   }
   const char *rest = url + strlen("/api/runs/"), *slash = strchr(rest, '/');
   const size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
@@ -579,7 +575,7 @@ static http_reply runs_route(http_server *srv, struct MHD_Connection *c, const c
   if (!*what) {
     json_t *out = NULL;
     return store_get_run(srv->store, id, &out, &se) == 0 ? json_reply(200, out)
-                                                         : store_error_reply(&se);
+                                                         : api_error_reply(&se);
   }
   if (strcmp(what, "samples") == 0) {
     const char *format = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
@@ -591,7 +587,7 @@ static http_reply runs_route(http_server *srv, struct MHD_Connection *c, const c
     char *body = NULL;
     size_t len = 0;
     if (store_samples(srv->store, id, csv, &body, &len, &se) != 0) {
-      return store_error_reply(&se);
+      return api_error_reply(&se);
     }
     http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", NULL, ""};
     if (csv) {

@@ -112,19 +112,6 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void fail(sess_error *err, int status, const char *code, const char *field, const char *fmt,
-                 ...) __attribute__((format(printf, 5, 6)));
-static void fail(sess_error *err, int status, const char *code, const char *field, const char *fmt,
-                 ...) {
-  err->status = status;
-  err->code = code;
-  snprintf(err->field, sizeof err->field, "%s", field ? field : "");
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
-  va_end(ap);
-}
-
 static json_t *number_or_null(double v) {
   return isfinite(v) ? json_real(v) : json_null();
 }
@@ -558,7 +545,7 @@ static int start_worker(session *s, sess_error *err) {
   const worker_create c = create_msg(s->reg, &s->def);
   worker_status st;
   if (worker_spawn(&s->wc, s->reg->worker_exe, &c, false, WORKER_TIMEOUT_MS, &st) != 0) {
-    fail(err, 500, "worker_failed", "", "the session's worker did not start: %s", s->wc.reason);
+    api_fail(err, 500, "worker_failed", "", "the session's worker did not start: %s", s->wc.reason);
     return -1;
   }
   s->last = st;
@@ -585,14 +572,14 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
                        script *sc, char token_out[65], char viewer_token_out[65], sess_error *err) {
   const int grains = grn_world_def_grains(def);
   if (grains > r->limits.max_grains) {
-    fail(err, 422, "too_many_grains", "amount", "%d grains exceed this server's limit of %d",
-         grains, r->limits.max_grains);
+    api_fail(err, 422, "too_many_grains", "amount", "%d grains exceed this server's limit of %d",
+             grains, r->limits.max_grains);
     free_script(sc);
     return NULL;
   }
   session *s = calloc(1, sizeof *s);
   if (!s) {
-    fail(err, 503, "out_of_memory", "", "out of memory");
+    api_fail(err, 503, "out_of_memory", "", "out of memory");
     free_script(sc);
     return NULL;
   }
@@ -616,8 +603,8 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
   pthread_mutex_lock(&r->lock);
   if (r->n >= r->limits.max_sessions) {
     pthread_mutex_unlock(&r->lock);
-    fail(err, 429, "too_many_sessions", "", "this server runs at most %d sessions",
-         r->limits.max_sessions);
+    api_fail(err, 429, "too_many_sessions", "", "this server runs at most %d sessions",
+             r->limits.max_sessions);
     free(s);
     return NULL;
   }
@@ -626,7 +613,7 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
     session **l = realloc(r->list, sizeof(session *) * (size_t)cap);
     if (!l) {
       pthread_mutex_unlock(&r->lock);
-      fail(err, 503, "out_of_memory", "", "out of memory");
+      api_fail(err, 503, "out_of_memory", "", "out of memory");
       free(s);
       return NULL;
     }
@@ -673,27 +660,27 @@ session *sess_create_from_run(sess_registry *r, int64_t run, json_t *fork_params
                               bool private_, char token_out[65], char viewer_token_out[65],
                               sess_error *err) {
   if (!r->st) {
-    fail(err, 503, "no_store", "", "this server keeps no record");
+    api_fail(err, 503, "no_store", "", "this server keeps no record");
     return NULL;
   }
   script *sc = calloc(1, sizeof *sc);
   char why[256];
   if (!sc) {
-    fail(err, 503, "out_of_memory", "", "out of memory");
+    api_fail(err, 503, "out_of_memory", "", "out of memory");
     return NULL;
   }
   store_sync(r->st, 2000); /* the run may have ended a moment ago */
   if (store_load_replay(store_path(r->st), run, &sc->r, why, sizeof why) != 0) {
     free(sc);
-    fail(err, strcmp(why, "no such run") == 0 ? 404 : 422,
-         strcmp(why, "no such run") == 0 ? "not_found" : "not_replayable", "id", "run %lld: %s",
-         (long long)run, why);
+    api_fail(err, strcmp(why, "no such run") == 0 ? 404 : 422,
+             strcmp(why, "no such run") == 0 ? "not_found" : "not_replayable", "id", "run %lld: %s",
+             (long long)run, why);
     return NULL;
   }
   if (!sc->r.ended) {
     free_script(sc);
-    fail(err, 409, "not_replayable", "id",
-         "run %lld has no recorded end (still running, or interrupted)", (long long)run);
+    api_fail(err, 409, "not_replayable", "id",
+             "run %lld has no recorded end (still running, or interrupted)", (long long)run);
     return NULL;
   }
   sc->source = run;
@@ -705,13 +692,13 @@ session *sess_create_from_run(sess_registry *r, int64_t run, json_t *fork_params
   json_object_foreach(fork_params, key, v) {
     grn_error e;
     if (!json_is_number(v)) {
-      fail(err, 400, "wrong_type", key, "parameter '%s' must be a number", key);
+      api_fail(err, 400, "wrong_type", key, "parameter '%s' must be a number", key);
     } else if (grn_world_def_set(&d, key, json_number_value(v), &e) != GRN_OK) {
-      fail(err, e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
-           e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range", e.field, "%s",
-           e.message);
+      api_fail(err, e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
+               e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range", e.field, "%s",
+               e.message);
     } else if (strcmp(key, "amount") == 0 || strcmp(key, "quality") == 0) {
-      fail(err, 409, "needs_restart", key, "a fork keeps the grains: '%s' cannot change", key);
+      api_fail(err, 409, "needs_restart", key, "a fork keeps the grains: '%s' cannot change", key);
     } else {
       continue;
     }
@@ -914,8 +901,8 @@ json_t *sess_list_json(sess_registry *r, bool include_private) {
 /* Run one worker command under the session lock; failures of the worker fail the session. */
 static int call(session *s, const void *cmd, size_t size, int steps, sess_error *err) {
   if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
-    fail(err, 409, "session_failed", "", "the session has %s: %s",
-         s->state == SESS_FAILED ? "failed" : "ended", s->reason);
+    api_fail(err, 409, "session_failed", "", "the session has %s: %s",
+             s->state == SESS_FAILED ? "failed" : "ended", s->reason);
     return -1;
   }
   union {
@@ -928,11 +915,11 @@ static int call(session *s, const void *cmd, size_t size, int steps, sess_error 
     return 0;
   }
   if (type == WORKER_REPLY_ERROR) {
-    fail(err, 422, "rejected", reply.er.error.field, "%s", reply.er.error.message);
+    api_fail(err, 422, "rejected", reply.er.error.field, "%s", reply.er.error.message);
     return -1;
   }
   failed(s);
-  fail(err, 409, "session_failed", "", "the session's worker ended: %s", s->reason);
+  api_fail(err, 409, "session_failed", "", "the session's worker ended: %s", s->reason);
   return -1;
 }
 
@@ -945,20 +932,20 @@ int sess_set_params(session *s, json_t *params, sess_error *err) {
   /* all or nothing: every value is checked before the first reaches the worker */
   json_object_foreach(params, key, v) {
     if (!json_is_number(v)) {
-      fail(err, 400, "wrong_type", key, "parameter '%s' must be a number", key);
+      api_fail(err, 400, "wrong_type", key, "parameter '%s' must be a number", key);
       pthread_mutex_unlock(&s->lock);
       return -1;
     }
     if (grn_world_def_set(&d, key, json_number_value(v), &e) != GRN_OK) {
-      fail(err, e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
-           e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range", e.field, "%s",
-           e.message);
+      api_fail(err, e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
+               e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range", e.field, "%s",
+               e.message);
       pthread_mutex_unlock(&s->lock);
       return -1;
     }
     if (strcmp(key, "amount") == 0 || strcmp(key, "quality") == 0) {
-      fail(err, 409, "needs_restart", key,
-           "parameter '%s' sets the grain count: switch the scene to change it", key);
+      api_fail(err, 409, "needs_restart", key,
+               "parameter '%s' sets the grain count: switch the scene to change it", key);
       pthread_mutex_unlock(&s->lock);
       return -1;
     }
@@ -986,7 +973,7 @@ int sess_set_params(session *s, json_t *params, sess_error *err) {
 
 int sess_set_speed(session *s, double speed, sess_error *err) {
   if (!(speed >= 0.25 && speed <= 4.0)) {
-    fail(err, 422, "out_of_range", "speed", "speed = %g is outside 0.25..4", speed);
+    api_fail(err, 422, "out_of_range", "speed", "speed = %g is outside 0.25..4", speed);
     return -1;
   }
   pthread_mutex_lock(&s->lock);
@@ -1034,7 +1021,7 @@ static int parse_action(json_t *body, const action_form **out, double args[6], i
                         sess_error *err) {
   json_t *type = json_object_get(body, "type");
   if (!json_is_string(type)) {
-    fail(err, 400, "missing_field", "type", "an action needs a \"type\" string");
+    api_fail(err, 400, "missing_field", "type", "an action needs a \"type\" string");
     return -1;
   }
   const action_form *form = NULL;
@@ -1044,7 +1031,7 @@ static int parse_action(json_t *body, const action_form **out, double args[6], i
     }
   }
   if (!form) {
-    fail(err, 400, "unknown_action", "type", "unknown action '%.60s'", json_string_value(type));
+    api_fail(err, 400, "unknown_action", "type", "unknown action '%.60s'", json_string_value(type));
     return -1;
   }
   int given = 0;
@@ -1059,12 +1046,12 @@ static int parse_action(json_t *body, const action_form **out, double args[6], i
       k = strcmp(form->args[a], key) == 0 ? a : k;
     }
     if (k < 0) {
-      fail(err, 400, "unknown_field", key, "action '%s' takes no '%s'", form->type, key);
+      api_fail(err, 400, "unknown_field", key, "action '%s' takes no '%s'", form->type, key);
       return -1;
     }
     if (form->kind == GRN_A_POUR ? !json_is_boolean(v) : !json_is_number(v)) {
-      fail(err, 400, "wrong_type", key, "'%s' must be a %s", key,
-           form->kind == GRN_A_POUR ? "boolean" : "number");
+      api_fail(err, 400, "wrong_type", key, "'%s' must be a %s", key,
+               form->kind == GRN_A_POUR ? "boolean" : "number");
       return -1;
     }
     args[k] = form->kind == GRN_A_POUR ? (json_is_true(v) ? 1.0 : 0.0) : json_number_value(v);
@@ -1072,9 +1059,9 @@ static int parse_action(json_t *body, const action_form **out, double args[6], i
   }
   const int need = (1 << form->required) - 1;
   if ((given & need) != need) {
-    fail(err, 400, "missing_field", form->args[__builtin_ctz((unsigned)(~given & need))],
-         "action '%s' needs '%s'", form->type,
-         form->args[__builtin_ctz((unsigned)(~given & need))]);
+    api_fail(err, 400, "missing_field", form->args[__builtin_ctz((unsigned)(~given & need))],
+             "action '%s' needs '%s'", form->type,
+             form->args[__builtin_ctz((unsigned)(~given & need))]);
     return -1;
   }
   int nargs = form->required;
@@ -1082,7 +1069,7 @@ static int parse_action(json_t *body, const action_form **out, double args[6], i
     nargs = (given >> a) & 1 ? a + 1 : nargs;
   }
   if (form->kind == GRN_A_TOOL && nargs > 3 && nargs != 6) {
-    fail(err, 400, "missing_field", "vx", "a moving tool needs all of vx, vy, vz");
+    api_fail(err, 400, "missing_field", "vx", "a moving tool needs all of vx, vy, vz");
     return -1;
   }
   *out = form;
@@ -1102,7 +1089,7 @@ int sess_action(session *s, json_t *body, sess_error *err) {
   json_t *engine = NULL; /* the engine's form of an engine action, for replays */
   if (form->kind == ACT_PAUSE || form->kind == ACT_RESUME) {
     if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
-      fail(err, 409, "session_failed", "", "the session has failed: %s", s->reason);
+      api_fail(err, 409, "session_failed", "", "the session has failed: %s", s->reason);
       rc = -1;
     } else {
       s->state = form->kind == ACT_PAUSE ? SESS_PAUSED : SESS_RUNNING;
@@ -1110,8 +1097,8 @@ int sess_action(session *s, json_t *body, sess_error *err) {
     }
   } else if (form->kind == ACT_FINISH) {
     if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
-      fail(err, 409, "session_failed", "", "the session has %s already",
-           s->state == SESS_FAILED ? "failed" : "ended");
+      api_fail(err, 409, "session_failed", "", "the session has %s already",
+               s->state == SESS_FAILED ? "failed" : "ended");
       rc = -1;
     } else {
       close_run(s, "finished");
@@ -1127,10 +1114,10 @@ int sess_action(session *s, json_t *body, sess_error *err) {
     rc = call(s, &h, sizeof h, 0, err);
   } else if (form->kind == ACT_STEP) {
     if (s->state != SESS_PAUSED) {
-      fail(err, 409, "not_paused", "type", "step works on a paused session");
+      api_fail(err, 409, "not_paused", "type", "step works on a paused session");
       rc = -1;
     } else if (!(args[0] >= 1 && args[0] <= 14400 && args[0] == floor(args[0]))) {
-      fail(err, 422, "out_of_range", "n", "n = %g must be a whole number in 1..14400", args[0]);
+      api_fail(err, 422, "out_of_range", "n", "n = %g must be a whole number in 1..14400", args[0]);
       rc = -1;
     } else {
       const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, (int32_t)args[0]};
@@ -1146,9 +1133,9 @@ int sess_action(session *s, json_t *body, sess_error *err) {
     memcpy(cmd.action.args, args, sizeof args);
     grn_error e;
     if (grn_action_check(s->def.scene, &cmd.action, &e) != GRN_OK) {
-      fail(err, e.code == GRN_E_UNSUPPORTED ? 409 : 422,
-           e.code == GRN_E_UNSUPPORTED ? "unsupported_action" : "out_of_range", e.field, "%s",
-           e.message);
+      api_fail(err, e.code == GRN_E_UNSUPPORTED ? 409 : 422,
+               e.code == GRN_E_UNSUPPORTED ? "unsupported_action" : "out_of_range", e.field, "%s",
+               e.message);
       rc = -1;
     } else {
       /* reset rebuilds the scene: as much work as a few hundred steps */
@@ -1180,8 +1167,8 @@ int sess_queue_action(session *s, json_t *body, sess_error *err) {
     return -1;
   }
   if (form->kind < 0) {
-    fail(err, 400, "rest_only", "type", "'%s' is sent over the REST API, not the websocket",
-         form->type);
+    api_fail(err, 400, "rest_only", "type", "'%s' is sent over the REST API, not the websocket",
+             form->type);
     return -1;
   }
   grn_action a;
@@ -1193,9 +1180,9 @@ int sess_queue_action(session *s, json_t *body, sess_error *err) {
   pthread_mutex_lock(&s->qlock);
   int rc = 0;
   if (grn_action_check(s->qscene, &a, &e) != GRN_OK) {
-    fail(err, e.code == GRN_E_UNSUPPORTED ? 409 : 422,
-         e.code == GRN_E_UNSUPPORTED ? "unsupported_action" : "out_of_range", e.field, "%s",
-         e.message);
+    api_fail(err, e.code == GRN_E_UNSUPPORTED ? 409 : 422,
+             e.code == GRN_E_UNSUPPORTED ? "unsupported_action" : "out_of_range", e.field, "%s",
+             e.message);
     rc = -1;
   } else if (s->queued > 0 && (a.kind == GRN_A_SPOUT || a.kind == GRN_A_TOOL) &&
              s->queue[s->queued - 1].action.kind == a.kind) {
@@ -1205,7 +1192,7 @@ int sess_queue_action(session *s, json_t *body, sess_error *err) {
     json_decref(q->body);
     q->body = json_deep_copy(body);
   } else if (s->queued == QUEUE_MAX) {
-    fail(err, 429, "busy", "", "%d actions wait for the next step already", QUEUE_MAX);
+    api_fail(err, 429, "busy", "", "%d actions wait for the next step already", QUEUE_MAX);
     rc = -1;
   } else {
     s->queue[s->queued].action = a;
@@ -1219,8 +1206,8 @@ int sess_queue_action(session *s, json_t *body, sess_error *err) {
 int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, sess_error *err) {
   const int grains = grn_world_def_grains(def);
   if (grains > r->limits.max_grains) {
-    fail(err, 422, "too_many_grains", "amount", "%d grains exceed this server's limit of %d",
-         grains, r->limits.max_grains);
+    api_fail(err, 422, "too_many_grains", "amount", "%d grains exceed this server's limit of %d",
+             grains, r->limits.max_grains);
     return -1;
   }
   pthread_mutex_lock(&s->lock);

@@ -4,6 +4,7 @@
 #ifndef GRAINLAB_SESS_H
 #define GRAINLAB_SESS_H
 
+#include "api_error.h"
 #include "chan.h"
 #include "grainlab/grainlab.h"
 #include "store.h"
@@ -35,13 +36,8 @@ typedef struct session session;
 
 typedef struct sess_registry sess_registry;
 
-/* A failed request: HTTP status, a code word, the message and the offending field. */
-typedef struct sess_error {
-  int status;
-  const char *code;
-  char message[192];
-  char field[32];
-} sess_error;
+/* A failed request (api_error.h). */
+typedef api_error sess_error;
 
 /* `st` (may be NULL: nothing recorded) records every session, run, event and sample. */
 sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe, store *st);

@@ -243,6 +243,32 @@ static int on_writeable(ws_server *ws, viewer *v) {
   return 0;
 }
 
+/* A connection's end: off the viewer list and the stream, its session released. */
+static void forget(ws_server *ws, viewer *v) {
+  if (!v || !v->wsi) {
+    return;
+  }
+  if (v->joined) {
+    chan_leave(sess_chan(v->s));
+  }
+  for (int i = 0; i < v->own_n; i++) {
+    chan_blob_unref(v->own[i]);
+  }
+  v->own_n = 0;
+  if (v->prev) {
+    v->prev->next = v->next;
+  } else if (ws->head == v) {
+    ws->head = v->next;
+  }
+  if (v->next) {
+    v->next->prev = v->prev;
+  }
+  if (v->s) {
+    sess_release(v->s);
+  }
+  v->wsi = NULL;
+}
+
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                     size_t len) {
   ws_server *ws = lws_context_user(lws_get_context(wsi));
@@ -307,28 +333,10 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     return handle(ws, v);
   }
   case LWS_CALLBACK_CLOSED:
-    if (!v || !v->wsi) {
-      return 0;
-    }
-    if (v->joined) {
-      chan_leave(sess_chan(v->s));
-    }
-    for (int i = 0; i < v->own_n; i++) {
-      chan_blob_unref(v->own[i]);
-    }
-    v->own_n = 0;
-    if (v->prev) {
-      v->prev->next = v->next;
-    } else if (ws->head == v) {
-      ws->head = v->next;
-    }
-    if (v->next) {
-      v->next->prev = v->prev;
-    }
-    if (v->s) {
-      sess_release(v->s);
-    }
-    v->wsi = NULL;
+  case LWS_CALLBACK_WSI_DESTROY:
+    /* both: whichever comes first forgets the viewer (a connection that dies while lws still
+     * drains a partial send may skip CLOSED), the second finds nothing to do */
+    forget(ws, v);
     return 0;
   case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
     /* some stream has news: every viewer looks once (a viewer still sending waits its turn) */

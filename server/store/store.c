@@ -576,19 +576,6 @@ static void give_reader(reader *r) {
   pthread_mutex_unlock(&r->lock);
 }
 
-static void fail(store_error *e, int status, const char *code, const char *field, const char *fmt,
-                 ...) __attribute__((format(printf, 5, 6)));
-static void fail(store_error *e, int status, const char *code, const char *field, const char *fmt,
-                 ...) {
-  e->status = status;
-  e->code = code;
-  snprintf(e->field, sizeof e->field, "%s", field ? field : "");
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->message, sizeof e->message, fmt, ap);
-  va_end(ap);
-}
-
 static json_t *column_json(sqlite3_stmt *q, int c) {
   switch (sqlite3_column_type(q, c)) {
   case SQLITE_INTEGER:
@@ -667,25 +654,26 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
     const char *val = json_string_value(v);
     double x = 0;
     if (++filters > MAX_FILTERS) {
-      fail(err, 400, "too_many_filters", key, "at most %d query arguments", MAX_FILTERS);
+      api_fail(err, 400, "too_many_filters", key, "at most %d query arguments", MAX_FILTERS);
       return -1;
     }
     if (strcmp(key, "scene") == 0 || strcmp(key, "label") == 0 || strcmp(key, "end_reason") == 0 ||
         strcmp(key, "session") == 0) {
       if (strlen(val) > 63) {
-        fail(err, 400, "too_long", key, "'%s' is limited to 63 characters", key);
+        api_fail(err, 400, "too_long", key, "'%s' is limited to 63 characters", key);
         return -1;
       }
       if (strcmp(key, "scene") == 0 && !grn_scene_find(val)) {
-        fail(err, 400, "unknown_scene", key, "no scene '%.40s' (GET /api/scenes lists them)", val);
+        api_fail(err, 400, "unknown_scene", key, "no scene '%.40s' (GET /api/scenes lists them)",
+                 val);
         return -1;
       }
       if (strcmp(key, "end_reason") == 0 && strcmp(val, "finished") != 0 &&
           strcmp(val, "stopped") != 0 && strcmp(val, "switched") != 0 &&
           strcmp(val, "deleted") != 0 && strcmp(val, "failed") != 0 &&
           strcmp(val, "interrupted") != 0) {
-        fail(err, 400, "out_of_range", key,
-             "end_reason is finished, stopped, switched, deleted, failed or interrupted");
+        api_fail(err, 400, "out_of_range", key,
+                 "end_reason is finished, stopped, switched, deleted, failed or interrupted");
         return -1;
       }
       add(&where, strcmp(key, "scene") == 0     ? " AND r.scene = ?"
@@ -695,8 +683,8 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
       bind[nb++] = (binding){B_TEXT, val, 0};
     } else if (strcmp(key, "from") == 0 || strcmp(key, "to") == 0) {
       if (!time_arg(val, &x)) {
-        fail(err, 400, "bad_time", key,
-             "'%s' must be Unix seconds or an ISO 8601 UTC time (2026-12-02T10:00:00Z)", key);
+        api_fail(err, 400, "bad_time", key,
+                 "'%s' must be Unix seconds or an ISO 8601 UTC time (2026-12-02T10:00:00Z)", key);
         return -1;
       }
       add(&where, strcmp(key, "from") == 0 ? " AND r.started_at >= ?" : " AND r.started_at < ?");
@@ -704,8 +692,8 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
     } else if (strcmp(key, "limit") == 0 || strcmp(key, "offset") == 0) {
       if (!number_arg(val, &x) || x != floor(x) || x < (strcmp(key, "limit") == 0 ? 1 : 0) ||
           x > (strcmp(key, "limit") == 0 ? PAGE_MAX : 1e9)) {
-        fail(err, 400, "out_of_range", key, "'%s' must be a whole number in %s", key,
-             strcmp(key, "limit") == 0 ? "1..500" : "0..1000000000");
+        api_fail(err, 400, "out_of_range", key, "'%s' must be a whole number in %s", key,
+                 strcmp(key, "limit") == 0 ? "1..500" : "0..1000000000");
         return -1;
       }
       *(strcmp(key, "limit") == 0 ? &limit : &offset) = (long)x;
@@ -725,8 +713,8 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
         /* the order's binding comes after the WHERE's */
         snprintf(sort_name, sizeof sort_name, "%s", param ? by + 6 : by + 7);
       } else {
-        fail(err, 400, "bad_sort", "sort",
-             "sort by started_at, id, param.NAME or result.NAME, with '-' for descending");
+        api_fail(err, 400, "bad_sort", "sort",
+                 "sort by started_at, id, param.NAME or result.NAME, with '-' for descending");
         return -1;
       }
       add(&order, desc ? " DESC, r.id DESC" : " ASC, r.id ASC");
@@ -737,19 +725,19 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
       const char *rest = key + (param ? 6 : 7), *dot = strrchr(rest, '.');
       const size_t n = dot ? (size_t)(dot - rest) : 0;
       if (!dot || n >= sizeof name || (strcmp(dot, ".min") != 0 && strcmp(dot, ".max") != 0)) {
-        fail(err, 400, "unknown_field", key, "use %s.NAME.min or %s.NAME.max",
-             param ? "param" : "result", param ? "param" : "result");
+        api_fail(err, 400, "unknown_field", key, "use %s.NAME.min or %s.NAME.max",
+                 param ? "param" : "result", param ? "param" : "result");
         return -1;
       }
       memcpy(name, rest, n);
       name[n] = '\0';
       if (!name_ok(name)) {
-        fail(err, 400, "unknown_field", key, "'%s' is not a %s name", name,
-             param ? "parameter" : "result");
+        api_fail(err, 400, "unknown_field", key, "'%s' is not a %s name", name,
+                 param ? "parameter" : "result");
         return -1;
       }
       if (!number_arg(val, &x)) {
-        fail(err, 400, "not_a_number", key, "'%s' must be a finite decimal number", key);
+        api_fail(err, 400, "not_a_number", key, "'%s' must be a finite decimal number", key);
         return -1;
       }
       const bool min = strcmp(dot, ".min") == 0;
@@ -765,10 +753,10 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
       bind[nb++] = (binding){B_TEXT, names[filters - 1], 0};
       bind[nb++] = (binding){B_REAL, NULL, x};
     } else {
-      fail(err, 400, "unknown_field", key,
-           "unknown query argument '%.60s' (scene, label, session, end_reason, from, to, "
-           "param.NAME.min/max, result.NAME.min/max, sort, limit, offset)",
-           key);
+      api_fail(err, 400, "unknown_field", key,
+               "unknown query argument '%.60s' (scene, label, session, end_reason, from, to, "
+               "param.NAME.min/max, result.NAME.min/max, sort, limit, offset)",
+               key);
       return -1;
     }
   }
@@ -784,7 +772,7 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
   add(&count, "SELECT count(*) FROM runs r");
   add(&count, where.text);
   if (sql.overflow || count.overflow) {
-    fail(err, 400, "too_complex", "", "the query is too long");
+    api_fail(err, 400, "too_complex", "", "the query is too long");
     return -1;
   }
   store_sync(st, 2000);
@@ -792,7 +780,7 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
   sqlite3_stmt *q = NULL, *c = NULL;
   if (sqlite3_prepare_v2(rd->db, sql.text, -1, &q, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(rd->db, count.text, -1, &c, NULL) != SQLITE_OK) {
-    fail(err, 500, "store_error", "", "%s", sqlite3_errmsg(rd->db));
+    api_fail(err, 500, "store_error", "", "%s", sqlite3_errmsg(rd->db));
     sqlite3_finalize(q);
     give_reader(rd);
     return -1;
@@ -840,7 +828,7 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
   give_reader(rd);
   if (rc != SQLITE_DONE) {
     json_decref(runs);
-    fail(err, 500, "store_error", "", "the query failed");
+    api_fail(err, 500, "store_error", "", "the query failed");
     return -1;
   }
   *out = json_pack("{s:o, s:I, s:i, s:i}", "runs", runs, "total", (json_int_t)total, "limit",
@@ -877,7 +865,7 @@ int store_get_run(store *st, int64_t id, json_t **out, store_error *err) {
   sqlite3_finalize(q);
   if (!run) {
     give_reader(rd);
-    fail(err, 404, "not_found", "id", "no run %lld", (long long)id);
+    api_fail(err, 404, "not_found", "id", "no run %lld", (long long)id);
     return -1;
   }
   json_t *results = json_object(), *events = json_array();
@@ -926,7 +914,7 @@ int store_samples(store *st, int64_t id, bool csv, char **out, size_t *len, stor
   sqlite3_finalize(q);
   if (!scene) {
     give_reader(rd);
-    fail(err, 404, "not_found", "id", "no run %lld", (long long)id);
+    api_fail(err, 404, "not_found", "id", "no run %lld", (long long)id);
     return -1;
   }
   /* the scene's own measurements only, in the engine's order */
@@ -943,7 +931,7 @@ int store_samples(store *st, int64_t id, bool csv, char **out, size_t *len, stor
   add(&sql, " FROM samples WHERE run_id = ? ORDER BY steps");
   if (sql.overflow || sqlite3_prepare_v2(rd->db, sql.text, -1, &q, NULL) != SQLITE_OK) {
     give_reader(rd);
-    fail(err, 500, "store_error", "", "%s", sqlite3_errmsg(rd->db));
+    api_fail(err, 500, "store_error", "", "%s", sqlite3_errmsg(rd->db));
     return -1;
   }
   sqlite3_bind_int64(q, 1, id);

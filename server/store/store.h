@@ -4,6 +4,7 @@
 #ifndef GRAINLAB_STORE_H
 #define GRAINLAB_STORE_H
 
+#include "api_error.h"
 #include "grainlab/grainlab.h"
 
 #include <jansson.h>
@@ -13,13 +14,8 @@
 
 typedef struct store store;
 
-/* A refused query: HTTP status, code, message, the offending field. */
-typedef struct store_error {
-  int status;
-  const char *code;
-  char message[192];
-  char field[64];
-} store_error;
+/* A refused query (api_error.h). */
+typedef api_error store_error;
 
 /* Open (creating it and its folder's file) and migrate; runs left open by a crash are closed as
  * "interrupted". NULL with the reason in err. */

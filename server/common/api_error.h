@@ -1,0 +1,16 @@
+/* A refused request, as the REST API reports it: an HTTP status, a code word, a message and the
+ * offending field. Filled by the session registry and the store, turned into JSON by http.c. */
+#ifndef GRAINLAB_API_ERROR_H
+#define GRAINLAB_API_ERROR_H
+
+typedef struct api_error {
+  int status;
+  const char *code;
+  char message[192];
+  char field[64];
+} api_error;
+
+void api_fail(api_error *e, int status, const char *code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+#endif
