@@ -55,6 +55,7 @@ struct store {
   uint64_t queued, written; /* jobs, for store_sync */
   uint64_t batches;
   double latency_sum, latency_max;
+  bool urgent; /* a reader waits: commit now */
   int64_t next_run;
   int interrupted;
   reader readers[READERS];
@@ -65,6 +66,19 @@ static double now_unix(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CLOCK_REALTIME (what condition variables wait on by default) ms from now. */
+static struct timespec deadline(int ms) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  t.tv_sec += ms / 1000;
+  t.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (t.tv_nsec >= 1000000000L) {
+    t.tv_sec++;
+    t.tv_nsec -= 1000000000L;
+  }
+  return t;
 }
 
 static char *dup_or_null(const char *s) {
@@ -299,11 +313,12 @@ static void *writer(void *arg) {
     if (!st->head && st->stop) {
       break;
     }
-    /* gather for up to BATCH_MS, then write the whole batch in one transaction */
-    pthread_mutex_unlock(&st->lock);
-    const struct timespec pause = {0, BATCH_MS * 1000000L};
-    nanosleep(&pause, NULL);
-    pthread_mutex_lock(&st->lock);
+    /* gather for up to BATCH_MS, then write the whole batch in one transaction; a reader that
+     * waits for what was queued (store_sync) cuts the gathering short */
+    const struct timespec until = deadline(BATCH_MS);
+    while (!st->urgent && !st->stop && pthread_cond_timedwait(&st->work, &st->lock, &until) == 0) {
+    }
+    st->urgent = false;
     job *batch = st->head;
     uint64_t n = 0;
     for (job *j = batch; j; j = j->next) {
@@ -539,16 +554,13 @@ void store_get_stats(store *st, store_stats *out) {
 }
 
 void store_sync(store *st, int timeout_ms) {
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += timeout_ms / 1000;
-  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
-  }
+  const struct timespec until = deadline(timeout_ms);
   pthread_mutex_lock(&st->lock);
   const uint64_t want = st->queued;
+  if (st->written < want) {
+    st->urgent = true;
+    pthread_cond_signal(&st->work);
+  }
   while (st->written < want) {
     if (pthread_cond_timedwait(&st->done, &st->lock, &until) != 0) {
       break;
