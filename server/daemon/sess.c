@@ -43,7 +43,7 @@ struct session {
   sess_state state;
   char reason[200];
   double speed, rt_factor, step_acc;
-  uint64_t run_id, events;
+  uint64_t run_id;
   worker_client wc;
   worker_status last;
   bool stop;
@@ -130,7 +130,6 @@ static void stream_text(session *s, json_t *msg) {
 /* The one place every change of a session passes (under its lock): the stream's events come
  * from here, and the store attaches here. `detail` (stolen, may be NULL) adds fields. */
 static void sess_event(session *s, const char *kind, json_t *detail) {
-  s->events++;
   if (s->reg->st && s->run_open) {
     char *text = detail ? json_dumps(detail, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     store_event(s->reg->st, (int64_t)s->run_id, s->last.steps, s->last.t, kind, text);

@@ -112,7 +112,6 @@ int chan_publish_frame(chan *c, const uint8_t *frame, size_t len, const uint8_t 
     put(&c->key, ref(f));
   }
   put(&c->chains, ch);
-  c->frames++;
   pthread_mutex_unlock(&c->lock);
   return 0;
 }
@@ -125,7 +124,6 @@ void chan_publish_text(chan *c, const char *json, size_t len) {
   pthread_mutex_lock(&c->lock);
   put(&c->text[c->text_next % CHAN_TEXT_RING], b);
   c->text_next++;
-  c->texts++;
   pthread_mutex_unlock(&c->lock);
 }
 

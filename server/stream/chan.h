@@ -43,7 +43,6 @@ typedef struct chan {
   /* the stream's numbering, independent of the worker's (which restarts with each worker) */
   uint32_t seq, key_seq, worker_key;
   bool worker_key_ok;
-  uint64_t frames, texts; /* published */
 } chan;
 
 /* What one viewer has been sent (touched by the websocket thread only). */
