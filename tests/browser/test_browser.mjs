@@ -145,6 +145,20 @@ try {
   await page.screenshot({ path: join(shots, 'session-flowing.png') });
   ok('no script errors on the pages', consoleErrors.length === 0, consoleErrors.join('; '));
 
+  // ---- a slump: its plot carries the angle and the runout front --------------------------------------
+  const slump = await (await fetch(`${base}/api/sessions`, { method: 'POST', body: '{"scene":"slump","params":{"quality":0}}' })).json();
+  const slumpPage = await context.newPage();
+  await slumpPage.goto(`${base}/s/${slump.id}#control=${slump.control_token}`);
+  await slumpPage.click('#actions button', { timeout: 60000 }); // pull the dam
+  const plotted = await until('both slump series', async () => {
+    const keys = await slumpPage.evaluate(() => document.body.dataset.plotSeries || '');
+    return keys === 'angle,front' ? keys : null;
+  }, 60000);
+  ok('the slump plots its angle and runout front over time', plotted === 'angle,front');
+  await slumpPage.screenshot({ path: join(shots, 'session-slump.png') });
+  await slumpPage.close();
+  await fetch(`${base}/api/sessions/${slump.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${slump.control_token}` } });
+
   // ---- results: the run and its CSV ----------------------------------------------------------------
   const r = await fetch(`${base}/api/sessions/${id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${token}` } });
   ok('the session ends', r.status === 200 || r.status === 204, `status ${r.status}`);

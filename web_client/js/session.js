@@ -18,8 +18,7 @@ $('role').textContent = controlToken ? 'controller' : 'viewer';
 const view = new View($('view'));
 window.grainlabView = view; // for scripting and tests
 let session = null, scene = null, link = null, decoder = null, frames = 0;
-const series = { t: [], y: [], ref: [] };
-let plot = null, plotKey = null;
+let plot = null, plotKeys = [], plotData = [[]];
 
 function message(text) {
   const box = $('message');
@@ -27,26 +26,36 @@ function message(text) {
   box.style.display = text ? 'block' : 'none';
 }
 
+// What each scene plots over time: silo flow with its Beverloo line, slump angle and runout,
+// the piles and the tilted box their angle.
 function setupPlot() {
   const silo = scene.name === 'silo', slump = scene.name === 'slump';
-  plotKey = silo ? 'flow' : slump ? 'front' : 'angle';
-  $('plot-title').textContent = silo ? 'Flow, kg/s (dashed: Beverloo)' : slump ? 'Runout front, m' : 'Angle of repose, °';
+  plotKeys = silo ? ['flow', 'beverloo'] : slump ? ['angle', 'front'] : ['angle'];
+  $('plot-title').textContent = silo ? 'Flow, kg/s (dashed: Beverloo)' : slump ? 'Angle, ° · runout front, m' : 'Angle of repose, °';
   const width = $('plot').clientWidth || 330;
-  const s = [{}, { label: plotKey, stroke: '#c0392b', width: 2 }];
-  if (silo) s.push({ label: 'Beverloo', stroke: '#2c3e50', dash: [6, 4] });
-  plot = new uPlot({ width, height: 200, series: s, scales: { x: { time: false } }, axes: [{ label: 't, s' }, {}] },
-                   silo ? [[], [], []] : [[], []], $('plot'));
+  const series = [{}], axes = [{ label: 't, s' }];
+  if (silo) {
+    series.push({ label: 'flow', stroke: '#c0392b', width: 2 }, { label: 'Beverloo', stroke: '#2c3e50', dash: [6, 4] });
+    axes.push({});
+  } else if (slump) {
+    series.push({ label: 'angle, °', stroke: '#c0392b', width: 2, scale: 'deg' }, { label: 'front, m', stroke: '#2471a3', width: 2, scale: 'm' });
+    axes.push({ scale: 'deg' }, { scale: 'm', side: 1, grid: { show: false } });
+  } else {
+    series.push({ label: 'angle, °', stroke: '#c0392b', width: 2 });
+    axes.push({});
+  }
+  plotData = [[], ...plotKeys.map(() => [])];
+  plot = new uPlot({ width, height: 200, series, axes, scales: { x: { time: false } } }, plotData, $('plot'));
 }
 
 function addSample(msg) {
-  const v = msg.values[plotKey];
-  series.t.push(msg.t);
-  series.y.push(v === null || v === undefined ? null : v);
-  series.ref.push(msg.values.beverloo ?? null);
-  if (series.t.length > 2400) { series.t.shift(); series.y.shift(); series.ref.shift(); }
-  plot.setData(plotKey === 'flow' ? [series.t, series.y, series.ref] : [series.t, series.y]);
-  document.body.dataset.plotLast = v ?? ''; // for tests and anyone scripting the page
-  document.body.dataset.plotPoints = series.t.length;
+  plotData[0].push(msg.t);
+  plotKeys.forEach((k, i) => plotData[i + 1].push(msg.values[k] ?? null));
+  if (plotData[0].length > 2400) for (const a of plotData) a.shift();
+  plot.setData(plotData);
+  document.body.dataset.plotLast = msg.values[plotKeys[0]] ?? ''; // for tests and scripting
+  document.body.dataset.plotPoints = plotData[0].length;
+  document.body.dataset.plotSeries = plotKeys.filter((k, i) => plotData[i + 1].some((v) => v !== null)).join(',');
 }
 
 function showMeasurements(values, state) {
@@ -199,7 +208,7 @@ async function start() {
       if (msg.type === 'event') {
         if (msg.event === 'jam') message('The silo has jammed: an arch of grains blocks the hole.');
         else if (msg.event === 'done' && msg.state === 'drained') message('The silo has drained.');
-        else if (msg.event === 'run_started') { series.t.length = series.y.length = series.ref.length = 0; message(''); }
+        else if (msg.event === 'run_started') { for (const a of plotData) a.length = 0; message(''); }
         else if (msg.event === 'session_failed') message(`The session failed: ${msg.reason}`);
         else if (msg.event === 'action' && msg.action && msg.action.type === 'open_hole') message('');
       }
