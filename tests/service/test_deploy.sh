@@ -64,9 +64,6 @@ code=$(curl -s -o "$tmp/created" -w '%{http_code}' -X POST "$front/api/sessions"
 [ "$code" = 201 ] && ok "through nginx: POST /api/sessions" || bad "nginx create: $code $(cat "$tmp/created")"
 sid=$(j 'd["id"]' <"$tmp/created")
 token=$(j 'd["control_token"]' <"$tmp/created")
-code=$(curl -s -o /dev/null -w '%{http_code}' -X PATCH "$front/api/sessions/$sid/params" \
-  -H "Authorization: Bearer $token" --data-binary '{"mu":0.7}')
-[ "$code" = 200 ] && ok "through nginx: PATCH with the control token" || bad "nginx PATCH: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$front/")
 [ "$code" = 200 ] && ok "through nginx: the client's landing page" || bad "nginx /: $code"
 [ "$(curl -s "$front/api/config" | j 'd["ws_port"]')" = 0 ] &&
@@ -77,6 +74,11 @@ if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d[
 else
   bad "nginx websocket: $(cat "$tmp/ws")"
 fi
+# (the change comes after the stream check: the probe's headless twin starts from the
+# session's parameters as it finds them when it joins)
+code=$(curl -s -o /dev/null -w '%{http_code}' -X PATCH "$front/api/sessions/$sid/params" \
+  -H "Authorization: Bearer $token" --data-binary '{"mu":0.7}')
+[ "$code" = 200 ] && ok "through nginx: PATCH with the control token" || bad "nginx PATCH: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$front/metrics")
 [ "$code" = 403 ] && ok "through nginx: /metrics is not public (403)" || bad "nginx /metrics: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$front/api/admin/backup" -H "Authorization: Bearer $(cat "$tmp/admin")")
