@@ -89,6 +89,23 @@ int grn_parse_number(const char *text, double *out) {
 #define P_TILT_RATE                                                                                \
   { "tilt_rate", "deg/s", 0.1, 20.0, 2.0, false, "tilt: turning speed when an action gives none" }
 
+#define P_WIDTH                                                                                    \
+  { "width", "m", 0.1, 1.0, 0.3, false, "water column width a (height 2a, tank 5a long)" }
+#define P_FQUALITY(what)                                                                           \
+  { "quality", "", 0.0, 2.0, 1.0, true, what }
+#define P_VISC                                                                                     \
+  { "visc", "Pa s", 0.0, 20.0, 1.0, false, "SPH dynamic viscosity (numerical: damps particle noise)" }
+#define P_EPS(def)                                                                                 \
+  { "eps", "m", 0.0, 1.0, def, false, "softening length: 1/r^2 becomes 1/(r^2 + eps^2) near" }
+#define P_THETA                                                                                    \
+  { "theta", "", 0.0, 1.0, 0.5, false, "Barnes-Hut opening angle above 2048 bodies; 0: direct sum" }
+#define P_BODIES                                                                                   \
+  { "bodies", "", 16.0, 200000.0, 1000.0, true, "bodies in the Plummer sphere (total mass 1)" }
+#define P_SPEED                                                                                    \
+  { "speed", "", 0.2, 1.3, 1.0, false, "initial speed over the circular speed (1: circle)" }
+#define P_VCAP(def)                                                                                \
+  { "vcap", "m/s", 0.0, 100.0, def, false, "speed cap applied after each kick; 0: none" }
+
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define SAME_LEN(a, b) _Static_assert(sizeof(a) / sizeof((a)[0]) == sizeof(b) / sizeof((b)[0]), #a)
 
@@ -123,9 +140,33 @@ static const grn_param_info silo_info[] = {P_MU, P_MUR, P_COH(0.0), P_AMOUNT, P_
 SAME_LEN(silo_params, silo_info);
 static const char *const silo_actions[] = {"open_hole", "plug_hole", "tool", "reset"};
 
+static const grn_param_id dambreak_params[] = {GRN_P_WIDTH, GRN_P_QUALITY, GRN_P_VISC};
+static const grn_param_info dambreak_info[] = {
+    P_WIDTH, P_FQUALITY("0, 1, 2: 8, 12, 16 particles across the column"), P_VISC};
+SAME_LEN(dambreak_params, dambreak_info);
+static const grn_param_id drop_params[] = {GRN_P_QUALITY, GRN_P_VISC};
+static const grn_param_info drop_info[] = {
+    P_FQUALITY("0, 1, 2: particle spacing 5, 4, 3 cm"), P_VISC};
+SAME_LEN(drop_params, drop_info);
+static const char *const reset_only[] = {"reset"};
+
+static const grn_param_id orbit_params[] = {GRN_P_EPS, GRN_P_SPEED};
+static const grn_param_info orbit_info[] = {P_EPS(0.0), P_SPEED};
+SAME_LEN(orbit_params, orbit_info);
+static const grn_param_id softening_params[] = {GRN_P_EPS, GRN_P_VCAP};
+static const grn_param_info softening_info[] = {P_EPS(0.2), P_VCAP(3.0)};
+SAME_LEN(softening_params, softening_info);
+static const grn_param_id cluster_params[] = {GRN_P_BODIES, GRN_P_EPS, GRN_P_THETA, GRN_P_VCAP};
+static const grn_param_info cluster_info[] = {P_BODIES, P_EPS(0.02), P_THETA, P_VCAP(0.0)};
+SAME_LEN(cluster_params, cluster_info);
+
 #define MEASURES(...) (0u __VA_ARGS__)
 #define M(k) | (1u << (k))
 #define COMMON M(GRN_M_T) M(GRN_M_OVER_MAX) M(GRN_M_FLOWING) M(GRN_M_ALIVE)
+#define WATER M(GRN_M_T) M(GRN_M_ALIVE) M(GRN_M_KINETIC) M(GRN_M_POTENTIAL) M(GRN_M_ENERGY)
+#define GRAVITY                                                                                    \
+  M(GRN_M_T) M(GRN_M_ALIVE) M(GRN_M_KINETIC) M(GRN_M_POTENTIAL) M(GRN_M_ENERGY)                    \
+  M(GRN_M_ENERGY_DRIFT) M(GRN_M_ANGULAR_MOMENTUM) M(GRN_M_VIRIAL)
 #define PILE COMMON M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_CX) M(GRN_M_CZ)
 
 static const grn_scene_info scenes[] = {
@@ -151,11 +192,33 @@ static const grn_scene_info scenes[] = {
      "a cylinder with a plugged hole in its floor plate; open it and the grains drain",
      LEN(silo_params), silo_params, silo_info, LEN(silo_actions), silo_actions,
      MEASURES(COMMON M(GRN_M_FLOW) M(GRN_M_MASS_ABOVE) M(GRN_M_FILL) M(GRN_M_BEVERLOO))},
+    {"dambreak", GRN_MODEL_FLUID,
+     "SPH water: a column of width a and height 2a against the left wall of a tank 5a long, "
+     "released at t = 0",
+     LEN(dambreak_params), dambreak_params, dambreak_info, LEN(reset_only), reset_only,
+     MEASURES(WATER M(GRN_M_FRONT) M(GRN_M_HEIGHT))},
+    {"drop", GRN_MODEL_FLUID, "SPH water: a ball of water falls into a pool and splashes",
+     LEN(drop_params), drop_params, drop_info, LEN(reset_only), reset_only,
+     MEASURES(WATER M(GRN_M_TOP))},
+    {"orbit", GRN_MODEL_GRAVITY,
+     "two equal bodies on a circular orbit (speed 1) or an ellipse; units with G = 1",
+     LEN(orbit_params), orbit_params, orbit_info, LEN(reset_only), reset_only,
+     MEASURES(GRAVITY)},
+    {"softening", GRN_MODEL_GRAVITY,
+     "two bodies pass each other nearly head-on; the softening length decides how hard they "
+     "swing, the speed cap keeps the step bounded",
+     LEN(softening_params), softening_params, softening_info, LEN(reset_only), reset_only,
+     MEASURES(GRAVITY)},
+    {"cluster", GRN_MODEL_GRAVITY,
+     "a Plummer sphere of many bodies in virial equilibrium (total mass 1, energy -1/4)",
+     LEN(cluster_params), cluster_params, cluster_info, LEN(reset_only), reset_only,
+     MEASURES(GRAVITY)},
 };
 
-static const grn_scene_impl *const impls[] = {&grn__scene_pour, &grn__scene_pour,
-                                              &grn__scene_pour, &grn__scene_slump,
-                                              &grn__scene_tilt, &grn__scene_silo};
+static const grn_scene_impl *const impls[] = {
+    &grn__scene_pour,     &grn__scene_pour,  &grn__scene_pour,  &grn__scene_slump,
+    &grn__scene_tilt,     &grn__scene_silo,  &grn__scene_dambreak, &grn__scene_drop,
+    &grn__scene_orbit,    &grn__scene_softening, &grn__scene_cluster};
 _Static_assert(sizeof scenes / sizeof scenes[0] == sizeof impls / sizeof impls[0],
                "every scene needs an implementation");
 
@@ -187,12 +250,33 @@ const grn_scene_impl *grn__scene_impl(const grn_scene_info *info) {
 
 static const char *const measure_names[] = {"t",          "angle",   "top",     "cx",    "cz",
                                             "over_max",   "flowing", "alive",   "front", "flow",
-                                            "mass_above", "fill",    "beverloo"};
+                                            "mass_above", "fill",    "beverloo", "height",
+                                            "kinetic", "potential", "energy", "energy_drift",
+                                            "angular_momentum", "virial"};
 _Static_assert(sizeof measure_names / sizeof measure_names[0] == GRN_MEASURE_COUNT,
                "a name for every measurement");
 
 const char *grn_measure_name(grn_measure_key key) {
   return (int)key >= 0 && key < GRN_MEASURE_COUNT ? measure_names[key] : "";
+}
+
+const char *grn_model_name(grn_model model) {
+  switch (model) {
+  case GRN_MODEL_GRANULAR:
+    return "granular";
+  case GRN_MODEL_FLUID:
+    return "fluid";
+  case GRN_MODEL_GRAVITY:
+    return "gravity";
+  default:
+    return "";
+  }
+}
+
+int grn__no_act(grn_world *w, const grn_action *a, grn_error *err) {
+  (void)w;
+  return grn__fail(err, GRN_E_UNSUPPORTED, grn_action_name(a->kind), "this scene has no action '%s'",
+                   grn_action_name(a->kind));
 }
 
 int grn_scene_param_index(const grn_scene_info *scene, const char *name) {

@@ -182,6 +182,26 @@ struct grn_world {
   double above_log[9];
   int log_n;
 
+  /* fluid and gravity models (fluid.c, gravity.c); the granular step leaves these alone */
+  double skin;      /* pair-list skin: GRN_SKIN for grains, a quarter kernel for SPH */
+  double cell_rmin; /* smallest radius the pair grid is planned for */
+  int substeps;     /* SPH: sub-steps per step of H, from the CFL condition */
+  double sph_s, sph_fall;      /* SPH: particle spacing and the height water can fall, m */
+  double sph_h, sph_m, sph_k, wall_k, wall_c; /* kernel radius, mass, EOS stiffness, walls */
+  int xcap;                    /* capacity of the per-particle arrays below */
+  grn_vec3 *acc;               /* N-body: acceleration at the current positions */
+  double *rho, *prs;           /* SPH: density and pressure of the last density pass */
+  double *ptab;                /* SPH: per-pair table (reference 001 layout), 3 per pair */
+  int ptcap;                   /* pairs ptab holds */
+  bool acc_valid;              /* acc matches the positions and the parameters */
+  double e0;                   /* N-body: total energy at t = 0 (energy_drift) */
+  double bh_theta;             /* opening angle the tree was built for; 0: direct sum */
+  struct grn_bh_node *nodes;   /* Barnes–Hut tree of the current positions (gravity.c) */
+  int nnode, nodecap;
+  struct grn_bh_key *keys;     /* bodies sorted by Morton key */
+  int keycap;
+  bool tree_valid;
+
   /* measurements */
   grn_measurements meas;
   double *hmap; /* height map cells */
@@ -197,7 +217,11 @@ struct grn_scene_impl {
   void (*script)(grn_world *w);  /* after each step */
   void (*measure)(grn_world *w); /* every GRN_MEASURE_EVERY steps */
   int (*act)(grn_world *w, const grn_action *a, grn_error *err);
-  double calm; /* sleep speed, m/s */
+  double calm;                   /* sleep speed, m/s */
+  int (*bed)(grn_world *w);      /* GRN_FILL_BED workload; NULL: the scene has none */
+  int (*step)(grn_world *w);     /* one step of H for another model; NULL: the granular step */
+  int (*count)(const grn_world_def *def); /* particles the definition makes; NULL: grain rule */
+  void (*derive)(grn_world *w);  /* model constants from the parameters (setup, restore, set) */
 };
 
 /* allocation (counted) */
@@ -255,8 +279,35 @@ extern const grn_scene_impl grn__scene_tilt;
 extern const grn_scene_impl grn__scene_silo;
 const grn_scene_impl *grn__scene_impl(const grn_scene_info *info);
 int grn__world_setup(grn_world *w);
+void grn__model_init(grn_world *w);
+bool grn__must_rebuild(const grn_world *w);
 grn_world *grn__world_new(const grn_world_def *def); /* empty world with allocator and threads */
 void grn__world_clear(grn_world *w);
+
+/* fluid (fluid.c) and gravity (gravity.c) models, their scenes in scenes/water.c, scenes/bodies.c */
+int grn__sph_step(grn_world *w);
+void grn__sph_derive(grn_world *w);
+int grn__sph_add(grn_world *w, double x, double y, double z);
+void grn__sph_energy(const grn_world *w, double *kinetic, double *potential);
+int grn__sph_bed(grn_world *w);
+double grn__sph_bed_depth(int n);
+double grn__sph_bed_spacing(void);
+void grn__sph_measure(grn_world *w);
+int grn__model_arrays(grn_world *w);
+void grn__nbody_free(grn_world *w);
+int grn__nbody_step(grn_world *w);
+void grn__nbody_derive(grn_world *w);
+int grn__nbody_forces(grn_world *w);
+void grn__nbody_measure(grn_world *w);
+int grn__nbody_add(grn_world *w, double m, double x, double y, double z, grn_vec3 v);
+int grn__plummer(grn_world *w, int n);
+void grn__models_free(grn_world *w);
+int grn__no_act(grn_world *w, const grn_action *a, grn_error *err);
+extern const grn_scene_impl grn__scene_dambreak;
+extern const grn_scene_impl grn__scene_drop;
+extern const grn_scene_impl grn__scene_orbit;
+extern const grn_scene_impl grn__scene_softening;
+extern const grn_scene_impl grn__scene_cluster;
 
 /* geometry of the bench bed, shared by scenes that accept GRN_FILL_BED */
 int grn__setup_bed(grn_world *w);

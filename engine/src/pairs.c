@@ -35,7 +35,7 @@ static int ensure_scratch(grn_world *w, size_t bytes) {
  * cell count is capped so a stray fast grain cannot make the grid huge (cells then grow). */
 static void plan_grid(grn_world *w) {
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  double rmax = 0.5 * GRN_D0;
+  double rmax = w->cell_rmin;
   for (int i = 0; i < w->n; i++) {
     if (!(w->flags[i] & GRN_F_ALIVE)) {
       continue;
@@ -51,7 +51,7 @@ static void plan_grid(grn_world *w) {
     lo[0] = lo[1] = lo[2] = 0.0;
     hi[0] = hi[1] = hi[2] = 0.0;
   }
-  double cs = 2.0 * rmax + GRN_SKIN + grn__reach_gap(w);
+  double cs = 2.0 * rmax + w->skin + grn__reach_gap(w);
   const double limit = (double)(w->n > 32 ? 2 * w->n : 64);
   for (;;) {
     double c = 1.0;
@@ -131,7 +131,7 @@ static int scan_pairs(const grn_world *w, int i, int32_t *out) {
             continue;
           }
           const double ddx = w->pos[j].x - pi.x, ddy = w->pos[j].y - pi.y, ddz = w->pos[j].z - pi.z,
-                       rr = ri + w->rad[j] + GRN_SKIN;
+                       rr = ri + w->rad[j] + w->skin;
           if (ddx * ddx + ddy * ddy + ddz * ddz < rr * rr) {
             if (out) {
               out[count] = j;
@@ -383,7 +383,9 @@ int grn__rebuild(grn_world *w) {
   validate(w);
 #endif
   w->table_valid = false;
-  grn__plan_fused(w);
+  if (!w->impl->step) {
+    grn__plan_fused(w);
+  }
   w->disp = 0.0;
   w->dirty = false;
   w->rebuilds++;

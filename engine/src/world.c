@@ -133,6 +133,10 @@ int grn_world_def_set_text(grn_world_def *def, const char *name, const char *val
 static const int base_count[3] = {750, 1500, 3000};
 
 int grn_world_def_grains(const grn_world_def *def) {
+  const grn_scene_impl *impl = def->scene ? grn__scene_impl(def->scene) : NULL;
+  if (impl && impl->count) {
+    return impl->count(def);
+  }
   if (def->grains > 0) {
     return def->grains;
   }
@@ -160,6 +164,11 @@ int grn_world_def_validate(const grn_world_def *def, grn_error *err) {
   }
   if (def->fill != GRN_FILL_SCENE && def->fill != GRN_FILL_BED) {
     return grn__fail(err, GRN_E_INVALID, "fill", "unknown fill mode %d", (int)def->fill);
+  }
+  if (grn_world_def_grains(def) < 1) {
+    return grn__fail(err, GRN_E_UNSUPPORTED, "grains",
+                     "scene '%s' sets its particle count from its parameters, not from grains",
+                     def->scene->name);
   }
   if ((def->alloc == NULL) != (def->free == NULL)) {
     return grn__fail(err, GRN_E_INVALID, "alloc", "alloc and free hooks go together");
@@ -295,6 +304,7 @@ double grn__settle_time(double lattice_height) {
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
 void grn__world_clear(grn_world *w) {
+  grn__models_free(w);
   grn__free(w, w->pos, sizeof(grn_vec3) * (size_t)(w->cap + 1));
   grn__free(w, w->vel, sizeof(grn_vec3) * (size_t)(w->cap + 1));
   grn__free(w, w->spin, sizeof(grn_vec3) * (size_t)(w->cap + 1));
@@ -326,7 +336,17 @@ void grn__world_clear(grn_world *w) {
 }
 
 /* Build the scene from the world's inputs: used by create and by the reset action. */
+/* Model constants that follow from the parameters; neither saved nor cleared by a reset. */
+void grn__model_init(grn_world *w) {
+  w->skin = GRN_SKIN;
+  w->cell_rmin = 0.5 * GRN_D0;
+  if (w->impl->derive) {
+    w->impl->derive(w);
+  }
+}
+
 int grn__world_setup(grn_world *w) {
+  grn__model_init(w);
   grn__rng_seed(w->rng, w->seed);
   w->gravity = (grn_vec3){0.0, -GRN_G, 0.0};
   w->geom.kill_y = -1e9;
@@ -343,8 +363,8 @@ int grn__world_setup(grn_world *w) {
     w->meas.line[q] = NAN;
   }
   w->meas.present = w->scene->measures;
-  int rc = w->fill == GRN_FILL_BED ? grn__setup_bed(w) : w->impl->setup(w);
-  if (rc == GRN_OK && w->n > 0) {
+  int rc = w->fill == GRN_FILL_BED ? w->impl->bed(w) : w->impl->setup(w);
+  if (rc == GRN_OK && w->n > 0 && w->scene->model != GRN_MODEL_GRAVITY) {
     rc = grn__rebuild(w);
   }
   if (rc == GRN_OK) {
@@ -441,7 +461,7 @@ int grn_world_create(const grn_world_def *def, grn_world **out, grn_error *err) 
   w->seed = def->seed;
   w->n_target = grn_world_def_grains(def);
   w->fill = def->fill;
-  if (w->fill == GRN_FILL_BED && w->impl != &grn__scene_pour) {
+  if (w->fill == GRN_FILL_BED && !w->impl->bed) {
     grn_world_destroy(w);
     return grn__fail(err, GRN_E_UNSUPPORTED, "fill", "scene '%s' has no packed-bed fill",
                      def->scene->name);
@@ -465,8 +485,8 @@ void grn_world_destroy(grn_world *w) {
 }
 
 /* ---- stepping ---------------------------------------------------------------------------- */
-static bool must_rebuild(const grn_world *w) {
-  return w->dirty || w->disp > 0.8 * (GRN_SKIN - grn__reach_gap(w));
+bool grn__must_rebuild(const grn_world *w) {
+  return w->dirty || w->disp > 0.8 * (w->skin - grn__reach_gap(w));
 }
 
 static void wake(grn_world *w) {
@@ -476,8 +496,13 @@ static void wake(grn_world *w) {
 
 int grn_world_step(grn_world *w, int steps) {
   for (int s = 0; s < steps; s++) {
-    if (!w->sleeping) {
-      if (must_rebuild(w)) {
+    if (w->impl->step) {
+      const int rc = w->impl->step(w);
+      if (rc != GRN_OK) {
+        return rc;
+      }
+    } else if (!w->sleeping) {
+      if (grn__must_rebuild(w)) {
         const int rc = grn__rebuild(w);
         if (rc != GRN_OK) {
           return rc;
@@ -568,14 +593,22 @@ int grn_world_set_param(grn_world *w, const char *name, double value, grn_error 
   if (id < 0) {
     return id;
   }
-  if (id == GRN_P_AMOUNT || id == GRN_P_QUALITY) {
+  if (id == GRN_P_AMOUNT || id == GRN_P_QUALITY || id == GRN_P_WIDTH || id == GRN_P_BODIES) {
     return grn__fail(err, GRN_E_UNSUPPORTED, name,
-                     "parameter '%s' sets the grain count: restart the scene to change it", name);
+                     "parameter '%s' sets the particle count: restart the scene to change it", name);
+  }
+  if (id == GRN_P_SPEED) {
+    return grn__fail(err, GRN_E_UNSUPPORTED, name,
+                     "parameter '%s' sets the initial orbit: restart the scene to change it", name);
   }
   const double gap_before = grn__reach_gap(w);
   w->param[id] = value;
   if (grn__reach_gap(w) != gap_before) {
     w->dirty = true; /* pairs must now be listed out to the liquid-bridge reach */
+  }
+  if (w->impl->derive) {
+    w->impl->derive(w);
+    w->acc_valid = false; /* forces of the old softening or opening angle */
   }
   if (id == GRN_P_SPOUT_X) {
     w->spout_x = value;

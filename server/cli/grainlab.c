@@ -118,7 +118,7 @@ static int cmd_scenes(void) {
     const grn_scene_info *sc = grn_scene_at(s);
     printf("%s{\"name\":", s ? "," : "");
     put_json_string(sc->name);
-    printf(",\"model\":\"granular\",\"description\":");
+    printf(",\"model\":\"%s\",\"description\":", grn_model_name(sc->model));
     put_json_string(sc->description);
     printf(",\"params\":[");
     for (int i = 0; i < sc->param_count; i++) {

@@ -18,7 +18,7 @@
 extern const char *const grainlab_migrations[];
 extern const int grainlab_migration_count;
 
-_Static_assert(GRN_MEASURE_COUNT == 13, "a new measurement needs a samples column (a migration)");
+_Static_assert(GRN_MEASURE_COUNT == 20, "a new measurement needs a samples column (a migration)");
 
 #define BATCH_MS 100 /* the writer commits at least this often while there is work */
 #define READERS 4    /* read connections shared by request threads */
@@ -294,8 +294,9 @@ static void *writer(void *arg) {
       {&w.event,
        "INSERT INTO events (run_id, steps, t, at, kind, detail) VALUES (?, ?, ?, ?, ?, ?)"},
       {&w.sample, "INSERT OR REPLACE INTO samples (run_id, steps, t, state, angle, top, cx, cz, "
-                  "over_max, flowing, alive, front, flow, mass_above, fill, beverloo) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+                  "over_max, flowing, alive, front, flow, mass_above, fill, beverloo, height, "
+                  "kinetic, potential, energy, energy_drift, angular_momentum, virial) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
       {&w.run_end, "UPDATE runs SET ended_at = ?, end_reason = ?, end_steps = ?, end_t = ?, "
                    "digest = ? WHERE id = ? AND ended_at IS NULL"},
       {&w.result, "INSERT OR REPLACE INTO run_results (run_id, name, value) VALUES (?, ?, ?)"},

@@ -20,7 +20,7 @@ extern "C" {
 
 #define GRN_ENGINE_VERSION "0.1.0"
 /* Bumped whenever a change alters trajectories or the saved-state layout. */
-#define GRN_ENGINE_STATE_VERSION 2u
+#define GRN_ENGINE_STATE_VERSION 3u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
 #define GRN_STATUS_TABLE(X)                                                                        \
@@ -56,7 +56,14 @@ typedef struct grn_error {
 } grn_error;
 
 /* ---- Models, scenes, parameters ------------------------------------------------------------ */
-typedef enum grn_model { GRN_MODEL_GRANULAR = 0 } grn_model;
+typedef enum grn_model {
+  GRN_MODEL_GRANULAR = 0, /* DEM grains (spec §1–§3) */
+  GRN_MODEL_FLUID,        /* SPH water (spec §4) */
+  GRN_MODEL_GRAVITY       /* softened N-body gravity (spec §4), units with G = 1 */
+} grn_model;
+
+/* "granular", "fluid" or "gravity"; "" for anything else. */
+GRN_API const char *grn_model_name(grn_model model);
 
 /* Every user parameter any scene takes; a scene lists the subset it accepts. */
 typedef enum grn_param_id {
@@ -71,6 +78,13 @@ typedef enum grn_param_id {
   GRN_P_RATE,      /* pour rate, grains per second */
   GRN_P_ASPECT,    /* slump: column height / length */
   GRN_P_TILT_RATE, /* tilt: degrees per second when a tilt action gives none */
+  GRN_P_WIDTH,     /* dambreak: water column width a, m (height 2a) */
+  GRN_P_VISC,      /* SPH dynamic viscosity, Pa·s */
+  GRN_P_EPS,       /* N-body softening length */
+  GRN_P_THETA,     /* Barnes–Hut opening angle; 0 sums every pair directly */
+  GRN_P_BODIES,    /* N-body: number of bodies */
+  GRN_P_SPEED,     /* orbit: initial speed as a multiple of the circular speed */
+  GRN_P_VCAP,      /* N-body speed cap; 0: none */
   GRN_PARAM_COUNT
 } grn_param_id;
 
@@ -98,6 +112,13 @@ typedef enum grn_measure_key {
   GRN_M_MASS_ABOVE, /* silo: grain mass above the plate, kg */
   GRN_M_FILL,       /* silo: mean surface height above the plate inside 0.8·R, m */
   GRN_M_BEVERLOO,   /* silo: Beverloo prediction for the hole, kg/s */
+  GRN_M_HEIGHT,     /* dambreak: water height at the left wall, m */
+  GRN_M_KINETIC,    /* total kinetic energy (J; N-body: model units) */
+  GRN_M_POTENTIAL,  /* gravitational potential energy (fluid: m·g·y above the floor) */
+  GRN_M_ENERGY,     /* kinetic + potential */
+  GRN_M_ENERGY_DRIFT,     /* (E − E(0)) / |E(0)| */
+  GRN_M_ANGULAR_MOMENTUM, /* |Σ m r × v| about the origin */
+  GRN_M_VIRIAL,           /* 2K / |W| */
   GRN_MEASURE_COUNT
 } grn_measure_key;
 

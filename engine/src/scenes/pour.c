@@ -148,7 +148,12 @@ static int pour_act(grn_world *w, const grn_action *a, grn_error *err) {
   }
 }
 
-const grn_scene_impl grn__scene_pour = {pour_setup, pour_script, pour_measure, pour_act, 0.02};
+const grn_scene_impl grn__scene_pour = {.setup = pour_setup,
+                                        .script = pour_script,
+                                        .measure = pour_measure,
+                                        .act = pour_act,
+                                        .calm = 0.02,
+                                        .bed = grn__setup_bed};
 
 /* Packed bed: a square box of side 4·sc packed from the lattice, the benchmark's workload. */
 int grn__setup_bed(grn_world *w) {

@@ -146,4 +146,5 @@ static int silo_act(grn_world *w, const grn_action *a, grn_error *err) {
   }
 }
 
-const grn_scene_impl grn__scene_silo = {silo_setup, silo_script, silo_measure, silo_act, 0.02};
+const grn_scene_impl grn__scene_silo = {
+    .setup = silo_setup, .script = silo_script, .measure = silo_measure, .act = silo_act, .calm = 0.02};

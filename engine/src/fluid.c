@@ -1,0 +1,396 @@
+/* SPH water (spec §4, references 002 and 004): Müller–Charypar–Gross kernels, p = k(ρ − ρ0),
+ * symmetrised pressure and viscosity, a density pass strictly before the force pass, penalty walls
+ * and semi-implicit Euler, on the granular engine's particle store, pair list and gather layout. */
+#include "internal.h"
+
+#include <string.h>
+
+#define RHO0 1000.0       /* water, kg/m³ */
+#define MACH 0.1          /* flow speed over sound speed: density varies by about MACH² = 1 % */
+#define CFL 0.4           /* sound crosses at most 0.4 kernel radii per sub-step */
+#define SETTLE_DRAG 0.995 /* velocity kept per sub-step while the water settles */
+#define BED_SPACING 0.025 /* m: the benchmark's water block */
+
+/* Kernel radius, mass, stiffness, wall springs and sub-steps from the spacing s and the height
+ * water can fall (sph_s and sph_fall, set by the scene first):
+ *  - h = 2 s gives about 33 neighbours on the starting lattice;
+ *  - the mass makes a particle inside the starting cubic lattice exactly ρ0;
+ *  - k = c² with c = v / MACH, v the free-fall speed (weakly compressible water);
+ *  - walls stiff enough that the deepest layer sinks at most s/4 under the column's weight and a
+ *    particle arriving at v stops within s/2; damped at half the critical rate;
+ *  - the sub-step is the least of CFL·h/c, the viscous limit h²/(8ν) and a tenth of the wall's
+ *    period, so the whole step is fixed by the scene's parameters (and reproducible). */
+void grn__sph_derive(grn_world *w) {
+  const double s = w->sph_s, h = 2.0 * s, fall = w->sph_fall;
+  w->sph_h = h;
+  w->skin = 0.25 * h;
+  w->cell_rmin = 0.0;
+  double sum = 0.0;
+  const double h2 = h * h;
+  for (int a = -2; a <= 2; a++) {
+    for (int b = -2; b <= 2; b++) {
+      for (int c = -2; c <= 2; c++) {
+        const double r2 = (a * a + b * b + c * c) * s * s;
+        if (r2 < h2) {
+          sum += (h2 - r2) * (h2 - r2) * (h2 - r2);
+        }
+      }
+    }
+  }
+  w->sph_m = RHO0 / (315.0 / (64.0 * GRN_PI * pow(h, 9.0)) * sum);
+  const double v = sqrt(2.0 * GRN_G * fall), c = v / MACH;
+  w->sph_k = c * c;
+  const double k_load = 4.0 * GRN_G * fall / (s * s), k_hit = (v / (0.5 * s)) * (v / (0.5 * s));
+  w->wall_k = k_load > k_hit ? k_load : k_hit;
+  const double omega = sqrt(w->wall_k);
+  w->wall_c = omega;
+  const double nu = w->param[GRN_P_VISC] / RHO0;
+  double dt = CFL * h / c;
+  if (nu > 0.0 && 0.125 * h * h / nu < dt) {
+    dt = 0.125 * h * h / nu;
+  }
+  if (0.2 / omega < dt) {
+    dt = 0.2 / omega;
+  }
+  const int sub = (int)ceil(GRN_H / dt - 1e-9);
+  w->substeps = sub < 1 ? 1 : sub;
+}
+
+/* A water particle: radius h/2, so the pair list (reach r_a + r_b + skin) holds every pair
+ * closer than h; the drawn sphere is that radius too. */
+int grn__sph_add(grn_world *w, double x, double y, double z) {
+  const grn_vec3 v0 = {0.0, 0.0, 0.0};
+  const int rc = grn__add_grain(w, x, y, z, 0.5 * w->sph_h, v0);
+  if (rc == GRN_OK) {
+    w->inv_m[w->n - 1] = 1.0 / w->sph_m;
+  }
+  return rc;
+}
+
+int grn__model_arrays(grn_world *w) {
+  if (w->n > w->xcap) {
+    const int nc = w->n + w->n / 4 + 16;
+    grn_vec3 *acc = grn__alloc(w, sizeof(grn_vec3) * (size_t)nc);
+    double *rho = grn__alloc(w, sizeof(double) * (size_t)nc);
+    double *prs = grn__alloc(w, sizeof(double) * (size_t)nc);
+    if (!acc || !rho || !prs) {
+      grn__free(w, acc, sizeof(grn_vec3) * (size_t)nc);
+      grn__free(w, rho, sizeof(double) * (size_t)nc);
+      grn__free(w, prs, sizeof(double) * (size_t)nc);
+      return GRN_E_NOMEM;
+    }
+    grn__free(w, w->acc, sizeof(grn_vec3) * (size_t)w->xcap);
+    grn__free(w, w->rho, sizeof(double) * (size_t)w->xcap);
+    grn__free(w, w->prs, sizeof(double) * (size_t)w->xcap);
+    w->acc = acc;
+    w->rho = rho;
+    w->prs = prs;
+    w->xcap = nc;
+  }
+  /* SPH: 3 per listed pair; N-body: 4 planes of n for the direct sum */
+  const int rows = w->scene->model == GRN_MODEL_GRAVITY ? (4 * w->n + 2) / 3 : w->m;
+  if (rows > w->ptcap) {
+    const int nc = rows + rows / 4 + 64;
+    double *t = grn__alloc(w, 3 * sizeof(double) * (size_t)nc);
+    if (!t) {
+      return GRN_E_NOMEM;
+    }
+    grn__free(w, w->ptab, 3 * sizeof(double) * (size_t)w->ptcap);
+    w->ptab = t;
+    w->ptcap = nc;
+  }
+  return GRN_OK;
+}
+
+/* Density pass: poly6 of every listed pair into the table, then each particle gathers its own
+ * rows (owned, then referenced, in pair order) so the sum never depends on the thread count. */
+static void density_pass(grn_world *w) {
+  const int nl = w->nl, n = w->n, nthreads = w->threads;
+  const double h2 = w->sph_h * w->sph_h;
+  const double coef = w->sph_m * 315.0 / (64.0 * GRN_PI * pow(w->sph_h, 9.0));
+  (void)nthreads;
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+  for (int a = 0; a < nl; a++) {
+    const grn_vec3 pa = w->pos[a];
+    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+      const grn_vec3 pb = w->pos[w->pb[p]];
+      const double dx = pa.x - pb.x, dy = pa.y - pb.y, dz = pa.z - pb.z;
+      const double r2 = dx * dx + dy * dy + dz * dz, x = h2 - r2;
+      w->ptab[3 * (size_t)p] = x > 0.0 ? x * x * x : 0.0;
+    }
+  }
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+  for (int i = 0; i < n; i++) {
+    double sum = h2 * h2 * h2; /* the particle's own share */
+    if (i < nl) {
+      for (int p = w->pstart[i]; p < w->pstart[i + 1]; p++) {
+        sum += w->ptab[3 * (size_t)p];
+      }
+      for (int q = w->rstart[i]; q < w->rstart[i + 1]; q++) {
+        sum += w->ptab[3 * (size_t)w->rref[q]];
+      }
+    }
+    w->rho[i] = coef * sum;
+    /* p = k(ρ − ρ0), cut at zero: the summed density of a particle at the free surface or a wall
+     * lacks the neighbours it would have inside, and with the stiff k of weakly compressible
+     * water its negative pressure would pull the surface inward at 10⁴ m/s² */
+    const double p = w->sph_k * (w->rho[i] - RHO0);
+    w->prs[i] = p > 0.0 ? p : 0.0;
+  }
+}
+
+/* Penalty walls (reference 004): a spring on the part of the particle's radius s/2 that has
+ * crossed a wall, damped, never pulling. */
+static inline double wall(double pen, double vn, double k, double c) {
+  if (pen <= 0.0) {
+    return 0.0;
+  }
+  const double f = k * pen - c * vn;
+  return f > 0.0 ? f : 0.0;
+}
+
+/* Force pass, after the density pass has finished for every particle: the pair's acceleration on
+ * its owner a, m/(ρa ρb)·[(pa + pb)/2 · |∇W_spiky| (xa − xb)/r + μ ∇²W_visc (vb − va)]; the
+ * partner gets its negative, so the pair's momentum balances to the bit. */
+static void force_pass(grn_world *w) {
+  const int nl = w->nl, n = w->n, nthreads = w->threads;
+  const double h = w->sph_h, h2 = h * h, m = w->sph_m, mu = w->param[GRN_P_VISC];
+  const double kern = 45.0 / (GRN_PI * pow(h, 6.0)); /* spiky gradient and viscosity Laplacian */
+  (void)nthreads;
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+  for (int a = 0; a < nl; a++) {
+    const grn_vec3 pa = w->pos[a], va = w->vel[a];
+    const double ra = w->rho[a], qa = w->prs[a];
+    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+      const int b = w->pb[p];
+      const double dx = pa.x - w->pos[b].x, dy = pa.y - w->pos[b].y, dz = pa.z - w->pos[b].z;
+      const double r2 = dx * dx + dy * dy + dz * dz;
+      double *t = &w->ptab[3 * (size_t)p];
+      if (r2 >= h2 || r2 < 1e-24) {
+        t[0] = t[1] = t[2] = 0.0; /* coincident particles push nowhere in particular */
+        continue;
+      }
+      const double r = sqrt(r2), x = h - r, inv = m / (ra * w->rho[b]);
+      const double fp = 0.5 * (qa + w->prs[b]) * inv * kern * x * x / r;
+      const double fv = mu * inv * kern * x;
+      t[0] = fp * dx + fv * (w->vel[b].x - va.x);
+      t[1] = fp * dy + fv * (w->vel[b].y - va.y);
+      t[2] = fp * dz + fv * (w->vel[b].z - va.z);
+    }
+  }
+  const grn_geom *g = &w->geom;
+  const double rp = 0.5 * w->sph_s, kw = w->wall_k, cw = w->wall_c;
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+  for (int i = 0; i < n; i++) {
+    grn_vec3 acc = w->gravity;
+    if (i < nl) {
+      for (int p = w->pstart[i]; p < w->pstart[i + 1]; p++) {
+        const double *t = &w->ptab[3 * (size_t)p];
+        acc.x += t[0];
+        acc.y += t[1];
+        acc.z += t[2];
+      }
+      for (int q = w->rstart[i]; q < w->rstart[i + 1]; q++) {
+        const double *t = &w->ptab[3 * (size_t)w->rref[q]];
+        acc.x -= t[0];
+        acc.y -= t[1];
+        acc.z -= t[2];
+      }
+    }
+    const grn_vec3 p = w->pos[i], v = w->vel[i];
+    if (isfinite(g->floor_y)) {
+      acc.y += wall(rp - (p.y - g->floor_y), v.y, kw, cw);
+    }
+    if (g->box) {
+      acc.x += wall(rp - (p.x - g->xmin), v.x, kw, cw);
+      acc.x -= wall(rp - (g->xmax - p.x), -v.x, kw, cw);
+      acc.z += wall(rp - (p.z - g->zmin), v.z, kw, cw);
+      acc.z -= wall(rp - (g->zmax - p.z), -v.z, kw, cw);
+    }
+    w->acc[i] = acc;
+  }
+}
+
+/* Semi-implicit Euler (symplectic): v += a·dt, then x += v·dt. A particle whose state is no
+ * longer finite is removed, as grains are. */
+static void integrate(grn_world *w, double dt, bool settling) {
+  const int n = w->n, nthreads = w->threads;
+  double vmax2 = 0.0;
+  (void)nthreads;
+#pragma omp parallel for schedule(static) num_threads(nthreads) reduction(max : vmax2)
+  for (int i = 0; i < n; i++) {
+    grn_vec3 v = w->vel[i];
+    v.x += w->acc[i].x * dt;
+    v.y += w->acc[i].y * dt;
+    v.z += w->acc[i].z * dt;
+    if (settling) {
+      v.x *= SETTLE_DRAG;
+      v.y *= SETTLE_DRAG;
+      v.z *= SETTLE_DRAG;
+    }
+    w->vel[i] = v;
+    w->pos[i].x += v.x * dt;
+    w->pos[i].y += v.y * dt;
+    w->pos[i].z += v.z * dt;
+    const double v2 = v.x * v.x + v.y * v.y + v.z * v.z;
+    vmax2 = v2 > vmax2 ? v2 : vmax2;
+  }
+  for (int i = 0; i < n; i++) {
+    const grn_vec3 p = w->pos[i], v = w->vel[i];
+    if ((w->flags[i] & GRN_F_ALIVE) && !isfinite(p.x + p.y + p.z + v.x + v.y + v.z)) {
+      grn__kill(w, i);
+    }
+  }
+  w->vmax = isfinite(vmax2) ? sqrt(vmax2) : 0.0;
+  w->disp += w->vmax * dt;
+}
+
+/* The density of the current positions, for measurements taken before the first step. */
+static int refresh_density(grn_world *w) {
+  if (w->acc_valid) {
+    return GRN_OK;
+  }
+  if (grn__must_rebuild(w)) {
+    const int rc = grn__rebuild(w);
+    if (rc != GRN_OK) {
+      return rc;
+    }
+  }
+  const int rc = grn__model_arrays(w);
+  if (rc != GRN_OK) {
+    return rc;
+  }
+  density_pass(w);
+  w->acc_valid = true;
+  return GRN_OK;
+}
+
+int grn__sph_step(grn_world *w) {
+  const double dt = GRN_H / w->substeps;
+  const bool settling = w->t < w->settle;
+  for (int k = 0; k < w->substeps; k++) {
+    if (grn__must_rebuild(w)) {
+      const int rc = grn__rebuild(w);
+      if (rc != GRN_OK) {
+        return rc;
+      }
+    }
+    const int rc = grn__model_arrays(w);
+    if (rc != GRN_OK) {
+      return rc;
+    }
+    density_pass(w);
+    force_pass(w);
+    integrate(w, dt, settling);
+  }
+  w->acc_valid = false; /* rho belongs to the positions before the last drift */
+  return GRN_OK;
+}
+
+void grn__sph_energy(const grn_world *w, double *kinetic, double *potential) {
+  double k = 0.0, u = 0.0;
+  const double y0 = isfinite(w->geom.floor_y) ? w->geom.floor_y : 0.0;
+  for (int i = 0; i < w->n; i++) {
+    if (w->flags[i] & GRN_F_ALIVE) {
+      const grn_vec3 v = w->vel[i];
+      const double m = 1.0 / w->inv_m[i];
+      k += 0.5 * m * (v.x * v.x + v.y * v.y + v.z * v.z);
+      u += m * GRN_G * (w->pos[i].y - y0);
+    }
+  }
+  *kinetic = k;
+  *potential = u;
+}
+
+/* Water measurements: energies; the front (furthest x reached by water that is not spray:
+ * particles at half the rest density or more), the height at the left wall and the top. */
+void grn__sph_measure(grn_world *w) {
+  if (refresh_density(w) != GRN_OK) {
+    return; /* out of memory: the last sample stands */
+  }
+  double k, u;
+  grn__sph_energy(w, &k, &u);
+  const double rp = 0.5 * w->sph_s, wall_band = w->geom.xmin + 2.0 * w->sph_s;
+  double front = -INFINITY, height = w->geom.floor_y, top = w->geom.floor_y;
+  for (int i = 0; i < w->n; i++) {
+    if (!(w->flags[i] & GRN_F_ALIVE) || w->rho[i] < 0.5 * RHO0) {
+      continue;
+    }
+    const grn_vec3 p = w->pos[i];
+    front = p.x + rp > front ? p.x + rp : front;
+    top = p.y + rp > top ? p.y + rp : top;
+    if (p.x < wall_band && p.y + rp > height) {
+      height = p.y + rp;
+    }
+  }
+  if (w->geom.box && front > w->geom.xmax) {
+    front = w->geom.xmax; /* a particle pressed into the far wall is at the wall */
+  }
+  double *v = w->meas.value;
+  v[GRN_M_T] = w->t;
+  v[GRN_M_ALIVE] = w->alive;
+  v[GRN_M_KINETIC] = k;
+  v[GRN_M_POTENTIAL] = u;
+  v[GRN_M_ENERGY] = k + u;
+  v[GRN_M_FRONT] = isfinite(front) ? front - w->geom.xmin : NAN;
+  v[GRN_M_HEIGHT] = height - w->geom.floor_y;
+  v[GRN_M_TOP] = top - w->geom.floor_y;
+  w->meas.state = w->t < w->settle ? GRN_STATE_SETTLING : GRN_STATE_RUNNING;
+}
+
+/* ---- the benchmark's block of water at rest ------------------------------------------------- */
+static void bed_dims(int n, int *nxz, int *ny) {
+  int a = (int)lround(cbrt(n / 2.0));
+  a = a < 2 ? 2 : a;
+  *nxz = a;
+  *ny = (n + a * a - 1) / (a * a);
+}
+
+/* The height the bed's water can fall: its depth. */
+double grn__sph_bed_depth(int n) {
+  int nxz, ny;
+  bed_dims(n, &nxz, &ny);
+  return ny * BED_SPACING;
+}
+
+double grn__sph_bed_spacing(void) {
+  return BED_SPACING;
+}
+
+/* n particles on a cubic lattice filling a square tank twice as deep as wide, last layer
+ * partial; drag settles it for 1 s plus 2 s per metre of depth. */
+int grn__sph_bed(grn_world *w) {
+  const int n = w->n_target;
+  int nxz, ny;
+  bed_dims(n, &nxz, &ny);
+  const double s = w->sph_s;
+  grn_geom *g = &w->geom;
+  g->floor_y = 0.0;
+  g->box = true;
+  g->xmin = g->zmin = 0.0;
+  g->xmax = g->zmax = nxz * s;
+  g->fx0 = g->fz0 = 0.0;
+  g->fx1 = g->fz1 = nxz * s;
+  if (grn__reserve_grains(w, n) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  for (int q = 0; q < n; q++) {
+    const int layer = q / (nxz * nxz), r = q % (nxz * nxz);
+    if (grn__sph_add(w, (r % nxz + 0.5) * s, (layer + 0.5) * s, (r / nxz + 0.5) * s) != GRN_OK) {
+      return GRN_E_NOMEM;
+    }
+  }
+  w->settle = 1.0 + 2.0 * ny * s;
+  return GRN_OK;
+}
+
+void grn__models_free(grn_world *w) {
+  grn__free(w, w->acc, sizeof(grn_vec3) * (size_t)w->xcap);
+  grn__free(w, w->rho, sizeof(double) * (size_t)w->xcap);
+  grn__free(w, w->prs, sizeof(double) * (size_t)w->xcap);
+  grn__free(w, w->ptab, 3 * sizeof(double) * (size_t)w->ptcap);
+  w->acc = NULL;
+  w->rho = w->prs = w->ptab = NULL;
+  w->xcap = w->ptcap = 0;
+  grn__nbody_free(w);
+}

@@ -1,0 +1,460 @@
+/* Softened N-body gravity (spec §4, reference 003) in units with G = 1: kick-drift-kick leapfrog
+ * with an optional speed cap, forces by direct summation or by a Barnes–Hut octree. Every body's
+ * force is summed in a fixed order by one thread, so results never depend on the thread count. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DIRECT_MAX 2048 /* bodies up to which direct summation beats the tree (bench/README.md) */
+#define LEAF 8          /* bodies a leaf may hold */
+#define KEY_BITS 21     /* per axis: 63-bit Morton keys */
+
+typedef struct grn_bh_node {
+  double cx, cy, cz, m; /* centre of mass and mass */
+  double crit2;         /* opened when the squared distance to the centre of mass is below this */
+  int next;             /* the node after this one's subtree (depth-first order) */
+  int first, count;     /* leaves: their bodies in key order */
+} grn_bh_node;
+
+typedef struct grn_bh_key {
+  uint64_t key;
+  int32_t idx;
+} grn_bh_key;
+
+void grn__nbody_derive(grn_world *w) {
+  w->bh_theta = w->param[GRN_P_THETA]; /* 0 for scenes without a tree */
+}
+
+void grn__nbody_free(grn_world *w) {
+  grn__free(w, w->nodes, sizeof(grn_bh_node) * (size_t)w->nodecap);
+  grn__free(w, w->keys, sizeof(grn_bh_key) * (size_t)w->keycap);
+  w->nodes = NULL;
+  w->keys = NULL;
+  w->nodecap = w->keycap = w->nnode = 0;
+  w->tree_valid = false;
+}
+
+int grn__nbody_add(grn_world *w, double m, double x, double y, double z, grn_vec3 v) {
+  /* drawn size only: about a third of the mean spacing of n bodies in a unit sphere, 0.1 at most */
+  const double r = fmin(0.1, 0.4 * cbrt(1.0 / (w->n_target > 1 ? w->n_target : 1)));
+  const int rc = grn__add_grain(w, x, y, z, r, v);
+  if (rc == GRN_OK) {
+    w->inv_m[w->n - 1] = 1.0 / m;
+  }
+  return rc;
+}
+
+static bool use_tree(const grn_world *w) {
+  return w->bh_theta > 0.0 && w->alive > DIRECT_MAX;
+}
+
+/* ---- Barnes–Hut tree --------------------------------------------------------------------------- */
+static uint64_t spread3(uint64_t v) { /* 21 bits to every third of 63 */
+  v &= 0x1fffffull;
+  v = (v | v << 32) & 0x1f00000000ffffull;
+  v = (v | v << 16) & 0x1f0000ff0000ffull;
+  v = (v | v << 8) & 0x100f00f00f00f00full;
+  v = (v | v << 4) & 0x10c30c30c30c30c3ull;
+  v = (v | v << 2) & 0x1249249249249249ull;
+  return v;
+}
+
+static int key_cmp(const void *a, const void *b) {
+  const grn_bh_key *p = a, *q = b;
+  if (p->key != q->key) {
+    return p->key < q->key ? -1 : 1;
+  }
+  return (p->idx > q->idx) - (p->idx < q->idx);
+}
+
+typedef struct build_ctx {
+  grn_world *w;
+  int nkey;
+  bool nomem;
+} build_ctx;
+
+/* Node over keys[lo, hi) in the cube of centre c and half side half, depth-first. */
+static int build(build_ctx *b, int lo, int hi, int depth, const double c[3], double half) {
+  grn_world *w = b->w;
+  if (w->nnode >= w->nodecap &&
+      grn__grow(w, (void **)&w->nodes, sizeof(grn_bh_node), &w->nodecap, w->nnode + 1) != GRN_OK) {
+    b->nomem = true;
+    return -1;
+  }
+  const int k = w->nnode++;
+  double m = 0.0, sx = 0.0, sy = 0.0, sz = 0.0;
+  if (hi - lo <= LEAF || depth == KEY_BITS) {
+    for (int q = lo; q < hi; q++) {
+      const int i = w->keys[q].idx;
+      const double mi = w->rho[i];
+      m += mi;
+      sx += mi * w->pos[i].x;
+      sy += mi * w->pos[i].y;
+      sz += mi * w->pos[i].z;
+    }
+    w->nodes[k].first = lo;
+    w->nodes[k].count = hi - lo;
+  } else {
+    const int shift = 3 * (KEY_BITS - 1 - depth);
+    int q = lo;
+    for (int oct = 0; oct < 8; oct++) {
+      const int start = q;
+      while (q < hi && (int)((w->keys[q].key >> shift) & 7u) == oct) {
+        q++;
+      }
+      if (q == start) {
+        continue;
+      }
+      const double h2 = 0.5 * half;
+      const double cc[3] = {c[0] + ((oct & 1) ? h2 : -h2), c[1] + ((oct & 2) ? h2 : -h2),
+                            c[2] + ((oct & 4) ? h2 : -h2)};
+      const int child = build(b, start, q, depth + 1, cc, h2);
+      if (child < 0) {
+        return -1;
+      }
+      const grn_bh_node *ch = &w->nodes[child];
+      m += ch->m;
+      sx += ch->m * ch->cx;
+      sy += ch->m * ch->cy;
+      sz += ch->m * ch->cz;
+    }
+    w->nodes[k].first = 0;
+    w->nodes[k].count = -1; /* internal */
+  }
+  grn_bh_node *nd = &w->nodes[k];
+  nd->m = m;
+  nd->cx = m > 0.0 ? sx / m : c[0];
+  nd->cy = m > 0.0 ? sy / m : c[1];
+  nd->cz = m > 0.0 ? sz / m : c[2];
+  /* Barnes' rule with the offset of the centre of mass: open unless d > s/θ + δ, which keeps the
+   * error bounded when the mass sits in a corner of a big cell */
+  const double dx = nd->cx - c[0], dy = nd->cy - c[1], dz = nd->cz - c[2];
+  const double crit = 2.0 * half / w->bh_theta + sqrt(dx * dx + dy * dy + dz * dz);
+  nd->crit2 = crit * crit;
+  nd->next = w->nnode;
+  return k;
+}
+
+static int build_tree(grn_world *w) {
+  if (w->n > w->keycap) {
+    grn__free(w, w->keys, sizeof(grn_bh_key) * (size_t)w->keycap);
+    w->keycap = 0;
+    w->keys = grn__alloc(w, sizeof(grn_bh_key) * (size_t)w->n);
+    if (!w->keys) {
+      return GRN_E_NOMEM;
+    }
+    w->keycap = w->n;
+  }
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (int i = 0; i < w->n; i++) {
+    if (w->flags[i] & GRN_F_ALIVE) {
+      const double p[3] = {w->pos[i].x, w->pos[i].y, w->pos[i].z};
+      for (int a = 0; a < 3; a++) {
+        lo[a] = p[a] < lo[a] ? p[a] : lo[a];
+        hi[a] = p[a] > hi[a] ? p[a] : hi[a];
+      }
+    }
+  }
+  double half = 0.0, c[3];
+  for (int a = 0; a < 3; a++) {
+    c[a] = 0.5 * (lo[a] + hi[a]);
+    half = 0.5 * (hi[a] - lo[a]) > half ? 0.5 * (hi[a] - lo[a]) : half;
+  }
+  half = half * (1.0 + 1e-9) + 1e-12;
+  const double scale = (double)(1u << KEY_BITS) / (2.0 * half);
+  int nk = 0;
+  for (int i = 0; i < w->n; i++) {
+    if (w->flags[i] & GRN_F_ALIVE) {
+      uint64_t q[3];
+      const double p[3] = {w->pos[i].x, w->pos[i].y, w->pos[i].z};
+      for (int a = 0; a < 3; a++) {
+        const double f = floor((p[a] - (c[a] - half)) * scale);
+        q[a] = f < 0.0 ? 0u : f > (double)((1u << KEY_BITS) - 1) ? (1u << KEY_BITS) - 1 : (uint64_t)f;
+      }
+      w->keys[nk].key = spread3(q[0]) | spread3(q[1]) << 1 | spread3(q[2]) << 2;
+      w->keys[nk].idx = i;
+      nk++;
+    }
+  }
+  qsort(w->keys, (size_t)nk, sizeof(grn_bh_key), key_cmp);
+  w->nnode = 0;
+  build_ctx b = {w, nk, false};
+  build(&b, 0, nk, 0, c, half);
+  if (b.nomem) {
+    return GRN_E_NOMEM;
+  }
+  w->tree_valid = true;
+  return GRN_OK;
+}
+
+/* Softened acceleration and potential (per unit mass) at body i from the tree. */
+static void tree_walk(const grn_world *w, int i, grn_vec3 *acc, double *phi) {
+  const grn_vec3 p = w->pos[i];
+  const double e2 = w->param[GRN_P_EPS] * w->param[GRN_P_EPS];
+  double ax = 0.0, ay = 0.0, az = 0.0, ph = 0.0;
+  int k = 0;
+  while (k < w->nnode) {
+    const grn_bh_node *nd = &w->nodes[k];
+    if (nd->count >= 0) {
+      for (int q = nd->first; q < nd->first + nd->count; q++) {
+        const int j = w->keys[q].idx;
+        if (j == i) {
+          continue;
+        }
+        const double dx = w->pos[j].x - p.x, dy = w->pos[j].y - p.y, dz = w->pos[j].z - p.z;
+        const double r2 = dx * dx + dy * dy + dz * dz + e2;
+        if (r2 > 0.0) {
+          const double ir = 1.0 / sqrt(r2), f = w->rho[j] * ir * ir * ir;
+          ax += f * dx;
+          ay += f * dy;
+          az += f * dz;
+          ph -= w->rho[j] * ir;
+        }
+      }
+      k = nd->next;
+      continue;
+    }
+    const double dx = nd->cx - p.x, dy = nd->cy - p.y, dz = nd->cz - p.z;
+    const double d2 = dx * dx + dy * dy + dz * dz;
+    if (d2 > nd->crit2) {
+      const double r2 = d2 + e2, ir = 1.0 / sqrt(r2), f = nd->m * ir * ir * ir;
+      ax += f * dx;
+      ay += f * dy;
+      az += f * dz;
+      ph -= nd->m * ir;
+      k = nd->next;
+    } else {
+      k++;
+    }
+  }
+  *acc = (grn_vec3){ax, ay, az};
+  *phi = ph;
+}
+
+/* Direct sum over every other body, in index order, from the structure-of-arrays copy (x, y, z,
+ * m planes; a removed body has mass 0). The simd reduction splits the sum into a fixed number of
+ * lanes set at compile time, so the order is still the same on every run and thread count. */
+static void direct(const grn_world *w, const double *soa, int i, grn_vec3 *acc) {
+  const int n = w->n;
+  const double *x = soa, *y = soa + n, *z = soa + 2 * (size_t)n, *m = soa + 3 * (size_t)n;
+  const double e2 = w->param[GRN_P_EPS] * w->param[GRN_P_EPS], px = x[i], py = y[i], pz = z[i];
+  double ax = 0.0, ay = 0.0, az = 0.0;
+  for (int half = 0; half < 2; half++) { /* j < i, then j > i: no test for i inside the loop */
+    const int j0 = half ? i + 1 : 0, j1 = half ? n : i;
+#pragma omp simd reduction(+ : ax, ay, az)
+    for (int j = j0; j < j1; j++) {
+      const double dx = x[j] - px, dy = y[j] - py, dz = z[j] - pz;
+      const double r2 = dx * dx + dy * dy + dz * dz + e2;
+      /* two bodies on one point without softening pull nowhere; selects, not branches, so the
+       * loop vectorises (a guarded division would be a possible trap to the compiler) */
+      const bool apart = r2 > 0.0;
+      const double ir = 1.0 / sqrt(apart ? r2 : 1.0), f = (apart ? m[j] : 0.0) * ir * ir * ir;
+      ax += f * dx;
+      ay += f * dy;
+      az += f * dz;
+    }
+  }
+  *acc = (grn_vec3){ax, ay, az};
+}
+
+/* Accelerations at the current positions (rho holds each body's mass). */
+int grn__nbody_forces(grn_world *w) {
+  int rc = grn__model_arrays(w);
+  if (rc != GRN_OK) {
+    return rc;
+  }
+  for (int i = 0; i < w->n; i++) {
+    w->rho[i] = 1.0 / w->inv_m[i];
+  }
+  const int n = w->n, nthreads = w->threads;
+  (void)nthreads;
+  w->tree_valid = false;
+  if (use_tree(w)) {
+    rc = build_tree(w);
+    if (rc != GRN_OK) {
+      return rc;
+    }
+#pragma omp parallel for schedule(dynamic, 64) num_threads(nthreads)
+    for (int i = 0; i < n; i++) {
+      double phi;
+      if (w->flags[i] & GRN_F_ALIVE) {
+        tree_walk(w, i, &w->acc[i], &phi);
+      }
+    }
+  } else {
+    double *soa = w->ptab; /* 4 planes of n: grn__model_arrays sized it for gravity */
+    for (int i = 0; i < n; i++) {
+      const bool alive = (w->flags[i] & GRN_F_ALIVE) != 0;
+      soa[i] = w->pos[i].x;
+      soa[n + i] = w->pos[i].y;
+      soa[2 * (size_t)n + i] = w->pos[i].z;
+      soa[3 * (size_t)n + i] = alive ? w->rho[i] : 0.0;
+    }
+#pragma omp parallel for schedule(dynamic, 64) num_threads(nthreads)
+    for (int i = 0; i < n; i++) {
+      if (w->flags[i] & GRN_F_ALIVE) {
+        direct(w, soa, i, &w->acc[i]);
+      }
+    }
+  }
+  w->acc_valid = true;
+  return GRN_OK;
+}
+
+static void kick(grn_world *w, double dt) {
+  const double cap = w->param[GRN_P_VCAP];
+  for (int i = 0; i < w->n; i++) {
+    grn_vec3 v = w->vel[i];
+    v.x += w->acc[i].x * dt;
+    v.y += w->acc[i].y * dt;
+    v.z += w->acc[i].z * dt;
+    const double sp = sqrt(v.x * v.x + v.y * v.y + v.z * v.z);
+    if (cap > 0.0 && sp > cap) { /* reference 003: keep the direction, shorten to the cap */
+      v.x *= cap / sp;
+      v.y *= cap / sp;
+      v.z *= cap / sp;
+    }
+    w->vel[i] = v;
+  }
+}
+
+/* Kick-drift-kick leapfrog: half kick with the forces of the current positions, drift, forces at
+ * the new positions, half kick. The forces carry over to the next step's first kick. */
+int grn__nbody_step(grn_world *w) {
+  int rc = w->acc_valid ? GRN_OK : grn__nbody_forces(w);
+  if (rc != GRN_OK) {
+    return rc;
+  }
+  kick(w, 0.5 * GRN_H);
+  for (int i = 0; i < w->n; i++) {
+    w->pos[i].x += w->vel[i].x * GRN_H;
+    w->pos[i].y += w->vel[i].y * GRN_H;
+    w->pos[i].z += w->vel[i].z * GRN_H;
+  }
+  w->acc_valid = false;
+  rc = grn__nbody_forces(w);
+  if (rc != GRN_OK) {
+    return rc;
+  }
+  kick(w, 0.5 * GRN_H);
+  double vmax2 = 0.0;
+  for (int i = 0; i < w->n; i++) {
+    const grn_vec3 p = w->pos[i], v = w->vel[i];
+    if (!(w->flags[i] & GRN_F_ALIVE)) {
+      continue;
+    }
+    if (!isfinite(p.x + p.y + p.z + v.x + v.y + v.z)) {
+      grn__kill(w, i);
+      w->acc_valid = false; /* the others felt it */
+      continue;
+    }
+    const double v2 = v.x * v.x + v.y * v.y + v.z * v.z;
+    vmax2 = v2 > vmax2 ? v2 : vmax2;
+  }
+  w->vmax = sqrt(vmax2);
+  return GRN_OK;
+}
+
+/* Energies, angular momentum and the virial ratio; the potential with the same softening (and,
+ * above DIRECT_MAX bodies, the same tree) as the forces. */
+void grn__nbody_measure(grn_world *w) {
+  if (!w->acc_valid && grn__nbody_forces(w) != GRN_OK) {
+    return; /* out of memory: the last sample stands */
+  }
+  const double e2 = w->param[GRN_P_EPS] * w->param[GRN_P_EPS];
+  double kin = 0.0, pot = 0.0, lx = 0.0, ly = 0.0, lz = 0.0;
+  for (int i = 0; i < w->n; i++) {
+    if (!(w->flags[i] & GRN_F_ALIVE)) {
+      continue;
+    }
+    const grn_vec3 p = w->pos[i], v = w->vel[i];
+    const double m = w->rho[i];
+    kin += 0.5 * m * (v.x * v.x + v.y * v.y + v.z * v.z);
+    lx += m * (p.y * v.z - p.z * v.y);
+    ly += m * (p.z * v.x - p.x * v.z);
+    lz += m * (p.x * v.y - p.y * v.x);
+    if (w->tree_valid) {
+      grn_vec3 a;
+      double phi;
+      tree_walk(w, i, &a, &phi);
+      pot += 0.5 * m * phi;
+    } else {
+      for (int j = i + 1; j < w->n; j++) {
+        if (w->flags[j] & GRN_F_ALIVE) {
+          const double dx = w->pos[j].x - p.x, dy = w->pos[j].y - p.y, dz = w->pos[j].z - p.z;
+          const double r2 = dx * dx + dy * dy + dz * dz + e2;
+          pot -= r2 > 0.0 ? m * w->rho[j] / sqrt(r2) : 0.0;
+        }
+      }
+    }
+  }
+  const double e = kin + pot;
+  if (w->steps == 0 || !isfinite(w->e0)) {
+    w->e0 = e;
+  }
+  double *v = w->meas.value;
+  v[GRN_M_T] = w->t;
+  v[GRN_M_ALIVE] = w->alive;
+  v[GRN_M_KINETIC] = kin;
+  v[GRN_M_POTENTIAL] = pot;
+  v[GRN_M_ENERGY] = e;
+  v[GRN_M_ENERGY_DRIFT] = w->e0 != 0.0 ? (e - w->e0) / fabs(w->e0) : NAN;
+  v[GRN_M_ANGULAR_MOMENTUM] = sqrt(lx * lx + ly * ly + lz * lz);
+  v[GRN_M_VIRIAL] = pot < 0.0 ? 2.0 * kin / -pot : NAN;
+  w->meas.state = GRN_STATE_RUNNING;
+}
+
+/* Plummer sphere of n bodies of mass 1/n (Aarseth, Hénon & Wielen 1974) in Hénon units: G = M = 1,
+ * E = −1/4, virial radius 1; radii beyond 10 scale radii are drawn again, and the centre of mass
+ * is put at rest at the origin. */
+int grn__plummer(grn_world *w, int n) {
+  if (grn__reserve_grains(w, n) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  const double rs = 3.0 * GRN_PI / 16.0, vs = sqrt(1.0 / rs), m = 1.0 / n;
+  const int first = w->n;
+  grn_vec3 cp = {0.0, 0.0, 0.0}, cv = {0.0, 0.0, 0.0};
+  for (int k = 0; k < n; k++) {
+    double r;
+    do {
+      const double x = grn__rng_uniform(w->rng);
+      r = x > 0.0 ? 1.0 / sqrt(pow(x, -2.0 / 3.0) - 1.0) : INFINITY;
+    } while (!(r < 10.0));
+    double q, g;
+    do {
+      q = grn__rng_uniform(w->rng);
+      g = 0.1 * grn__rng_uniform(w->rng);
+    } while (g > q * q * pow(1.0 - q * q, 3.5));
+    const double speed = q * sqrt(2.0) * pow(1.0 + r * r, -0.25);
+    double dir[2][3];
+    for (int d = 0; d < 2; d++) {
+      const double ct = 1.0 - 2.0 * grn__rng_uniform(w->rng), st = sqrt(1.0 - ct * ct);
+      const double ph = 2.0 * GRN_PI * grn__rng_uniform(w->rng);
+      dir[d][0] = st * cos(ph);
+      dir[d][1] = ct;
+      dir[d][2] = st * sin(ph);
+    }
+    const grn_vec3 v = {speed * vs * dir[1][0], speed * vs * dir[1][1], speed * vs * dir[1][2]};
+    if (grn__nbody_add(w, m, r * rs * dir[0][0], r * rs * dir[0][1], r * rs * dir[0][2], v) !=
+        GRN_OK) {
+      return GRN_E_NOMEM;
+    }
+    const int i = w->n - 1;
+    cp.x += w->pos[i].x / n;
+    cp.y += w->pos[i].y / n;
+    cp.z += w->pos[i].z / n;
+    cv.x += v.x / n;
+    cv.y += v.y / n;
+    cv.z += v.z / n;
+  }
+  for (int i = first; i < w->n; i++) {
+    w->pos[i].x -= cp.x;
+    w->pos[i].y -= cp.y;
+    w->pos[i].z -= cp.z;
+    w->vel[i].x -= cv.x;
+    w->vel[i].y -= cv.y;
+    w->vel[i].z -= cv.z;
+  }
+  return GRN_OK;
+}

@@ -1,0 +1,100 @@
+/* N-body scenes (reference 003), units with G = 1: `orbit` (two bodies), `softening` (a near
+ * head-on pass that repeats, softening and speed cap live) and `cluster` (a Plummer sphere). */
+#include "../internal.h"
+
+static void no_script(grn_world *w) {
+  (void)w;
+}
+
+static int two_bodies(const grn_world_def *def) {
+  return def->grains > 0 ? -1 : 2;
+}
+
+/* ---- orbit ---------------------------------------------------------------------------------- */
+/* Two unit masses 2 apart in the x–y plane. The circular speed balances the softened pull:
+ * v²/r = m·d/(d² + ε²)^(3/2) with r = d/2, so the orbit is a circle for any ε (period 4π at
+ * ε = 0); `speed` scales it into an ellipse. */
+static int orbit_setup(grn_world *w) {
+  const double d = 2.0, e = w->param[GRN_P_EPS];
+  const double vc = sqrt(0.5 * d * d / pow(d * d + e * e, 1.5));
+  const double v = w->param[GRN_P_SPEED] * vc;
+  w->geom.floor_y = -INFINITY;
+  if (grn__nbody_add(w, 1.0, -0.5 * d, 0.0, 0.0, (grn_vec3){0.0, -v, 0.0}) != GRN_OK ||
+      grn__nbody_add(w, 1.0, 0.5 * d, 0.0, 0.0, (grn_vec3){0.0, v, 0.0}) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  return GRN_OK;
+}
+
+const grn_scene_impl grn__scene_orbit = {.setup = orbit_setup,
+                                         .script = no_script,
+                                         .measure = grn__nbody_measure,
+                                         .act = grn__no_act,
+                                         .step = grn__nbody_step,
+                                         .count = two_bodies,
+                                         .derive = grn__nbody_derive};
+
+/* ---- softening ------------------------------------------------------------------------------ */
+/* Two unit masses 6 apart closing at 1.2 with an impact parameter of 0.1: without softening they
+ * swing round each other sharply, with it they pass through. Once they are 8 apart again the pass
+ * starts over (and energy_drift is measured from that new start). */
+static void place_pair(grn_world *w) {
+  const grn_vec3 pa = {-3.0, -0.05, 0.0}, pb = {3.0, 0.05, 0.0};
+  w->pos[0] = pa;
+  w->pos[1] = pb;
+  w->vel[0] = (grn_vec3){0.6, 0.0, 0.0};
+  w->vel[1] = (grn_vec3){-0.6, 0.0, 0.0};
+  w->acc_valid = false;
+  w->e0 = NAN;
+}
+
+static int softening_setup(grn_world *w) {
+  w->geom.floor_y = -INFINITY;
+  const grn_vec3 v0 = {0.0, 0.0, 0.0};
+  if (grn__nbody_add(w, 1.0, 0.0, 0.0, 0.0, v0) != GRN_OK ||
+      grn__nbody_add(w, 1.0, 0.0, 0.0, 0.0, v0) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  place_pair(w);
+  return GRN_OK;
+}
+
+static void softening_script(grn_world *w) {
+  if (w->alive < 2) {
+    return;
+  }
+  const double dx = w->pos[1].x - w->pos[0].x, dy = w->pos[1].y - w->pos[0].y,
+               dz = w->pos[1].z - w->pos[0].z;
+  const double recede = dx * (w->vel[1].x - w->vel[0].x) + dy * (w->vel[1].y - w->vel[0].y) +
+                        dz * (w->vel[1].z - w->vel[0].z);
+  if (dx * dx + dy * dy + dz * dz > 64.0 && recede > 0.0) {
+    place_pair(w);
+  }
+}
+
+const grn_scene_impl grn__scene_softening = {.setup = softening_setup,
+                                             .script = softening_script,
+                                             .measure = grn__nbody_measure,
+                                             .act = grn__no_act,
+                                             .step = grn__nbody_step,
+                                             .count = two_bodies,
+                                             .derive = grn__nbody_derive};
+
+/* ---- cluster -------------------------------------------------------------------------------- */
+static int cluster_count(const grn_world_def *def) {
+  return def->grains > 0 ? def->grains : (int)def->param[GRN_P_BODIES];
+}
+
+static int cluster_setup(grn_world *w) {
+  w->geom.floor_y = -INFINITY;
+  return grn__plummer(w, w->n_target);
+}
+
+const grn_scene_impl grn__scene_cluster = {.setup = cluster_setup,
+                                           .script = no_script,
+                                           .measure = grn__nbody_measure,
+                                           .act = grn__no_act,
+                                           .bed = cluster_setup,
+                                           .step = grn__nbody_step,
+                                           .count = cluster_count,
+                                           .derive = grn__nbody_derive};

@@ -1,0 +1,152 @@
+/* SPH scenes: `dambreak` (a column of width a and height 2a released against the left wall of a
+ * tank 5a long, the classic Martin–Moyce experiment) and `drop` (a ball of water into a pool). */
+#include "../internal.h"
+
+/* ---- dambreak ------------------------------------------------------------------------------- */
+/* Particles across the column for quality 0, 1, 2; the tank is half a column deep (a slab). */
+static int across(double quality) {
+  return 8 + 4 * (int)quality;
+}
+
+static void dambreak_derive(grn_world *w) {
+  if (w->fill == GRN_FILL_BED) {
+    w->sph_s = grn__sph_bed_spacing();
+    w->sph_fall = grn__sph_bed_depth(w->n_target);
+  } else {
+    w->sph_s = w->param[GRN_P_WIDTH] / across(w->param[GRN_P_QUALITY]);
+    w->sph_fall = 2.0 * w->param[GRN_P_WIDTH];
+  }
+  grn__sph_derive(w);
+}
+
+static int dambreak_count(const grn_world_def *def) {
+  if (def->fill == GRN_FILL_BED) {
+    return def->grains > 0 ? def->grains : 4000;
+  }
+  if (def->grains > 0) {
+    return -1;
+  }
+  const int k = across(def->param[GRN_P_QUALITY]);
+  return k * 2 * k * (k / 2);
+}
+
+static int dambreak_setup(grn_world *w) {
+  const double a = w->param[GRN_P_WIDTH], s = w->sph_s;
+  const int k = across(w->param[GRN_P_QUALITY]);
+  grn_geom *g = &w->geom;
+  g->floor_y = 0.0;
+  g->box = true;
+  g->xmin = g->zmin = 0.0;
+  g->xmax = 5.0 * a;
+  g->zmax = (k / 2) * s;
+  g->fx0 = g->fz0 = 0.0;
+  g->fx1 = g->xmax;
+  g->fz1 = g->zmax;
+  if (grn__reserve_grains(w, w->n_target) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  for (int z = 0; z < k / 2; z++) {
+    for (int y = 0; y < 2 * k; y++) {
+      for (int x = 0; x < k; x++) {
+        if (grn__sph_add(w, (x + 0.5) * s, (y + 0.5) * s, (z + 0.5) * s) != GRN_OK) {
+          return GRN_E_NOMEM;
+        }
+      }
+    }
+  }
+  w->settle = 0.0; /* released at t = 0 */
+  return GRN_OK;
+}
+
+static void no_script(grn_world *w) {
+  (void)w;
+}
+
+const grn_scene_impl grn__scene_dambreak = {.setup = dambreak_setup,
+                                            .script = no_script,
+                                            .measure = grn__sph_measure,
+                                            .act = grn__no_act,
+                                            .bed = grn__sph_bed,
+                                            .step = grn__sph_step,
+                                            .count = dambreak_count,
+                                            .derive = dambreak_derive};
+
+/* ---- drop ----------------------------------------------------------------------------------- */
+#define TANK_X 1.0
+#define TANK_Z 0.4
+#define POOL 0.3
+#define BALL_R 0.15
+#define BALL_Y 0.8
+
+static double drop_spacing(double quality) {
+  return quality < 0.5 ? 0.05 : quality < 1.5 ? 0.04 : 0.03;
+}
+
+/* The pool on a cubic lattice and the ball on the same lattice cut to a sphere; counts only when
+ * w is NULL, so the catalogue's count and the scene always agree. */
+static int drop_layout(grn_world *w, double s) {
+  const int nx = (int)floor(TANK_X / s + 1e-9), nz = (int)floor(TANK_Z / s + 1e-9),
+            ny = (int)floor(POOL / s + 1e-9);
+  int count = 0;
+  for (int z = 0; z < nz; z++) {
+    for (int y = 0; y < ny; y++) {
+      for (int x = 0; x < nx; x++) {
+        if (w && grn__sph_add(w, (x + 0.5) * s, (y + 0.5) * s, (z + 0.5) * s) != GRN_OK) {
+          return -1;
+        }
+        count++;
+      }
+    }
+  }
+  const int rb = (int)ceil(BALL_R / s);
+  for (int z = -rb; z <= rb; z++) {
+    for (int y = -rb; y <= rb; y++) {
+      for (int x = -rb; x <= rb; x++) {
+        if ((x * x + y * y + z * z) * s * s > BALL_R * BALL_R) {
+          continue;
+        }
+        if (w && grn__sph_add(w, 0.5 * TANK_X + x * s, BALL_Y + y * s, 0.5 * TANK_Z + z * s) !=
+                     GRN_OK) {
+          return -1;
+        }
+        count++;
+      }
+    }
+  }
+  return count;
+}
+
+static void drop_derive(grn_world *w) {
+  w->sph_s = drop_spacing(w->param[GRN_P_QUALITY]);
+  w->sph_fall = BALL_Y + BALL_R;
+  grn__sph_derive(w);
+}
+
+static int drop_count(const grn_world_def *def) {
+  return def->grains > 0 ? -1 : drop_layout(NULL, drop_spacing(def->param[GRN_P_QUALITY]));
+}
+
+static int drop_setup(grn_world *w) {
+  grn_geom *g = &w->geom;
+  g->floor_y = 0.0;
+  g->box = true;
+  g->xmin = g->zmin = 0.0;
+  g->xmax = TANK_X;
+  g->zmax = TANK_Z;
+  g->fx0 = g->fz0 = 0.0;
+  g->fx1 = TANK_X;
+  g->fz1 = TANK_Z;
+  if (grn__reserve_grains(w, w->n_target) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  w->settle = 0.0;
+  return drop_layout(w, w->sph_s) < 0 ? GRN_E_NOMEM : GRN_OK;
+}
+
+const grn_scene_impl grn__scene_drop = {.setup = drop_setup,
+                                        .script = no_script,
+                                        .measure = grn__sph_measure,
+                                        .act = grn__no_act,
+                                        .step = grn__sph_step,
+                                        .count = drop_count,
+                                        .derive = drop_derive};
