@@ -94,7 +94,10 @@ int grn_parse_number(const char *text, double *out) {
 #define P_FQUALITY(what)                                                                           \
   { "quality", "", 0.0, 2.0, 1.0, true, what }
 #define P_VISC                                                                                     \
-  { "visc", "Pa s", 0.0, 20.0, 1.0, false, "SPH dynamic viscosity (numerical: damps particle noise)" }
+  {                                                                                                \
+    "visc", "Pa s", 0.0, 20.0, 5.0, false,                                                         \
+        "SPH dynamic viscosity (numerical: damps particle noise)"                                  \
+  }
 #define P_EPS(def)                                                                                 \
   { "eps", "m", 0.0, 1.0, def, false, "softening length: 1/r^2 becomes 1/(r^2 + eps^2) near" }
 #define P_THETA                                                                                    \
@@ -145,8 +148,8 @@ static const grn_param_info dambreak_info[] = {
     P_WIDTH, P_FQUALITY("0, 1, 2: 8, 12, 16 particles across the column"), P_VISC};
 SAME_LEN(dambreak_params, dambreak_info);
 static const grn_param_id drop_params[] = {GRN_P_QUALITY, GRN_P_VISC};
-static const grn_param_info drop_info[] = {
-    P_FQUALITY("0, 1, 2: particle spacing 5, 4, 3 cm"), P_VISC};
+static const grn_param_info drop_info[] = {P_FQUALITY("0, 1, 2: particle spacing 5, 4, 3 cm"),
+                                           P_VISC};
 SAME_LEN(drop_params, drop_info);
 static const char *const reset_only[] = {"reset"};
 
@@ -164,9 +167,7 @@ SAME_LEN(cluster_params, cluster_info);
 #define M(k) | (1u << (k))
 #define COMMON M(GRN_M_T) M(GRN_M_OVER_MAX) M(GRN_M_FLOWING) M(GRN_M_ALIVE)
 #define WATER M(GRN_M_T) M(GRN_M_ALIVE) M(GRN_M_KINETIC) M(GRN_M_POTENTIAL) M(GRN_M_ENERGY)
-#define GRAVITY                                                                                    \
-  M(GRN_M_T) M(GRN_M_ALIVE) M(GRN_M_KINETIC) M(GRN_M_POTENTIAL) M(GRN_M_ENERGY)                    \
-  M(GRN_M_ENERGY_DRIFT) M(GRN_M_ANGULAR_MOMENTUM) M(GRN_M_VIRIAL)
+#define GRAVITY WATER M(GRN_M_ENERGY_DRIFT) M(GRN_M_ANGULAR_MOMENTUM) M(GRN_M_VIRIAL)
 #define PILE COMMON M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_CX) M(GRN_M_CZ)
 
 static const grn_scene_info scenes[] = {
@@ -202,8 +203,7 @@ static const grn_scene_info scenes[] = {
      MEASURES(WATER M(GRN_M_TOP))},
     {"orbit", GRN_MODEL_GRAVITY,
      "two equal bodies on a circular orbit (speed 1) or an ellipse; units with G = 1",
-     LEN(orbit_params), orbit_params, orbit_info, LEN(reset_only), reset_only,
-     MEASURES(GRAVITY)},
+     LEN(orbit_params), orbit_params, orbit_info, LEN(reset_only), reset_only, MEASURES(GRAVITY)},
     {"softening", GRN_MODEL_GRAVITY,
      "two bodies pass each other nearly head-on; the softening length decides how hard they "
      "swing, the speed cap keeps the step bounded",
@@ -216,9 +216,9 @@ static const grn_scene_info scenes[] = {
 };
 
 static const grn_scene_impl *const impls[] = {
-    &grn__scene_pour,     &grn__scene_pour,  &grn__scene_pour,  &grn__scene_slump,
-    &grn__scene_tilt,     &grn__scene_silo,  &grn__scene_dambreak, &grn__scene_drop,
-    &grn__scene_orbit,    &grn__scene_softening, &grn__scene_cluster};
+    &grn__scene_pour,  &grn__scene_pour,      &grn__scene_pour,     &grn__scene_slump,
+    &grn__scene_tilt,  &grn__scene_silo,      &grn__scene_dambreak, &grn__scene_drop,
+    &grn__scene_orbit, &grn__scene_softening, &grn__scene_cluster};
 _Static_assert(sizeof scenes / sizeof scenes[0] == sizeof impls / sizeof impls[0],
                "every scene needs an implementation");
 
@@ -248,11 +248,26 @@ const grn_scene_impl *grn__scene_impl(const grn_scene_info *info) {
   return NULL;
 }
 
-static const char *const measure_names[] = {"t",          "angle",   "top",     "cx",    "cz",
-                                            "over_max",   "flowing", "alive",   "front", "flow",
-                                            "mass_above", "fill",    "beverloo", "height",
-                                            "kinetic", "potential", "energy", "energy_drift",
-                                            "angular_momentum", "virial"};
+static const char *const measure_names[] = {"t",
+                                            "angle",
+                                            "top",
+                                            "cx",
+                                            "cz",
+                                            "over_max",
+                                            "flowing",
+                                            "alive",
+                                            "front",
+                                            "flow",
+                                            "mass_above",
+                                            "fill",
+                                            "beverloo",
+                                            "height",
+                                            "kinetic",
+                                            "potential",
+                                            "energy",
+                                            "energy_drift",
+                                            "angular_momentum",
+                                            "virial"};
 _Static_assert(sizeof measure_names / sizeof measure_names[0] == GRN_MEASURE_COUNT,
                "a name for every measurement");
 
@@ -275,8 +290,8 @@ const char *grn_model_name(grn_model model) {
 
 int grn__no_act(grn_world *w, const grn_action *a, grn_error *err) {
   (void)w;
-  return grn__fail(err, GRN_E_UNSUPPORTED, grn_action_name(a->kind), "this scene has no action '%s'",
-                   grn_action_name(a->kind));
+  return grn__fail(err, GRN_E_UNSUPPORTED, grn_action_name(a->kind),
+                   "this scene has no action '%s'", grn_action_name(a->kind));
 }
 
 int grn_scene_param_index(const grn_scene_info *scene, const char *name) {

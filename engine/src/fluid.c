@@ -150,8 +150,11 @@ static inline double wall(double pen, double vn, double k, double c) {
 }
 
 /* Force pass, after the density pass has finished for every particle: the pair's acceleration on
- * its owner a, m/(ρa ρb)·[(pa + pb)/2 · |∇W_spiky| (xa − xb)/r + μ ∇²W_visc (vb − va)]; the
- * partner gets its negative, so the pair's momentum balances to the bit. */
+ * its owner a, m·[(pa/ρa² + pb/ρb²)·|∇W_spiky| (xa − xb)/r + μ/(ρa ρb)·∇²W_visc (vb − va)]; the
+ * partner gets its negative, so the pair's momentum balances to the bit. The pressure term is
+ * Monaghan's symmetric form: reference 002's m(pa + pb)/(2 ρa ρb) is symmetric too but, where the
+ * neighbours' kernel gradients cancel, it is only half the pressure gradient — water at rest then
+ * needs twice the hydrostatic pressure to carry its weight (measured: 2.1 ρ0·g per metre). */
 static void force_pass(grn_world *w) {
   const int nl = w->nl, n = w->n, nthreads = w->threads;
   const double h = w->sph_h, h2 = h * h, m = w->sph_m, mu = w->param[GRN_P_VISC];
@@ -170,9 +173,9 @@ static void force_pass(grn_world *w) {
         t[0] = t[1] = t[2] = 0.0; /* coincident particles push nowhere in particular */
         continue;
       }
-      const double r = sqrt(r2), x = h - r, inv = m / (ra * w->rho[b]);
-      const double fp = 0.5 * (qa + w->prs[b]) * inv * kern * x * x / r;
-      const double fv = mu * inv * kern * x;
+      const double r = sqrt(r2), x = h - r, rb = w->rho[b];
+      const double fp = m * (qa / (ra * ra) + w->prs[b] / (rb * rb)) * kern * x * x / r;
+      const double fv = mu * m / (ra * rb) * kern * x;
       t[0] = fp * dx + fv * (w->vel[b].x - va.x);
       t[1] = fp * dy + fv * (w->vel[b].y - va.y);
       t[2] = fp * dz + fv * (w->vel[b].z - va.z);
@@ -311,7 +314,8 @@ void grn__sph_measure(grn_world *w) {
   double k, u;
   grn__sph_energy(w, &k, &u);
   const double rp = 0.5 * w->sph_s, wall_band = w->geom.xmin + 2.0 * w->sph_s;
-  double front = -INFINITY, height = w->geom.floor_y, top = w->geom.floor_y;
+  const double y0 = w->geom.floor_y;
+  double front = -INFINITY, height = y0, top = y0;
   for (int i = 0; i < w->n; i++) {
     if (!(w->flags[i] & GRN_F_ALIVE) || w->rho[i] < 0.5 * RHO0) {
       continue;
@@ -375,8 +379,8 @@ int grn__sph_bed(grn_world *w) {
     return GRN_E_NOMEM;
   }
   for (int q = 0; q < n; q++) {
-    const int layer = q / (nxz * nxz), r = q % (nxz * nxz);
-    if (grn__sph_add(w, (r % nxz + 0.5) * s, (layer + 0.5) * s, (r / nxz + 0.5) * s) != GRN_OK) {
+    const int layer = q / (nxz * nxz), r = q % (nxz * nxz), row = r / nxz;
+    if (grn__sph_add(w, (r % nxz + 0.5) * s, (layer + 0.5) * s, (row + 0.5) * s) != GRN_OK) {
       return GRN_E_NOMEM;
     }
   }

@@ -49,7 +49,8 @@ static bool use_tree(const grn_world *w) {
   return w->bh_theta > 0.0 && w->alive > DIRECT_MAX;
 }
 
-/* ---- Barnes–Hut tree --------------------------------------------------------------------------- */
+/* ---- Barnes–Hut tree ---------------------------------------------------------------------------
+ */
 static uint64_t spread3(uint64_t v) { /* 21 bits to every third of 63 */
   v &= 0x1fffffull;
   v = (v | v << 32) & 0x1f00000000ffffull;
@@ -170,7 +171,9 @@ static int build_tree(grn_world *w) {
       const double p[3] = {w->pos[i].x, w->pos[i].y, w->pos[i].z};
       for (int a = 0; a < 3; a++) {
         const double f = floor((p[a] - (c[a] - half)) * scale);
-        q[a] = f < 0.0 ? 0u : f > (double)((1u << KEY_BITS) - 1) ? (1u << KEY_BITS) - 1 : (uint64_t)f;
+        q[a] = f < 0.0                              ? 0u
+               : f > (double)((1u << KEY_BITS) - 1) ? (1u << KEY_BITS) - 1
+                                                    : (uint64_t)f;
       }
       w->keys[nk].key = spread3(q[0]) | spread3(q[1]) << 1 | spread3(q[2]) << 2;
       w->keys[nk].idx = i;

@@ -183,22 +183,22 @@ struct grn_world {
   int log_n;
 
   /* fluid and gravity models (fluid.c, gravity.c); the granular step leaves these alone */
-  double skin;      /* pair-list skin: GRN_SKIN for grains, a quarter kernel for SPH */
-  double cell_rmin; /* smallest radius the pair grid is planned for */
-  int substeps;     /* SPH: sub-steps per step of H, from the CFL condition */
-  double sph_s, sph_fall;      /* SPH: particle spacing and the height water can fall, m */
+  double skin;            /* pair-list skin: GRN_SKIN for grains, a quarter kernel for SPH */
+  double cell_rmin;       /* smallest radius the pair grid is planned for */
+  int substeps;           /* SPH: sub-steps per step of H, from the CFL condition */
+  double sph_s, sph_fall; /* SPH: particle spacing and the height water can fall, m */
   double sph_h, sph_m, sph_k, wall_k, wall_c; /* kernel radius, mass, EOS stiffness, walls */
-  int xcap;                    /* capacity of the per-particle arrays below */
-  grn_vec3 *acc;               /* N-body: acceleration at the current positions */
-  double *rho, *prs;           /* SPH: density and pressure of the last density pass */
-  double *ptab;                /* SPH: per-pair table (reference 001 layout), 3 per pair */
-  int ptcap;                   /* pairs ptab holds */
-  bool acc_valid;              /* acc matches the positions and the parameters */
-  double e0;                   /* N-body: total energy at t = 0 (energy_drift) */
-  double bh_theta;             /* opening angle the tree was built for; 0: direct sum */
-  struct grn_bh_node *nodes;   /* Barnes–Hut tree of the current positions (gravity.c) */
+  int xcap;                                   /* capacity of the per-particle arrays below */
+  grn_vec3 *acc;                              /* N-body: acceleration at the current positions */
+  double *rho, *prs;         /* SPH: density and pressure of the last density pass */
+  double *ptab;              /* SPH: per-pair table (reference 001 layout), 3 per pair */
+  int ptcap;                 /* pairs ptab holds */
+  bool acc_valid;            /* acc matches the positions and the parameters */
+  double e0;                 /* N-body: total energy at t = 0 (energy_drift) */
+  double bh_theta;           /* opening angle the tree was built for; 0: direct sum */
+  struct grn_bh_node *nodes; /* Barnes–Hut tree of the current positions (gravity.c) */
   int nnode, nodecap;
-  struct grn_bh_key *keys;     /* bodies sorted by Morton key */
+  struct grn_bh_key *keys; /* bodies sorted by Morton key */
   int keycap;
   bool tree_valid;
 
@@ -217,11 +217,11 @@ struct grn_scene_impl {
   void (*script)(grn_world *w);  /* after each step */
   void (*measure)(grn_world *w); /* every GRN_MEASURE_EVERY steps */
   int (*act)(grn_world *w, const grn_action *a, grn_error *err);
-  double calm;                   /* sleep speed, m/s */
-  int (*bed)(grn_world *w);      /* GRN_FILL_BED workload; NULL: the scene has none */
-  int (*step)(grn_world *w);     /* one step of H for another model; NULL: the granular step */
+  double calm;               /* sleep speed, m/s */
+  int (*bed)(grn_world *w);  /* GRN_FILL_BED workload; NULL: the scene has none */
+  int (*step)(grn_world *w); /* one step of H for another model; NULL: the granular step */
   int (*count)(const grn_world_def *def); /* particles the definition makes; NULL: grain rule */
-  void (*derive)(grn_world *w);  /* model constants from the parameters (setup, restore, set) */
+  void (*derive)(grn_world *w); /* model constants from the parameters (setup, restore, set) */
 };
 
 /* allocation (counted) */
@@ -284,7 +284,8 @@ bool grn__must_rebuild(const grn_world *w);
 grn_world *grn__world_new(const grn_world_def *def); /* empty world with allocator and threads */
 void grn__world_clear(grn_world *w);
 
-/* fluid (fluid.c) and gravity (gravity.c) models, their scenes in scenes/water.c, scenes/bodies.c */
+/* fluid (fluid.c) and gravity (gravity.c) models, their scenes in scenes/water.c, scenes/bodies.c
+ */
 int grn__sph_step(grn_world *w);
 void grn__sph_derive(grn_world *w);
 int grn__sph_add(grn_world *w, double x, double y, double z);

@@ -12,7 +12,7 @@ int grn__hmap_init(grn_world *w, double x0, double z0, int nx, int nz) {
   grn__free(w, w->hmap, sizeof(double) * (size_t)w->hnx * (size_t)w->hnz);
   w->hnx = w->hnz = 0;
   w->hmap = grn__alloc(w, sizeof(double) * (size_t)nx * (size_t)nz);
-  if (!w->hmap) {
+  if (!w->hmap && (size_t)nx * (size_t)nz > 0) { /* water and bodies have no height map */
     return GRN_E_NOMEM;
   }
   w->hnx = nx;

@@ -595,7 +595,8 @@ int grn_world_set_param(grn_world *w, const char *name, double value, grn_error 
   }
   if (id == GRN_P_AMOUNT || id == GRN_P_QUALITY || id == GRN_P_WIDTH || id == GRN_P_BODIES) {
     return grn__fail(err, GRN_E_UNSUPPORTED, name,
-                     "parameter '%s' sets the particle count: restart the scene to change it", name);
+                     "parameter '%s' sets the particle count: restart the scene to change it",
+                     name);
   }
   if (id == GRN_P_SPEED) {
     return grn__fail(err, GRN_E_UNSUPPORTED, name,

@@ -195,8 +195,8 @@ static http_reply scenes_reply(void) {
       }
     }
     json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "name", sc->name, "model",
-                                       grn_model_name(sc->model), "description", sc->description, "params", params,
-                                       "actions", actions, "measurements", meas));
+                                       grn_model_name(sc->model), "description", sc->description,
+                                       "params", params, "actions", actions, "measurements", meas));
   }
   return json_reply(200, json_pack("{s:o}", "scenes", a));
 }

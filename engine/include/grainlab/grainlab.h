@@ -107,15 +107,15 @@ typedef enum grn_measure_key {
   GRN_M_OVER_MAX,
   GRN_M_FLOWING,
   GRN_M_ALIVE,
-  GRN_M_FRONT,      /* slump: runout front, m from the channel's back wall */
-  GRN_M_FLOW,       /* silo: discharge over the last 2 s, kg/s */
-  GRN_M_MASS_ABOVE, /* silo: grain mass above the plate, kg */
-  GRN_M_FILL,       /* silo: mean surface height above the plate inside 0.8·R, m */
-  GRN_M_BEVERLOO,   /* silo: Beverloo prediction for the hole, kg/s */
-  GRN_M_HEIGHT,     /* dambreak: water height at the left wall, m */
-  GRN_M_KINETIC,    /* total kinetic energy (J; N-body: model units) */
-  GRN_M_POTENTIAL,  /* gravitational potential energy (fluid: m·g·y above the floor) */
-  GRN_M_ENERGY,     /* kinetic + potential */
+  GRN_M_FRONT,            /* slump: runout front, m from the channel's back wall */
+  GRN_M_FLOW,             /* silo: discharge over the last 2 s, kg/s */
+  GRN_M_MASS_ABOVE,       /* silo: grain mass above the plate, kg */
+  GRN_M_FILL,             /* silo: mean surface height above the plate inside 0.8·R, m */
+  GRN_M_BEVERLOO,         /* silo: Beverloo prediction for the hole, kg/s */
+  GRN_M_HEIGHT,           /* dambreak: water height at the left wall, m */
+  GRN_M_KINETIC,          /* total kinetic energy (J; N-body: model units) */
+  GRN_M_POTENTIAL,        /* gravitational potential energy (fluid: m·g·y above the floor) */
+  GRN_M_ENERGY,           /* kinetic + potential */
   GRN_M_ENERGY_DRIFT,     /* (E − E(0)) / |E(0)| */
   GRN_M_ANGULAR_MOMENTUM, /* |Σ m r × v| about the origin */
   GRN_M_VIRIAL,           /* 2K / |W| */

@@ -146,5 +146,8 @@ static int silo_act(grn_world *w, const grn_action *a, grn_error *err) {
   }
 }
 
-const grn_scene_impl grn__scene_silo = {
-    .setup = silo_setup, .script = silo_script, .measure = silo_measure, .act = silo_act, .calm = 0.02};
+const grn_scene_impl grn__scene_silo = {.setup = silo_setup,
+                                        .script = silo_script,
+                                        .measure = silo_measure,
+                                        .act = silo_act,
+                                        .calm = 0.02};

@@ -80,5 +80,8 @@ static int slump_act(grn_world *w, const grn_action *a, grn_error *err) {
   return GRN_OK;
 }
 
-const grn_scene_impl grn__scene_slump = {
-    .setup = slump_setup, .script = slump_script, .measure = slump_measure, .act = slump_act, .calm = 0.08};
+const grn_scene_impl grn__scene_slump = {.setup = slump_setup,
+                                         .script = slump_script,
+                                         .measure = slump_measure,
+                                         .act = slump_act,
+                                         .calm = 0.08};

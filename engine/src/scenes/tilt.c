@@ -60,5 +60,8 @@ static int tilt_act(grn_world *w, const grn_action *a, grn_error *err) {
   return GRN_OK;
 }
 
-const grn_scene_impl grn__scene_tilt = {
-    .setup = tilt_setup, .script = tilt_script, .measure = tilt_measure, .act = tilt_act, .calm = 0.08};
+const grn_scene_impl grn__scene_tilt = {.setup = tilt_setup,
+                                        .script = tilt_script,
+                                        .measure = tilt_measure,
+                                        .act = tilt_act,
+                                        .calm = 0.08};

@@ -32,20 +32,20 @@ static int dambreak_count(const grn_world_def *def) {
 
 static int dambreak_setup(grn_world *w) {
   const double a = w->param[GRN_P_WIDTH], s = w->sph_s;
-  const int k = across(w->param[GRN_P_QUALITY]);
+  const int k = across(w->param[GRN_P_QUALITY]), layers = k / 2;
   grn_geom *g = &w->geom;
   g->floor_y = 0.0;
   g->box = true;
   g->xmin = g->zmin = 0.0;
   g->xmax = 5.0 * a;
-  g->zmax = (k / 2) * s;
+  g->zmax = layers * s;
   g->fx0 = g->fz0 = 0.0;
   g->fx1 = g->xmax;
   g->fz1 = g->zmax;
   if (grn__reserve_grains(w, w->n_target) != GRN_OK) {
     return GRN_E_NOMEM;
   }
-  for (int z = 0; z < k / 2; z++) {
+  for (int z = 0; z < layers; z++) {
     for (int y = 0; y < 2 * k; y++) {
       for (int x = 0; x < k; x++) {
         if (grn__sph_add(w, (x + 0.5) * s, (y + 0.5) * s, (z + 0.5) * s) != GRN_OK) {
@@ -105,8 +105,8 @@ static int drop_layout(grn_world *w, double s) {
         if ((x * x + y * y + z * z) * s * s > BALL_R * BALL_R) {
           continue;
         }
-        if (w && grn__sph_add(w, 0.5 * TANK_X + x * s, BALL_Y + y * s, 0.5 * TANK_Z + z * s) !=
-                     GRN_OK) {
+        if (w &&
+            grn__sph_add(w, 0.5 * TANK_X + x * s, BALL_Y + y * s, 0.5 * TANK_Z + z * s) != GRN_OK) {
           return -1;
         }
         count++;
