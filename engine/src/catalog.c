@@ -103,7 +103,7 @@ int grn_parse_number(const char *text, double *out) {
 #define P_THETA                                                                                    \
   { "theta", "", 0.0, 1.0, 0.5, false, "Barnes-Hut opening angle above 2048 bodies; 0: direct sum" }
 #define P_BODIES                                                                                   \
-  { "bodies", "", 16.0, 200000.0, 1000.0, true, "bodies in the Plummer sphere (total mass 1)" }
+  { "bodies", "", 16.0, 200000.0, 2000.0, true, "bodies in the Plummer sphere (total mass 1)" }
 #define P_SPEED                                                                                    \
   { "speed", "", 0.2, 1.3, 1.0, false, "initial speed over the circular speed (1: circle)" }
 #define P_VCAP(def)                                                                                \

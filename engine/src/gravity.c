@@ -235,30 +235,95 @@ static void tree_walk(const grn_world *w, int i, grn_vec3 *acc, double *phi) {
   *phi = ph;
 }
 
-/* Direct sum over every other body, in index order, from the structure-of-arrays copy (x, y, z,
- * m planes; a removed body has mass 0). The simd reduction splits the sum into a fixed number of
- * lanes set at compile time, so the order is still the same on every run and thread count. */
-static void direct(const grn_world *w, const double *soa, int i, grn_vec3 *acc) {
-  const int n = w->n;
-  const double *x = soa, *y = soa + n, *z = soa + 2 * (size_t)n, *m = soa + 3 * (size_t)n;
-  const double e2 = w->param[GRN_P_EPS] * w->param[GRN_P_EPS], px = x[i], py = y[i], pz = z[i];
-  double ax = 0.0, ay = 0.0, az = 0.0;
-  for (int half = 0; half < 2; half++) { /* j < i, then j > i: no test for i inside the loop */
-    const int j0 = half ? i + 1 : 0, j1 = half ? n : i;
-#pragma omp simd reduction(+ : ax, ay, az)
-    for (int j = j0; j < j1; j++) {
-      const double dx = x[j] - px, dy = y[j] - py, dz = z[j] - pz;
-      const double r2 = dx * dx + dy * dy + dz * dz + e2;
-      /* two bodies on one point without softening pull nowhere; selects, not branches, so the
-       * loop vectorises (a guarded division would be a possible trap to the compiler) */
-      const bool apart = r2 > 0.0;
-      const double ir = 1.0 / sqrt(apart ? r2 : 1.0), f = (apart ? m[j] : 0.0) * ir * ir * ir;
-      ax += f * dx;
-      ay += f * dy;
-      az += f * dz;
-    }
+/* Direct sum from the structure-of-arrays copy (x, y, z, m planes of n). The canonical order is
+ * four lanes: body j adds to lane (j mod 4) in index order and the lanes combine as
+ * (l0 + l1) + (l2 + l3). The AVX2 kernel and the scalar reference below follow exactly that order
+ * with the same IEEE operations, so they give the same bits on any machine and thread count.
+ * The body itself and a body on the same point without softening (r² = 0) select a zero mass
+ * instead of branching; a removed body has mass 0 in the planes. */
+typedef struct direct_in {
+  const double *x, *y, *z, *m;
+  int n;
+  double px, py, pz, e2;
+} direct_in;
+
+static inline void lane_add(const direct_in *d, int j, double *ax, double *ay, double *az) {
+  const double dx = d->x[j] - d->px, dy = d->y[j] - d->py, dz = d->z[j] - d->pz;
+  const double r2 = dx * dx + dy * dy + dz * dz + d->e2;
+  const bool apart = r2 > 0.0;
+  const double ir = 1.0 / sqrt(apart ? r2 : 1.0), f = (apart ? d->m[j] : 0.0) * ir * ir * ir;
+  *ax += f * dx;
+  *ay += f * dy;
+  *az += f * dz;
+}
+
+static grn_vec3 lanes_combine(double l[3][4]) {
+  return (grn_vec3){(l[0][0] + l[0][1]) + (l[0][2] + l[0][3]),
+                    (l[1][0] + l[1][1]) + (l[1][2] + l[1][3]),
+                    (l[2][0] + l[2][1]) + (l[2][2] + l[2][3])};
+}
+
+static grn_vec3 direct_scalar(const direct_in *d) {
+  double l[3][4] = {{0}};
+  for (int j = 0; j < d->n; j++) {
+    lane_add(d, j, &l[0][j & 3], &l[1][j & 3], &l[2][j & 3]);
   }
-  *acc = (grn_vec3){ax, ay, az};
+  return lanes_combine(l);
+}
+
+#if defined(__x86_64__) && defined(GRN_SIMD)
+#include <immintrin.h>
+
+__attribute__((target("avx2"))) static grn_vec3 direct_avx2(const direct_in *d) {
+  const __m256d px = _mm256_set1_pd(d->px), py = _mm256_set1_pd(d->py),
+                pz = _mm256_set1_pd(d->pz), e2 = _mm256_set1_pd(d->e2),
+                one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
+  __m256d ax = zero, ay = zero, az = zero;
+  int j = 0;
+  for (; j + 4 <= d->n; j += 4) {
+    const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(d->x + j), px),
+                  dy = _mm256_sub_pd(_mm256_loadu_pd(d->y + j), py),
+                  dz = _mm256_sub_pd(_mm256_loadu_pd(d->z + j), pz);
+    const __m256d r2 = _mm256_add_pd(
+        _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
+                      _mm256_mul_pd(dz, dz)),
+        e2);
+    const __m256d apart = _mm256_cmp_pd(r2, zero, _CMP_GT_OQ);
+    const __m256d ir = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_blendv_pd(one, r2, apart)));
+    const __m256d ms = _mm256_and_pd(_mm256_loadu_pd(d->m + j), apart);
+    const __m256d f = _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(ms, ir), ir), ir);
+    ax = _mm256_add_pd(ax, _mm256_mul_pd(f, dx));
+    ay = _mm256_add_pd(ay, _mm256_mul_pd(f, dy));
+    az = _mm256_add_pd(az, _mm256_mul_pd(f, dz));
+  }
+  double l[3][4];
+  _mm256_storeu_pd(l[0], ax);
+  _mm256_storeu_pd(l[1], ay);
+  _mm256_storeu_pd(l[2], az);
+  for (; j < d->n; j++) {
+    lane_add(d, j, &l[0][j & 3], &l[1][j & 3], &l[2][j & 3]);
+  }
+  return lanes_combine(l);
+}
+#endif
+
+static grn_vec3 direct(const grn_world *w, const double *soa, int i) {
+  const int n = w->n;
+  const direct_in d = {soa,
+                       soa + n,
+                       soa + 2 * (size_t)n,
+                       soa + 3 * (size_t)n,
+                       n,
+                       soa[i],
+                       soa[n + i],
+                       soa[2 * (size_t)n + i],
+                       w->param[GRN_P_EPS] * w->param[GRN_P_EPS]};
+#if defined(__x86_64__) && defined(GRN_SIMD)
+  if (w->simd) {
+    return direct_avx2(&d);
+  }
+#endif
+  return direct_scalar(&d);
 }
 
 /* Accelerations at the current positions (rho holds each body's mass). */
@@ -297,7 +362,7 @@ int grn__nbody_forces(grn_world *w) {
 #pragma omp parallel for schedule(dynamic, 64) num_threads(nthreads)
     for (int i = 0; i < n; i++) {
       if (w->flags[i] & GRN_F_ALIVE) {
-        direct(w, soa, i, &w->acc[i]);
+        w->acc[i] = direct(w, soa, i);
       }
     }
   }

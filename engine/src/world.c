@@ -679,6 +679,8 @@ void grn_world_get_stats(const grn_world *w, grn_world_stats *out) {
   out->max_speed = w->vmax;
   out->over_max = w->over_max;
   out->bytes_live = w->bytes_live;
+  out->substeps = w->scene->model == GRN_MODEL_FLUID ? w->substeps : 1;
+  out->tree = w->tree_valid;
 }
 
 uint64_t grn_world_digest(const grn_world *w) {

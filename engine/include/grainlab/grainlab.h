@@ -301,6 +301,8 @@ typedef struct grn_world_stats {
   double max_speed;  /* m/s, last step */
   double over_max;   /* largest grain overlap of the last step, m */
   size_t bytes_live; /* bytes the world holds through its allocator */
+  int substeps;      /* model steps per step of H: SPH sub-steps from its CFL condition, else 1 */
+  bool tree;         /* N-body: the last forces came from the Barnes–Hut tree */
 } grn_world_stats;
 
 GRN_API void grn_world_get_stats(const grn_world *world, grn_world_stats *out);
