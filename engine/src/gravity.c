@@ -3,11 +3,12 @@
  * force is summed in a fixed order by one thread, so results never depend on the thread count. */
 #include "internal.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define DIRECT_MAX 2048 /* bodies up to which direct summation beats the tree (bench/README.md) */
-#define LEAF 8          /* bodies a leaf may hold */
+#define DIRECT_MAX 2048 /* crossover: 187 steps/s direct at 2000 bodies, 192 tree at 2100 */
+#define LEAF 32         /* bodies a leaf may hold */
 #define KEY_BITS 21     /* per axis: 63-bit Morton keys */
 
 typedef struct grn_bh_node {
@@ -29,6 +30,9 @@ void grn__nbody_derive(grn_world *w) {
 void grn__nbody_free(grn_world *w) {
   grn__free(w, w->nodes, sizeof(grn_bh_node) * (size_t)w->nodecap);
   grn__free(w, w->keys, sizeof(grn_bh_key) * (size_t)w->keycap);
+  grn__free(w, w->lists, sizeof(double) * w->listcap);
+  w->lists = NULL;
+  w->listcap = 0;
   w->nodes = NULL;
   w->keys = NULL;
   w->nodecap = w->keycap = w->nnode = 0;
@@ -191,50 +195,6 @@ static int build_tree(grn_world *w) {
   return GRN_OK;
 }
 
-/* Softened acceleration and potential (per unit mass) at body i from the tree. */
-static void tree_walk(const grn_world *w, int i, grn_vec3 *acc, double *phi) {
-  const grn_vec3 p = w->pos[i];
-  const double e2 = w->param[GRN_P_EPS] * w->param[GRN_P_EPS];
-  double ax = 0.0, ay = 0.0, az = 0.0, ph = 0.0;
-  int k = 0;
-  while (k < w->nnode) {
-    const grn_bh_node *nd = &w->nodes[k];
-    if (nd->count >= 0) {
-      for (int q = nd->first; q < nd->first + nd->count; q++) {
-        const int j = w->keys[q].idx;
-        if (j == i) {
-          continue;
-        }
-        const double dx = w->pos[j].x - p.x, dy = w->pos[j].y - p.y, dz = w->pos[j].z - p.z;
-        const double r2 = dx * dx + dy * dy + dz * dz + e2;
-        if (r2 > 0.0) {
-          const double ir = 1.0 / sqrt(r2), f = w->rho[j] * ir * ir * ir;
-          ax += f * dx;
-          ay += f * dy;
-          az += f * dz;
-          ph -= w->rho[j] * ir;
-        }
-      }
-      k = nd->next;
-      continue;
-    }
-    const double dx = nd->cx - p.x, dy = nd->cy - p.y, dz = nd->cz - p.z;
-    const double d2 = dx * dx + dy * dy + dz * dz;
-    if (d2 > nd->crit2) {
-      const double r2 = d2 + e2, ir = 1.0 / sqrt(r2), f = nd->m * ir * ir * ir;
-      ax += f * dx;
-      ay += f * dy;
-      az += f * dz;
-      ph -= nd->m * ir;
-      k = nd->next;
-    } else {
-      k++;
-    }
-  }
-  *acc = (grn_vec3){ax, ay, az};
-  *phi = ph;
-}
-
 /* Direct sum from the structure-of-arrays copy (x, y, z, m planes of n). The canonical order is
  * four lanes: body j adds to lane (j mod 4) in index order and the lanes combine as
  * (l0 + l1) + (l2 + l3). The AVX2 kernel and the scalar reference below follow exactly that order
@@ -247,47 +207,48 @@ typedef struct direct_in {
   double px, py, pz, e2;
 } direct_in;
 
-static inline void lane_add(const direct_in *d, int j, double *ax, double *ay, double *az) {
+static inline void lane_add(const direct_in *d, int j, double *l) {
   const double dx = d->x[j] - d->px, dy = d->y[j] - d->py, dz = d->z[j] - d->pz;
   const double r2 = dx * dx + dy * dy + dz * dz + d->e2;
   const bool apart = r2 > 0.0;
-  const double ir = 1.0 / sqrt(apart ? r2 : 1.0), f = (apart ? d->m[j] : 0.0) * ir * ir * ir;
-  *ax += f * dx;
-  *ay += f * dy;
-  *az += f * dz;
+  const double ir = 1.0 / sqrt(apart ? r2 : 1.0), ms = apart ? d->m[j] : 0.0, f = ms * ir * ir * ir;
+  l[0] += f * dx;
+  l[4] += f * dy;
+  l[8] += f * dz;
+  l[12] -= ms * ir;
 }
 
-static grn_vec3 lanes_combine(double l[3][4]) {
-  return (grn_vec3){(l[0][0] + l[0][1]) + (l[0][2] + l[0][3]),
-                    (l[1][0] + l[1][1]) + (l[1][2] + l[1][3]),
-                    (l[2][0] + l[2][1]) + (l[2][2] + l[2][3])};
+/* Lanes (component-major: x lanes 0–3, y 4–7, z 8–11, potential 12–15) into the result. */
+static grn_vec3 lanes_combine(const double *l, double *phi) {
+  *phi = (l[12] + l[13]) + (l[14] + l[15]);
+  return (grn_vec3){(l[0] + l[1]) + (l[2] + l[3]), (l[4] + l[5]) + (l[6] + l[7]),
+                    (l[8] + l[9]) + (l[10] + l[11])};
 }
 
-static grn_vec3 direct_scalar(const direct_in *d) {
-  double l[3][4] = {{0}};
+static grn_vec3 direct_scalar(const direct_in *d, double *phi) {
+  double l[16] = {0};
   for (int j = 0; j < d->n; j++) {
-    lane_add(d, j, &l[0][j & 3], &l[1][j & 3], &l[2][j & 3]);
+    lane_add(d, j, l + (j & 3));
   }
-  return lanes_combine(l);
+  return lanes_combine(l, phi);
 }
 
 #if defined(__x86_64__) && defined(GRN_SIMD)
 #include <immintrin.h>
 
-__attribute__((target("avx2"))) static grn_vec3 direct_avx2(const direct_in *d) {
-  const __m256d px = _mm256_set1_pd(d->px), py = _mm256_set1_pd(d->py),
-                pz = _mm256_set1_pd(d->pz), e2 = _mm256_set1_pd(d->e2),
-                one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
-  __m256d ax = zero, ay = zero, az = zero;
+__attribute__((target("avx2"))) static grn_vec3 direct_avx2(const direct_in *d, double *phi) {
+  const __m256d px = _mm256_set1_pd(d->px), py = _mm256_set1_pd(d->py), pz = _mm256_set1_pd(d->pz),
+                e2 = _mm256_set1_pd(d->e2), one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
+  __m256d ax = zero, ay = zero, az = zero, ph = zero;
   int j = 0;
   for (; j + 4 <= d->n; j += 4) {
     const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(d->x + j), px),
                   dy = _mm256_sub_pd(_mm256_loadu_pd(d->y + j), py),
                   dz = _mm256_sub_pd(_mm256_loadu_pd(d->z + j), pz);
-    const __m256d r2 = _mm256_add_pd(
-        _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
-                      _mm256_mul_pd(dz, dz)),
-        e2);
+    const __m256d r2 =
+        _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
+                                    _mm256_mul_pd(dz, dz)),
+                      e2);
     const __m256d apart = _mm256_cmp_pd(r2, zero, _CMP_GT_OQ);
     const __m256d ir = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_blendv_pd(one, r2, apart)));
     const __m256d ms = _mm256_and_pd(_mm256_loadu_pd(d->m + j), apart);
@@ -295,17 +256,31 @@ __attribute__((target("avx2"))) static grn_vec3 direct_avx2(const direct_in *d) 
     ax = _mm256_add_pd(ax, _mm256_mul_pd(f, dx));
     ay = _mm256_add_pd(ay, _mm256_mul_pd(f, dy));
     az = _mm256_add_pd(az, _mm256_mul_pd(f, dz));
+    ph = _mm256_sub_pd(ph, _mm256_mul_pd(ms, ir));
   }
-  double l[3][4];
-  _mm256_storeu_pd(l[0], ax);
-  _mm256_storeu_pd(l[1], ay);
-  _mm256_storeu_pd(l[2], az);
+  double l[16];
+  _mm256_storeu_pd(l, ax);
+  _mm256_storeu_pd(l + 4, ay);
+  _mm256_storeu_pd(l + 8, az);
+  _mm256_storeu_pd(l + 12, ph);
   for (; j < d->n; j++) {
-    lane_add(d, j, &l[0][j & 3], &l[1][j & 3], &l[2][j & 3]);
+    lane_add(d, j, l + (j & 3));
   }
-  return lanes_combine(l);
+  return lanes_combine(l, phi);
 }
 #endif
+
+/* Acceleration and potential at (px, py, pz) from the list (x, y, z, m) of n entries. */
+static grn_vec3 list_sum(const grn_world *w, const direct_in *d, double *phi) {
+#if defined(__x86_64__) && defined(GRN_SIMD)
+  if (w->simd) {
+    return direct_avx2(d, phi);
+  }
+#else
+  (void)w;
+#endif
+  return direct_scalar(d, phi);
+}
 
 static grn_vec3 direct(const grn_world *w, const double *soa, int i) {
   const int n = w->n;
@@ -318,12 +293,63 @@ static grn_vec3 direct(const grn_world *w, const double *soa, int i) {
                        soa[n + i],
                        soa[2 * (size_t)n + i],
                        w->param[GRN_P_EPS] * w->param[GRN_P_EPS]};
-#if defined(__x86_64__) && defined(GRN_SIMD)
-  if (w->simd) {
-    return direct_avx2(&d);
+  double phi; /* includes the body's own −m/ε: the measurement sums pairs instead */
+  return list_sum(w, &d, &phi);
+}
+
+/* Barnes' grouped walk (1990): one walk per leaf, opening a cell unless its centre of mass is
+ * further from the leaf's bounding box than s/θ + δ, collects an interaction list (accepted
+ * cells as point masses, the bodies of opened leaves) that every body of the leaf then sums with
+ * the four-lane kernel. The criterion is the per-body one taken at the body nearest the cell, so
+ * it is never looser; the body's own entry gets mass 0 while it is summed. Acceleration into acc,
+ * potential into prs. */
+static void group_forces(grn_world *w, const grn_bh_node *leaf, double *buf, int cap) {
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (int q = leaf->first; q < leaf->first + leaf->count; q++) {
+    const grn_vec3 p = w->pos[w->keys[q].idx];
+    const double c[3] = {p.x, p.y, p.z};
+    for (int a = 0; a < 3; a++) {
+      lo[a] = c[a] < lo[a] ? c[a] : lo[a];
+      hi[a] = c[a] > hi[a] ? c[a] : hi[a];
+    }
   }
-#endif
-  return direct_scalar(&d);
+  double *x = buf, *y = buf + cap, *z = buf + 2 * (size_t)cap, *m = buf + 3 * (size_t)cap;
+  int len = 0, self = -1;
+  for (int k = 0; k < w->nnode;) {
+    const grn_bh_node *nd = &w->nodes[k];
+    const double c[3] = {nd->cx, nd->cy, nd->cz};
+    double d2 = 0.0;
+    for (int a = 0; a < 3; a++) {
+      const double out = c[a] < lo[a] ? lo[a] - c[a] : c[a] > hi[a] ? c[a] - hi[a] : 0.0;
+      d2 += out * out;
+    }
+    if (d2 > nd->crit2) {
+      x[len] = nd->cx, y[len] = nd->cy, z[len] = nd->cz, m[len] = nd->m;
+      len++;
+      k = nd->next;
+    } else if (nd->count >= 0) {
+      if (nd == leaf) {
+        self = len;
+      }
+      for (int q = nd->first; q < nd->first + nd->count; q++) {
+        const int j = w->keys[q].idx;
+        x[len] = w->pos[j].x, y[len] = w->pos[j].y, z[len] = w->pos[j].z, m[len] = w->rho[j];
+        len++;
+      }
+      k = nd->next;
+    } else {
+      k++;
+    }
+  }
+  const double e2 = w->param[GRN_P_EPS] * w->param[GRN_P_EPS];
+  for (int q = 0; q < leaf->count; q++) {
+    const int i = w->keys[leaf->first + q].idx;
+    const double keep = m[self + q];
+    m[self + q] = 0.0;
+    const direct_in d = {x, y, z, m, len, w->pos[i].x, w->pos[i].y, w->pos[i].z, e2};
+    w->acc[i] = list_sum(w, &d, &w->prs[i]);
+    m[self + q] = keep;
+  }
 }
 
 /* Accelerations at the current positions (rho holds each body's mass). */
@@ -343,11 +369,24 @@ int grn__nbody_forces(grn_world *w) {
     if (rc != GRN_OK) {
       return rc;
     }
-#pragma omp parallel for schedule(dynamic, 64) num_threads(nthreads)
-    for (int i = 0; i < n; i++) {
-      double phi;
-      if (w->flags[i] & GRN_F_ALIVE) {
-        tree_walk(w, i, &w->acc[i], &phi);
+    /* one interaction list per thread, as long as every body and cell together */
+    const int cap = w->n + w->nnode;
+    const size_t need = 4 * (size_t)cap * (size_t)nthreads;
+    if (need > w->listcap) {
+      grn__free(w, w->lists, sizeof(double) * w->listcap);
+      w->listcap = 0;
+      w->lists = grn__alloc(w, sizeof(double) * need);
+      if (!w->lists) {
+        return GRN_E_NOMEM;
+      }
+      w->listcap = need;
+    }
+    const int nnode = w->nnode;
+#pragma omp parallel for schedule(dynamic, 8) num_threads(nthreads)
+    for (int k = 0; k < nnode; k++) {
+      if (w->nodes[k].count > 0) {
+        group_forces(w, &w->nodes[k], w->lists + 4 * (size_t)cap * (size_t)omp_get_thread_num(),
+                     cap);
       }
     }
   } else {
@@ -443,10 +482,7 @@ void grn__nbody_measure(grn_world *w) {
     ly += m * (p.z * v.x - p.x * v.z);
     lz += m * (p.x * v.y - p.y * v.x);
     if (w->tree_valid) {
-      grn_vec3 a;
-      double phi;
-      tree_walk(w, i, &a, &phi);
-      pot += 0.5 * m * phi;
+      pot += 0.5 * m * w->prs[i]; /* the potential of the tree walk at these positions */
     } else {
       for (int j = i + 1; j < w->n; j++) {
         if (w->flags[j] & GRN_F_ALIVE) {

@@ -200,6 +200,8 @@ struct grn_world {
   int nnode, nodecap;
   struct grn_bh_key *keys; /* bodies sorted by Morton key */
   int keycap;
+  double *lists; /* per-thread interaction lists of the grouped tree walk */
+  size_t listcap;
   bool tree_valid;
 
   /* measurements */
