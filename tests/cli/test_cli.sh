@@ -163,8 +163,43 @@ expect_error "unknown option" "--colour" run --scene pour --colour blue
 expect_error "missing scene" "--scene" run --seconds 1
 expect_error "option without value" "--seed" run --scene pour --seed
 expect_error "unknown command" "fly" fly
+expect_error "grains for a scene sized by its parameters" "grains" run --scene dambreak --grains 500
+expect_error "grains for the two-body orbit" "grains" run --scene orbit --grains 3
+expect_error "width out of range" "width" run --scene dambreak --set width=2
+expect_error "negative softening" "eps" run --scene orbit --set eps=-0.1
+expect_error "opening angle out of range" "theta" run --scene cluster --set theta=1.5
+expect_error "fractional body count" "bodies" run --scene cluster --set bodies=100.5
+expect_error "grain action in a water scene" "tool" run --scene dambreak --action 1:tool:0,1,0
+expect_error "bench of a scene without a bench workload" "orbit" bench --scene orbit --grains 100
 expect_error "bench without grains" "--grains" bench --scene pour
 expect_error "bench with a bad step count" "--steps" bench --scene pour --grains 100 --steps 0
+
+# the fluid and gravity scenes: their own measurements, models in the catalogue, bench output
+if grep -q '"name":"dambreak","model":"fluid"' "$tmp/scenes" &&
+  grep -q '"name":"cluster","model":"gravity"' "$tmp/scenes" &&
+  grep -q '"name":"pour","model":"granular"' "$tmp/scenes"; then
+  ok "scenes name each scene's model"
+else
+  bad "models in the catalogue: $(grep -o '"name":"[a-z]*","model":"[a-z]*"' "$tmp/scenes" | tr '\n' ' ')"
+fi
+"$bin" run --scene dambreak --quality 0 --seconds 0.5 >"$tmp/water"
+if grep -Eq '^\{"t":0.5,"alive":512,"front":[0-9.e]+,"height":[0-9.e]+,"kinetic":[0-9.e]+,"potential":[0-9.e]+,"energy":[0-9.e]+,"state":"running"\}$' "$tmp/water"; then
+  ok "dambreak samples carry front, height and energies"
+else
+  bad "dambreak samples: $(sed -n 2p "$tmp/water")"
+fi
+"$bin" run --scene orbit --seconds 0.5 >"$tmp/orbit"
+if grep -Eq '^\{"t":0.5,"alive":2,"kinetic":[0-9.e-]+,"potential":-[0-9.e-]+,"energy":-[0-9.e-]+,"energy_drift":[-0-9.e]+,"angular_momentum":[0-9.e-]+,"virial":[0-9.e-]+,"state":"running"\}$' "$tmp/orbit"; then
+  ok "orbit samples carry energies, drift, angular momentum and virial ratio"
+else
+  bad "orbit samples: $(sed -n 2p "$tmp/orbit")"
+fi
+if "$bin" bench --scene cluster --grains 300 --steps 5 | grep -q '"model":"gravity","substeps":1,.*"force":"direct"' &&
+  "$bin" bench --scene dambreak --grains 300 --steps 2 | grep -Eq '"model":"fluid","substeps":[0-9]+,.*"force":"pairs"'; then
+  ok "bench runs water and bodies"
+else
+  bad "bench of the new models failed"
+fi
 
 # a negative seed is a valid 64-bit integer
 if "$bin" run --scene pour --quality 0 --seconds 0.25 --seed -5 >/dev/null; then
