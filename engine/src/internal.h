@@ -195,6 +195,7 @@ struct grn_world {
   int ptcap;                 /* pairs ptab holds */
   bool acc_valid;            /* acc matches the positions and the parameters */
   double e0;                 /* N-body: total energy at t = 0 (energy_drift) */
+  double pass_t0;            /* softening: when the current pass began */
   double bh_theta;           /* opening angle the tree was built for; 0: direct sum */
   struct grn_bh_node *nodes; /* Barnes–Hut tree of the current positions (gravity.c) */
   int nnode, nodecap;

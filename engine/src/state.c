@@ -43,7 +43,7 @@ static void get(stream *s, void *p, size_t n) {
   X(next_id) X(rng) X(geom) X(pouring) X(poured) X(pour_acc) X(spout_x) X(spout_y) X(spout_z)      \
   X(meas) X(hnx) X(hnz) X(hx0) X(hz0) X(n) X(nl) X(m) X(ch_wz) X(ch_l0) X(dam_top)     \
   X(dam_speed) X(dam_pulling) X(box_lx) X(phi) X(phi_target) X(phi_rate) X(opened) X(jam)          \
-  X(done) X(above_log) X(log_n) X(e0)
+  X(done) X(above_log) X(log_n) X(e0) X(pass_t0)
 // clang-format on
 
 static void write_all(const grn_world *w, stream *s) {
