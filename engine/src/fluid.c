@@ -103,39 +103,47 @@ int grn__model_arrays(grn_world *w) {
 }
 
 /* Density pass: poly6 of every listed pair into the table, then each particle gathers its own
- * rows (owned, then referenced, in pair order) so the sum never depends on the thread count. */
+ * rows (owned, then referenced, in pair order) so the sum never depends on the thread count.
+ * Local restrict pointers: table stores cannot alias the particle arrays, so the compiler keeps
+ * them in registers (the loops ran at 20 cycles a pair through w->). */
 static void density_pass(grn_world *w) {
   const int nl = w->nl, n = w->n, nthreads = w->threads;
   const double h2 = w->sph_h * w->sph_h;
   const double coef = w->sph_m * 315.0 / (64.0 * GRN_PI * pow(w->sph_h, 9.0));
+  const double k = w->sph_k;
+  const grn_vec3 *restrict pos = w->pos;
+  const int32_t *restrict pstart = w->pstart, *restrict pb = w->pb, *restrict rstart = w->rstart,
+                          *restrict rref = w->rref;
+  double *restrict tab = w->ptab, *restrict rho = w->rho, *restrict prs = w->prs;
   (void)nthreads;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < nl; a++) {
-    const grn_vec3 pa = w->pos[a];
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      const grn_vec3 pb = w->pos[w->pb[p]];
-      const double dx = pa.x - pb.x, dy = pa.y - pb.y, dz = pa.z - pb.z;
-      const double r2 = dx * dx + dy * dy + dz * dz, x = h2 - r2;
-      w->ptab[3 * (size_t)p] = x > 0.0 ? x * x * x : 0.0;
+    const grn_vec3 pa = pos[a];
+    for (int p = pstart[a]; p < pstart[a + 1]; p++) {
+      const grn_vec3 q = pos[pb[p]];
+      const double dx = pa.x - q.x, dy = pa.y - q.y, dz = pa.z - q.z;
+      /* fmax, not a branch: half the listed pairs lie beyond h, a coin toss for the predictor */
+      const double x = fmax(h2 - (dx * dx + dy * dy + dz * dz), 0.0);
+      tab[3 * (size_t)p] = x * x * x;
     }
   }
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int i = 0; i < n; i++) {
     double sum = h2 * h2 * h2; /* the particle's own share */
     if (i < nl) {
-      for (int p = w->pstart[i]; p < w->pstart[i + 1]; p++) {
-        sum += w->ptab[3 * (size_t)p];
+      for (int p = pstart[i]; p < pstart[i + 1]; p++) {
+        sum += tab[3 * (size_t)p];
       }
-      for (int q = w->rstart[i]; q < w->rstart[i + 1]; q++) {
-        sum += w->ptab[3 * (size_t)w->rref[q]];
+      for (int q = rstart[i]; q < rstart[i + 1]; q++) {
+        sum += tab[3 * (size_t)rref[q]];
       }
     }
-    w->rho[i] = coef * sum;
+    rho[i] = coef * sum;
     /* p = k(ρ − ρ0), cut at zero: the summed density of a particle at the free surface or a wall
      * lacks the neighbours it would have inside, and with the stiff k of weakly compressible
      * water its negative pressure would pull the surface inward at 10⁴ m/s² */
-    const double p = w->sph_k * (w->rho[i] - RHO0);
-    w->prs[i] = p > 0.0 ? p : 0.0;
+    const double p = k * (rho[i] - RHO0);
+    prs[i] = p > 0.0 ? p : 0.0;
   }
 }
 
@@ -157,28 +165,29 @@ static inline double wall(double pen, double vn, double k, double c) {
  * needs twice the hydrostatic pressure to carry its weight (measured: 2.1 ρ0·g per metre). */
 static void force_pass(grn_world *w) {
   const int nl = w->nl, n = w->n, nthreads = w->threads;
-  const double h = w->sph_h, h2 = h * h, m = w->sph_m, mu = w->param[GRN_P_VISC];
+  const double h = w->sph_h, m = w->sph_m, mu = w->param[GRN_P_VISC];
   const double kern = 45.0 / (GRN_PI * pow(h, 6.0)); /* spiky gradient and viscosity Laplacian */
   (void)nthreads;
+  const grn_vec3 *restrict pos = w->pos, *restrict vel = w->vel;
+  const int32_t *restrict pstart = w->pstart, *restrict pb = w->pb;
+  const double *restrict rho = w->rho, *restrict prs = w->prs;
+  double *restrict tab = w->ptab;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < nl; a++) {
-    const grn_vec3 pa = w->pos[a], va = w->vel[a];
-    const double ra = w->rho[a], qa = w->prs[a];
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      const int b = w->pb[p];
-      const double dx = pa.x - w->pos[b].x, dy = pa.y - w->pos[b].y, dz = pa.z - w->pos[b].z;
-      const double r2 = dx * dx + dy * dy + dz * dz;
-      double *t = &w->ptab[3 * (size_t)p];
-      if (r2 >= h2 || r2 < 1e-24) {
-        t[0] = t[1] = t[2] = 0.0; /* coincident particles push nowhere in particular */
-        continue;
-      }
-      const double r = sqrt(r2), x = h - r, rb = w->rho[b];
-      const double fp = m * (qa / (ra * ra) + w->prs[b] / (rb * rb)) * kern * x * x / r;
+    const grn_vec3 pa = pos[a], va = vel[a];
+    const double ra = rho[a], qa = prs[a];
+    for (int p = pstart[a]; p < pstart[a + 1]; p++) {
+      const int b = pb[p];
+      const double dx = pa.x - pos[b].x, dy = pa.y - pos[b].y, dz = pa.z - pos[b].z;
+      /* branch-free as in the density pass: beyond h, x = 0 zeroes both terms; the floor on r
+       * only matters for particles closer than 1e-12 m, which then push along that tiny gap */
+      const double r = sqrt(dx * dx + dy * dy + dz * dz), x = fmax(h - r, 0.0), rb = rho[b];
+      double *t = &tab[3 * (size_t)p];
+      const double fp = m * (qa / (ra * ra) + prs[b] / (rb * rb)) * kern * x * x / fmax(r, 1e-12);
       const double fv = mu * m / (ra * rb) * kern * x;
-      t[0] = fp * dx + fv * (w->vel[b].x - va.x);
-      t[1] = fp * dy + fv * (w->vel[b].y - va.y);
-      t[2] = fp * dz + fv * (w->vel[b].z - va.z);
+      t[0] = fp * dx + fv * (vel[b].x - va.x);
+      t[1] = fp * dy + fv * (vel[b].y - va.y);
+      t[2] = fp * dz + fv * (vel[b].z - va.z);
     }
   }
   const grn_geom *g = &w->geom;
