@@ -35,7 +35,8 @@ static void usage(FILE *f) {
   fputs("usage:\n"
         "  grainlab run --scene NAME [--grains N | --quality Q --amount PCT] [--set KEY=VALUE]...\n"
         "               [--seed S] [--seconds T] [--threads K] [--action TIME:NAME[:ARG,...]]...\n"
-        "  grainlab bench --scene pour|dambreak|cluster --grains N [--steps S] [--threads K] [--seed S]\n"
+        "  grainlab bench --scene pour|dambreak|cluster --grains N [--steps S] [--threads K]\n"
+        "                 [--seed S]\n"
         "  grainlab scenes\n"
         "  grainlab replay --db FILE --run ID [--threads K]\n"
         "  grainlab backup --db FILE --out FILE\n",
