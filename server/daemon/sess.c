@@ -99,11 +99,83 @@ static void notify(const session *s) {
   }
 }
 
-/* How long a command may take: the heartbeat plus 2 µs per grain-step of work asked for, ten
- * times the engine's pace on a slow machine, so a long "step" is not mistaken for a hang. */
+/* Engine time one step of 1/240 s may take on a slow core, µs: ten times what the engine
+ * measures on one core of the development machine, by model. Grains: 0.2 µs each (contacts of a
+ * few neighbours). SPH: 7 µs per particle (density and force sums over ~30 neighbours, and CFL
+ * sub-steps). N-body: 1.5 ns per pair when every pair is summed (theta 0, or the engine's direct
+ * sum up to 2048 bodies), 7 µs per body through the Barnes-Hut tree. */
+static double step_cost_us(const grn_world_def *def) {
+  const double n = (double)grn_world_def_grains(def);
+  switch (def->scene->model) {
+  case GRN_MODEL_FLUID:
+    return 70.0 * n;
+  case GRN_MODEL_GRAVITY:
+    return n <= 2048.0 || grn_scene_param_index(def->scene, "theta") < 0 ||
+                   def->param[GRN_P_THETA] == 0.0
+               ? 0.015 * n * n
+               : 70.0 * n;
+  default:
+    return 2.0 * n;
+  }
+}
+
+/* How long a command may take: the heartbeat plus the work asked for at a slow machine's pace,
+ * so a long "step" is not mistaken for a hang. */
 static int timeout_for(const session *s, int steps) {
-  const double ms = WORKER_TIMEOUT_MS + 0.002 * steps * (double)grn_world_def_grains(&s->def);
+  const double ms = WORKER_TIMEOUT_MS + 0.001 * steps * step_cost_us(&s->def);
   return ms < 600000.0 ? (int)ms : 600000;
+}
+
+/* Steps a fork fast-forwards per tick: 4 s of simulated time for a few thousand grains, fewer
+ * for costlier worlds so one tick holds the session's lock (and its GET) for well under a
+ * second, never fewer than real time would take. */
+static int fast_steps(const session *s) {
+  const double k = 6e6 / step_cost_us(&s->def);
+  return k >= 960.0 ? 960 : k <= 4.0 ? 4 : (int)k;
+}
+
+/* Parameters the engine fixes when it builds the world (grn_world_set_param refuses them with
+ * GRN_E_UNSUPPORTED): the particle count (amount, quality, a dam-break's width, the bodies) and
+ * an orbit's initial speed. The daemon refuses them before any value reaches the worker, so a
+ * request naming one changes nothing, not even the parameters listed before it. */
+bool sess_param_restart_only(const char *name) {
+  static const char *const names[] = {"amount", "quality", "width", "bodies", "speed"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (strcmp(names[i], name) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* The parameter that sets a scene's particle count, for a refusal that names it. */
+static const char *count_param(const grn_scene_info *scene) {
+  static const char *const names[] = {"amount", "bodies", "quality"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (grn_scene_param_index(scene, names[i]) >= 0) {
+      return names[i];
+    }
+  }
+  return "scene";
+}
+
+/* What a scene's particles are called in messages. */
+static const char *particles(const grn_scene_info *scene) {
+  return scene->model == GRN_MODEL_FLUID     ? "water particles"
+         : scene->model == GRN_MODEL_GRAVITY ? "bodies"
+                                             : "grains";
+}
+
+/* The server's limit on particles per session; 0 or an error. */
+static int check_count(const sess_registry *r, const grn_world_def *def, sess_error *err) {
+  const int n = grn_world_def_grains(def);
+  if (n > r->limits.max_grains) {
+    api_fail(err, 422, "too_many_grains", count_param(def->scene),
+             "%d %s exceed this server's limit of %d", n, particles(def->scene),
+             r->limits.max_grains);
+    return -1;
+  }
+  return 0;
 }
 
 static double now_s(void) {
@@ -464,7 +536,7 @@ static int script_steps(session *s, int k) {
   }
   const uint64_t stop = sc->next < sc->r.nevents ? sc->r.events[sc->next].steps : sc->r.end_steps;
   const uint64_t room = stop - s->last.steps;
-  const uint64_t want = sc->fast ? 960 : (uint64_t)k; /* fast: 4 s of simulated time a tick */
+  const uint64_t want = sc->fast ? (uint64_t)fast_steps(s) : (uint64_t)k;
   return (int)(want < room ? want : room);
 }
 
@@ -570,9 +642,7 @@ static void destroy(session *s);
 static session *create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
                        script *sc, char token_out[65], char viewer_token_out[65], sess_error *err) {
   const int grains = grn_world_def_grains(def);
-  if (grains > r->limits.max_grains) {
-    api_fail(err, 422, "too_many_grains", "amount", "%d grains exceed this server's limit of %d",
-             grains, r->limits.max_grains);
+  if (check_count(r, def, err) != 0) {
     free_script(sc);
     return NULL;
   }
@@ -696,8 +766,9 @@ session *sess_create_from_run(sess_registry *r, int64_t run, json_t *fork_params
       api_fail(err, e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
                e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range", e.field, "%s",
                e.message);
-    } else if (strcmp(key, "amount") == 0 || strcmp(key, "quality") == 0) {
-      api_fail(err, 409, "needs_restart", key, "a fork keeps the grains: '%s' cannot change", key);
+    } else if (sess_param_restart_only(key)) {
+      api_fail(err, 409, "needs_restart", key,
+               "a fork goes on from the run's end: '%s' is fixed when the scene starts", key);
     } else {
       continue;
     }
@@ -914,7 +985,12 @@ static int call(session *s, const void *cmd, size_t size, int steps, sess_error 
     return 0;
   }
   if (type == WORKER_REPLY_ERROR) {
-    api_fail(err, 422, "rejected", reply.er.error.field, "%s", reply.er.error.message);
+    /* the engine's refusal of a live change it cannot make: the same answer as the daemon's own
+     * check of restart-only parameters */
+    const bool restart = reply.er.error.code == GRN_E_UNSUPPORTED &&
+                         ((const worker_header *)cmd)->type == WORKER_CMD_SET;
+    api_fail(err, restart ? 409 : 422, restart ? "needs_restart" : "rejected", reply.er.error.field,
+             "%s", reply.er.error.message);
     return -1;
   }
   failed(s);
@@ -942,14 +1018,19 @@ int sess_set_params(session *s, json_t *params, sess_error *err) {
       pthread_mutex_unlock(&s->lock);
       return -1;
     }
-    if (strcmp(key, "amount") == 0 || strcmp(key, "quality") == 0) {
+    if (sess_param_restart_only(key)) {
       api_fail(err, 409, "needs_restart", key,
-               "parameter '%s' sets the grain count: switch the scene to change it", key);
+               "parameter '%s' is fixed when the scene starts: restart it (POST "
+               "/api/sessions/{id}/scene) to change it",
+               key);
       pthread_mutex_unlock(&s->lock);
       return -1;
     }
   }
   int rc = 0;
+  /* what the worker took: should it refuse a later value after all, the record still says
+   * exactly what changed, so the run replays */
+  json_t *applied = json_object();
   json_object_foreach(params, key, v) {
     worker_set cmd;
     memset(&cmd, 0, sizeof cmd);
@@ -960,12 +1041,14 @@ int sess_set_params(session *s, json_t *params, sess_error *err) {
     if ((rc = call(s, &cmd, sizeof cmd, 0, err)) != 0) {
       break;
     }
+    grn_world_def_set(&s->def, key, cmd.value, &e);
+    json_object_set(applied, key, v);
   }
-  if (rc == 0) {
-    s->def = d;
+  if (json_object_size(applied) > 0) {
     s->dirty = true;
-    sess_event(s, "parameter_changed", json_pack("{s:O}", "params", params));
+    sess_event(s, "parameter_changed", json_pack("{s:O}", "params", applied));
   }
+  json_decref(applied);
   pthread_mutex_unlock(&s->lock);
   return rc;
 }
@@ -1203,10 +1286,7 @@ int sess_queue_action(session *s, json_t *body, sess_error *err) {
 }
 
 int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, sess_error *err) {
-  const int grains = grn_world_def_grains(def);
-  if (grains > r->limits.max_grains) {
-    api_fail(err, 422, "too_many_grains", "amount", "%d grains exceed this server's limit of %d",
-             grains, r->limits.max_grains);
+  if (check_count(r, def, err) != 0) {
     return -1;
   }
   pthread_mutex_lock(&s->lock);

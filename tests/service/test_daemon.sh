@@ -68,6 +68,15 @@ req GET / ""
 [ "$code" = 200 ] && grep -q grainlab <<<"$body" && ok "static index.html" || bad "static: $code"
 req GET /api/scenes ""
 [ "$code" = 200 ] && grep -q '"name":"silo"' <<<"$body" && ok "scene catalogue" || bad "scenes: $code"
+python3 -c 'import json,sys
+s = {x["name"]: x for x in json.load(sys.stdin)["scenes"]}
+assert {n: s[n]["model"] for n in ("pour", "dambreak", "drop", "orbit", "softening", "cluster")} == {"pour": "granular",
+  "dambreak": "fluid", "drop": "fluid", "orbit": "gravity", "softening": "gravity", "cluster": "gravity"}
+restart = {(n, p["name"]) for n in s for p in s[n]["params"] if p["restart"]}
+assert {("pour", "amount"), ("dambreak", "width"), ("cluster", "bodies"), ("orbit", "speed")} <= restart, restart
+assert not {("pour", "mu"), ("dambreak", "visc"), ("cluster", "eps"), ("softening", "vcap")} & restart, restart
+' <<<"$body" && ok "the catalogue names each scene's model and marks the parameters fixed at the start" ||
+  bad "catalogue models/restart: ${body:0:300}"
 
 # ---- bad requests: right status, JSON error naming the problem, nothing changed -------------------
 fingerprint() {
@@ -111,6 +120,11 @@ POST|/api/sessions|none|{"scene":"pour","params":[0.5]}|400|wrong_type
 POST|/api/sessions|none|{"scene":"pour","params":{"quality":1.5}}|422|out_of_range
 POST|/api/sessions|none|{"scene":"silo","params":{"hole":0.1}}|422|out_of_range
 POST|/api/sessions|none|{"scene":"pour","params":{"amount":400}}|422|too_many_grains
+POST|/api/sessions|none|{"scene":"cluster","params":{"bodies":5000}}|422|too_many_grains
+POST|/api/sessions|none|{"scene":"cluster","params":{"bodies":100.5}}|422|out_of_range
+POST|/api/sessions|none|{"scene":"orbit","params":{"quality":1}}|400|unknown_parameter
+POST|/api/sessions|none|{"scene":"dambreak","params":{"width":5}}|422|out_of_range
+POST|/api/sessions|none|{"scene":"softening","params":{"eps":-0.1}}|422|out_of_range
 POST|/api/sessions|none|{"scene":"pour","seed":1.5}|400|wrong_type
 POST|/api/sessions|none|{"scene":"pour","seed":"7"}|400|wrong_type
 POST|/api/sessions|none|{"scene":"pour","label":7}|400|wrong_type

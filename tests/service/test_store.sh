@@ -2,7 +2,8 @@
 # The SQLite store end to end: what a session's runs leave in DATA_DIR/grainlab.db, the run
 # queries (filters, sorting, paging, and a table of bad input), samples as JSON and CSV, a
 # headless replay reproducing each run's recorded digest (parameter changes and actions over REST
-# and the websocket included), and crash safety under kill -9.
+# and the websocket included), the fluid and gravity models' runs (their own sample columns,
+# live and restart-only parameters, replays), and crash safety under kill -9.
 set -u
 daemon=${1:?usage: test_store.sh grainlabd grainlab ws_probe [--test-commands]}
 cli=${2:?usage: test_store.sh grainlabd grainlab ws_probe [--test-commands]}
@@ -236,8 +237,87 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$base/api/runs/$RA")
 [ "$code" = 405 ] && ok "DELETE /api/runs/{id}: 405" || bad "DELETE run: $code"
 [ "$(count '/api/runs')" -ge 6 ] && ok "every run is still there" || bad "runs lost: $body"
 
+# ---- the fluid and gravity models: their own samples, live and restart-only changes, replays ----
+# poll SESSION SECONDS PYTHON-EXPR: until the expression over GET /api/sessions/SESSION (as d)
+# holds, at most SECONDS (generous: a loop that waits, not a timing assertion)
+poll() {
+  for _ in $(seq $(($2 * 10))); do
+    curl -s "$base/api/sessions/$1" | j "$3" 2>/dev/null | grep -qx True && return 0
+    sleep 0.1
+  done
+  return 1
+}
+# SCENE|START PARAMS|LIVE PARAM|VALUE|RESTART-ONLY PARAM|VALUE|RESTART PARAMS|THE MODEL'S OWN COLUMNS
+while IFS='|' read -r scene params live lval fixed fval restart cols; do
+  create "$scene" "$params" "models"
+  M=$sid
+  MT=$token
+  RM=$run
+  poll "$M" 60 'd["t"] >= 1.0' || bad "$scene: the session did not reach t = 1 s"
+  code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X PATCH "$base/api/sessions/$M/params" -H "$(auth "$MT")" \
+    --data-binary "{\"$live\":$lval}")
+  [ "$code" = 200 ] && [ "$(j "d['params']['$live']" <"$tmp/body")" = "$lval" ] &&
+    ok "$scene: '$live' changes live" || bad "$scene: PATCH $live: $code $(cat "$tmp/body")"
+  # a restart-only parameter after a live one: refused, and neither changes (not even the first)
+  before=$(curl -s "$base/api/sessions/$M" | j '(d["run_id"], sorted(d["params"].items()))')
+  code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X PATCH "$base/api/sessions/$M/params" -H "$(auth "$MT")" \
+    --data-binary "{\"$live\":0,\"$fixed\":$fval}")
+  after=$(curl -s "$base/api/sessions/$M" | j '(d["run_id"], sorted(d["params"].items()))')
+  [ "$code" = 409 ] && [ "$(j '(d["error"]["code"], d["error"]["field"])' <"$tmp/body")" = "('needs_restart', '$fixed')" ] &&
+    [ "$before" = "$after" ] && ok "$scene: '$fixed' is refused live (409 needs_restart) and nothing changed" ||
+    bad "$scene: PATCH $fixed: $code $(cat "$tmp/body"); before $before after $after"
+  poll "$M" 60 'd["t"] >= 2.0' || bad "$scene: the session did not reach t = 2 s"
+  curl -s -o /dev/null -X DELETE "$base/api/sessions/$M" -H "$(auth "$MT")"
+  get "/api/runs/$RM/samples"
+  echo "$body" | python3 -c '
+import json, math, sys
+d, cols = json.load(sys.stdin), sys.argv[1].split(",")
+assert all(c in d["columns"] for c in cols), d["columns"]
+assert "angle" not in d["columns"] and "flow" not in d["columns"], d["columns"]
+rows = d["rows"]
+assert len(rows) >= 8, len(rows)
+at = [d["columns"].index(c) for c in cols]
+bad = [r for r in rows for i in at if not (isinstance(r[i], (int, float)) and math.isfinite(r[i]))]
+assert not bad, bad[:3]
+assert all(abs(r[0] * 4 - round(r[0] * 4)) < 1e-9 for r in rows)
+' "$cols" && ok "$scene: $(echo "$body" | j 'len(d["rows"])') samples, each with finite $cols" ||
+    bad "$scene samples: ${body:0:400}"
+  get "/api/runs/$RM"
+  echo "$body" | j '[e["detail"]["params"] for e in d["events"] if e["kind"] == "parameter_changed"]' |
+    grep -qx "\[{'$live': $lval}\]" && ok "$scene: the record holds the one accepted change" ||
+    bad "$scene: changes in the record: $(echo "$body" | j '[e for e in d["events"] if e["kind"] == "parameter_changed"]')"
+  replay_check "$scene run with a live change" "$RM"
+  code=$(curl -s -o "$tmp/replay" -w '%{http_code}' -X POST "$base/api/runs/$RM/replay" --data-binary '{}')
+  R=$(j 'd["id"]' <"$tmp/replay")
+  RT=$(j 'd["control_token"]' <"$tmp/replay")
+  want=$(curl -s "$base/api/runs/$RM" | j '(d["end_steps"], d["digest"])')
+  poll "$R" 120 'd["state"] == "paused"'
+  got=$(curl -s "$base/api/sessions/$R" | j '(d["steps"], d["digest"])')
+  [ "$code" = 201 ] && [ "$got" = "$want" ] && ok "$scene: POST .../replay pauses at the run's end in the same state $got" ||
+    bad "$scene: replay $code ended at $got, want $want"
+  curl -s -o /dev/null -X DELETE "$base/api/sessions/$R" -H "$(auth "$RT")"
+  code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base/api/runs/$RM/fork" --data-binary "{\"params\":{\"$fixed\":$fval}}")
+  [ "$code" = 409 ] && ok "$scene: a fork cannot change '$fixed' (409)" || bad "$scene: fork with $fixed: $code $(cat "$tmp/body")"
+  # the controller's way to change it: a restart of the scene with it
+  create "$scene" "$params" "models"
+  code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base/api/sessions/$sid/scene" -H "$(auth "$token")" \
+    --data-binary "{\"scene\":\"$scene\",\"params\":$restart}")
+  [ "$code" = 200 ] && [ "$(j "(d['params']['$fixed'], d['run_id'] > $run)" <"$tmp/body")" = "($fval, True)" ] &&
+    ok "$scene: a restart sets '$fixed' = $fval (a new run)" || bad "$scene: restart with $fixed: $code $(cat "$tmp/body")"
+  curl -s -o /dev/null -X DELETE "$base/api/sessions/$sid" -H "$(auth "$token")"
+done <<'EOF'
+dambreak|{"quality":0,"width":0.4}|visc|2.0|width|0.5|{"quality":0,"width":0.5}|front,height,kinetic,potential,energy
+cluster|{"bodies":300}|eps|0.05|bodies|100.0|{"bodies":100}|kinetic,potential,energy,energy_drift,angular_momentum,virial
+EOF
+get "/api/runs?scene=dambreak&label=models&sort=id"
+echo "$body" | j '[(r["grains"], r["params"]["width"]) for r in d["runs"]]' | grep -qx '\[(512, 0.4), (512, 0.4), (512, 0.5)\]' &&
+  ok "the dam-break's runs: the first, and the second session's two (width 0.5 after the restart)" || bad "dambreak runs: ${body:0:600}"
+get "/api/runs?scene=cluster&label=models&sort=id"
+echo "$body" | j '[r["grains"] for r in d["runs"]]' | grep -qx '\[300, 300, 100\]' &&
+  ok "the cluster's runs: 300 bodies, then 100 after the restart" || bad "cluster runs: ${body:0:600}"
+
 # ---- the file: schema version, WAL, STRICT tables, integrity -----------------------------------
-[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 2 ] && ok "schema version 2 (PRAGMA user_version)" || bad "user_version"
+[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 3 ] && ok "schema version 3 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
 [ "$(sqlite3 "$db" 'PRAGMA journal_mode')" = wal ] && ok "WAL mode" || bad "journal mode"
 [ "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE '%STRICT%'")" = 0 ] &&
   ok "every table is STRICT" || bad "non-STRICT tables"
@@ -294,7 +374,8 @@ replay_check_file "$run"
 [ $? = 2 ] && grep -q "no such run" "$tmp/replay_err" && ok "replay of an unknown run: exit 2, '$(cat "$tmp/replay_err")'" ||
   bad "replay unknown run: $(cat "$tmp/replay_err")"
 
-# ---- a version-1 database is migrated: 'finished' (its name for a shutdown) becomes 'stopped' ---
+# ---- a version-1 database is migrated: 'finished' (its name for a shutdown) becomes 'stopped', ---
+# ---- and samples gain the fluid and gravity columns (NULL in the old rows) ------------------------
 old="$tmp/old"
 mkdir -p "$old"
 sqlite3 "$old/grainlab.db" <"$(dirname "$0")/../../schema/migrations/001_init.sql"
@@ -310,12 +391,12 @@ opid=$!
 for _ in $(seq 100); do grep -q listening "$tmp/out3" && break; sleep 0.05; done
 kill -TERM "$opid"
 wait "$opid"
-[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 2 ] &&
+[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 3 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT end_reason FROM runs WHERE id = 7')" = stopped ] &&
-  [ "$(sqlite3 "$old/grainlab.db" 'SELECT count(*) FROM samples WHERE run_id = 7')" = 1 ] &&
+  [ "$(sqlite3 "$old/grainlab.db" 'SELECT count(*) FROM samples WHERE run_id = 7 AND energy IS NULL AND virial IS NULL AND height IS NULL')" = 1 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'PRAGMA foreign_key_check' | wc -l)" = 0 ] &&
-  ok "a version-1 database migrates to 2: the run reads 'stopped', its samples stay" ||
-  bad "migration 1 -> 2: $(sqlite3 "$old/grainlab.db" 'PRAGMA user_version; SELECT end_reason FROM runs') $(cat "$tmp/err3")"
+  ok "a version-1 database migrates to 3: the run reads 'stopped', its samples stay, the new columns NULL" ||
+  bad "migration 1 -> 3: $(sqlite3 "$old/grainlab.db" 'PRAGMA user_version; SELECT end_reason FROM runs') $(cat "$tmp/err3")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
