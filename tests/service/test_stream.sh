@@ -2,7 +2,8 @@
 # The websocket stream end to end, with a real websocket client (ws_probe, libwebsockets): every
 # decoded position against a headless re-run of the same scene, seed and timed changes; rising
 # sequence numbers; a late joiner's keyframe; a stalled viewer that slows neither the session nor
-# another viewer; controllers and viewers; malformed messages; force chains; viewer counts.
+# another viewer; controllers and viewers; malformed messages; force chains; water and N-body
+# sessions (no floor); viewer counts.
 set -u
 daemon=${1:?usage: test_stream.sh path/to/grainlabd path/to/ws_probe}
 probe=${2:?usage: test_stream.sh path/to/grainlabd path/to/ws_probe}
@@ -127,6 +128,28 @@ create chains '{"amount":20}'
 "$probe" --port "$wsport" --session "$sid" --seconds 4 --verify >"$tmp/chains"
 expect "force chains arrive as pair lists equal to the headless re-run's" "$tmp/chains" \
   'd["chains"]["messages"] > 30 and d["chains"]["bad"] == 0 and d["chains"]["checked"] > 30 and d["chains"]["equal"] == d["chains"]["checked"] and d["max_err_steps"] <= 0.5 + 1e-6'
+
+# ---- water and bodies: every position against the headless re-run, their own geometry ---------
+# SCENE|START PARAMS|A LIVE CHANGE|WHAT THE LAST KEYFRAME'S GEOMETRY MUST HOLD (as g)
+while IFS='|' read -r scene params change geometry; do
+  create "$scene" "$params"
+  (sleep 1.5 && curl -s -o /dev/null -X PATCH "$base/api/sessions/$sid/params" \
+    -H "Authorization: Bearer $token" --data-binary "$change") &
+  patchpid=$!
+  "$probe" --port "$wsport" --session "$sid" --seconds 4 --verify >"$tmp/model"
+  wait "$patchpid"
+  expect "$scene: the stream opens with a keyframe and every frame decodes" "$tmp/model" \
+    'd["first_kind"] == 1 and d["frames"] > 20 and d["decode_errors"] == 0 and d["decoded"] == d["frames"]'
+  expect "$scene: every position within half a grid step of the headless re-run, across a live change" \
+    "$tmp/model" '"verify_error" not in d and d["verified"] == d["frames"] and d["max_err_steps"] <= 0.5 + 1e-6 and "parameter_changed" in d["events"]'
+  expect "$scene: measurements with every key, and the scene's geometry ($geometry)" "$tmp/model" \
+    "d['measurements'] >= 4 and d['measure_keys_missing'] == 0 and (lambda g: $geometry)(d['geometry'])"
+  curl -s -o /dev/null -X DELETE "$base/api/sessions/$sid" -H "Authorization: Bearer $token"
+done <<'EOF'
+dambreak|{"quality":0}|{"visc":1.5}|g["floor_y"] == 0 and g["box"] and g["box_x1"] > g["box_x0"]
+cluster|{"bodies":400}|{"eps":0.04}|g["floor_y"] is None and not g["box"]
+orbit|{}|{"eps":0.1}|g["floor_y"] is None and not g["box"]
+EOF
 
 # ---- a private session: nothing without its viewer token, on the socket or over REST ----------
 curl -s -X POST "$base/api/sessions" --data-binary '{"scene":"pour","params":{"amount":10},"private":true}' \

@@ -677,6 +677,25 @@ int main(int argc, char **argv) {
   if (P.twin_failed) {
     json_object_set_new(out, "verify_error", json_string(P.twin_error));
   }
+  if (P.decoded > 0) {
+    /* the last keyframe's scene geometry; JSON has no infinity: an open bound is null */
+    const grn_geometry *g = &P.dec.geometry;
+    json_t *gj = json_object();
+    const struct {
+      const char *name;
+      double v;
+    } bounds[] = {{"floor_y", g->floor_y},
+                  {"box_x0", g->box_x0},
+                  {"box_x1", g->box_x1},
+                  {"box_z0", g->box_z0},
+                  {"box_z1", g->box_z1}};
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+      json_object_set_new(gj, bounds[i].name,
+                          isfinite(bounds[i].v) ? json_real(bounds[i].v) : json_null());
+    }
+    json_object_set_new(gj, "box", json_boolean(g->box));
+    json_object_set_new(out, "geometry", gj);
+  }
   char *text = json_dumps(out, JSON_COMPACT);
   puts(text);
   free(text);
