@@ -66,48 +66,63 @@ int grn_parse_number(const char *text, double *out) {
 
 /* ---- parameters --------------------------------------------------------------------------- */
 #define P_MU                                                                                       \
-  { "mu", "", 0.0, 1.5, 0.5, false, "sliding friction between grains" }
+  { "mu", "", 0.0, 1.5, 0.5, false, false, "sliding friction between grains" }
 #define P_MUR                                                                                      \
-  { "mur", "", 0.0, 0.5, 0.1, false, "rolling friction between grains" }
+  { "mur", "", 0.0, 0.5, 0.1, false, false, "rolling friction between grains" }
 #define P_COH(def)                                                                                 \
-  { "coh", "N", 0.0, 400.0, def, false, "liquid-bridge cohesion at contact (wet sand > 0)" }
+  { "coh", "N", 0.0, 400.0, def, false, false, "liquid-bridge cohesion at contact (wet sand > 0)" }
 #define P_AMOUNT                                                                                   \
-  { "amount", "%", 10.0, 400.0, 100.0, false, "grain count as % of the quality's base" }
+  { "amount", "%", 10.0, 400.0, 100.0, false, true, "grain count as % of the quality's base" }
 #define P_QUALITY                                                                                  \
-  { "quality", "", 0.0, 2.0, 2.0, true, "0, 1, 2: base 750, 1500, 3000 grains" }
+  { "quality", "", 0.0, 2.0, 2.0, true, true, "0, 1, 2: base 750, 1500, 3000 grains" }
 #define P_SPOUT_X                                                                                  \
-  { "spout_x", "m", -5.0, 5.0, 0.0, false, "spout position across the table" }
+  { "spout_x", "m", -5.0, 5.0, 0.0, false, false, "spout position across the table" }
 #define P_SPOUT_Z                                                                                  \
-  { "spout_z", "m", -5.0, 5.0, 0.0, false, "spout position along the table" }
+  { "spout_z", "m", -5.0, 5.0, 0.0, false, false, "spout position along the table" }
 #define P_RATE                                                                                     \
-  { "rate", "grains/s", 12.0, 2400.0, 120.0, false, "pour rate from the spout" }
+  { "rate", "grains/s", 12.0, 2400.0, 120.0, false, false, "pour rate from the spout" }
 
 #define P_HOLE                                                                                     \
-  { "hole", "m", 0.3, 1.6, 0.9, false, "silo hole diameter (4.5 grain diameters by default)" }
+  {                                                                                                \
+    "hole", "m", 0.3, 1.6, 0.9, false, false,                                                      \
+        "silo hole diameter (4.5 grain diameters by default)"                                      \
+  }
 #define P_ASPECT                                                                                   \
-  { "aspect", "", 0.5, 4.0, 2.0, false, "slump: column height over its length" }
+  { "aspect", "", 0.5, 4.0, 2.0, false, false, "slump: column height over its length" }
 #define P_TILT_RATE                                                                                \
-  { "tilt_rate", "deg/s", 0.1, 20.0, 2.0, false, "tilt: turning speed when an action gives none" }
+  {                                                                                                \
+    "tilt_rate", "deg/s", 0.1, 20.0, 2.0, false, false,                                            \
+        "tilt: turning speed when an action gives none"                                            \
+  }
 
 #define P_WIDTH                                                                                    \
-  { "width", "m", 0.1, 1.0, 0.3, false, "water column width a (height 2a, tank 5a long)" }
+  { "width", "m", 0.1, 1.0, 0.3, false, true, "water column width a (height 2a, tank 5a long)" }
 #define P_FQUALITY(what)                                                                           \
-  { "quality", "", 0.0, 2.0, 1.0, true, what }
+  { "quality", "", 0.0, 2.0, 1.0, true, true, what }
 #define P_VISC                                                                                     \
   {                                                                                                \
-    "visc", "Pa s", 0.0, 20.0, 5.0, false,                                                         \
+    "visc", "Pa s", 0.0, 20.0, 5.0, false, false,                                                  \
         "SPH dynamic viscosity (numerical: damps particle noise)"                                  \
   }
 #define P_EPS(def)                                                                                 \
-  { "eps", "m", 0.0, 1.0, def, false, "softening length: 1/r^2 becomes 1/(r^2 + eps^2) near" }
+  {                                                                                                \
+    "eps", "m", 0.0, 1.0, def, false, false,                                                       \
+        "softening length: 1/r^2 becomes 1/(r^2 + eps^2) near"                                     \
+  }
 #define P_THETA                                                                                    \
-  { "theta", "", 0.0, 1.0, 0.5, false, "Barnes-Hut opening angle above 2048 bodies; 0: direct sum" }
+  {                                                                                                \
+    "theta", "", 0.0, 1.0, 0.5, false, false,                                                      \
+        "Barnes-Hut opening angle above 2048 bodies; 0: direct sum"                                \
+  }
 #define P_BODIES                                                                                   \
-  { "bodies", "", 16.0, 200000.0, 2000.0, true, "bodies in the Plummer sphere (total mass 1)" }
+  {                                                                                                \
+    "bodies", "", 16.0, 200000.0, 2000.0, true, true,                                              \
+        "bodies in the Plummer sphere (total mass 1)"                                              \
+  }
 #define P_SPEED                                                                                    \
-  { "speed", "", 0.2, 1.3, 1.0, false, "initial speed over the circular speed (1: circle)" }
+  { "speed", "", 0.2, 1.3, 1.0, false, true, "initial speed over the circular speed (1: circle)" }
 #define P_VCAP(def)                                                                                \
-  { "vcap", "m/s", 0.0, 100.0, def, false, "speed cap applied after each kick; 0: none" }
+  { "vcap", "m/s", 0.0, 100.0, def, false, false, "speed cap applied after each kick; 0: none" }
 
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define SAME_LEN(a, b) _Static_assert(sizeof(a) / sizeof((a)[0]) == sizeof(b) / sizeof((b)[0]), #a)

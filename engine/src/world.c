@@ -593,14 +593,11 @@ int grn_world_set_param(grn_world *w, const char *name, double value, grn_error 
   if (id < 0) {
     return id;
   }
-  if (id == GRN_P_AMOUNT || id == GRN_P_QUALITY || id == GRN_P_WIDTH || id == GRN_P_BODIES) {
+  if (w->scene->param_info[grn_scene_param_index(w->scene, name)].restart) {
     return grn__fail(err, GRN_E_UNSUPPORTED, name,
-                     "parameter '%s' sets the particle count: restart the scene to change it",
+                     "parameter '%s' is fixed when the scene is built: restart the scene to change "
+                     "it",
                      name);
-  }
-  if (id == GRN_P_SPEED) {
-    return grn__fail(err, GRN_E_UNSUPPORTED, name,
-                     "parameter '%s' sets the initial orbit: restart the scene to change it", name);
   }
   const double gap_before = grn__reach_gap(w);
   w->param[id] = value;

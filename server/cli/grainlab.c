@@ -128,8 +128,9 @@ static int cmd_scenes(void) {
       put_json_string(p->name);
       printf(",\"unit\":");
       put_json_string(p->unit);
-      printf(",\"min\":%.10g,\"max\":%.10g,\"default\":%.10g,\"integer\":%s,\"description\":",
-             p->min, p->max, p->def, p->integer ? "true" : "false");
+      printf(",\"min\":%.10g,\"max\":%.10g,\"default\":%.10g,\"integer\":%s,\"restart\":%s,"
+             "\"description\":",
+             p->min, p->max, p->def, p->integer ? "true" : "false", p->restart ? "true" : "false");
       put_json_string(p->description);
       putchar('}');
     }

@@ -181,11 +181,10 @@ static http_reply scenes_reply(void) {
     json_t *params = json_array(), *actions = json_array(), *meas = json_array();
     for (int k = 0; k < sc->param_count; k++) {
       const grn_param_info *p = &sc->param_info[k];
-      json_array_append_new(params, json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:b, s:s}", "name",
-                                              p->name, "unit", p->unit, "min", p->min, "max",
-                                              p->max, "default", p->def, "integer", p->integer,
-                                              "restart", sess_param_restart_only(p->name),
-                                              "description", p->description));
+      json_array_append_new(
+          params, json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:b, s:s}", "name", p->name, "unit",
+                            p->unit, "min", p->min, "max", p->max, "default", p->def, "integer",
+                            p->integer, "restart", p->restart, "description", p->description));
     }
     for (int k = 0; k < sc->action_count; k++) {
       json_array_append_new(actions, json_string(sc->actions[k]));

@@ -134,18 +134,13 @@ static int fast_steps(const session *s) {
   return k >= 960.0 ? 960 : k <= 4.0 ? 4 : (int)k;
 }
 
-/* Parameters the engine fixes when it builds the world (grn_world_set_param refuses them with
- * GRN_E_UNSUPPORTED): the particle count (amount, quality, a dam-break's width, the bodies) and
- * an orbit's initial speed. The daemon refuses them before any value reaches the worker, so a
- * request naming one changes nothing, not even the parameters listed before it. */
-bool sess_param_restart_only(const char *name) {
-  static const char *const names[] = {"amount", "quality", "width", "bodies", "speed"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    if (strcmp(names[i], name) == 0) {
-      return true;
-    }
-  }
-  return false;
+/* Parameters the engine fixes when it builds the world (the catalogue marks them `restart`:
+ * the particle count, an orbit's initial speed). The daemon refuses them before any value reaches
+ * the worker, so a request naming one changes nothing, not even the parameters listed before it.
+ * A name the scene does not take is not one of them (it fails as unknown). */
+bool sess_param_restart_only(const grn_scene_info *scene, const char *name) {
+  const int k = grn_scene_param_index(scene, name);
+  return k >= 0 && scene->param_info[k].restart;
 }
 
 /* The parameter that sets a scene's particle count, for a refusal that names it. */
@@ -766,7 +761,7 @@ session *sess_create_from_run(sess_registry *r, int64_t run, json_t *fork_params
       api_fail(err, e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
                e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range", e.field, "%s",
                e.message);
-    } else if (sess_param_restart_only(key)) {
+    } else if (sess_param_restart_only(d.scene, key)) {
       api_fail(err, 409, "needs_restart", key,
                "a fork goes on from the run's end: '%s' is fixed when the scene starts", key);
     } else {
@@ -1018,7 +1013,7 @@ int sess_set_params(session *s, json_t *params, sess_error *err) {
       pthread_mutex_unlock(&s->lock);
       return -1;
     }
-    if (sess_param_restart_only(key)) {
+    if (sess_param_restart_only(d.scene, key)) {
       api_fail(err, 409, "needs_restart", key,
                "parameter '%s' is fixed when the scene starts: restart it (POST "
                "/api/sessions/{id}/scene) to change it",

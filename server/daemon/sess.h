@@ -88,7 +88,7 @@ json_t *sess_list_json(sess_registry *r, bool include_private);
 
 /* Whether a parameter is fixed when a scene starts (the particle count, an orbit's initial
  * speed): a live change of it is refused (409 needs_restart); a scene switch sets it. */
-bool sess_param_restart_only(const char *name);
+bool sess_param_restart_only(const grn_scene_info *scene, const char *name);
 
 /* Changes: each validated before it touches anything; on error nothing changed. */
 int sess_set_params(session *s, json_t *params, sess_error *err);

@@ -94,6 +94,8 @@ typedef struct grn_param_info {
   double min, max;  /* inclusive validation limits: out of range is an error, never a clamp */
   double def;       /* default */
   bool integer;     /* value must be a whole number */
+  bool restart;     /* fixed when the scene is built (particle count, initial orbit): a live
+                       change is refused with GRN_E_UNSUPPORTED; a restart takes it */
   const char *description;
 } grn_param_info;
 
