@@ -1,7 +1,9 @@
 // The browser client end to end: the real daemon, Debian's chromium driven by playwright-core.
 // Creates a silo from the landing page, checks the canvas shows moving grains, changes a
 // parameter, opens the viewer link and checks it cannot change anything, opens the hole and
-// watches the flow plot rise, then finds the run on the results page and downloads its CSV.
+// watches the flow plot rise, checks a slump's plot, then finds the run on the results page and
+// downloads its CSV; last a dam break and a cluster: their own plots, the particles drawn in view,
+// their sliders (live, and restarting the scene).
 // Usage: node test_browser.mjs GRAINLABD WEB_CLIENT_DIR SCREENSHOT_DIR
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -171,6 +173,86 @@ try {
   const [download] = await Promise.all([results.waitForEvent('download'), results.click('#runs tr a.csv')]);
   const csv = readFileSync(await download.path(), 'utf8');
   ok('the CSV downloads', csv.startsWith('t,steps,state') && csv.split('\n').length > 10, `${csv.split('\n').length} lines`);
+
+  // ---- water and bodies: their own plots, the canvas draws them, their parameters work ----------
+  // scene, start parameters, the plots' series with data (plot by plot), a live parameter and a
+  // value for it, a parameter fixed at the start (its slider restarts the scene), and how to tell
+  // the particles' pixels from the background's in the downsampled canvas (r, g, b)
+  const models = [
+    ['dambreak', { quality: 0 }, 'front,height;kinetic,potential,energy', 'visc', 2, 'width',
+     (r, g, b) => b > r + 40 && b > 120],
+    ['cluster', { bodies: 500 }, 'kinetic,potential,energy,energy_drift;virial,angular_momentum', 'eps', 0.05, 'bodies',
+     (r, g, b) => r > 110 && g > 110],
+  ];
+  for (const [scene, params, plots, live, value, fixed, particle] of models) {
+    const s = await (await fetch(`${base}/api/sessions`, { method: 'POST', body: JSON.stringify({ scene, params, seed: 5 }) })).json();
+    const mp = await context.newPage();
+    mp.on('pageerror', (e) => consoleErrors.push(`${scene}: ${e.message}`));
+    await mp.goto(`${base}/s/${s.id}#control=${s.control_token}`);
+    const all = await until(`${scene}: data in every plot`, async () => {
+      const v = await mp.evaluate(() => document.body.dataset.plotSeriesAll || '');
+      return v === plots ? v : null;
+    }, 90000).catch(() => null);
+    ok(`${scene}: its own plots over time`, all === plots,
+       `${await mp.evaluate(() => document.body.dataset.plotSeriesAll)} (want ${plots})`);
+    const points = await until(`${scene}: 4 samples plotted`, async () => {
+      const n = await mp.evaluate(() => [...document.querySelectorAll('#plots .plot')].map((d) => Number(d.dataset.points || 0)));
+      return n.length === plots.split(';').length && n.every((k) => k >= 4) ? n : null;
+    }, 90000).catch(() => null);
+    ok(`${scene}: every plot gathers samples`, !!points, `${points}`);
+    await until(`${scene}: frames`, async () => Number(await mp.evaluate(() => document.body.dataset.frames || 0)) > 10, 60000);
+    const framed = await mp.evaluate(() => window.grainlabView.framed);
+    ok(`${scene}: the camera was aimed at the particles`, framed === true);
+    await sleep(500); // a render after the last frame
+    const look = async () => mp.evaluate(() => {
+      const src = document.querySelector('#view canvas');
+      const c = document.createElement('canvas');
+      c.width = 160; c.height = 100;
+      const g = c.getContext('2d');
+      g.drawImage(src, 0, 0, c.width, c.height);
+      return Array.from(g.getImageData(0, 0, c.width, c.height).data);
+    });
+    const c1 = await look();
+    let seen = 0;
+    for (let i = 0; i < c1.length; i += 4) seen += particle(c1[i], c1[i + 1], c1[i + 2]) ? 1 : 0;
+    ok(`${scene}: the particles are drawn in view, in their own colour`, seen > 40, `${seen} of 16000 pixels`);
+    await mp.screenshot({ path: join(shots, `session-${scene}.png`) });
+    await mp.locator('#plots').screenshot({ path: join(shots, `session-${scene}-plots.png`) });
+    await sleep(1500);
+    const c2 = await look();
+    let moved = 0;
+    for (let i = 0; i < c1.length; i += 4) moved += Math.abs(c1[i] - c2[i]) + Math.abs(c1[i + 2] - c2[i + 2]) > 16 ? 1 : 0;
+    ok(`${scene}: the picture changes between two moments`, moved > 20, `${moved} pixels changed`);
+    // a live parameter from its slider
+    await mp.evaluate(([name, v]) => {
+      const input = document.getElementById(`p-${name}`);
+      input.value = String(v);
+      input.dispatchEvent(new Event('input'));
+      input.dispatchEvent(new Event('change'));
+    }, [live, value]);
+    const got = await until(`${scene}: ${live} in the session`, async () => {
+      const st = await (await fetch(`${base}/api/sessions/${s.id}`)).json();
+      return st.params[live] === value ? st : null;
+    }, 20000).catch(() => null);
+    ok(`${scene}: the ${live} slider changes it live (same run)`, got && got.run_id === s.run_id);
+    // a parameter fixed at the start: its slider restarts the scene with it (a new run)
+    await mp.evaluate((name) => {
+      const input = document.getElementById(`p-${name}`);
+      input.value = String(Number(input.min) + 0.3 * (Number(input.max) - Number(input.min)));
+      input.dispatchEvent(new Event('input'));
+      input.dispatchEvent(new Event('change'));
+    }, fixed);
+    const restarted = await until(`${scene}: a restart with a new ${fixed}`, async () => {
+      const st = await (await fetch(`${base}/api/sessions/${s.id}`)).json();
+      return st.run_id !== s.run_id ? st : null;
+    }, 20000).catch(() => null);
+    ok(`${scene}: the ${fixed} slider restarts the scene with the new value, the live change kept`,
+       restarted && restarted.params[fixed] !== s.params[fixed] && restarted.params[live] === value,
+       restarted ? `${fixed} ${s.params[fixed]} -> ${restarted.params[fixed]}` : 'no restart');
+    await mp.close();
+    await fetch(`${base}/api/sessions/${s.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${s.control_token}` } });
+  }
+  ok('no script errors on the water and N-body pages', consoleErrors.length === 0, consoleErrors.join('; '));
 } catch (e) {
   ok('the browser test ran to its end', false, e.message);
 } finally {

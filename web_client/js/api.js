@@ -48,4 +48,9 @@ export const sceneText = {
   slump: 'A dam holds a column of grains; pull it away and watch the column collapse and run out.',
   tilt: 'A box of grains tilted slowly: the surface holds until it fails in an avalanche at the angle of repose.',
   silo: 'A silo draining through a hole: the flow stays constant however full the silo is (Beverloo), and small holes jam.',
+  dambreak: 'A water column released against the wall of a tank: the surge front races along the floor while the column drops (SPH water).',
+  drop: 'A ball of water falls into a pool and splashes: watch the energy turn from potential to kinetic and be damped away.',
+  orbit: 'Two bodies in orbit under gravity: a circle, or an ellipse at other speeds; energy and angular momentum are conserved.',
+  softening: 'Two bodies pass close: the softening length decides how hard they swing round each other.',
+  cluster: 'A star cluster of many bodies in balance: kinetic and potential energy keep the virial ratio 2K/|W| near 1.',
 };

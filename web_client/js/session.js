@@ -1,6 +1,6 @@
 // A session's page: the live 3D view, and for the controller (token in the URL fragment, never
 // sent in a request line) the parameters, actions, pause/resume/reset, speed and drags; for
-// everyone the measurements, a plot over time, and messages when a silo jams or drains.
+// everyone the measurements, the scene's plots over time, and messages when a silo jams or drains.
 import uPlot from 'uplot';
 import { api, fmt, showError } from './api.js';
 import { connect, CHAINS } from './stream.js';
@@ -16,9 +16,10 @@ if (!controlToken) document.body.classList.add('viewer');
 $('role').textContent = controlToken ? 'controller' : 'viewer';
 
 const view = new View($('view'));
+const NOUN = { granular: 'grains', fluid: 'water particles', gravity: 'bodies' };
 window.grainlabView = view; // for scripting and tests
 let session = null, scene = null, link = null, decoder = null, frames = 0;
-let plot = null, plotKeys = [], plotData = [[]];
+let plots = []; // per plot of the scene: {keys, data, uplot, div}
 
 function message(text) {
   const box = $('message');
@@ -26,36 +27,94 @@ function message(text) {
   box.style.display = text ? 'block' : 'none';
 }
 
-// What each scene plots over time: silo flow with its Beverloo line, slump angle and runout,
-// the piles and the tilted box their angle.
-function setupPlot() {
-  const silo = scene.name === 'silo', slump = scene.name === 'slump';
-  plotKeys = silo ? ['flow', 'beverloo'] : slump ? ['angle', 'front'] : ['angle'];
-  $('plot-title').textContent = silo ? 'Flow, kg/s (dashed: Beverloo)' : slump ? 'Angle, ° · runout front, m' : 'Angle of repose, °';
-  const width = $('plot').clientWidth || 330;
-  const series = [{}], axes = [{ label: 't, s' }];
-  if (silo) {
-    series.push({ label: 'flow', stroke: '#c0392b', width: 2 }, { label: 'Beverloo', stroke: '#2c3e50', dash: [6, 4] });
-    axes.push({});
-  } else if (slump) {
-    series.push({ label: 'angle, °', stroke: '#c0392b', width: 2, scale: 'deg' }, { label: 'front, m', stroke: '#2471a3', width: 2, scale: 'm' });
-    axes.push({ scale: 'deg' }, { scale: 'm', side: 1, grid: { show: false } });
-  } else {
-    series.push({ label: 'angle, °', stroke: '#c0392b', width: 2 });
-    axes.push({});
-  }
-  plotData = [[], ...plotKeys.map(() => [])];
-  plot = new uPlot({ width, height: 200, series, axes, scales: { x: { time: false } } }, plotData, $('plot'));
+// What each scene plots over time, each plot a list of measurement keys; series on one plot
+// share an axis unless they name their own scale (then the second one's axis is on the right).
+const RED = '#c0392b', BLUE = '#2471a3', DARK = '#2c3e50', GREEN = '#1e8449';
+const ENERGIES = {
+  title: 'Energy, J: kinetic, potential, total',
+  series: [{ key: 'kinetic', label: 'kinetic', stroke: RED }, { key: 'potential', label: 'potential', stroke: BLUE },
+           { key: 'energy', label: 'total', stroke: DARK, dash: [6, 4] }],
+};
+// N-body: kinetic and potential trade while their sum stays flat on their scale; the relative
+// drift of that sum from t = 0, on its own scale (right), shows how well it is conserved
+const GRAVITY = [
+  { title: 'Energy (G = 1 units): kinetic, potential, total · drift of the total',
+    series: [{ key: 'kinetic', label: 'K', stroke: RED, scale: 'E' }, { key: 'potential', label: 'W', stroke: BLUE, scale: 'E' },
+             { key: 'energy', label: 'E', stroke: DARK, dash: [6, 4], scale: 'E' },
+             { key: 'energy_drift', label: 'drift', stroke: GREEN, scale: 'drift' }] },
+  { title: 'Virial ratio 2K/|W| · angular momentum',
+    series: [{ key: 'virial', label: '2K/|W|', stroke: RED, scale: 'Q' }, { key: 'angular_momentum', label: '|L|', stroke: BLUE, scale: 'L' }] },
+];
+const PLOTS = {
+  silo: [{ title: 'Flow, kg/s (dashed: Beverloo)',
+           series: [{ key: 'flow', label: 'flow', stroke: RED }, { key: 'beverloo', label: 'Beverloo', stroke: DARK, dash: [6, 4] }] }],
+  slump: [{ title: 'Angle, ° · runout front, m',
+            series: [{ key: 'angle', label: 'angle, °', stroke: RED, scale: 'deg' }, { key: 'front', label: 'front, m', stroke: BLUE, scale: 'm' }] }],
+  dambreak: [{ title: 'Surge front and water height at the wall, m',
+               series: [{ key: 'front', label: 'front', stroke: BLUE }, { key: 'height', label: 'height', stroke: RED }] }, ENERGIES],
+  drop: [ENERGIES, { title: 'Top of the water, m', series: [{ key: 'top', label: 'top', stroke: BLUE }] }],
+};
+const MODEL_PLOTS = { fluid: [ENERGIES], gravity: GRAVITY };
+const ANGLE = [{ title: 'Angle of repose, °', series: [{ key: 'angle', label: 'angle, °', stroke: RED }] }];
+
+function plotsOf(sc) {
+  // a scene's own plots, or its model's, keeping only keys the scene measures
+  const chosen = PLOTS[sc.name] || MODEL_PLOTS[sc.model] || ANGLE;
+  return chosen.map((p) => ({ ...p, series: p.series.filter((s) => sc.measurements.includes(s.key)) }))
+    .filter((p) => p.series.length > 0);
+}
+
+// An axis tick: short whatever the magnitude (an energy drift of 1e-7, an energy of 264 J).
+function tick(v) {
+  if (v === null || v === undefined) return '';
+  if (v === 0) return '0';
+  return Math.abs(v) < 1e-3 || Math.abs(v) >= 1e5 ? v.toExponential(1) : String(Number(v.toPrecision(4)));
+}
+
+function setupPlots() {
+  const box = $('plots');
+  box.innerHTML = '';
+  plots = plotsOf(scene).map((p, i) => {
+    const section = document.createElement('section');
+    section.innerHTML = `<h2 class="plot-title">${p.title}</h2><div class="plot" id="plot-${i}"></div>`;
+    box.appendChild(section);
+    const div = section.querySelector('.plot');
+    const scales = [...new Set(p.series.map((s) => s.scale || 'y'))];
+    const series = [{ label: 't, s' }, ...p.series.map((s) => ({ label: s.label, stroke: s.stroke, width: 2, dash: s.dash, scale: s.scale || 'y' }))];
+    const values = (u, splits) => splits.map(tick);
+    const axes = [{ label: 't, s' }, ...scales.map((sc, k) => (k === 0 ? { scale: sc, values, size: 56 }
+      : { scale: sc, values, size: 56, side: 1, grid: { show: false } }))];
+    const data = [[], ...p.series.map(() => [])];
+    const uplot = new uPlot({ width: div.clientWidth || 330, height: 180, series, axes, scales: { x: { time: false } } }, data, div);
+    return { keys: p.series.map((s) => s.key), data, uplot, div };
+  });
+  document.body.dataset.plots = plots.map((p) => p.keys.join(',')).join(';');
 }
 
 function addSample(msg) {
-  plotData[0].push(msg.t);
-  plotKeys.forEach((k, i) => plotData[i + 1].push(msg.values[k] ?? null));
-  if (plotData[0].length > 2400) for (const a of plotData) a.shift();
-  plot.setData(plotData);
-  document.body.dataset.plotLast = msg.values[plotKeys[0]] ?? ''; // for tests and scripting
-  document.body.dataset.plotPoints = plotData[0].length;
-  document.body.dataset.plotSeries = plotKeys.filter((k, i) => plotData[i + 1].some((v) => v !== null)).join(',');
+  for (const p of plots) {
+    p.data[0].push(msg.t);
+    p.keys.forEach((k, i) => p.data[i + 1].push(Number.isFinite(msg.values[k]) ? msg.values[k] : null));
+    if (p.data[0].length > 2400) for (const a of p.data) a.shift();
+    p.uplot.setData(p.data);
+    // for tests and scripting: which series have data, how many points, the newest values
+    p.div.dataset.series = p.keys.filter((k, i) => p.data[i + 1].some((v) => v !== null)).join(',');
+    p.div.dataset.points = p.data[0].length;
+    p.div.dataset.last = p.keys.map((k) => msg.values[k] ?? '').join(',');
+  }
+  const first = plots[0];
+  if (!first) return;
+  document.body.dataset.plotLast = msg.values[first.keys[0]] ?? '';
+  document.body.dataset.plotPoints = first.data[0].length;
+  document.body.dataset.plotSeries = first.div.dataset.series;
+  document.body.dataset.plotSeriesAll = plots.map((p) => p.div.dataset.series).join(';');
+}
+
+function clearPlots() {
+  for (const p of plots) {
+    for (const a of p.data) a.length = 0;
+    p.uplot.setData(p.data);
+  }
 }
 
 function showMeasurements(values, state) {
@@ -63,6 +122,12 @@ function showMeasurements(values, state) {
   rows.push(`<span>state</span><span>${state}</span>`);
   $('meas').innerHTML = rows.join('');
 }
+
+// A slider's position for a value and back: linear, or logarithmic for whole numbers spanning
+// decades (bodies: 16 to 200000), where a linear slider could not pick a small count.
+const logScale = (p) => p.integer && p.min > 0 && p.max / p.min >= 100;
+const toSlider = (p, v) => (logScale(p) ? (1000 * Math.log(v / p.min)) / Math.log(p.max / p.min) : v);
+const fromSlider = (p, x) => (logScale(p) ? Math.round(p.min * (p.max / p.min) ** (x / 1000)) : x);
 
 function paramControls() {
   const box = $('params');
@@ -72,19 +137,25 @@ function paramControls() {
     row.className = 'param';
     // a round step (0.01 rather than 0.015) so typed and slid values land on what users expect
     const step = p.integer ? 1 : 10 ** Math.floor(Math.log10((p.max - p.min) / 100));
-    row.innerHTML = `<label for="p-${p.name}" title="${p.description}">${p.name}${p.unit ? ` (${p.unit})` : ''}</label>` +
-      `<input id="p-${p.name}" type="range" min="${p.min}" max="${p.max}" step="${step}">` +
+    const range = logScale(p) ? 'min="0" max="1000" step="1"' : `min="${p.min}" max="${p.max}" step="${step}"`;
+    // a parameter fixed at the start (the particle count, an orbit's speed) restarts the scene
+    const title = `${p.description}${p.restart ? ' (changing it restarts the scene)' : ''}`;
+    row.innerHTML = `<label for="p-${p.name}" title="${title}">${p.name}${p.unit ? ` (${p.unit})` : ''}${p.restart ? ' ↻' : ''}</label>` +
+      `<input id="p-${p.name}" type="range" ${range}>` +
       `<output id="o-${p.name}"></output>`;
     box.appendChild(row);
     const input = row.querySelector('input'), out = row.querySelector('output');
-    input.value = session.params[p.name];
+    input.value = toSlider(p, session.params[p.name]);
     out.textContent = fmt(session.params[p.name]);
-    input.addEventListener('input', () => { out.textContent = fmt(Number(input.value)); });
+    input.addEventListener('input', () => { out.textContent = fmt(fromSlider(p, Number(input.value))); });
     input.addEventListener('change', async () => {
+      const value = fromSlider(p, Number(input.value));
       try {
-        session = await api('PATCH', `/api/sessions/${id}/params`, { [p.name]: Number(input.value) }, controlToken);
+        session = p.restart
+          ? await api('POST', `/api/sessions/${id}/scene`, { scene: scene.name, params: { ...session.params, [p.name]: value }, seed: session.seed }, controlToken)
+          : await api('PATCH', `/api/sessions/${id}/params`, { [p.name]: value }, controlToken);
       } catch (e) {
-        input.value = session.params[p.name]; // refused: show what the session really has
+        input.value = toSlider(p, session.params[p.name]); // refused: show what the session really has
         out.textContent = fmt(session.params[p.name]);
       }
     });
@@ -174,8 +245,8 @@ async function refresh() {
   if (controlToken) {
     for (const p of scene.params) {
       const input = $(`p-${p.name}`);
-      if (input && document.activeElement !== input && Number(input.value) !== session.params[p.name]) {
-        input.value = session.params[p.name];
+      if (input && document.activeElement !== input && fromSlider(p, Number(input.value)) !== session.params[p.name]) {
+        input.value = toSlider(p, session.params[p.name]);
         $(`o-${p.name}`).textContent = fmt(session.params[p.name]);
       }
     }
@@ -191,7 +262,8 @@ async function start() {
   $('join').textContent = session.join_code;
   $('viewer-link').value = `${location.origin}/s/${session.id}${viewToken ? '#view=' + viewToken : ''}`;
   document.title = `grainlab — ${session.scene}`;
-  setupPlot();
+  view.setModel(scene.model);
+  setupPlots();
   if (controlToken) { paramControls(); actionButtons(); runControls(); }
   link = await connect(session.id, {
     onOpen() { if (token) link.send({ type: 'auth', token }); }, // a private session shows nothing before
@@ -200,7 +272,7 @@ async function start() {
       if (info.kind === CHAINS) { view.showChains(info, d); return; }
       frames++;
       view.update(d);
-      $('badge').textContent = `t = ${info.t.toFixed(2)} s · ${d.count} grains`;
+      $('badge').textContent = `t = ${info.t.toFixed(2)} s · ${d.count} ${NOUN[scene.model] || 'grains'}`;
       document.body.dataset.frames = frames;
     },
     onText(msg) {
@@ -208,7 +280,8 @@ async function start() {
       if (msg.type === 'event') {
         if (msg.event === 'jam') message('The silo has jammed: an arch of grains blocks the hole.');
         else if (msg.event === 'done' && msg.state === 'drained') message('The silo has drained.');
-        else if (msg.event === 'run_started') { for (const a of plotData) a.length = 0; message(''); }
+        else if (msg.event === 'run_started' && msg.scene !== scene.name) location.reload(); // another scene: its own page
+        else if (msg.event === 'run_started') { clearPlots(); message(''); }
         else if (msg.event === 'session_failed') message(`The session failed: ${msg.reason}`);
         else if (msg.event === 'action' && msg.action && msg.action.type === 'open_hole') message('');
       }

@@ -1,9 +1,16 @@
 // The 3D view of a session: instanced spheres (radius per grain, shade from speed), the scene's
 // geometry, force chains as rods, an orbit camera and shadows. Drags on the floor report (x, z).
+// Water is drawn as blue spheres in its tank; N-body bodies as small bright spheres in the dark,
+// with no floor, the camera framing the bodies of the first keyframe.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 
-const SAND = new THREE.Color(0xd9b98a), FAST = new THREE.Color(0xff5a1f);
+// per model: slow and fast colour (shade is speed), background, lit or not
+const LOOKS = {
+  granular: { slow: 0xd9b98a, fast: 0xff5a1f, background: 0x1b2330, lit: true },
+  fluid: { slow: 0x2f7fd0, fast: 0xd8f1ff, background: 0x1b2330, lit: true },
+  gravity: { slow: 0xfff1c4, fast: 0x9fd4ff, background: 0x04060b, lit: false },
+};
 
 export class View {
   constructor(container) {
@@ -32,6 +39,11 @@ export class View {
     this.sphere = new THREE.SphereGeometry(1, 12, 8);
     this.coarse = new THREE.SphereGeometry(1, 8, 6); /* thousands of grains: fewer triangles each */
     this.material = new THREE.MeshStandardMaterial({ roughness: 0.85, metalness: 0.0 });
+    this.model = 'granular';
+    this.slow = new THREE.Color(LOOKS.granular.slow);
+    this.fast = new THREE.Color(LOOKS.granular.fast);
+    this.framed = false; // the camera has been aimed at the particles (scenes without a floor)
+    this.minRadius = 0; // drawn radius at least this: bodies stay visible from afar
     this.grains = null;
     this.points = null; // the lightest drawing: one shaded sprite per grain
     this.chains = null;
@@ -66,6 +78,56 @@ export class View {
       requestAnimationFrame(loop);
     };
     requestAnimationFrame(loop);
+  }
+
+  // The scene's model ("granular", "fluid", "gravity"): colours, material, lights and framing.
+  setModel(model) {
+    const look = LOOKS[model] || LOOKS.granular;
+    this.model = LOOKS[model] ? model : 'granular';
+    this.slow.set(look.slow);
+    this.fast.set(look.fast);
+    this.scene.background = new THREE.Color(look.background);
+    this.material = look.lit
+      ? new THREE.MeshStandardMaterial({ roughness: this.model === 'fluid' ? 0.35 : 0.85, metalness: 0.0 })
+      : new THREE.MeshBasicMaterial(); // self-lit: bright points against the dark
+    if (!look.lit) this.renderer.shadowMap.enabled = false; // nothing to cast a shadow on
+    if (this.grains) this.grains.material = this.material;
+    this.dirty = true;
+  }
+
+  // Aim the camera at the particles (and a water tank's corners): their bounding sphere; for
+  // many bodies, around the median and holding 95 % of them, so a few escaped bodies do not
+  // shrink the rest to dots.
+  frame(particles, count, g) {
+    let p = particles, n = count;
+    const tank = this.model === 'fluid' && g && g.box && [g.floorY, g.boxX0, g.boxX1, g.boxZ0, g.boxZ1].every(Number.isFinite);
+    if (tank) {
+      const top = this.top(p, n);
+      const corners = [];
+      for (const x of [g.boxX0, g.boxX1]) for (const y of [g.floorY, top]) for (const z of [g.boxZ0, g.boxZ1]) corners.push(x, y, z);
+      p = Float32Array.from([...p.subarray(0, 3 * n), ...corners]);
+      n += 8;
+    }
+    if (n === 0) return;
+    const axis = (a) => Float32Array.from({ length: n }, (_, k) => p[3 * k + a]).sort();
+    const many = n > 50 && this.model === 'gravity';
+    const c = [0, 1, 2].map((a) => {
+      const v = axis(a);
+      return many ? v[n >> 1] : (v[0] + v[n - 1]) / 2;
+    });
+    const d = Float32Array.from({ length: n }, (_, k) => Math.hypot(p[3 * k] - c[0], p[3 * k + 1] - c[1], p[3 * k + 2] - c[2])).sort();
+    const r = Math.max(many ? 1.15 * d[Math.floor(0.95 * (n - 1))] : d[n - 1], 0.05) * 1.1;
+    const dist = r / Math.sin((this.camera.fov * Math.PI) / 360);
+    const dir = new THREE.Vector3(0.35, 0.45, 1).normalize();
+    this.controls.target.set(c[0], c[1], c[2]);
+    this.camera.position.set(c[0] + dir.x * dist, c[1] + dir.y * dist, c[2] + dir.z * dist);
+    this.camera.near = Math.max(dist / 1000, 1e-4);
+    this.camera.far = dist * 100;
+    this.camera.updateProjectionMatrix();
+    this.controls.update();
+    if (this.model === 'gravity') this.minRadius = 0.004 * r;
+    this.framed = true;
+    this.dirty = true;
   }
 
   lower() {
@@ -116,8 +178,8 @@ export class View {
     this.capacity = Math.max(n, 1);
     this.grains = new THREE.InstancedMesh(n > 2000 ? this.coarse : this.sphere, this.material, this.capacity);
     this.grains.instanceMatrix.setUsage(THREE.DynamicDrawUsage);
-    this.grains.castShadow = true;
-    this.grains.receiveShadow = true;
+    this.grains.castShadow = this.model !== 'gravity';
+    this.grains.receiveShadow = this.model !== 'gravity';
     this.grains.count = n;
     this.grains.frustumCulled = false;
     this.world.add(this.grains);
@@ -126,55 +188,66 @@ export class View {
   update(decoder) {
     const n = decoder.count;
     const p = decoder.positions, r = decoder.radius, shade = decoder.shade;
+    // a scene without a floor (or water in its tank) has no fixed place to look at: frame the
+    // particles once, at the first keyframe; the user's own camera moves stay after that
+    if (!this.framed && (this.model !== 'granular' || !Number.isFinite(decoder.geometry?.floorY))) this.frame(p, n, decoder.geometry);
     if (this.quality === 0) {
       this.ensurePoints(n);
       const g = this.points.geometry, pos = g.attributes.position, col = g.attributes.color, size = g.attributes.size;
       pos.array.set(p.subarray(0, 3 * n));
       for (let k = 0; k < n; k++) {
-        this.color.copy(SAND).lerp(FAST, shade[k] / 255);
+        this.color.copy(this.slow).lerp(this.fast, shade[k] / 255);
         col.array[3 * k] = this.color.r; col.array[3 * k + 1] = this.color.g; col.array[3 * k + 2] = this.color.b;
-        size.array[k] = 2 * r[k];
+        size.array[k] = 2 * Math.max(r[k], this.minRadius);
       }
       pos.needsUpdate = col.needsUpdate = size.needsUpdate = true;
       const h = this.renderer.domElement.height;
       this.points.material.uniforms.scale.value = h / (2 * Math.tan((this.camera.fov * Math.PI) / 360));
-      this.setGeometry(decoder.geometry);
+      this.setGeometry(decoder.geometry, this.top(p, n));
       this.dirty = true;
       return;
     }
     this.ensureGrains(n);
     for (let k = 0; k < n; k++) {
-      const s = r[k];
+      const s = Math.max(r[k], this.minRadius);
       this.matrix.makeScale(s, s, s).setPosition(p[3 * k], p[3 * k + 1], p[3 * k + 2]);
       this.grains.setMatrixAt(k, this.matrix);
-      this.color.copy(SAND).lerp(FAST, shade[k] / 255);
+      this.color.copy(this.slow).lerp(this.fast, shade[k] / 255);
       this.grains.setColorAt(k, this.color);
     }
     this.grains.instanceMatrix.needsUpdate = true;
     if (this.grains.instanceColor) this.grains.instanceColor.needsUpdate = true;
-    this.setGeometry(decoder.geometry);
+    this.setGeometry(decoder.geometry, this.top(p, n));
     this.dirty = true;
   }
 
-  setGeometry(g) {
+  // The scene's geometry; `top` (the particles' highest y) sizes the walls of a water tank.
+  setGeometry(g, top) {
     if (!g) return;
-    const key = JSON.stringify(g);
+    const key = JSON.stringify(g); // infinities read as null: still one key per geometry
     if (key === this.geometryKey) return;
     this.geometryKey = key;
-    this.world.rotation.z = -g.tilt;
-    this.floorY = g.floorY;
+    this.world.rotation.z = Number.isFinite(g.tilt) ? -g.tilt : 0;
     this.statics.clear();
     const glass = new THREE.MeshStandardMaterial({ color: 0x88aacc, transparent: true, opacity: 0.18, side: THREE.DoubleSide, depthWrite: false });
     const solid = new THREE.MeshStandardMaterial({ color: 0x6b7a8c, side: THREE.DoubleSide });
     const finite = (v, d) => (Number.isFinite(v) ? v : d);
+    // no floor at all (N-body: floor_y is −infinity): nothing to stand on, nothing to drag on
+    const hasFloor = Number.isFinite(g.floorY);
+    this.floorY = hasFloor ? g.floorY : 0;
     const x0 = finite(g.floor[0], -12), x1 = finite(g.floor[1], 12), z0 = finite(g.floor[2], -12), z1 = finite(g.floor[3], 12);
-    const floor = new THREE.Mesh(new THREE.PlaneGeometry(x1 - x0, z1 - z0), new THREE.MeshStandardMaterial({ color: 0x4a5361 }));
-    floor.rotation.x = -Math.PI / 2;
-    floor.position.set((x0 + x1) / 2, g.floorY, (z0 + z1) / 2);
-    floor.receiveShadow = true;
-    this.statics.add(floor);
-    if (g.box) {
-      const bx0 = finite(g.boxX0, x0), bx1 = finite(g.boxX1, x1), bz0 = finite(g.boxZ0, z0), bz1 = finite(g.boxZ1, z1), h = 2.5;
+    if (hasFloor) {
+      const floor = new THREE.Mesh(new THREE.PlaneGeometry(x1 - x0, z1 - z0), new THREE.MeshStandardMaterial({ color: 0x4a5361 }));
+      floor.rotation.x = -Math.PI / 2;
+      floor.position.set((x0 + x1) / 2, g.floorY, (z0 + z1) / 2);
+      floor.receiveShadow = true;
+      this.statics.add(floor);
+    }
+    if (g.box && hasFloor) {
+      // grains: walls well above any pile; water: a tank a little higher than the water stands
+      const water = this.model === 'fluid' && Number.isFinite(top);
+      const bx0 = finite(g.boxX0, x0), bx1 = finite(g.boxX1, x1), bz0 = finite(g.boxZ0, z0), bz1 = finite(g.boxZ1, z1);
+      const h = water ? Math.max(1.25 * (top - g.floorY), 0.1) : 2.5;
       const wall = (w, px, pz, ry) => {
         const m = new THREE.Mesh(new THREE.PlaneGeometry(w, h), glass);
         m.position.set(px, g.floorY + h / 2, pz);
@@ -211,6 +284,17 @@ export class View {
       tool.castShadow = true;
       this.statics.add(tool);
     }
+  }
+
+  // The water's highest point at the first keyframe: the height of its tank's walls.
+  top(p, n) {
+    if (this.model !== 'fluid') return NaN;
+    if (this.tankTop === undefined && n > 0) {
+      let y = -Infinity;
+      for (let k = 0; k < n; k++) y = Math.max(y, p[3 * k + 1]);
+      this.tankTop = y;
+    }
+    return this.tankTop;
   }
 
   showChains(info, decoder) {
