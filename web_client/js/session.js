@@ -151,9 +151,14 @@ function paramControls() {
     input.addEventListener('change', async () => {
       const value = fromSlider(p, Number(input.value));
       try {
-        session = p.restart
-          ? await api('POST', `/api/sessions/${id}/scene`, { scene: scene.name, params: { ...session.params, [p.name]: value }, seed: session.seed }, controlToken)
-          : await api('PATCH', `/api/sessions/${id}/params`, { [p.name]: value }, controlToken);
+        if (p.restart) {
+          // the restart keeps every other parameter as the session has it now (read afresh: a
+          // periodic refresh sent before the last live change may have answered after it)
+          const now = await api('GET', `/api/sessions/${id}`, undefined, controlToken);
+          session = await api('POST', `/api/sessions/${id}/scene`, { scene: scene.name, params: { ...now.params, [p.name]: value }, seed: now.seed }, controlToken);
+        } else {
+          session = await api('PATCH', `/api/sessions/${id}/params`, { [p.name]: value }, controlToken);
+        }
       } catch (e) {
         input.value = toSlider(p, session.params[p.name]); // refused: show what the session really has
         out.textContent = fmt(session.params[p.name]);
