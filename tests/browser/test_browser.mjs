@@ -252,6 +252,20 @@ try {
     await mp.close();
     await fetch(`${base}/api/sessions/${s.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${s.control_token}` } });
   }
+  // the N-body runs across runs: their energy drift against the softening
+  const across = await context.newPage();
+  across.on('pageerror', (e) => consoleErrors.push(`results: ${e.message}`));
+  await across.goto(`${base}/results`);
+  await until('the scene filter', () => across.evaluate(() => [...document.querySelectorAll('#scene option')].some((o) => o.value === 'cluster')), 20000);
+  await across.selectOption('#scene', 'cluster');
+  await across.click('#filters button');
+  const title = await until('the N-body plot across runs', async () => {
+    const t = await across.textContent('#plot-title');
+    return t.startsWith('N-body') && (await across.locator('#runs tr').count()) >= 2 ? t : null;
+  }, 20000).catch(() => null);
+  ok('the results page plots the cluster runs\' energy drift against the softening', !!title, `${title}`);
+  await across.screenshot({ path: join(shots, 'results-cluster.png') });
+  await across.close();
   ok('no script errors on the water and N-body pages', consoleErrors.length === 0, consoleErrors.join('; '));
 } catch (e) {
   ok('the browser test ran to its end', false, e.message);

@@ -1,5 +1,6 @@
 // The results page: stored runs with filters, a plot across runs against theory (silo flow vs
-// hole diameter with the Beverloo curve; pile angle vs friction), and each run's CSV.
+// hole diameter with the Beverloo curve; pile angle vs friction; N-body energy drift vs the
+// softening length), and each run's CSV.
 import uPlot from 'uplot';
 import { api, fmt } from './api.js';
 
@@ -22,8 +23,18 @@ function query() {
 function drawPlot(runs) {
   const silo = runs.filter((r) => r.scene === 'silo' && r.results.mean_flow !== undefined);
   const piles = runs.filter((r) => r.results.angle !== undefined);
+  // N-body runs: how far the total energy drifted by the run's end, against the softening
+  const bodies = runs.filter((r) => r.results.energy_drift !== undefined && r.params.eps !== undefined);
   let data, opts;
-  if (silo.length >= piles.length && silo.length > 0) {
+  if (bodies.length > silo.length && bodies.length > piles.length) {
+    bodies.sort((a, b) => a.params.eps - b.params.eps);
+    $('plot-title').textContent = 'N-body: |energy drift| at the end vs softening eps';
+    // decades apart: a log axis (a drift of exactly 0 has no place on it)
+    data = [bodies.map((r) => r.params.eps), bodies.map((r) => Math.abs(r.results.energy_drift) || null)];
+    opts = { series: [{ label: 'eps' }, { label: '|drift|', stroke: '#c0392b', points: { size: 7 }, paths: () => null }],
+             scales: { x: { time: false }, y: { distr: 3 } },
+             axes: [{}, { size: 60, values: (u, splits) => splits.map((v) => (v ? v.toExponential(0) : '')) }] };
+  } else if (silo.length >= piles.length && silo.length > 0) {
     silo.sort((a, b) => a.params.hole - b.params.hole);
     $('plot-title').textContent = 'Silo: mean flow vs hole diameter (dashed: Beverloo)';
     const bev = silo.map((r) => (r.results.flow_vs_beverloo ? r.results.mean_flow / r.results.flow_vs_beverloo : null));
