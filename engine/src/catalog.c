@@ -106,7 +106,7 @@ int grn_parse_number(const char *text, double *out) {
   }
 #define P_EPS(def)                                                                                 \
   {                                                                                                \
-    "eps", "m", 0.0, 1.0, def, false, false,                                                       \
+    "eps", "", 0.0, 1.0, def, false, false,                                                       \
         "softening length: 1/r^2 becomes 1/(r^2 + eps^2) near"                                     \
   }
 #define P_THETA                                                                                    \
@@ -122,7 +122,7 @@ int grn_parse_number(const char *text, double *out) {
 #define P_SPEED                                                                                    \
   { "speed", "", 0.2, 1.3, 1.0, false, true, "initial speed over the circular speed (1: circle)" }
 #define P_VCAP(def)                                                                                \
-  { "vcap", "m/s", 0.0, 100.0, def, false, false, "speed cap applied after each kick; 0: none" }
+  { "vcap", "", 0.0, 100.0, def, false, false, "speed cap applied after each kick; 0: none" }
 
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define SAME_LEN(a, b) _Static_assert(sizeof(a) / sizeof((a)[0]) == sizeof(b) / sizeof((b)[0]), #a)
