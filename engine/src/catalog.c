@@ -105,10 +105,7 @@ int grn_parse_number(const char *text, double *out) {
         "SPH dynamic viscosity (numerical: damps particle noise)"                                  \
   }
 #define P_EPS(def)                                                                                 \
-  {                                                                                                \
-    "eps", "", 0.0, 1.0, def, false, false,                                                       \
-        "softening length: 1/r^2 becomes 1/(r^2 + eps^2) near"                                     \
-  }
+  { "eps", "", 0.0, 1.0, def, false, false, "softening length: 1/r^2 becomes 1/(r^2 + eps^2) near" }
 #define P_THETA                                                                                    \
   {                                                                                                \
     "theta", "", 0.0, 1.0, 0.5, false, false,                                                      \
