@@ -257,11 +257,9 @@ static void integrate(grn_world *w, double dt, bool settling) {
   w->disp += w->vmax * dt;
 }
 
-/* The density of the current positions, for measurements taken before the first step. */
-static int refresh_density(grn_world *w) {
-  if (w->acc_valid) {
-    return GRN_OK;
-  }
+/* A pair list fit for the current positions, room for them, and their densities: the start of
+ * every sub-step, and of a measurement taken before the first step. */
+static int density_now(grn_world *w) {
   if (grn__must_rebuild(w)) {
     const int rc = grn__rebuild(w);
     if (rc != GRN_OK) {
@@ -273,25 +271,26 @@ static int refresh_density(grn_world *w) {
     return rc;
   }
   density_pass(w);
-  w->acc_valid = true;
   return GRN_OK;
+}
+
+static int refresh_density(grn_world *w) {
+  if (w->acc_valid) {
+    return GRN_OK;
+  }
+  const int rc = density_now(w);
+  w->acc_valid = rc == GRN_OK;
+  return rc;
 }
 
 int grn__sph_step(grn_world *w) {
   const double dt = GRN_H / w->substeps;
   const bool settling = w->t < w->settle;
   for (int k = 0; k < w->substeps; k++) {
-    if (grn__must_rebuild(w)) {
-      const int rc = grn__rebuild(w);
-      if (rc != GRN_OK) {
-        return rc;
-      }
-    }
-    const int rc = grn__model_arrays(w);
+    const int rc = density_now(w);
     if (rc != GRN_OK) {
       return rc;
     }
-    density_pass(w);
     force_pass(w);
     integrate(w, dt, settling);
   }
