@@ -11,6 +11,7 @@ typedef struct pair_ctx {
   const grn_vec3 *restrict pos, *restrict vel, *restrict spin;
   const double *restrict rad;
   const int32_t *restrict pb;
+  const int32_t *restrict hp; /* pair -> its history and pfn entry; NULL: the same index */
   grn_hist *restrict hist;
   float *restrict pfn;
   grn_force_row *restrict table;
@@ -25,6 +26,10 @@ typedef struct slots {
   int32_t ring_base, mask, nb;
   int32_t p0[2], p1[2], off[2];
 } slots;
+
+static inline int32_t hist_of(const pair_ctx *c, int32_t p) {
+  return c->hp ? c->hp[p] : p;
+}
 
 static inline int32_t slot_of(const slots *s, int32_t p) {
   for (int k = 0; k < s->nb; k++) {

@@ -50,12 +50,20 @@ AVX2 static inline v3 vcross(v3 a, v3 b) {
 AVX2 static inline v3 vpick(v4l m, v3 a, v3 b) {
   return (v3){pick(m, a.x, b.x), pick(m, a.y, b.y), pick(m, a.z, b.z)};
 }
-/* cap_to of step.c: scale down to lim where |f| > lim; `capped` reports the lanes */
-AVX2 static inline v3 vcap(v3 f, v4d lim, v4l *capped) {
-  const v4d f2 = vdot(f, f);
-  const v4l m = f2 > lim * lim;
-  *capped = m;
-  return vpick(m, vscale(f, lim / vsqrt(f2)), f);
+/* The two branches of step.c's Coulomb-type limit at once: `slip` is the spring alone (k·x),
+ * `stick` the spring with its dashpot. Lanes where the spring alone exceeds lim slip (scaled
+ * down to lim, *slipped set); the others take the dashpot sum, scaled down only if it exceeds
+ * lim. One square root and division serve both, and only in a group where some lane is capped:
+ * in a resting bed almost none is, and those two are the slowest instructions of the kernel. */
+AVX2 static inline v3 vlimit(v3 slip, v3 stick, v4d lim, v4l *slipped) {
+  const v4d lim2 = lim * lim, s2 = vdot(slip, slip), t2 = vdot(stick, stick);
+  const v4l slid = s2 > lim2, over = slid | (t2 > lim2);
+  *slipped = slid;
+  v3 f = vpick(slid, slip, stick);
+  if (_mm256_movemask_pd((__m256d)over) != 0) {
+    f = vpick(over, vscale(f, lim / vsqrt(pick(slid, s2, t2))), f);
+  }
+  return f;
 }
 
 /* x, y, z of four grains: a 32-byte load at each (x, y, z and the next grain's x, which the
@@ -92,7 +100,7 @@ AVX2 unsigned grn__classify4_avx2(const pair_ctx *c, int a, int p, int count) {
   float f[4] = {0, 0, 0, 0};
   for (int k = 0; k < 4; k++) {
     b[k] = k < count ? c->pb[p + k] : a; /* a spare lane looks at the owner itself */
-    f[k] = k < count ? c->pfn[p + k] : 0.0f;
+    f[k] = k < count ? c->pfn[hist_of(c, p + k)] : 0.0f;
   }
   const grn_vec3 pa = c->pos[a];
   const v3 d = vsub(load3(c->pos, b), (v3){splat(pa.x), splat(pa.y), splat(pa.z)});
@@ -125,6 +133,7 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
       p[k] = list[3 * (g + k) + 1];
       slot[k] = list[3 * (g + k) + 2];
       b[k] = c->pb[p[k]];
+      p[k] = hist_of(c, p[k]); /* from here on p indexes history and pfn */
     }
     /* geometry */
     const v3 d = vsub(load3(c->pos, b), load3(c->pos, a));
@@ -147,12 +156,10 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
     v3 u = load_hist(c->hist, p, false);
     u = vadd(vsub(u, vscale(n, vdot(u, n))), vscale(vt, h));
     const v4d lim = mu * fn;
-    v4l slid, unused;
+    v4l slid;
     const v3 ft0 = vscale(u, mkt);
-    const v3 ft_slide = vcap(ft0, lim, &slid);
-    const v3 ft_stick = vcap(vsub(ft0, vscale(vt, ct)), lim, &unused);
-    const v3 ft = vpick(slid, ft_slide, ft_stick);
-    u = vpick(slid, vscale(ft_slide, inv_mkt), u);
+    const v3 ft = vlimit(ft0, vsub(ft0, vscale(vt, ct)), lim, &slid);
+    u = vpick(slid, vscale(ft, inv_mkt), u);
     /* force on b and torques */
     const v3 f = vadd(vscale(n, fn - coh), ft);
     const v3 cr = vcross(n, ft);
@@ -166,10 +173,8 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
       const v3 m0 = vscale(th, splat(-c->kr));
       const v4d mlim = splat(c->mur) * (ra * rb / sum) * fn;
       v4l rolled;
-      const v3 m_roll = vcap(m0, mlim, &rolled);
-      const v3 m_stick = vcap(vsub(m0, vscale(wr, splat(c->cr))), mlim, &unused);
-      const v3 mom = vpick(rolled, m_roll, m_stick);
-      th = vpick(rolled, vscale(m_roll, splat(-1.0 / c->kr)), th);
+      const v3 mom = vlimit(m0, vsub(m0, vscale(wr, splat(c->cr))), mlim, &rolled);
+      th = vpick(rolled, vscale(mom, splat(-1.0 / c->kr)), th);
       ta = vadd(ta, mom);
       tb = vsub(tb, mom);
     }

@@ -131,9 +131,25 @@ struct grn_world {
   grn_force_row *table; /* full table of the reference passes, allocated on first use */
   int tcap;
   bool table_valid; /* inactive rows of the full table are zero */
-  /* fused step (step.c): ring and bands of rows, planned at each rebuild */
+  /* near list (pairs.c): the pairs of the list that can touch before it is refreshed — those
+   * within reach + nmargin, or still active — as indices into the list above, in pair order.
+   * Every other listed pair is apart with no history until then, so the fused step skips it;
+   * the result is the same to the bit as stepping the whole list. */
+  bool near_valid;
+  int nm, nmcap;
+  int32_t *nstart;  /* n+1: a grain's near pairs as owner */
+  int32_t *nb;      /* partner of each near pair */
+  int32_t *np;      /* its pair in the list (history, last normal force) */
+  int32_t *nrstart; /* n+1 */
+  int32_t *nrref;   /* near pairs where a grain is the smaller partner, in near order */
+  double nmargin;   /* INFINITY: every listed pair is near */
+  double ndisp;     /* sum of vmax·H since the refresh */
+  double ngap;      /* reach gap the near list was made for */
+  /* fused step (step.c): ring and bands of rows over the near list, planned at each refresh */
   bool fused, no_fuse;
-  int span, ring_rows, ringcap;
+  int span, ring_rows, ringcap; /* ring_rows: each thread's block buffer */
+  double *fsum;                 /* 6 per grain: running force and torque sums, zero between steps */
+  int fsumcap;
   grn_force_row *ring;
   int32_t *rstart; /* n+1: reference list of pairs where a grain is the smaller partner */
   int32_t *rref;
@@ -258,6 +274,10 @@ int grn__rebuild(grn_world *w);
 int grn__grow_pairs(grn_world *w, int need);
 void grn__rebuild_refs(grn_world *w);
 double grn__reach_gap(const grn_world *w);
+
+/* near list (pairs.c) */
+bool grn__near_stale(const grn_world *w);
+int grn__near_refresh(grn_world *w); /* also plans the fused step */
 
 /* one step (step.c) */
 int grn__forces(grn_world *w);

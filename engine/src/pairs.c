@@ -231,7 +231,7 @@ static void validate(const grn_world *w) {
 
 int grn__rebuild(grn_world *w) {
   const int n_old = w->n;
-  w->fused = false; /* planned again once the new list stands */
+  w->fused = false; /* planned again with the near list */
   plan_grid(w);
   const int ncell = w->grid.nx * w->grid.ny * w->grid.nz;
   if (ncell + 1 > w->ncell_cap) {
@@ -383,11 +383,120 @@ int grn__rebuild(grn_world *w) {
   validate(w);
 #endif
   w->table_valid = false;
-  if (!w->impl->step) {
-    grn__plan_fused(w);
-  }
+  w->near_valid = false;
+  w->fused = false;
   w->disp = 0.0;
   w->dirty = false;
   w->rebuilds++;
   return GRN_OK;
+}
+
+/* ---- near list ----------------------------------------------------------------------------
+ * A listed pair apart by more than its reach plus a margin cannot touch, nor feel a bridge,
+ * before the grains have closed that margin, and nothing moves a grain faster than vmax: so
+ * until the summed vmax·H reaches half the margin, such a pair would be found apart, with zero
+ * history and a zero row, at every step. Its row adds nothing to the gathers (adding +0 leaves
+ * a sum unchanged to the bit), so the fused step may leave it out. The margin follows the
+ * grains' speed to keep refreshes about NEAR_STEPS steps apart; it never goes below NEAR_MIN
+ * (a resting bed would otherwise refresh for nothing) and covers the whole list once it would
+ * reach past the skin. */
+#define NEAR_STEPS 24
+#define NEAR_MIN 0.002 /* m */
+
+bool grn__near_stale(const grn_world *w) {
+  if (!w->near_valid || w->ngap != grn__reach_gap(w)) {
+    return true;
+  }
+  /* a hair of slack for the rounding of the position updates the bound sums */
+  return isfinite(w->nmargin) && 2.0 * w->ndisp >= w->nmargin * (1.0 - 1e-9) - 1e-12;
+}
+
+static int grow_near(grn_world *w, int need) {
+  if (need <= w->nmcap) {
+    return GRN_OK;
+  }
+  const size_t old = (size_t)w->nmcap, want = (size_t)need + (size_t)need / 4 + 64;
+  grn__free(w, w->nb, sizeof(int32_t) * old);
+  grn__free(w, w->np, sizeof(int32_t) * old);
+  grn__free(w, w->nrref, sizeof(int32_t) * old);
+  w->nb = grn__alloc(w, sizeof(int32_t) * want);
+  w->np = grn__alloc(w, sizeof(int32_t) * want);
+  w->nrref = grn__alloc(w, sizeof(int32_t) * want);
+  w->nmcap = (int)want;
+  if (!w->nb || !w->np || !w->nrref) {
+    grn__free(w, w->nb, sizeof(int32_t) * want);
+    grn__free(w, w->np, sizeof(int32_t) * want);
+    grn__free(w, w->nrref, sizeof(int32_t) * want);
+    w->nb = w->np = w->nrref = NULL;
+    w->nmcap = 0;
+    return GRN_E_NOMEM;
+  }
+  return GRN_OK;
+}
+
+/* Near pairs of owner a: counted when out is NULL, else written with their list indices. */
+static inline int near_of(const grn_world *w, int a, double margin, int32_t *nb, int32_t *np) {
+  const grn_vec3 pa = w->pos[a];
+  const double gap = grn__reach_gap(w) + margin, ra = w->rad[a];
+  int k = 0;
+  for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+    const int b = w->pb[p];
+    const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
+    const double r = ra + w->rad[b] + gap;
+    if (w->pfn[p] != 0.0f || dx * dx + dy * dy + dz * dz < r * r) {
+      if (nb) {
+        nb[k] = b;
+        np[k] = p;
+      }
+      k++;
+    }
+  }
+  return k;
+}
+
+int grn__near_refresh(grn_world *w) {
+  w->near_valid = false;
+  w->fused = false;
+  const int n = w->n, nthreads = w->threads;
+  (void)nthreads;
+  double margin = 2.0 * w->vmax * GRN_H * NEAR_STEPS;
+  margin = margin > NEAR_MIN ? margin : NEAR_MIN;
+  if (!(margin < w->skin - grn__reach_gap(w))) {
+    margin = INFINITY;
+  }
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+  for (int a = 0; a < n; a++) {
+    w->nstart[a + 1] = near_of(w, a, margin, NULL, NULL);
+  }
+  w->nstart[0] = 0;
+  for (int a = 0; a < n; a++) {
+    w->nstart[a + 1] += w->nstart[a];
+  }
+  const int nm = w->nstart[n];
+  if (grow_near(w, nm) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+#pragma omp parallel for schedule(static) num_threads(nthreads)
+  for (int a = 0; a < n; a++) {
+    near_of(w, a, margin, w->nb + w->nstart[a], w->np + w->nstart[a]);
+  }
+  /* reference lists of the near pairs (a counting sort by partner keeps them in near order) */
+  int32_t *fill = w->newidx;
+  memset(w->nrstart, 0, sizeof(int32_t) * (size_t)(n + 1));
+  for (int q = 0; q < nm; q++) {
+    w->nrstart[w->nb[q] + 1]++;
+  }
+  for (int i = 0; i < n; i++) {
+    w->nrstart[i + 1] += w->nrstart[i];
+  }
+  memcpy(fill, w->nrstart, sizeof(int32_t) * (size_t)n);
+  for (int q = 0; q < nm; q++) {
+    w->nrref[fill[w->nb[q]]++] = q;
+  }
+  w->nm = nm;
+  w->nmargin = margin;
+  w->ndisp = 0.0;
+  w->ngap = grn__reach_gap(w);
+  w->near_valid = true;
+  return grn__plan_fused(w);
 }

@@ -246,9 +246,7 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   /* the force rows are not saved: every row is recomputed before it is read */
   grn__rebuild_refs(w);
   grn__model_init(w);
-  if (!w->impl->step) {
-    grn__plan_fused(w);
-  }
+  w->near_valid = false; /* made again before the next step; it changes no result */
   *out = w;
   return GRN_OK;
 }

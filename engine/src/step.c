@@ -51,17 +51,17 @@ static inline bool cap_to(grn_vec3 *f, double lim) {
  * pair's state in pfn: > 0 touching (the normal force; history valid), < 0 apart but held by a
  * liquid bridge (row valid, no history), 0 inactive (row not read). Returns the overlap. */
 static inline double pair_force(const pair_ctx *c, int a, int p, grn_force_row *row) {
-  const int b = c->pb[p];
-  grn_hist *h = &c->hist[p];
+  const int b = c->pb[p], hq = hist_of(c, p);
+  grn_hist *h = &c->hist[hq];
   /* geometry */
   const grn_vec3 d = sub(c->pos[b], c->pos[a]);
   const double ra = c->rad[a], rb = c->rad[b], sum = ra + rb, reach = sum + c->gap;
   const double d2 = dot(d, d);
   if (d2 >= reach * reach) {
-    if (c->pfn[p] != 0.0f) {
+    if (c->pfn[hq] != 0.0f) {
       /* the pair just parted: clear its history, and zero its row so that inactive rows in the
        * full table are always zero and the gather adds every row without a branch */
-      c->pfn[p] = 0.0f;
+      c->pfn[hq] = 0.0f;
       memset(h, 0, sizeof *h);
       row_zero(row);
     } else if (c->ring) {
@@ -75,15 +75,15 @@ static inline double pair_force(const pair_ctx *c, int a, int p, grn_force_row *
   const double over = sum - dist;
   if (over <= 0.0) {
     /* apart: only a liquid bridge acts, falling linearly from coh at contact to 0 at GAP_WET */
-    if (c->pfn[p] > 0.0f) {
+    if (c->pfn[hq] > 0.0f) {
       memset(h, 0, sizeof *h);
     }
-    c->pfn[p] = -1.0f;
+    c->pfn[hq] = -1.0f;
     row_zero(row);
     if (c->gap > 0.0) {
       row_store(row->f, scale(n, -c->coh * (1.0 + over / c->gap)));
     } else {
-      c->pfn[p] = 0.0f; /* dry: within rounding of touching but not touching, no bridge */
+      c->pfn[hq] = 0.0f; /* dry: within rounding of touching but not touching, no bridge */
     }
     return over;
   }
@@ -94,7 +94,7 @@ static inline double pair_force(const pair_ctx *c, int a, int p, grn_force_row *
   double fn = GRN_KN * over - c->cn * vn;
   fn = fn > 0.0 ? fn : 0.0;
   /* a touching pair keeps a tiny positive record so its history survives the separating step */
-  c->pfn[p] = fn > 1e-6 ? (float)fn : 1e-6f;
+  c->pfn[hq] = fn > 1e-6 ? (float)fn : 1e-6f;
 
   /* tangential spring, rotated into the current tangent plane, Coulomb-capped */
   const grn_vec3 s = add(scale(wa, ra), scale(wb, rb));
@@ -222,7 +222,8 @@ static pair_ctx pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring) 
                       w->vel,
                       w->spin,
                       w->rad,
-                      w->pb,
+                      ring ? w->nb : w->pb,
+                      ring ? w->np : NULL,
                       w->hist,
                       w->pfn,
                       rows,
@@ -432,28 +433,18 @@ static void boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
   }
 }
 
-/* Gather, boundaries and integration of grain i: its rows are summed in a fixed order (pairs it
- * owns, then those where it is the partner), whoever computes it and whenever. */
-__attribute__((always_inline)) static inline void gather_one(const grain_ctx *c,
-                                                             const grn_force_row *restrict rows,
-                                                             const slots *s, int i,
-                                                             const grn_world *w, pass_sums *sum) {
-  if ((c->flags[i] & (GRN_F_ALIVE | GRN_F_FIXED)) != GRN_F_ALIVE) {
-    return;
-  }
-  const double h = GRN_H, drag = w->t < w->settle ? 0.97 : 1.0;
-  const grn_vec3 g = w->gravity;
+/* Every grain sums its rows in pair order: the pairs where it is the smaller partner under an
+ * earlier owner, its own pairs, then those under later owners (the reference list is in pair
+ * order, so it splits at the grain's own range). Whoever computes a grain and whenever, its sum is
+ * the same to the bit; the fused step relies on this order to add each row the moment it is made.
+ */
+__attribute__((always_inline)) static inline void sum_rows(const grain_ctx *c,
+                                                           const grn_force_row *restrict rows,
+                                                           const slots *s, int i, double ft[6]) {
   grn_vec3 f = v3(0, 0, 0), t = v3(0, 0, 0);
-  for (int p = c->pstart[i]; p < c->pstart[i + 1]; p++) {
-    const grn_force_row *row = &rows[slot_of(s, p)];
-    f.x -= row->f[0];
-    f.y -= row->f[1];
-    f.z -= row->f[2];
-    t.x += row->ta[0];
-    t.y += row->ta[1];
-    t.z += row->ta[2];
-  }
-  for (int q = c->rstart[i]; q < c->rstart[i + 1]; q++) {
+  const int p0 = c->pstart[i], p1 = c->pstart[i + 1], q1 = c->rstart[i + 1];
+  int q = c->rstart[i];
+  for (; q < q1 && c->rref[q] < p0; q++) {
     const grn_force_row *row = &rows[slot_of(s, c->rref[q])];
     f.x += row->f[0];
     f.y += row->f[1];
@@ -462,6 +453,41 @@ __attribute__((always_inline)) static inline void gather_one(const grain_ctx *c,
     t.y += row->tb[1];
     t.z += row->tb[2];
   }
+  for (int p = p0; p < p1; p++) {
+    const grn_force_row *row = &rows[slot_of(s, p)];
+    f.x -= row->f[0];
+    f.y -= row->f[1];
+    f.z -= row->f[2];
+    t.x += row->ta[0];
+    t.y += row->ta[1];
+    t.z += row->ta[2];
+  }
+  for (; q < q1; q++) {
+    const grn_force_row *row = &rows[slot_of(s, c->rref[q])];
+    f.x += row->f[0];
+    f.y += row->f[1];
+    f.z += row->f[2];
+    t.x += row->tb[0];
+    t.y += row->tb[1];
+    t.z += row->tb[2];
+  }
+  ft[0] = f.x;
+  ft[1] = f.y;
+  ft[2] = f.z;
+  ft[3] = t.x;
+  ft[4] = t.y;
+  ft[5] = t.z;
+}
+
+/* Boundaries and integration of grain i, given the sum of its rows. */
+__attribute__((always_inline)) static inline void
+finish_one(const grain_ctx *c, int i, const double ft[6], const grn_world *w, pass_sums *sum) {
+  if ((c->flags[i] & (GRN_F_ALIVE | GRN_F_FIXED)) != GRN_F_ALIVE) {
+    return;
+  }
+  const double h = GRN_H, drag = w->t < w->settle ? 0.97 : 1.0;
+  const grn_vec3 g = w->gravity;
+  grn_vec3 f = v3(ft[0], ft[1], ft[2]), t = v3(ft[3], ft[4], ft[5]);
   boundaries(c, i, &f, &t);
 
   /* semi-implicit Euler: new velocity from force, then position from the new velocity */
@@ -499,9 +525,21 @@ __attribute__((always_inline)) static inline void gather_one(const grain_ctx *c,
   }
 }
 
-static grain_ctx grain_ctx_of(const grn_world *w) {
-  const grain_ctx c = {w->pos,   w->vel,    w->spin,   w->rad,  w->inv_m, w->inv_i, w->hf,
-                       w->flags, w->pstart, w->rstart, w->rref, w->geom,  w->k};
+/* The reference pass reads the whole list; the fused step its near pairs. */
+static grain_ctx grain_ctx_of(const grn_world *w, bool near) {
+  const grain_ctx c = {w->pos,
+                       w->vel,
+                       w->spin,
+                       w->rad,
+                       w->inv_m,
+                       w->inv_i,
+                       w->hf,
+                       w->flags,
+                       near ? w->nstart : w->pstart,
+                       near ? w->nrstart : w->rstart,
+                       near ? w->nrref : w->rref,
+                       w->geom,
+                       w->k};
   return c;
 }
 
@@ -509,6 +547,7 @@ static void finish_pass(grn_world *w, const pass_sums *sum) {
   w->flowing = sum->count > 0 ? (double)sum->moving / sum->count : 0.0;
   w->vmax = sqrt(sum->vm2);
   w->disp += w->vmax * GRN_H;
+  w->ndisp += w->vmax * GRN_H;
   if (sum->killed > 0) {
     w->dirty = true;
   }
@@ -518,7 +557,7 @@ static void finish_pass(grn_world *w, const pass_sums *sum) {
 /* The reference grain pass over the full table. */
 void grn__gather_integrate(grn_world *w) {
   const int n = w->n, nthreads = w->threads;
-  const grain_ctx shared = grain_ctx_of(w);
+  const grain_ctx shared = grain_ctx_of(w, false);
   const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
   double vm2 = 0.0;
   int moving = 0, count = 0, killed = 0;
@@ -529,7 +568,9 @@ void grn__gather_integrate(grn_world *w) {
     pass_sums sum = {0};
 #pragma omp for schedule(static)
     for (int i = 0; i < n; i++) {
-      gather_one(&c, w->table, &s, i, w, &sum);
+      double ft[6];
+      sum_rows(&c, w->table, &s, i, ft);
+      finish_one(&c, i, ft, w, &sum);
     }
     vm2 = sum.vm2 > vm2 ? sum.vm2 : vm2;
     moving += sum.moving;
@@ -541,49 +582,48 @@ void grn__gather_integrate(grn_world *w) {
 }
 
 /* ---- fused step ----------------------------------------------------------------------------
- * Forces and gathers in one sweep, so a row is read while still in cache and the rows need only
- * a small ring instead of a table of every pair. Grains are in cell order, so every pair (a, b)
- * has |a − b| ≤ S (the span, measured at each rebuild). Grain g may be integrated once the
- * owners up to g + S are done: every pair touching it is then computed, and no later owner
- * (a > g + S) has g as a partner. Threads take contiguous chunks; grains within S of a chunk
- * boundary are integrated after a barrier, from bands of rows kept for the owners within 2S of
- * each boundary. Results are bit-identical to the reference passes. */
+ * Forces and sums in one sweep over the near list, so that no table of rows is kept. Grains are
+ * in cell order, so every pair (a, b) has |a − b| ≤ S (the span, measured at each refresh). The
+ * sweep makes the rows of a block of owners, then adds each row, in pair order, to the running
+ * sums of both its grains: that is the order in which every grain sums its rows (sum_rows), so the
+ * sums are the gather's to the bit, while a row is used once, in cache, the moment it is made.
+ * Grain g is complete once the owners up to g + S are done (no later owner has g as a partner):
+ * it is then integrated and its running sum cleared for the next step. Threads take contiguous
+ * chunks; a grain within S of a chunk boundary has rows from two threads, so it is integrated
+ * after a barrier by gathering its rows, in the same order, from bands of rows kept for the
+ * owners within 2S of each boundary. */
 #define GATHER_BLOCK 64
 
 static int32_t chunk_lo(const grn_world *w, int t) {
   return (int32_t)((int64_t)w->n * t / w->threads);
 }
 
-/* Plan the fused step after a rebuild; fused stays off when chunks are too small for bands. */
+/* Plan the fused step after a refresh; fused stays off when chunks are too small for bands. */
 int grn__plan_fused(grn_world *w) {
   w->fused = false;
   const int n = w->n, nt = w->threads;
   int span = 0;
   for (int a = 0; a < n; a++) {
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      const int d = a > w->pb[p] ? a - w->pb[p] : w->pb[p] - a;
+    for (int p = w->nstart[a]; p < w->nstart[a + 1]; p++) {
+      const int d = a > w->nb[p] ? a - w->nb[p] : w->nb[p] - a;
       span = d > span ? d : span;
     }
   }
   if (w->no_fuse || n < 64 || n / nt < 4 * span + 2 * GATHER_BLOCK) {
     return GRN_OK;
   }
-  /* ring: rows written between a row's write and its last read */
-  int window = 0;
-  for (int a = 0; a < n; a += 16) {
-    const int e = a + 2 * span + GATHER_BLOCK + 17;
-    const int wnd = w->pstart[e < n ? e : n] - w->pstart[a];
-    window = wnd > window ? wnd : window;
-  }
-  int rsz = 64;
-  while (rsz <= window) {
-    rsz *= 2;
+  /* each thread's block buffer: the rows of any GATHER_BLOCK consecutive owners */
+  int block = 64;
+  for (int a = 0; a < n; a++) {
+    const int e = a + GATHER_BLOCK;
+    const int k = w->nstart[e < n ? e : n] - w->nstart[a];
+    block = k > block ? k : block;
   }
   /* bands around each inner chunk boundary: owners [B − 2S, B + 2S) */
-  int64_t rows = (int64_t)rsz * nt;
+  int64_t rows = (int64_t)block * nt;
   for (int k = 1; k < nt; k++) {
     const int b = chunk_lo(w, k);
-    rows += w->pstart[b + 2 * span] - w->pstart[b - 2 * span];
+    rows += w->nstart[b + 2 * span] - w->nstart[b - 2 * span];
   }
   if (rows > INT32_MAX / 2) {
     return GRN_OK;
@@ -592,14 +632,26 @@ int grn__plan_fused(grn_world *w) {
     const int64_t want = rows + rows / 4;
     grn_force_row *q = grn__alloc(w, sizeof(grn_force_row) * (size_t)want);
     if (!q) {
-      return GRN_OK; /* the reference passes need no ring: carry on without fusing */
+      return GRN_OK; /* the reference passes need no rows kept: carry on without fusing */
     }
     grn__free(w, w->ring, sizeof(grn_force_row) * (size_t)w->ringcap);
     w->ring = q;
     w->ringcap = (int)want;
   }
+  /* running sums: zero between steps, the sweep clears each grain after integrating it */
+  if (n > w->fsumcap) {
+    const int want = n + n / 4 + 64;
+    double *f = grn__alloc(w, 6 * sizeof(double) * (size_t)want);
+    if (!f) {
+      return GRN_OK;
+    }
+    grn__free(w, w->fsum, 6 * sizeof(double) * (size_t)w->fsumcap);
+    memset(f, 0, 6 * sizeof(double) * (size_t)want);
+    w->fsum = f;
+    w->fsumcap = want;
+  }
   w->span = span;
-  w->ring_rows = rsz;
+  w->ring_rows = block;
   w->fused = true;
   return GRN_OK;
 }
@@ -609,20 +661,81 @@ static void band_of(const grn_world *w, int k, int32_t *p0, int32_t *p1, int32_t
   int32_t o = w->ring_rows * w->threads;
   for (int j = 1; j < k; j++) {
     const int b = chunk_lo(w, j);
-    o += w->pstart[b + 2 * w->span] - w->pstart[b - 2 * w->span];
+    o += w->nstart[b + 2 * w->span] - w->nstart[b - 2 * w->span];
   }
   const int b = chunk_lo(w, k);
-  *p0 = w->pstart[b - 2 * w->span];
-  *p1 = w->pstart[b + 2 * w->span];
+  *p0 = w->nstart[b - 2 * w->span];
+  *p1 = w->nstart[b + 2 * w->span];
   *off = o;
+}
+
+/* Add the rows of owners [a0, a1) (in the block buffer at base + q) to the running sums of the
+ * grains in [ilo, ihi), in pair order, and copy those that bands keep. */
+static void add_block(const grain_ctx *c, const grn_force_row *rows, int32_t base,
+                      double *restrict fsum, int a0, int a1, int ilo, int ihi, const slots *bands,
+                      grn_force_row *keep) {
+  const int32_t *restrict nb = c->rstart; /* the partners (see grn__step_fused) */
+  for (int a = a0; a < a1; a++) {
+    const int p0 = c->pstart[a], p1 = c->pstart[a + 1];
+    if (a >= ilo && a < ihi) {
+      double *sa = &fsum[6 * (size_t)a];
+      double fx = sa[0], fy = sa[1], fz = sa[2], tx = sa[3], ty = sa[4], tz = sa[5];
+      for (int p = p0; p < p1; p++) {
+        const grn_force_row *row = &rows[base + p];
+        fx -= row->f[0];
+        fy -= row->f[1];
+        fz -= row->f[2];
+        tx += row->ta[0];
+        ty += row->ta[1];
+        tz += row->ta[2];
+      }
+      sa[0] = fx;
+      sa[1] = fy;
+      sa[2] = fz;
+      sa[3] = tx;
+      sa[4] = ty;
+      sa[5] = tz;
+    }
+    for (int p = p0; p < p1; p++) {
+      const int b = nb[p];
+      if (b >= ilo && b < ihi) {
+        const grn_force_row *row = &rows[base + p];
+        double *sb = &fsum[6 * (size_t)b];
+        sb[0] += row->f[0];
+        sb[1] += row->f[1];
+        sb[2] += row->f[2];
+        sb[3] += row->tb[0];
+        sb[4] += row->tb[1];
+        sb[5] += row->tb[2];
+      }
+    }
+  }
+  const int q0 = c->pstart[a0], q1 = c->pstart[a1];
+  for (int k = 0; k < bands->nb; k++) {
+    const int lo = q0 > bands->p0[k] ? q0 : bands->p0[k];
+    const int hi = q1 < bands->p1[k] ? q1 : bands->p1[k];
+    if (lo < hi) {
+      memcpy(&keep[bands->off[k] + (lo - bands->p0[k])], &rows[base + lo],
+             sizeof(grn_force_row) * (size_t)(hi - lo));
+    }
+  }
+}
+
+/* Integrate grain g from its running sum, and clear the sum for the next step. */
+static inline void finish_sum(const grain_ctx *c, double *restrict fsum, int g, const grn_world *w,
+                              pass_sums *sum) {
+  double *sg = &fsum[6 * (size_t)g];
+  finish_one(c, g, sg, w, sum);
+  memset(sg, 0, 6 * sizeof(double));
 }
 
 void grn__step_fused(grn_world *w) {
   const pair_ctx pc = pair_ctx_of(w, w->ring, true);
-  const grain_ctx gc = grain_ctx_of(w);
-  const int32_t *restrict pstart = w->pstart;
+  const grain_ctx gc = grain_ctx_of(w, true);
+  const int32_t *restrict pstart = w->nstart;
   const int nt = w->threads, span = w->span;
   const bool simd = w->simd;
+  double *fsum = w->fsum;
   double omax = 0.0, vm2 = 0.0;
   int touching = 0, moving = 0, count = 0, killed = 0;
   w->table_valid = false; /* the full table is not maintained here */
@@ -631,6 +744,8 @@ void grn__step_fused(grn_world *w) {
   {
     const pair_ctx lc = pc;
     const grain_ctx lg = gc;
+    grain_ctx la = gc;
+    la.rstart = w->nb; /* add_block reads the partners through this slot */
     batch bt;
     bt.n = 0;
     pass_sums sum = {0};
@@ -638,29 +753,32 @@ void grn__step_fused(grn_world *w) {
 #pragma omp for schedule(static, 1)
     for (int t = 0; t < nt; t++) {
       const int lo = chunk_lo(w, t), hi = chunk_lo(w, t + 1);
-      slots s = {t * w->ring_rows, w->ring_rows - 1, 0, {0, 0}, {0, 0}, {0, 0}};
+      slots bands = {0, 0, 0, {0, 0}, {0, 0}, {0, 0}};
       if (t > 0) {
-        band_of(w, t, &s.p0[s.nb], &s.p1[s.nb], &s.off[s.nb]);
-        s.nb++;
+        band_of(w, t, &bands.p0[bands.nb], &bands.p1[bands.nb], &bands.off[bands.nb]);
+        bands.nb++;
       }
       if (t < nt - 1) {
-        band_of(w, t + 1, &s.p0[s.nb], &s.p1[s.nb], &s.off[s.nb]);
-        s.nb++;
+        band_of(w, t + 1, &bands.p0[bands.nb], &bands.p1[bands.nb], &bands.off[bands.nb]);
+        bands.nb++;
       }
-      int g = t > 0 ? lo + span : lo;
-      const int g_end = t < nt - 1 ? hi - span : hi;
-      for (int a = lo; a < hi; a++) {
-        owner_forces(&lc, pstart, a, &s, &bt, simd, &sum);
-        if ((a - lo) % GATHER_BLOCK == GATHER_BLOCK - 1) {
-          batch_flush(&lc, &bt, &sum.omax);
-          for (; g < g_end && g + span <= a; g++) {
-            gather_one(&lg, w->ring, &s, g, w, &sum);
-          }
+      const int ilo = t > 0 ? lo + span : lo, ihi = t < nt - 1 ? hi - span : hi;
+      int g = ilo;
+      for (int a0 = lo; a0 < hi; a0 += GATHER_BLOCK) {
+        const int a1 = a0 + GATHER_BLOCK < hi ? a0 + GATHER_BLOCK : hi;
+        const int32_t base = t * w->ring_rows - pstart[a0];
+        const slots s = {base, -1, 0, {0, 0}, {0, 0}, {0, 0}};
+        for (int a = a0; a < a1; a++) {
+          owner_forces(&lc, pstart, a, &s, &bt, simd, &sum);
+        }
+        batch_flush(&lc, &bt, &sum.omax);
+        add_block(&la, w->ring, base, fsum, a0, a1, ilo, ihi, &bands, w->ring);
+        for (; g < ihi && g + span < a1; g++) {
+          finish_sum(&lg, fsum, g, w, &sum);
         }
       }
-      batch_flush(&lc, &bt, &sum.omax);
-      for (; g < g_end; g++) {
-        gather_one(&lg, w->ring, &s, g, w, &sum);
+      for (; g < ihi; g++) {
+        finish_sum(&lg, fsum, g, w, &sum);
       }
     }
     /* phase 2 (after the loop's barrier): grains within S of each inner boundary */
@@ -670,7 +788,9 @@ void grn__step_fused(grn_world *w) {
       band_of(w, k, &s.p0[0], &s.p1[0], &s.off[0]);
       const int b = chunk_lo(w, k);
       for (int i = b - span; i < b + span; i++) {
-        gather_one(&lg, w->ring, &s, i, w, &sum);
+        double ft[6];
+        sum_rows(&lg, w->ring, &s, i, ft);
+        finish_one(&lg, i, ft, w, &sum);
       }
     }
     omax = sum.omax > omax ? sum.omax : omax;

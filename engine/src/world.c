@@ -202,6 +202,8 @@ int grn__reserve_grains(grn_world *w, int need) {
            {(void **)&w->flags, sizeof(uint8_t), 0, NULL},
            {(void **)&w->pstart, sizeof(int32_t), 1, NULL},
            {(void **)&w->rstart, sizeof(int32_t), 1, NULL},
+           {(void **)&w->nstart, sizeof(int32_t), 1, NULL},
+           {(void **)&w->nrstart, sizeof(int32_t), 1, NULL},
            {(void **)&w->cell, sizeof(int32_t), 0, NULL},
            {(void **)&w->perm, sizeof(int32_t), 0, NULL},
            {(void **)&w->newidx, sizeof(int32_t), 0, NULL}};
@@ -226,6 +228,8 @@ int grn__reserve_grains(grn_world *w, int need) {
   if (oc == 0) {
     w->pstart[0] = 0;
     w->rstart[0] = 0;
+    w->nstart[0] = 0;
+    w->nrstart[0] = 0;
   }
   w->cap = nc;
   return GRN_OK;
@@ -316,6 +320,8 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->flags, sizeof(uint8_t) * (size_t)w->cap);
   grn__free(w, w->pstart, sizeof(int32_t) * (size_t)(w->cap + 1));
   grn__free(w, w->rstart, sizeof(int32_t) * (size_t)(w->cap + 1));
+  grn__free(w, w->nstart, sizeof(int32_t) * (size_t)(w->cap + 1));
+  grn__free(w, w->nrstart, sizeof(int32_t) * (size_t)(w->cap + 1));
   grn__free(w, w->cell, sizeof(int32_t) * (size_t)w->cap);
   grn__free(w, w->perm, sizeof(int32_t) * (size_t)w->cap);
   grn__free(w, w->newidx, sizeof(int32_t) * (size_t)w->cap);
@@ -323,8 +329,12 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->rref, sizeof(int32_t) * (size_t)w->mcap);
   grn__free(w, w->hist, sizeof(grn_hist) * (size_t)(w->mcap + (w->mcap > 0)));
   grn__free(w, w->pfn, sizeof(float) * (size_t)w->mcap);
+  grn__free(w, w->nb, sizeof(int32_t) * (size_t)w->nmcap);
+  grn__free(w, w->np, sizeof(int32_t) * (size_t)w->nmcap);
+  grn__free(w, w->nrref, sizeof(int32_t) * (size_t)w->nmcap);
   grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->tcap);
   grn__free(w, w->ring, sizeof(grn_force_row) * (size_t)w->ringcap);
+  grn__free(w, w->fsum, 6 * sizeof(double) * (size_t)w->fsumcap);
   grn__free(w, w->cstart, sizeof(int32_t) * (size_t)w->ncell_cap);
   grn__free(w, w->scratch, w->scratch_bytes);
   grn__free(w, w->hmap, sizeof(double) * (size_t)w->hnx * (size_t)w->hnz);
@@ -507,6 +517,9 @@ int grn_world_step(grn_world *w, int steps) {
         if (rc != GRN_OK) {
           return rc;
         }
+      }
+      if (!w->no_fuse && grn__near_stale(w) && grn__near_refresh(w) != GRN_OK) {
+        w->fused = false; /* no room for the near list: the reference passes need none */
       }
       if (w->fused) {
         grn__step_fused(w);
