@@ -142,9 +142,10 @@ struct grn_world {
   int32_t *np;      /* its pair in the list (history, last normal force) */
   int32_t *nrstart; /* n+1 */
   int32_t *nrref;   /* near pairs where a grain is the smaller partner, in near order */
+  uint8_t *nfast;   /* per grain: it was fast at the refresh, so all its pairs are near */
   double nmargin;   /* INFINITY: every listed pair is near */
-  double ndisp;     /* sum of vmax·H since the refresh */
-  double ngap;      /* reach gap the near list was made for */
+  double ndisp; /* sum over steps of the top speed of the other grains, ·H, since the refresh */
+  double ngap;  /* reach gap the near list was made for */
   /* fused step (step.c): ring and bands of rows over the near list, planned at each refresh */
   bool fused, no_fuse;
   int span, ring_rows, ringcap; /* ring_rows: each thread's block buffer */

@@ -393,15 +393,18 @@ int grn__rebuild(grn_world *w) {
 
 /* ---- near list ----------------------------------------------------------------------------
  * A listed pair apart by more than its reach plus a margin cannot touch, nor feel a bridge,
- * before the grains have closed that margin, and nothing moves a grain faster than vmax: so
- * until the summed vmax·H reaches half the margin, such a pair would be found apart, with zero
- * history and a zero row, at every step. Its row adds nothing to the gathers (adding +0 leaves
- * a sum unchanged to the bit), so the fused step may leave it out. The margin follows the
- * grains' speed to keep refreshes about NEAR_STEPS steps apart; it never goes below NEAR_MIN
- * (a resting bed would otherwise refresh for nothing) and covers the whole list once it would
- * reach past the skin. */
+ * before its two grains have together moved that far: until then it would be found apart, with
+ * zero history and a zero row, at every step. Its row adds nothing to the sums (adding +0 leaves
+ * a sum unchanged to the bit), so the fused step may leave it out. A few fast grains (rattlers in
+ * a resting bed, the front of a flow) would force a wide margin or a refresh every step, so the
+ * grains faster than the 99th percentile of speed are marked fast and keep all their pairs; the
+ * margin follows the other grains' speed, to keep refreshes about NEAR_STEPS steps apart, and
+ * the refresh comes when their summed top speed·H reaches half of it. The margin never goes
+ * below NEAR_MIN (a bed at rest would otherwise refresh for nothing), and covers the whole list
+ * once it would reach past the skin. */
 #define NEAR_STEPS 24
 #define NEAR_MIN 0.002 /* m */
+#define NEAR_FAST 0.01 /* at most this fraction of the grains is marked fast */
 
 bool grn__near_stale(const grn_world *w) {
   if (!w->near_valid || w->ngap != grn__reach_gap(w)) {
@@ -438,12 +441,13 @@ static int grow_near(grn_world *w, int need) {
 static inline int near_of(const grn_world *w, int a, double margin, int32_t *nb, int32_t *np) {
   const grn_vec3 pa = w->pos[a];
   const double gap = grn__reach_gap(w) + margin, ra = w->rad[a];
+  const bool fa = w->nfast[a] != 0;
   int k = 0;
   for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
     const int b = w->pb[p];
     const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
     const double r = ra + w->rad[b] + gap;
-    if (w->pfn[p] != 0.0f || dx * dx + dy * dy + dz * dz < r * r) {
+    if (w->pfn[p] != 0.0f || fa || w->nfast[b] || dx * dx + dy * dy + dz * dz < r * r) {
       if (nb) {
         nb[k] = b;
         np[k] = p;
@@ -459,10 +463,38 @@ int grn__near_refresh(grn_world *w) {
   w->fused = false;
   const int n = w->n, nthreads = w->threads;
   (void)nthreads;
-  double margin = 2.0 * w->vmax * GRN_H * NEAR_STEPS;
+  /* speeds by powers of two of v², to find the speed that all but NEAR_FAST of the grains keep
+   * below without sorting */
+  int hist[64] = {0}, alive = 0;
+  for (int i = 0; i < n; i++) {
+    const double v2 =
+        w->vel[i].x * w->vel[i].x + w->vel[i].y * w->vel[i].y + w->vel[i].z * w->vel[i].z;
+    int e = -40;
+    if (v2 > 0.0) {
+      frexp(v2, &e); /* v2 < 2^e */
+    }
+    e = e < -40 ? -40 : (e > 23 ? 23 : e);
+    if (w->flags[i] & GRN_F_ALIVE) {
+      hist[e + 40]++;
+      alive++;
+    }
+  }
+  int top = 63, above = 0;
+  while (top > 0 && above + hist[top] <= (int)(NEAR_FAST * alive)) {
+    above += hist[top--];
+  }
+  /* all but `above` grains have v² < 2^(top − 40) */
+  const double vslow = sqrt(ldexp(1.0, top - 40));
+  double margin = 2.0 * vslow * GRN_H * NEAR_STEPS;
   margin = margin > NEAR_MIN ? margin : NEAR_MIN;
+  const double vcut = margin / (2.0 * GRN_H * NEAR_STEPS);
   if (!(margin < w->skin - grn__reach_gap(w))) {
     margin = INFINITY;
+  }
+  for (int i = 0; i < n; i++) {
+    const double v2 =
+        w->vel[i].x * w->vel[i].x + w->vel[i].y * w->vel[i].y + w->vel[i].z * w->vel[i].z;
+    w->nfast[i] = isfinite(margin) && !(v2 < vcut * vcut);
   }
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < n; a++) {

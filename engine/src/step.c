@@ -165,7 +165,7 @@ static void batch_flush(const pair_ctx *c, batch *bt, double *omax) {
 }
 
 typedef struct pass_sums {
-  double omax, vm2;
+  double omax, vm2, vm2_slow; /* vm2_slow: over grains not marked fast in the near list */
   int touching, moving, count, killed;
 } pass_sums;
 
@@ -293,6 +293,7 @@ typedef struct grain_ctx {
   double *restrict hf;
   uint8_t *restrict flags;
   const int32_t *restrict pstart, *restrict rstart, *restrict rref;
+  const uint8_t *restrict fast; /* the near list's fast grains, or NULL */
   grn_geom geom;
   grn_consts k;
 } grain_ctx;
@@ -517,6 +518,9 @@ finish_one(const grain_ctx *c, int i, const double ft[6], const grn_world *w, pa
   c->spin[i] = sp;
   c->pos[i] = add(c->pos[i], scale(v, h));
   sum->vm2 = v2 > sum->vm2 ? v2 : sum->vm2;
+  if (!c->fast || !c->fast[i]) {
+    sum->vm2_slow = v2 > sum->vm2_slow ? v2 : sum->vm2_slow;
+  }
   sum->moving += v2 > GRN_VFLOW * GRN_VFLOW;
   sum->count++;
   if (c->pos[i].y < w->geom.kill_y) {
@@ -538,6 +542,7 @@ static grain_ctx grain_ctx_of(const grn_world *w, bool near) {
                        near ? w->nstart : w->pstart,
                        near ? w->nrstart : w->rstart,
                        near ? w->nrref : w->rref,
+                       near ? w->nfast : NULL,
                        w->geom,
                        w->k};
   return c;
@@ -547,7 +552,7 @@ static void finish_pass(grn_world *w, const pass_sums *sum) {
   w->flowing = sum->count > 0 ? (double)sum->moving / sum->count : 0.0;
   w->vmax = sqrt(sum->vm2);
   w->disp += w->vmax * GRN_H;
-  w->ndisp += w->vmax * GRN_H;
+  w->ndisp += sqrt(sum->vm2_slow) * GRN_H;
   if (sum->killed > 0) {
     w->dirty = true;
   }
@@ -559,10 +564,11 @@ void grn__gather_integrate(grn_world *w) {
   const int n = w->n, nthreads = w->threads;
   const grain_ctx shared = grain_ctx_of(w, false);
   const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
-  double vm2 = 0.0;
+  double vm2 = 0.0, vm2_slow = 0.0;
   int moving = 0, count = 0, killed = 0;
   (void)nthreads;
-#pragma omp parallel num_threads(nthreads) reduction(max : vm2) reduction(+ : moving, count, killed)
+#pragma omp parallel num_threads(nthreads) reduction(max : vm2, vm2_slow)                      \
+    reduction(+ : moving, count, killed)
   {
     const grain_ctx c = shared;
     pass_sums sum = {0};
@@ -573,11 +579,12 @@ void grn__gather_integrate(grn_world *w) {
       finish_one(&c, i, ft, w, &sum);
     }
     vm2 = sum.vm2 > vm2 ? sum.vm2 : vm2;
+    vm2_slow = sum.vm2_slow > vm2_slow ? sum.vm2_slow : vm2_slow;
     moving += sum.moving;
     count += sum.count;
     killed += sum.killed;
   }
-  const pass_sums total = {0.0, vm2, 0, moving, count, killed};
+  const pass_sums total = {0.0, vm2, vm2_slow, 0, moving, count, killed};
   finish_pass(w, &total);
 }
 
@@ -736,10 +743,10 @@ void grn__step_fused(grn_world *w) {
   const int nt = w->threads, span = w->span;
   const bool simd = w->simd;
   double *fsum = w->fsum;
-  double omax = 0.0, vm2 = 0.0;
+  double omax = 0.0, vm2 = 0.0, vm2_slow = 0.0;
   int touching = 0, moving = 0, count = 0, killed = 0;
   w->table_valid = false; /* the full table is not maintained here */
-#pragma omp parallel num_threads(nt) reduction(max : omax, vm2)                                 \
+#pragma omp parallel num_threads(nt) reduction(max : omax, vm2, vm2_slow)                       \
     reduction(+ : touching, moving, count, killed)
   {
     const pair_ctx lc = pc;
@@ -795,6 +802,7 @@ void grn__step_fused(grn_world *w) {
     }
     omax = sum.omax > omax ? sum.omax : omax;
     vm2 = sum.vm2 > vm2 ? sum.vm2 : vm2;
+    vm2_slow = sum.vm2_slow > vm2_slow ? sum.vm2_slow : vm2_slow;
     touching += sum.touching;
     moving += sum.moving;
     count += sum.count;
@@ -802,6 +810,6 @@ void grn__step_fused(grn_world *w) {
   }
   w->over_max = omax;
   w->contacts = touching;
-  const pass_sums total = {omax, vm2, touching, moving, count, killed};
+  const pass_sums total = {omax, vm2, vm2_slow, touching, moving, count, killed};
   finish_pass(w, &total);
 }

@@ -200,6 +200,7 @@ int grn__reserve_grains(grn_world *w, int need) {
            {(void **)&w->hf, 4 * sizeof(double), 0, NULL},
            {(void **)&w->id, sizeof(uint32_t), 0, NULL},
            {(void **)&w->flags, sizeof(uint8_t), 0, NULL},
+           {(void **)&w->nfast, sizeof(uint8_t), 0, NULL},
            {(void **)&w->pstart, sizeof(int32_t), 1, NULL},
            {(void **)&w->rstart, sizeof(int32_t), 1, NULL},
            {(void **)&w->nstart, sizeof(int32_t), 1, NULL},
@@ -318,6 +319,7 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->hf, 4 * sizeof(double) * (size_t)w->cap);
   grn__free(w, w->id, sizeof(uint32_t) * (size_t)w->cap);
   grn__free(w, w->flags, sizeof(uint8_t) * (size_t)w->cap);
+  grn__free(w, w->nfast, sizeof(uint8_t) * (size_t)w->cap);
   grn__free(w, w->pstart, sizeof(int32_t) * (size_t)(w->cap + 1));
   grn__free(w, w->rstart, sizeof(int32_t) * (size_t)(w->cap + 1));
   grn__free(w, w->nstart, sizeof(int32_t) * (size_t)(w->cap + 1));
