@@ -43,14 +43,12 @@ static inline int32_t slot_of(const slots *s, int32_t p) {
 /* Whether this CPU can run the AVX2 kernel (and the build has it). */
 bool grn__simd_available(void);
 
-/* Contact law for touching pairs, four at a time. `list` holds (owner, pair, row slot) triples;
- * count is a multiple of 4. Every listed pair must be touching (overlap > 0). Returns the
- * largest overlap among them. */
-double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count);
-
-/* The classification of up to four pairs p.. of owner a (count lanes), as step.c's scalar code
- * makes it: bits 0–3 certainly touching, bits 4–7 for the scalar reference to decide (parting,
- * a liquid bridge, within rounding of first touch); neither: apart. */
-unsigned grn__classify4_avx2(const pair_ctx *c, int a, int p, int count);
+/* Contact law of listed pairs, four at a time. `list` holds (owner, pair, row slot) triples;
+ * count is a multiple of 4. Touching pairs get their row, history and pfn, apart pairs without
+ * history a zero row; the list positions of any other pair (for the scalar law to decide) are
+ * written to slow[*nslow] (at most count). Adds the touching pairs to *touching and returns
+ * their largest overlap. */
+double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int *touching,
+                          int32_t *slow, int *nslow);
 
 #endif

@@ -53,11 +53,12 @@ AVX2 static inline v3 vpick(v4l m, v3 a, v3 b) {
 /* The two branches of step.c's Coulomb-type limit at once: `slip` is the spring alone (k·x),
  * `stick` the spring with its dashpot. Lanes where the spring alone exceeds lim slip (scaled
  * down to lim, *slipped set); the others take the dashpot sum, scaled down only if it exceeds
- * lim. One square root and division serve both, and only in a group where some lane is capped:
- * in a resting bed almost none is, and those two are the slowest instructions of the kernel. */
-AVX2 static inline v3 vlimit(v3 slip, v3 stick, v4d lim, v4l *slipped) {
+ * lim. One square root and division serve both, and only in a group where one of `lanes` (those
+ * whose result is kept) is capped: in a resting bed almost none is, and those two are the slowest
+ * instructions of the kernel. */
+AVX2 static inline v3 vlimit(v3 slip, v3 stick, v4d lim, v4l lanes, v4l *slipped) {
   const v4d lim2 = lim * lim, s2 = vdot(slip, slip), t2 = vdot(stick, stick);
-  const v4l slid = s2 > lim2, over = slid | (t2 > lim2);
+  const v4l slid = s2 > lim2, over = (slid | (t2 > lim2)) & lanes;
   *slipped = slid;
   v3 f = vpick(slid, slip, stick);
   if (_mm256_movemask_pd((__m256d)over) != 0) {
@@ -95,37 +96,13 @@ AVX2 static inline __m128 f32(v4d v) {
   return _mm256_cvtpd_ps((__m256d)v);
 }
 
-AVX2 unsigned grn__classify4_avx2(const pair_ctx *c, int a, int p, int count) {
-  int b[4];
-  float f[4] = {0, 0, 0, 0};
-  for (int k = 0; k < 4; k++) {
-    b[k] = k < count ? c->pb[p + k] : a; /* a spare lane looks at the owner itself */
-    f[k] = k < count ? c->pfn[hist_of(c, p + k)] : 0.0f;
-  }
-  const grn_vec3 pa = c->pos[a];
-  const v3 d = vsub(load3(c->pos, b), (v3){splat(pa.x), splat(pa.y), splat(pa.z)});
-  const v4d d2 = vdot(d, d);
-  const v4d rb = {c->rad[b[0]], c->rad[b[1]], c->rad[b[2]], c->rad[b[3]]};
-  const v4d rs = splat(c->rad[a]) + rb, reach = rs + splat(c->gap);
-  /* certainly touching: d2 < rs²·(1 − 1e-9) means sqrt(d2) < rs·(1 − 5e-10), so the scalar law's
-   * overlap rs − sqrt(d2) is > 0 too, whatever the rounding; apart: beyond the reach; anything in
-   * between, and any apart pair that still has history (it is parting), goes to the scalar law */
-  const v4l sure = d2 < rs * rs * splat(1.0 - 1e-9);
-  const v4l far = d2 >= reach * reach;
-  const v4d fv = {f[0], f[1], f[2], f[3]};
-  const v4l active = fv != splat(0.0);
-  const v4l slow = (~sure & ~far) | (far & active);
-  const unsigned valid = (1u << count) - 1u;
-  const unsigned ms = (unsigned)_mm256_movemask_pd((__m256d)sure) & valid;
-  const unsigned mw = (unsigned)_mm256_movemask_pd((__m256d)slow) & valid;
-  return ms | (mw << 4);
-}
-
-AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count) {
+AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int *touching,
+                               int32_t *slow, int *nslow) {
   const v4d kn = splat(GRN_KN), cn = splat(c->cn), ct = splat(c->ct), h = splat(GRN_H);
   const v4d mkt = splat(-GRN_KT), inv_mkt = splat(-1.0 / GRN_KT), zero = splat(0.0);
   const v4d mu = splat(c->mu), coh = splat(c->coh);
   v4d omax = zero;
+  int tally = 0, ns = 0;
   for (int g = 0; g < count; g += 4) {
     int a[4], b[4], p[4], slot[4];
     for (int k = 0; k < 4; k++) {
@@ -140,10 +117,26 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
     const v4d ra = {c->rad[a[0]], c->rad[a[1]], c->rad[a[2]], c->rad[a[3]]};
     const v4d rb = {c->rad[b[0]], c->rad[b[1]], c->rad[b[2]], c->rad[b[3]]};
     const v4d sum = ra + rb;
-    const v4d dist = vsqrt(vdot(d, d));
+    const v4d d2 = vdot(d, d);
+    /* certainly touching: d2 < rs²·(1 − 1e-9) means sqrt(d2) < rs·(1 − 5e-10), so the scalar law's
+     * overlap rs − sqrt(d2) is > 0 too, whatever the rounding; apart: beyond the reach, with no
+     * history. Anything else (parting, a liquid bridge, within rounding of first touch) goes to
+     * the scalar law: its lanes here store nothing but a row the scalar law writes again. */
+    const v4d reach = sum + splat(c->gap);
+    const v4l sure = d2 < sum * sum * splat(1.0 - 1e-9);
+    const v4l far = d2 >= reach * reach;
+    const v4d fv = {c->pfn[p[0]], c->pfn[p[1]], c->pfn[p[2]], c->pfn[p[3]]};
+    const v4l odd = (~sure & ~far) | (far & (fv != zero));
+    const unsigned ms = (unsigned)_mm256_movemask_pd((__m256d)sure);
+    const unsigned mo = (unsigned)_mm256_movemask_pd((__m256d)odd);
+    tally += __builtin_popcount(ms);
+    for (unsigned bits = mo; bits; bits &= bits - 1u) {
+      slow[ns++] = g + __builtin_ctz(bits);
+    }
+    const v4d dist = vsqrt(d2);
     const v3 n = vscale(d, splat(1.0) / (dist + splat(1e-300)));
     const v4d over = sum - dist;
-    omax = pick(over > omax, over, omax);
+    omax = pick(sure & (over > omax), over, omax);
     /* normal */
     const v3 wa = load3(c->spin, a), wb = load3(c->spin, b);
     const v3 rv = vsub(load3(c->vel, b), load3(c->vel, a));
@@ -158,10 +151,10 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
     const v4d lim = mu * fn;
     v4l slid;
     const v3 ft0 = vscale(u, mkt);
-    const v3 ft = vlimit(ft0, vsub(ft0, vscale(vt, ct)), lim, &slid);
+    const v3 ft = vlimit(ft0, vsub(ft0, vscale(vt, ct)), lim, sure, &slid);
     u = vpick(slid, vscale(ft, inv_mkt), u);
     /* force on b and torques */
-    const v3 f = vadd(vscale(n, fn - coh), ft);
+    v3 f = vadd(vscale(n, fn - coh), ft);
     const v3 cr = vcross(n, ft);
     v3 ta = vscale(cr, -ra), tb = vscale(cr, -rb);
     v3 th = {zero, zero, zero};
@@ -173,15 +166,20 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
       const v3 m0 = vscale(th, splat(-c->kr));
       const v4d mlim = splat(c->mur) * (ra * rb / sum) * fn;
       v4l rolled;
-      const v3 mom = vlimit(m0, vsub(m0, vscale(wr, splat(c->cr))), mlim, &rolled);
+      const v3 mom = vlimit(m0, vsub(m0, vscale(wr, splat(c->cr))), mlim, sure, &rolled);
       th = vpick(rolled, vscale(mom, splat(-1.0 / c->kr)), th);
       ta = vadd(ta, mom);
       tb = vsub(tb, mom);
     }
-    for (int k = 0; k < 4; k++) {
+    for (unsigned bits = ms; bits; bits &= bits - 1u) {
+      const int k = __builtin_ctz(bits);
       c->pfn[p[k]] = fn[k] > 1e-6 ? (float)fn[k] : 1e-6f;
     }
-    /* rows: nine floats per pair, written as two transposed 4-float blocks and one float */
+    /* rows: nine floats per pair, written as two transposed 4-float blocks and one float; lanes
+     * that are not touching write a zero row (apart pairs must read as zero) */
+    f = vpick(sure, f, (v3){zero, zero, zero});
+    ta = vpick(sure, ta, (v3){zero, zero, zero});
+    tb = vpick(sure, tb, (v3){zero, zero, zero});
     __m128 q0 = f32(f.x), q1 = f32(f.y), q2 = f32(f.z), q3 = f32(ta.x);
     _MM_TRANSPOSE4_PS(q0, q1, q2, q3);
     __m128 r0 = f32(ta.y), r1 = f32(ta.z), r2 = f32(tb.x), r3 = f32(tb.y);
@@ -198,7 +196,8 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
     __m128 h0 = f32(u.x), h1 = f32(u.y), h2 = f32(u.z), h3 = f32(th.x);
     _MM_TRANSPOSE4_PS(h0, h1, h2, h3);
     const __m128 hs[4] = {h0, h1, h2, h3}, thy = f32(th.y), thz = f32(th.z);
-    for (int k = 0; k < 4; k++) {
+    for (unsigned bits = ms; bits; bits &= bits - 1u) {
+      const int k = __builtin_ctz(bits);
       grn_hist *hk = &c->hist[p[k]];
       if (c->mur > 0.0) {
         _mm_storeu_ps(hk->u, hs[k]); /* u0 u1 u2 th0 */
@@ -215,6 +214,8 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
   for (int k = 0; k < 4; k++) {
     o = omax[k] > o ? omax[k] : o;
   }
+  *touching += tally;
+  *nslow = ns;
   return o;
 }
 
@@ -224,19 +225,15 @@ bool grn__simd_available(void) {
   return false;
 }
 
-double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count) {
+double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int *touching,
+                          int32_t *slow, int *nslow) {
   (void)c;
   (void)list;
   (void)count;
+  (void)touching;
+  (void)slow;
+  *nslow = 0;
   return 0.0;
-}
-
-unsigned grn__classify4_avx2(const pair_ctx *c, int a, int p, int count) {
-  (void)c;
-  (void)a;
-  (void)p;
-  (void)count;
-  return 0;
 }
 
 #endif

@@ -149,8 +149,8 @@ struct grn_world {
   /* fused step (step.c): ring and bands of rows over the near list, planned at each refresh */
   bool fused, no_fuse;
   int span, ring_rows, ringcap; /* ring_rows: each thread's block buffer */
-  double *fsum;                 /* 6 per grain: running force and torque sums, zero between steps */
-  int fsumcap;
+  double *fsum; /* per thread a ring of 6 per grain: running force and torque sums */
+  int fsumcap, fsum_mask;
   grn_force_row *ring;
   int32_t *rstart; /* n+1: reference list of pairs where a grain is the smaller partner */
   int32_t *rref;

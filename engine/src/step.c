@@ -145,74 +145,62 @@ static inline double pair_force(const pair_ctx *c, int a, int p, grn_force_row *
   return over;
 }
 
-/* Touching pairs a thread collects for the AVX2 kernel: (owner, pair, row slot) triples. */
+/* Listed pairs a thread collects for the AVX2 kernel: (owner, pair, row slot) triples. */
 #define TOUCH_BATCH 256
 typedef struct batch {
   int32_t item[3 * TOUCH_BATCH];
   int n;
 } batch;
 
-static void batch_flush(const pair_ctx *c, batch *bt, double *omax) {
-  const int full = bt->n & ~3;
-  double o = full > 0 ? grn__contacts_avx2(c, bt->item, full) : 0.0;
-  for (int k = full; k < bt->n; k++) {
-    const double over =
-        pair_force(c, bt->item[3 * k], bt->item[3 * k + 1], &c->table[bt->item[3 * k + 2]]);
-    o = over > o ? over : o;
-  }
-  *omax = o > *omax ? o : *omax;
-  bt->n = 0;
-}
-
 typedef struct pass_sums {
   double omax, vm2, vm2_slow; /* vm2_slow: over grains not marked fast in the near list */
   int touching, moving, count, killed;
 } pass_sums;
 
-/* Forces of every pair owned by grain a. With SIMD the pairs are classified four at a time, the
- * doubtful ones are handed to the scalar law, and touching ones are batched for the kernel (each
- * pair's result depends on its own inputs only, so when it is computed does not matter). */
+static inline void law_one(const pair_ctx *c, const int32_t *it, pass_sums *sum) {
+  const double over = pair_force(c, it[0], it[1], &c->table[it[2]]);
+  if (over > 0.0) {
+    sum->touching++;
+    sum->omax = over > sum->omax ? over : sum->omax;
+  }
+}
+
+/* The kernel takes the pairs four at a time and hands the doubtful ones (parting, a liquid
+ * bridge, within rounding of first touch) back to the scalar law; each pair's result depends on
+ * its own inputs only, so which code computes it, and when, does not matter. */
+static void batch_flush(const pair_ctx *c, batch *bt, pass_sums *sum) {
+  const int full = bt->n & ~3;
+  int32_t slow[TOUCH_BATCH];
+  int nslow = 0;
+  if (full > 0) {
+    const double o = grn__contacts_avx2(c, bt->item, full, &sum->touching, slow, &nslow);
+    sum->omax = o > sum->omax ? o : sum->omax;
+  }
+  for (int k = 0; k < nslow; k++) {
+    law_one(c, &bt->item[3 * slow[k]], sum);
+  }
+  for (int k = full; k < bt->n; k++) {
+    law_one(c, &bt->item[3 * k], sum);
+  }
+  bt->n = 0;
+}
+
+/* Forces of every pair owned by grain a: with SIMD they are queued for the kernel. */
 static inline void owner_forces(const pair_ctx *c, const int32_t *restrict pstart, int a,
                                 const slots *s, batch *bt, bool simd, pass_sums *sum) {
   const int p1 = pstart[a + 1];
-  if (!simd) {
-    for (int p = pstart[a]; p < p1; p++) {
-      const double over = pair_force(c, a, p, &c->table[slot_of(s, p)]);
-      if (over > 0.0) {
-        sum->touching++;
-        sum->omax = over > sum->omax ? over : sum->omax;
-      }
+  for (int p = pstart[a]; p < p1; p++) {
+    if (!simd) {
+      const int32_t it[3] = {a, p, slot_of(s, p)};
+      law_one(c, it, sum);
+      continue;
     }
-    return;
-  }
-  /* four at a time: one branch per group instead of a coin toss per pair */
-  for (int p = pstart[a]; p < p1; p += 4) {
-    const int count = p1 - p < 4 ? p1 - p : 4;
-    const unsigned m = grn__classify4_avx2(c, a, p, count);
-    for (unsigned bits = (m >> 4) & 15u; bits; bits &= bits - 1u) {
-      /* parting, a liquid bridge, or within rounding of first touch: the reference decides */
-      const int q = p + __builtin_ctz(bits);
-      const double over = pair_force(c, a, q, &c->table[slot_of(s, q)]);
-      if (over > 0.0) {
-        sum->touching++;
-        sum->omax = over > sum->omax ? over : sum->omax;
-      }
-    }
-    if (c->ring) {
-      /* ring slots are shared over the step: apart pairs write a zero row every time */
-      for (unsigned bits = ~m & ~(m >> 4) & ((1u << count) - 1u); bits; bits &= bits - 1u) {
-        row_zero(&c->table[slot_of(s, p + __builtin_ctz(bits))]);
-      }
-    }
-    for (unsigned bits = m & 15u; bits; bits &= bits - 1u) {
-      const int q = p + __builtin_ctz(bits);
-      sum->touching++;
-      bt->item[3 * bt->n] = a;
-      bt->item[3 * bt->n + 1] = q;
-      bt->item[3 * bt->n + 2] = slot_of(s, q);
-      if (++bt->n == TOUCH_BATCH) {
-        batch_flush(c, bt, &sum->omax);
-      }
+    int32_t *it = &bt->item[3 * bt->n];
+    it[0] = a;
+    it[1] = p;
+    it[2] = slot_of(s, p);
+    if (++bt->n == TOUCH_BATCH) {
+      batch_flush(c, bt, sum);
     }
   }
 }
@@ -277,7 +265,7 @@ int grn__forces(grn_world *w) {
     for (int a = 0; a < n; a++) {
       owner_forces(&lc, pstart, a, &s, &bt, simd, &sum);
     }
-    batch_flush(&lc, &bt, &sum.omax);
+    batch_flush(&lc, &bt, &sum);
     omax = sum.omax > omax ? sum.omax : omax;
     touching += sum.touching;
   }
@@ -645,18 +633,26 @@ int grn__plan_fused(grn_world *w) {
     w->ring = q;
     w->ringcap = (int)want;
   }
-  /* running sums: zero between steps, the sweep clears each grain after integrating it */
-  if (n > w->fsumcap) {
-    const int want = n + n / 4 + 64;
+  /* running sums, in a ring per thread: grain g's sum is in use from owner g − S (its first row)
+   * to g + S + GATHER_BLOCK (its integration), so a ring wider than that never holds two grains
+   * at once, and it stays in cache where a sum per grain would stream through memory. Zero
+   * between steps: the sweep clears each sum once its grain is integrated. */
+  int sums = 64;
+  while (sums < 2 * span + 2 * GATHER_BLOCK + 64) {
+    sums *= 2;
+  }
+  if ((int64_t)sums * nt > w->fsumcap) {
+    const int want = sums * nt;
     double *f = grn__alloc(w, 6 * sizeof(double) * (size_t)want);
     if (!f) {
       return GRN_OK;
     }
     grn__free(w, w->fsum, 6 * sizeof(double) * (size_t)w->fsumcap);
-    memset(f, 0, 6 * sizeof(double) * (size_t)want);
     w->fsum = f;
     w->fsumcap = want;
   }
+  memset(w->fsum, 0, 6 * sizeof(double) * (size_t)w->fsumcap);
+  w->fsum_mask = sums - 1;
   w->span = span;
   w->ring_rows = block;
   w->fused = true;
@@ -679,13 +675,13 @@ static void band_of(const grn_world *w, int k, int32_t *p0, int32_t *p1, int32_t
 /* Add the rows of owners [a0, a1) (in the block buffer at base + q) to the running sums of the
  * grains in [ilo, ihi), in pair order, and copy those that bands keep. */
 static void add_block(const grain_ctx *c, const grn_force_row *rows, int32_t base,
-                      double *restrict fsum, int a0, int a1, int ilo, int ihi, const slots *bands,
-                      grn_force_row *keep) {
+                      double *restrict fsum, int32_t fm, int a0, int a1, int ilo, int ihi,
+                      const slots *bands, grn_force_row *keep) {
   const int32_t *restrict nb = c->rstart; /* the partners (see grn__step_fused) */
   for (int a = a0; a < a1; a++) {
     const int p0 = c->pstart[a], p1 = c->pstart[a + 1];
     if (a >= ilo && a < ihi) {
-      double *sa = &fsum[6 * (size_t)a];
+      double *sa = &fsum[6 * (size_t)(a & fm)];
       double fx = sa[0], fy = sa[1], fz = sa[2], tx = sa[3], ty = sa[4], tz = sa[5];
       for (int p = p0; p < p1; p++) {
         const grn_force_row *row = &rows[base + p];
@@ -707,7 +703,7 @@ static void add_block(const grain_ctx *c, const grn_force_row *rows, int32_t bas
       const int b = nb[p];
       if (b >= ilo && b < ihi) {
         const grn_force_row *row = &rows[base + p];
-        double *sb = &fsum[6 * (size_t)b];
+        double *sb = &fsum[6 * (size_t)(b & fm)];
         sb[0] += row->f[0];
         sb[1] += row->f[1];
         sb[2] += row->f[2];
@@ -729,9 +725,9 @@ static void add_block(const grain_ctx *c, const grn_force_row *rows, int32_t bas
 }
 
 /* Integrate grain g from its running sum, and clear the sum for the next step. */
-static inline void finish_sum(const grain_ctx *c, double *restrict fsum, int g, const grn_world *w,
-                              pass_sums *sum) {
-  double *sg = &fsum[6 * (size_t)g];
+static inline void finish_sum(const grain_ctx *c, double *restrict fsum, int32_t fm, int g,
+                              const grn_world *w, pass_sums *sum) {
+  double *sg = &fsum[6 * (size_t)(g & fm)];
   finish_one(c, g, sg, w, sum);
   memset(sg, 0, 6 * sizeof(double));
 }
@@ -742,7 +738,7 @@ void grn__step_fused(grn_world *w) {
   const int32_t *restrict pstart = w->nstart;
   const int nt = w->threads, span = w->span;
   const bool simd = w->simd;
-  double *fsum = w->fsum;
+  const int32_t fm = w->fsum_mask;
   double omax = 0.0, vm2 = 0.0, vm2_slow = 0.0;
   int touching = 0, moving = 0, count = 0, killed = 0;
   w->table_valid = false; /* the full table is not maintained here */
@@ -770,6 +766,7 @@ void grn__step_fused(grn_world *w) {
         bands.nb++;
       }
       const int ilo = t > 0 ? lo + span : lo, ihi = t < nt - 1 ? hi - span : hi;
+      double *fsum = w->fsum + 6 * (size_t)(fm + 1) * (size_t)t;
       int g = ilo;
       for (int a0 = lo; a0 < hi; a0 += GATHER_BLOCK) {
         const int a1 = a0 + GATHER_BLOCK < hi ? a0 + GATHER_BLOCK : hi;
@@ -778,14 +775,14 @@ void grn__step_fused(grn_world *w) {
         for (int a = a0; a < a1; a++) {
           owner_forces(&lc, pstart, a, &s, &bt, simd, &sum);
         }
-        batch_flush(&lc, &bt, &sum.omax);
-        add_block(&la, w->ring, base, fsum, a0, a1, ilo, ihi, &bands, w->ring);
+        batch_flush(&lc, &bt, &sum);
+        add_block(&la, w->ring, base, fsum, fm, a0, a1, ilo, ihi, &bands, w->ring);
         for (; g < ihi && g + span < a1; g++) {
-          finish_sum(&lg, fsum, g, w, &sum);
+          finish_sum(&lg, fsum, fm, g, w, &sum);
         }
       }
       for (; g < ihi; g++) {
-        finish_sum(&lg, fsum, g, w, &sum);
+        finish_sum(&lg, fsum, fm, g, w, &sum);
       }
     }
     /* phase 2 (after the loop's barrier): grains within S of each inner boundary */
