@@ -50,5 +50,9 @@ bool grn__simd_available(void);
  * their largest overlap. */
 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int *touching,
                           int32_t *slow, int *nslow);
+/* The same for the pairs q0 .. q0 + count − 1 of owners owner[q], rows at base + q; slow gets
+ * offsets from q0. */
+double grn__contacts_range_avx2(const pair_ctx *c, const int32_t *owner, int32_t q0, int32_t base,
+                                int count, int *touching, int32_t *slow, int *nslow);
 
 #endif

@@ -96,8 +96,9 @@ AVX2 static inline __m128 f32(v4d v) {
   return _mm256_cvtpd_ps((__m256d)v);
 }
 
-AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int *touching,
-                               int32_t *slow, int *nslow) {
+__attribute__((always_inline)) AVX2 static inline double
+contacts(const pair_ctx *c, const int32_t *list, const int32_t *owner, int32_t q0, int32_t base,
+         int count, int *touching, int32_t *slow, int *nslow, bool range) {
   const v4d kn = splat(GRN_KN), cn = splat(c->cn), ct = splat(c->ct), h = splat(GRN_H);
   const v4d mkt = splat(-GRN_KT), inv_mkt = splat(-1.0 / GRN_KT), zero = splat(0.0);
   const v4d mu = splat(c->mu), coh = splat(c->coh);
@@ -106,9 +107,15 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
   for (int g = 0; g < count; g += 4) {
     int a[4], b[4], p[4], slot[4];
     for (int k = 0; k < 4; k++) {
-      a[k] = list[3 * (g + k)];
-      p[k] = list[3 * (g + k) + 1];
-      slot[k] = list[3 * (g + k) + 2];
+      if (range) {
+        p[k] = q0 + g + k;
+        a[k] = owner[p[k]];
+        slot[k] = base + p[k];
+      } else {
+        a[k] = list[3 * (g + k)];
+        p[k] = list[3 * (g + k) + 1];
+        slot[k] = list[3 * (g + k) + 2];
+      }
       b[k] = c->pb[p[k]];
       p[k] = hist_of(c, p[k]); /* from here on p indexes history and pfn */
     }
@@ -219,6 +226,17 @@ AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count
   return o;
 }
 
+AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int *touching,
+                               int32_t *slow, int *nslow) {
+  return contacts(c, list, NULL, 0, 0, count, touching, slow, nslow, false);
+}
+
+AVX2 double grn__contacts_range_avx2(const pair_ctx *c, const int32_t *owner, int32_t q0,
+                                     int32_t base, int count, int *touching, int32_t *slow,
+                                     int *nslow) {
+  return contacts(c, NULL, owner, q0, base, count, touching, slow, nslow, true);
+}
+
 #else
 
 bool grn__simd_available(void) {
@@ -229,6 +247,19 @@ double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int
                           int32_t *slow, int *nslow) {
   (void)c;
   (void)list;
+  (void)count;
+  (void)touching;
+  (void)slow;
+  *nslow = 0;
+  return 0.0;
+}
+
+double grn__contacts_range_avx2(const pair_ctx *c, const int32_t *owner, int32_t q0, int32_t base,
+                                int count, int *touching, int32_t *slow, int *nslow) {
+  (void)c;
+  (void)owner;
+  (void)q0;
+  (void)base;
   (void)count;
   (void)touching;
   (void)slow;

@@ -140,6 +140,7 @@ struct grn_world {
   int32_t *nstart;  /* n+1: a grain's near pairs as owner */
   int32_t *nb;      /* partner of each near pair */
   int32_t *np;      /* its pair in the list (history, last normal force) */
+  int32_t *na;      /* its owner */
   int32_t *nrstart; /* n+1 */
   int32_t *nrref;   /* near pairs where a grain is the smaller partner, in near order */
   uint8_t *nfast;   /* per grain: it was fast at the refresh, so all its pairs are near */

@@ -421,16 +421,19 @@ static int grow_near(grn_world *w, int need) {
   const size_t old = (size_t)w->nmcap, want = (size_t)need + (size_t)need / 4 + 64;
   grn__free(w, w->nb, sizeof(int32_t) * old);
   grn__free(w, w->np, sizeof(int32_t) * old);
+  grn__free(w, w->na, sizeof(int32_t) * old);
   grn__free(w, w->nrref, sizeof(int32_t) * old);
   w->nb = grn__alloc(w, sizeof(int32_t) * want);
   w->np = grn__alloc(w, sizeof(int32_t) * want);
+  w->na = grn__alloc(w, sizeof(int32_t) * want);
   w->nrref = grn__alloc(w, sizeof(int32_t) * want);
   w->nmcap = (int)want;
-  if (!w->nb || !w->np || !w->nrref) {
+  if (!w->nb || !w->np || !w->na || !w->nrref) {
     grn__free(w, w->nb, sizeof(int32_t) * want);
     grn__free(w, w->np, sizeof(int32_t) * want);
+    grn__free(w, w->na, sizeof(int32_t) * want);
     grn__free(w, w->nrref, sizeof(int32_t) * want);
-    w->nb = w->np = w->nrref = NULL;
+    w->nb = w->np = w->na = w->nrref = NULL;
     w->nmcap = 0;
     return GRN_E_NOMEM;
   }
@@ -438,7 +441,8 @@ static int grow_near(grn_world *w, int need) {
 }
 
 /* Near pairs of owner a: counted when out is NULL, else written with their list indices. */
-static inline int near_of(const grn_world *w, int a, double margin, int32_t *nb, int32_t *np) {
+static inline int near_of(const grn_world *w, int a, double margin, int32_t *nb, int32_t *np,
+                          int32_t *na) {
   const grn_vec3 pa = w->pos[a];
   const double gap = grn__reach_gap(w) + margin, ra = w->rad[a];
   const bool fa = w->nfast[a] != 0;
@@ -451,6 +455,7 @@ static inline int near_of(const grn_world *w, int a, double margin, int32_t *nb,
       if (nb) {
         nb[k] = b;
         np[k] = p;
+        na[k] = a;
       }
       k++;
     }
@@ -498,7 +503,7 @@ int grn__near_refresh(grn_world *w) {
   }
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < n; a++) {
-    w->nstart[a + 1] = near_of(w, a, margin, NULL, NULL);
+    w->nstart[a + 1] = near_of(w, a, margin, NULL, NULL, NULL);
   }
   w->nstart[0] = 0;
   for (int a = 0; a < n; a++) {
@@ -510,7 +515,7 @@ int grn__near_refresh(grn_world *w) {
   }
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < n; a++) {
-    near_of(w, a, margin, w->nb + w->nstart[a], w->np + w->nstart[a]);
+    near_of(w, a, margin, w->nb + w->nstart[a], w->np + w->nstart[a], w->na + w->nstart[a]);
   }
   /* reference lists of the near pairs (a counting sort by partner keeps them in near order) */
   int32_t *fill = w->newidx;

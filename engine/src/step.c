@@ -185,6 +185,29 @@ static void batch_flush(const pair_ctx *c, batch *bt, pass_sums *sum) {
   bt->n = 0;
 }
 
+/* Forces of the near pairs q0 .. q1 − 1 (the fused step's block, rows at base + q): the kernel
+ * takes them in place, four at a time. */
+static void range_forces(const pair_ctx *c, const int32_t *restrict owner, int32_t q0, int32_t q1,
+                         int32_t base, bool simd, pass_sums *sum) {
+  int32_t slow[TOUCH_BATCH];
+  int32_t q = q0;
+  while (simd && q1 - q >= 4) {
+    const int k = q1 - q < TOUCH_BATCH ? (q1 - q) & ~3 : TOUCH_BATCH;
+    int nslow = 0;
+    const double o = grn__contacts_range_avx2(c, owner, q, base, k, &sum->touching, slow, &nslow);
+    sum->omax = o > sum->omax ? o : sum->omax;
+    for (int j = 0; j < nslow; j++) {
+      const int32_t it[3] = {owner[q + slow[j]], q + slow[j], base + q + slow[j]};
+      law_one(c, it, sum);
+    }
+    q += k;
+  }
+  for (; q < q1; q++) {
+    const int32_t it[3] = {owner[q], q, base + q};
+    law_one(c, it, sum);
+  }
+}
+
 /* Forces of every pair owned by grain a: with SIMD they are queued for the kernel. */
 static inline void owner_forces(const pair_ctx *c, const int32_t *restrict pstart, int a,
                                 const slots *s, batch *bt, bool simd, pass_sums *sum) {
@@ -749,8 +772,6 @@ void grn__step_fused(grn_world *w) {
     const grain_ctx lg = gc;
     grain_ctx la = gc;
     la.rstart = w->nb; /* add_block reads the partners through this slot */
-    batch bt;
-    bt.n = 0;
     pass_sums sum = {0};
     /* phase 1: each chunk sweeps its owners and integrates its interior grains behind them */
 #pragma omp for schedule(static, 1)
@@ -771,11 +792,7 @@ void grn__step_fused(grn_world *w) {
       for (int a0 = lo; a0 < hi; a0 += GATHER_BLOCK) {
         const int a1 = a0 + GATHER_BLOCK < hi ? a0 + GATHER_BLOCK : hi;
         const int32_t base = t * w->ring_rows - pstart[a0];
-        const slots s = {base, -1, 0, {0, 0}, {0, 0}, {0, 0}};
-        for (int a = a0; a < a1; a++) {
-          owner_forces(&lc, pstart, a, &s, &bt, simd, &sum);
-        }
-        batch_flush(&lc, &bt, &sum);
+        range_forces(&lc, w->na, pstart[a0], pstart[a1], base, simd, &sum);
         add_block(&la, w->ring, base, fsum, fm, a0, a1, ilo, ihi, &bands, w->ring);
         for (; g < ihi && g + span < a1; g++) {
           finish_sum(&lg, fsum, fm, g, w, &sum);

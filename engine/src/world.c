@@ -333,6 +333,7 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->pfn, sizeof(float) * (size_t)w->mcap);
   grn__free(w, w->nb, sizeof(int32_t) * (size_t)w->nmcap);
   grn__free(w, w->np, sizeof(int32_t) * (size_t)w->nmcap);
+  grn__free(w, w->na, sizeof(int32_t) * (size_t)w->nmcap);
   grn__free(w, w->nrref, sizeof(int32_t) * (size_t)w->nmcap);
   grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->tcap);
   grn__free(w, w->ring, sizeof(grn_force_row) * (size_t)w->ringcap);
