@@ -97,8 +97,8 @@ AVX2 static inline __m128 f32(v4d v) {
 }
 
 __attribute__((always_inline)) AVX2 static inline double
-contacts(const pair_ctx *c, const int32_t *list, const int32_t *owner, int32_t q0, int32_t base,
-         int count, int *touching, int32_t *slow, int *nslow, bool range) {
+contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int count, int *touching,
+         int32_t *slow, int *nslow, bool range) {
   const v4d kn = splat(GRN_KN), cn = splat(c->cn), ct = splat(c->ct), h = splat(GRN_H);
   const v4d mkt = splat(-GRN_KT), inv_mkt = splat(-1.0 / GRN_KT), zero = splat(0.0);
   const v4d mu = splat(c->mu), coh = splat(c->coh);
@@ -107,14 +107,14 @@ contacts(const pair_ctx *c, const int32_t *list, const int32_t *owner, int32_t q
   for (int g = 0; g < count; g += 4) {
     int a[4], b[4], p[4], slot[4];
     for (int k = 0; k < 4; k++) {
-      if (range) {
+      if (range) { /* src: the owner of each pair */
         p[k] = q0 + g + k;
-        a[k] = owner[p[k]];
+        a[k] = src[p[k]];
         slot[k] = base + p[k];
-      } else {
-        a[k] = list[3 * (g + k)];
-        p[k] = list[3 * (g + k) + 1];
-        slot[k] = list[3 * (g + k) + 2];
+      } else { /* src: (owner, pair, slot) triples */
+        a[k] = src[3 * (g + k)];
+        p[k] = src[3 * (g + k) + 1];
+        slot[k] = src[3 * (g + k) + 2];
       }
       b[k] = c->pb[p[k]];
       p[k] = hist_of(c, p[k]); /* from here on p indexes history and pfn */
@@ -228,13 +228,13 @@ contacts(const pair_ctx *c, const int32_t *list, const int32_t *owner, int32_t q
 
 AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int *touching,
                                int32_t *slow, int *nslow) {
-  return contacts(c, list, NULL, 0, 0, count, touching, slow, nslow, false);
+  return contacts(c, list, 0, 0, count, touching, slow, nslow, false);
 }
 
 AVX2 double grn__contacts_range_avx2(const pair_ctx *c, const int32_t *owner, int32_t q0,
                                      int32_t base, int count, int *touching, int32_t *slow,
                                      int *nslow) {
-  return contacts(c, NULL, owner, q0, base, count, touching, slow, nslow, true);
+  return contacts(c, owner, q0, base, count, touching, slow, nslow, true);
 }
 
 #else
