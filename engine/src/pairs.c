@@ -440,9 +440,8 @@ static int grow_near(grn_world *w, int need) {
   return GRN_OK;
 }
 
-/* Near pairs of owner a: counted when out is NULL, else written with their list indices. */
-static inline int near_of(const grn_world *w, int a, double margin, int32_t *nb, int32_t *np,
-                          int32_t *na) {
+/* Near pairs of owner a: marks them in near[] (indexed by pair) and counts them. */
+static inline int near_mark(const grn_world *w, int a, double margin, uint8_t *near) {
   const grn_vec3 pa = w->pos[a];
   const double gap = grn__reach_gap(w) + margin, ra = w->rad[a];
   const bool fa = w->nfast[a] != 0;
@@ -451,14 +450,8 @@ static inline int near_of(const grn_world *w, int a, double margin, int32_t *nb,
     const int b = w->pb[p];
     const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
     const double r = ra + w->rad[b] + gap;
-    if (w->pfn[p] != 0.0f || fa || w->nfast[b] || dx * dx + dy * dy + dz * dz < r * r) {
-      if (nb) {
-        nb[k] = b;
-        np[k] = p;
-        na[k] = a;
-      }
-      k++;
-    }
+    near[p] = w->pfn[p] != 0.0f || fa || w->nfast[b] || dx * dx + dy * dy + dz * dz < r * r;
+    k += near[p];
   }
   return k;
 }
@@ -501,9 +494,13 @@ int grn__near_refresh(grn_world *w) {
         w->vel[i].x * w->vel[i].x + w->vel[i].y * w->vel[i].y + w->vel[i].z * w->vel[i].z;
     w->nfast[i] = isfinite(margin) && !(v2 < vcut * vcut);
   }
+  if (ensure_scratch(w, (size_t)w->m + 1) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  uint8_t *near = w->scratch;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < n; a++) {
-    w->nstart[a + 1] = near_of(w, a, margin, NULL, NULL, NULL);
+    w->nstart[a + 1] = near_mark(w, a, margin, near);
   }
   w->nstart[0] = 0;
   for (int a = 0; a < n; a++) {
@@ -515,7 +512,15 @@ int grn__near_refresh(grn_world *w) {
   }
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < n; a++) {
-    near_of(w, a, margin, w->nb + w->nstart[a], w->np + w->nstart[a], w->na + w->nstart[a]);
+    int q = w->nstart[a];
+    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+      if (near[p]) {
+        w->nb[q] = w->pb[p];
+        w->np[q] = p;
+        w->na[q] = a;
+        q++;
+      }
+    }
   }
   /* reference lists of the near pairs (a counting sort by partner keeps them in near order) */
   int32_t *fill = w->newidx;
