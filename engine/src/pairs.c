@@ -456,6 +456,22 @@ static inline int near_mark(const grn_world *w, int a, double margin, uint8_t *n
   return k;
 }
 
+static void near_refs(grn_world *w, int nm) {
+  const int n = w->n;
+  int32_t *fill = w->newidx;
+  memset(w->nrstart, 0, sizeof(int32_t) * (size_t)(n + 1));
+  for (int q = 0; q < nm; q++) {
+    w->nrstart[w->nb[q] + 1]++;
+  }
+  for (int i = 0; i < n; i++) {
+    w->nrstart[i + 1] += w->nrstart[i];
+  }
+  memcpy(fill, w->nrstart, sizeof(int32_t) * (size_t)n);
+  for (int q = 0; q < nm; q++) {
+    w->nrref[fill[w->nb[q]]++] = q;
+  }
+}
+
 int grn__near_refresh(grn_world *w) {
   w->near_valid = false;
   w->fused = false;
@@ -522,18 +538,10 @@ int grn__near_refresh(grn_world *w) {
       }
     }
   }
-  /* reference lists of the near pairs (a counting sort by partner keeps them in near order) */
-  int32_t *fill = w->newidx;
-  memset(w->nrstart, 0, sizeof(int32_t) * (size_t)(n + 1));
-  for (int q = 0; q < nm; q++) {
-    w->nrstart[w->nb[q] + 1]++;
-  }
-  for (int i = 0; i < n; i++) {
-    w->nrstart[i + 1] += w->nrstart[i];
-  }
-  memcpy(fill, w->nrstart, sizeof(int32_t) * (size_t)n);
-  for (int q = 0; q < nm; q++) {
-    w->nrref[fill[w->nb[q]]++] = q;
+  /* reference lists of the near pairs (a counting sort by partner keeps them in near order);
+   * only grains at thread boundaries gather through them */
+  if (w->threads > 1) {
+    near_refs(w, nm);
   }
   w->nm = nm;
   w->nmargin = margin;

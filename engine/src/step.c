@@ -716,10 +716,9 @@ static void band_of(const grn_world *w, int k, int32_t *p0, int32_t *p1, int32_t
 
 /* Add the rows of owners [a0, a1) (in the block buffer at base + q) to the running sums of the
  * grains in [ilo, ihi), in pair order, and copy those that bands keep. */
-static void add_block(const grain_ctx *c, const grn_force_row *rows, int32_t base,
-                      double *restrict fsum, int32_t fm, int a0, int a1, int ilo, int ihi,
-                      const slots *bands, grn_force_row *keep) {
-  const int32_t *restrict nb = c->rstart; /* the partners (see grn__step_fused) */
+static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_force_row *rows,
+                      int32_t base, double *restrict fsum, int32_t fm, int a0, int a1, int ilo,
+                      int ihi, const slots *bands, grn_force_row *keep) {
   for (int a = a0; a < a1; a++) {
     const int p0 = c->pstart[a], p1 = c->pstart[a + 1];
     if (a >= ilo && a < ihi) {
@@ -789,8 +788,6 @@ void grn__step_fused(grn_world *w) {
   {
     const pair_ctx lc = pc;
     const grain_ctx lg = gc;
-    grain_ctx la = gc;
-    la.rstart = w->nb; /* add_block reads the partners through this slot */
     pass_sums sum = {0};
     /* phase 1: each chunk sweeps its owners and integrates its interior grains behind them */
 #pragma omp for schedule(static, 1)
@@ -812,7 +809,7 @@ void grn__step_fused(grn_world *w) {
         const int a1 = a0 + GATHER_BLOCK < hi ? a0 + GATHER_BLOCK : hi;
         const int32_t base = t * w->ring_rows - pstart[a0];
         range_forces(&lc, w->na, pstart[a0], pstart[a1], base, simd, &sum);
-        add_block(&la, w->ring, base, fsum, fm, a0, a1, ilo, ihi, &bands, w->ring);
+        add_block(&lg, w->nb, w->ring, base, fsum, fm, a0, a1, ilo, ihi, &bands, w->ring);
         for (; g < ihi && g + span < a1; g++) {
           finish_sum(&lg, fsum, fm, g, w, &sum);
         }
