@@ -16,12 +16,13 @@ typedef struct pair_ctx {
   float *restrict pfn;
   grn_force_row *restrict table;
   double mu, mur, coh, gap, cn, ct, kr, cr;
-  bool ring; /* rows live in a ring shared over the step: inactive rows are zeroed every time */
+  bool ring; /* rows live in buffers reused over the step (fused): inactive rows are zeroed too */
 } pair_ctx;
 
-/* Where each pair's row lives during one pass. The reference keeps a full table (row p at p); the
- * fused step gives each thread a ring (ring_base + (p & mask)) plus, around chunk boundaries, up
- * to two bands: contiguous pair ranges [p0, p1) stored at off + (p − p0). */
+/* Where each pair's row lives during one pass. The reference keeps a full table (row p at p, mask
+ * all ones); the fused step a block buffer per thread (ring_base + p, ring_base = the buffer's
+ * start − the block's first pair) and, for the gathers at chunk boundaries, up to two bands:
+ * contiguous pair ranges [p0, p1) stored at off + (p − p0). */
 typedef struct slots {
   int32_t ring_base, mask, nb;
   int32_t p0[2], p1[2], off[2];

@@ -147,9 +147,10 @@ struct grn_world {
   double nmargin;   /* INFINITY: every listed pair is near */
   double ndisp; /* sum over steps of the top speed of the other grains, ·H, since the refresh */
   double ngap;  /* reach gap the near list was made for */
-  /* fused step (step.c): ring and bands of rows over the near list, planned at each refresh */
+  /* fused step (step.c): block buffers and bands of rows over the near list, and running sums,
+   * planned at each refresh */
   bool fused, no_fuse;
-  int span, ring_rows, ringcap; /* ring_rows: each thread's block buffer */
+  int span, ring_rows, ringcap; /* ring: block buffers (ring_rows rows per thread), then bands */
   double *fsum; /* per thread a ring of 6 per grain: running force and torque sums */
   int fsumcap, fsum_mask;
   grn_force_row *ring;

@@ -1,5 +1,5 @@
-/* One step of the granular model (spec §2): pair forces into the contact-force table, then each
- * grain gathers its own forces, adds floor, wall and tool forces and integrates. */
+/* One step of the granular model (spec §2): pair forces into rows of the contact-force table,
+ * each grain's rows summed in pair order, then floor, wall and tool forces and integration. */
 #include "internal.h"
 
 #include <string.h>
@@ -65,7 +65,7 @@ static inline double pair_force(const pair_ctx *c, int a, int p, grn_force_row *
       memset(h, 0, sizeof *h);
       row_zero(row);
     } else if (c->ring) {
-      row_zero(row); /* ring slots are shared by many pairs over a step: zero every time */
+      row_zero(row); /* buffer slots are reused over a step: zero every time */
     }
     return -1.0;
   }
