@@ -174,22 +174,27 @@ int grn__grow_pairs(grn_world *w, int need) {
   return GRN_OK;
 }
 
+/* Reference lists of n grains over m pairs with partners pb: a counting sort by partner, which
+ * keeps each grain's list in pair order. fill is n ints of scratch. */
+static void refs_of(int n, int m, const int32_t *pb, int32_t *rstart, int32_t *rref,
+                    int32_t *fill) {
+  memset(rstart, 0, sizeof(int32_t) * (size_t)(n + 1));
+  for (int p = 0; p < m; p++) {
+    rstart[pb[p] + 1]++;
+  }
+  for (int i = 0; i < n; i++) {
+    rstart[i + 1] += rstart[i];
+  }
+  memcpy(fill, rstart, sizeof(int32_t) * (size_t)n);
+  for (int p = 0; p < m; p++) {
+    rref[fill[pb[p]]++] = p;
+  }
+}
+
 /* Reference lists (reference 001): for each grain, the pairs where it is the smaller partner, in
  * pair order, so its gather reads them in a fixed order. Derived from pb alone. */
 void grn__rebuild_refs(grn_world *w) {
-  const int nn = w->nl, m = w->m;
-  int32_t *fill = w->newidx;
-  memset(w->rstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
-  for (int p = 0; p < m; p++) {
-    w->rstart[w->pb[p] + 1]++;
-  }
-  for (int i = 0; i < nn; i++) {
-    w->rstart[i + 1] += w->rstart[i];
-  }
-  memcpy(fill, w->rstart, sizeof(int32_t) * (size_t)nn);
-  for (int p = 0; p < m; p++) {
-    w->rref[fill[w->pb[p]]++] = p;
-  }
+  refs_of(w->nl, w->m, w->pb, w->rstart, w->rref, w->newidx);
 }
 
 #ifdef GRN_VALIDATE
@@ -456,22 +461,6 @@ static inline int near_mark(const grn_world *w, int a, double margin, uint8_t *n
   return k;
 }
 
-static void near_refs(grn_world *w, int nm) {
-  const int n = w->n;
-  int32_t *fill = w->newidx;
-  memset(w->nrstart, 0, sizeof(int32_t) * (size_t)(n + 1));
-  for (int q = 0; q < nm; q++) {
-    w->nrstart[w->nb[q] + 1]++;
-  }
-  for (int i = 0; i < n; i++) {
-    w->nrstart[i + 1] += w->nrstart[i];
-  }
-  memcpy(fill, w->nrstart, sizeof(int32_t) * (size_t)n);
-  for (int q = 0; q < nm; q++) {
-    w->nrref[fill[w->nb[q]]++] = q;
-  }
-}
-
 int grn__near_refresh(grn_world *w) {
   w->near_valid = false;
   w->fused = false;
@@ -541,7 +530,7 @@ int grn__near_refresh(grn_world *w) {
   /* reference lists of the near pairs (a counting sort by partner keeps them in near order);
    * only grains at thread boundaries gather through them */
   if (w->threads > 1) {
-    near_refs(w, nm);
+    refs_of(n, nm, w->nb, w->nrstart, w->nrref, w->newidx);
   }
   w->nm = nm;
   w->nmargin = margin;

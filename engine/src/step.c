@@ -462,6 +462,16 @@ static inline bool clear_of_walls(const grain_ctx *w, int i) {
          !(p.x - r < g->xmin || p.x + r > g->xmax || p.z - r < g->zmin || p.z + r > g->zmax);
 }
 
+/* A row's share for the smaller partner b: the force and b's torque. */
+static inline void add_partner_row(const grn_force_row *row, grn_vec3 *f, grn_vec3 *t) {
+  f->x += row->f[0];
+  f->y += row->f[1];
+  f->z += row->f[2];
+  t->x += row->tb[0];
+  t->y += row->tb[1];
+  t->z += row->tb[2];
+}
+
 /* Every grain sums its rows in pair order: the pairs where it is the smaller partner under an
  * earlier owner, its own pairs, then those under later owners (the reference list is in pair
  * order, so it splits at the grain's own range). Whoever computes a grain and whenever, its sum is
@@ -474,13 +484,7 @@ __attribute__((always_inline)) static inline void sum_rows(const grain_ctx *c,
   const int p0 = c->pstart[i], p1 = c->pstart[i + 1], q1 = c->rstart[i + 1];
   int q = c->rstart[i];
   for (; q < q1 && c->rref[q] < p0; q++) {
-    const grn_force_row *row = &rows[slot_of(s, c->rref[q])];
-    f.x += row->f[0];
-    f.y += row->f[1];
-    f.z += row->f[2];
-    t.x += row->tb[0];
-    t.y += row->tb[1];
-    t.z += row->tb[2];
+    add_partner_row(&rows[slot_of(s, c->rref[q])], &f, &t);
   }
   for (int p = p0; p < p1; p++) {
     const grn_force_row *row = &rows[slot_of(s, p)];
@@ -492,13 +496,7 @@ __attribute__((always_inline)) static inline void sum_rows(const grain_ctx *c,
     t.z += row->ta[2];
   }
   for (; q < q1; q++) {
-    const grn_force_row *row = &rows[slot_of(s, c->rref[q])];
-    f.x += row->f[0];
-    f.y += row->f[1];
-    f.z += row->f[2];
-    t.x += row->tb[0];
-    t.y += row->tb[1];
-    t.z += row->tb[2];
+    add_partner_row(&rows[slot_of(s, c->rref[q])], &f, &t);
   }
   ft[0] = f.x;
   ft[1] = f.y;
