@@ -284,6 +284,7 @@ int grn__near_refresh(grn_world *w); /* also plans the fused step */
 
 /* one step (step.c) */
 int grn__forces(grn_world *w);
+int grn__step_near(grn_world *w); /* both passes over the near list (when fused is off) */
 void grn__gather_integrate(grn_world *w);
 int grn__plan_fused(grn_world *w);
 void grn__step_fused(grn_world *w);

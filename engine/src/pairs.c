@@ -527,15 +527,17 @@ int grn__near_refresh(grn_world *w) {
       }
     }
   }
-  /* reference lists of the near pairs (a counting sort by partner keeps them in near order);
-   * only grains at thread boundaries gather through them */
-  if (w->threads > 1) {
-    refs_of(n, nm, w->nb, w->nrstart, w->nrref, w->newidx);
-  }
+
   w->nm = nm;
   w->nmargin = margin;
   w->ndisp = 0.0;
   w->ngap = grn__reach_gap(w);
   w->near_valid = true;
-  return grn__plan_fused(w);
+  const int rc = grn__plan_fused(w);
+  /* reference lists of the near pairs: the fused step gathers through them only at thread
+   * boundaries, the two-pass near step everywhere */
+  if (w->threads > 1 || !w->fused) {
+    refs_of(n, nm, w->nb, w->nrstart, w->nrref, w->newidx);
+  }
+  return rc;
 }

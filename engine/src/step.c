@@ -250,10 +250,13 @@ static pair_ctx pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring) 
   return c;
 }
 
-/* The reference force pass over a full table (also what tests inspect). Inactive rows of the
- * full table must read as zero: after a rebuild or a fused step it is cleared once. */
-int grn__forces(grn_world *w) {
-  if (w->tcap < w->m) {
+/* The force pass over a table of rows: the reference over the whole list and a full table (also
+ * what tests inspect), or (near) over the near list, row q of the table for near pair q. Inactive
+ * rows of the full table must read as zero: after a rebuild, a fused or a near step it is
+ * cleared once; near rows of apart pairs are zeroed every time. */
+static int forces_pass(grn_world *w, bool near) {
+  const int rows = near ? w->nm : w->m;
+  if (w->tcap < rows) {
     grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->tcap);
     w->tcap = 0;
     const int want = w->m + w->m / 4 + 64;
@@ -264,12 +267,14 @@ int grn__forces(grn_world *w) {
     w->tcap = want;
     w->table_valid = false;
   }
-  if (!w->table_valid && w->m > 0) {
+  if (near) {
+    w->table_valid = false;
+  } else if (!w->table_valid && w->m > 0) {
     memset(w->table, 0, sizeof(grn_force_row) * (size_t)w->m);
     w->table_valid = true;
   }
-  const pair_ctx c = pair_ctx_of(w, w->table, false);
-  const int32_t *restrict pstart = w->pstart;
+  const pair_ctx c = pair_ctx_of(w, w->table, near);
+  const int32_t *restrict pstart = near ? w->nstart : w->pstart;
   const int n = w->n, nthreads = w->threads;
   const bool simd = w->simd;
   const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
@@ -295,6 +300,10 @@ int grn__forces(grn_world *w) {
   w->over_max = omax;
   w->contacts = touching;
   return GRN_OK;
+}
+
+int grn__forces(grn_world *w) {
+  return forces_pass(w, false);
 }
 
 /* Per-grain pass view, copied into each thread so that stores cannot alias the pointers. */
@@ -587,10 +596,10 @@ static void finish_pass(grn_world *w, const pass_sums *sum) {
   w->alive -= sum->killed;
 }
 
-/* The reference grain pass over the full table. */
-void grn__gather_integrate(grn_world *w) {
+/* The grain pass over the table of forces_pass. */
+static void gather_pass(grn_world *w, bool near) {
   const int n = w->n, nthreads = w->threads;
-  const grain_ctx shared = grain_ctx_of(w, false);
+  const grain_ctx shared = grain_ctx_of(w, near);
   const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
   double vm2 = 0.0, vm2_slow = 0.0;
   int moving = 0, count = 0, killed = 0;
@@ -614,6 +623,20 @@ void grn__gather_integrate(grn_world *w) {
   }
   const pass_sums total = {0.0, vm2, vm2_slow, 0, moving, count, killed};
   finish_pass(w, &total);
+}
+
+void grn__gather_integrate(grn_world *w) {
+  gather_pass(w, false);
+}
+
+/* Both passes over the near list: for worlds whose thread chunks are too short for the fused
+ * step's bands (a few thousand grains on two threads). Same bits as the reference. */
+int grn__step_near(grn_world *w) {
+  const int rc = forces_pass(w, true);
+  if (rc == GRN_OK) {
+    gather_pass(w, true);
+  }
+  return rc;
 }
 
 /* ---- fused step ----------------------------------------------------------------------------

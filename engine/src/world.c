@@ -526,6 +526,11 @@ int grn_world_step(grn_world *w, int steps) {
       }
       if (w->fused) {
         grn__step_fused(w);
+      } else if (w->near_valid && !w->no_fuse) {
+        const int rc = grn__step_near(w);
+        if (rc != GRN_OK) {
+          return rc;
+        }
       } else {
         const int rc = grn__forces(w);
         if (rc != GRN_OK) {
