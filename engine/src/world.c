@@ -521,8 +521,10 @@ int grn_world_step(grn_world *w, int steps) {
           return rc;
         }
       }
-      if (!w->no_fuse && grn__near_stale(w) && grn__near_refresh(w) != GRN_OK) {
-        w->fused = false; /* no room for the near list: the reference passes need none */
+      if (!w->no_fuse && grn__near_stale(w)) {
+        /* with no room for it, near_valid and fused stay false: the reference passes need
+         * neither */
+        (void)grn__near_refresh(w);
       }
       if (w->fused) {
         grn__step_fused(w);
