@@ -1,0 +1,277 @@
+/* Golden digests: every scene run through a short script (actions, live parameter changes) must
+ * end on the same bits as recorded before the issue-15 restructure, for 1 and 2 threads and across
+ * save → restore. A restructure that changes trajectories changes these numbers on purpose only.
+ * Run with `--print` to show the digests of the current build in the table's form. */
+#include "../support/check.h"
+#include "grainlab/grainlab.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One change during a run: at step `at`, an action ("name[:args]") or a parameter ("name=value").
+ */
+typedef struct golden_event {
+  int at;
+  const char *what;
+} golden_event;
+
+typedef struct golden_case {
+  const char *scene;
+  const char *params; /* "name=value,..." on top of the scene's defaults */
+  int grains;         /* 0: the scene's own count */
+  grn_fill fill;
+  int steps;
+  golden_event events[6];
+  uint64_t digest;  /* grn_world_digest at the end */
+  uint64_t measure; /* hash of the last measurements (values, present bits, state) */
+} golden_case;
+
+/* Recorded at f248a15 (engine state version 3), before the restructure. */
+static const golden_case cases[] = {
+    {"pour",
+     "quality=0,amount=20,rate=600",
+     0,
+     GRN_FILL_SCENE,
+     720,
+     {{240, "spout:0.4,-0.3"},
+      {300, "mu=0.7"},
+      {360, "tool:0.3,0.5,0,0,0,1"},
+      {420, "tool:off"},
+      {480, "spout_x=-0.5"},
+      {600, "pour:off"}},
+     0x1dfd6b6db3340e58ull,
+     0x0d35b5590b589c7bull},
+    {"wet",
+     "quality=0,amount=15,rate=900",
+     0,
+     GRN_FILL_SCENE,
+     480,
+     {{0, NULL}},
+     0x5731277abe6468b1ull,
+     0x6e451d9dd88960b8ull},
+    {"chains",
+     "quality=0,amount=15,rate=900,mur=0.2",
+     0,
+     GRN_FILL_SCENE,
+     480,
+     {{0, NULL}},
+     0xd1a56f53c03b4890ull,
+     0x09b2d9d0d741b3a0ull},
+    {"slump",
+     "quality=0,amount=20,aspect=1.5",
+     0,
+     GRN_FILL_SCENE,
+     900,
+     {{300, "pull_dam:2"}, {600, "coh=20"}},
+     0x4688cb3e5a1f2a50ull,
+     0xc5650ee728e18bdbull},
+    {"tilt",
+     "quality=0,amount=20",
+     0,
+     GRN_FILL_SCENE,
+     900,
+     {{300, "tilt:30,15"}, {500, "tilt_rate=4"}, {600, "tilt:10"}},
+     0xe0d3ed97c12c9e9dull,
+     0x5348b22c0f0745b4ull},
+    {"silo",
+     "quality=0,amount=25,hole=1.2",
+     0,
+     GRN_FILL_SCENE,
+     1200,
+     {{600, "open_hole"}, {900, "plug_hole"}, {960, "hole=1.0"}, {1000, "open_hole"}},
+     0xdab7521774db2f13ull,
+     0xc1e35746b4240a1dull},
+    {"silo",
+     "quality=0,amount=25",
+     0,
+     GRN_FILL_SCENE,
+     400,
+     {{200, "reset"}},
+     0xdf9c2dc7ff39c2dbull,
+     0x3bc3e353db637d71ull},
+    {"pour", "", 600, GRN_FILL_BED, 240, {{0, NULL}}, 0x35eb3e73a14e4a30ull, 0x190c760fa41bd338ull},
+    {"dambreak",
+     "quality=0,width=0.2",
+     0,
+     GRN_FILL_SCENE,
+     240,
+     {{120, "visc=2"}},
+     0x8c7b484c3b678332ull,
+     0xf177682700ca8400ull},
+    {"drop",
+     "quality=0",
+     0,
+     GRN_FILL_SCENE,
+     120,
+     {{0, NULL}},
+     0xa1cc7ae401336aadull,
+     0xd18f2277646b9b70ull},
+    {"dambreak",
+     "",
+     500,
+     GRN_FILL_BED,
+     60,
+     {{0, NULL}},
+     0x304017482245843dull,
+     0x753fd838d68a505dull},
+    {"orbit",
+     "speed=0.8,eps=0.01",
+     0,
+     GRN_FILL_SCENE,
+     600,
+     {{300, "eps=0.05"}},
+     0x5231eb4b34ac3bfdull,
+     0x8d1c8f8da8f53aeeull},
+    {"softening",
+     "",
+     0,
+     GRN_FILL_SCENE,
+     900,
+     {{400, "vcap=2"}},
+     0xcee8ee04611d9f5dull,
+     0x004afe2d04ef1f4aull},
+    {"cluster",
+     "bodies=300,theta=0",
+     0,
+     GRN_FILL_SCENE,
+     120,
+     {{60, "eps=0.05"}},
+     0x7bba81e692dce784ull,
+     0x535b7e586c785a12ull},
+    {"cluster",
+     "bodies=2100,theta=0.6",
+     0,
+     GRN_FILL_SCENE,
+     30,
+     {{15, "theta=0.4"}},
+     0x64a024e957debb0eull,
+     0x0209c8feab2ee119ull},
+};
+enum { NCASES = (int)(sizeof cases / sizeof cases[0]) };
+
+static int apply(grn_world *w, const char *what) {
+  grn_error e;
+  const char *eq = strchr(what, '=');
+  if (eq) {
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - what), what);
+    return grn_world_set_param(w, name, strtod(eq + 1, NULL), &e);
+  }
+  grn_action a;
+  int rc = grn_action_parse(what, &a, &e);
+  return rc == GRN_OK ? grn_world_act(w, &a, &e) : rc;
+}
+
+static int define(const golden_case *c, int threads, grn_world_def *d) {
+  grn_error e;
+  int rc = grn_world_def_default(d, c->scene, &e);
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", c->params);
+  for (char *tok = strtok(buf, ","); tok && rc == GRN_OK; tok = strtok(NULL, ",")) {
+    char *eq = strchr(tok, '=');
+    *eq = '\0';
+    rc = grn_world_def_set_text(d, tok, eq + 1, &e);
+  }
+  d->grains = c->grains;
+  d->fill = c->fill;
+  d->threads = threads;
+  d->seed = 20261203u;
+  if (rc != GRN_OK) {
+    printf("FAIL %s: %s\n", c->scene, e.message);
+  }
+  return rc;
+}
+
+/* Step from `from` to `to`, applying the case's events on the way. */
+static int run_span(const golden_case *c, grn_world *w, int from, int to) {
+  int at = from;
+  for (int k = 0; k < 6 && c->events[k].what; k++) {
+    const golden_event *ev = &c->events[k];
+    if (ev->at < from || ev->at >= to) {
+      continue;
+    }
+    if (ev->at > at && grn_world_step(w, ev->at - at) != GRN_OK) {
+      return -1;
+    }
+    at = ev->at;
+    if (apply(w, ev->what) != GRN_OK) {
+      printf("FAIL %s: event '%s' refused\n", c->scene, ev->what);
+      return -1;
+    }
+  }
+  return to > at ? grn_world_step(w, to - at) : GRN_OK;
+}
+
+static uint64_t measure_hash(const grn_world *w) {
+  grn_measurements m;
+  grn_world_measurements(w, &m);
+  uint64_t h = 1469598103934665603ull;
+  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
+    uint64_t bits = 0;
+    if (m.present & (1u << k)) {
+      memcpy(&bits, &m.value[k], sizeof bits);
+    }
+    h = (h ^ bits) * 1099511628211ull;
+  }
+  h = (h ^ m.present) * 1099511628211ull;
+  return (h ^ (uint64_t)m.state) * 1099511628211ull;
+}
+
+/* One run: straight through, or saved at half way and restored into a world with `threads2`. */
+static int run_case(const golden_case *c, int threads, int threads2, uint64_t *digest,
+                    uint64_t *meas) {
+  grn_world_def d;
+  grn_world *w = NULL;
+  grn_error e;
+  if (define(c, threads, &d) != GRN_OK || grn_world_create(&d, &w, &e) != GRN_OK) {
+    return -1;
+  }
+  const int half = threads2 ? c->steps / 2 : c->steps;
+  int rc = run_span(c, w, 0, half);
+  if (rc == GRN_OK && threads2) {
+    const size_t size = grn_world_save_size(w);
+    void *buf = malloc(size);
+    grn_world_def d2 = d;
+    d2.threads = threads2;
+    grn_world *w2 = NULL;
+    rc = buf ? grn_world_save(w, buf, size, &e) : GRN_E_NOMEM;
+    rc = rc == GRN_OK ? grn_world_restore(&d2, buf, size, &w2, &e) : rc;
+    free(buf);
+    grn_world_destroy(w);
+    w = w2;
+    rc = rc == GRN_OK ? run_span(c, w, half, c->steps) : rc;
+  }
+  if (rc == GRN_OK) {
+    *digest = grn_world_digest(w);
+    *meas = measure_hash(w);
+  }
+  grn_world_destroy(w);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  const bool print = argc > 1 && strcmp(argv[1], "--print") == 0;
+  for (int i = 0; i < NCASES; i++) {
+    const golden_case *c = &cases[i];
+    uint64_t d1 = 0, m1 = 0, d2 = 0, m2 = 0, dr = 0, mr = 0;
+    const int rc =
+        run_case(c, 1, 0, &d1, &m1) | run_case(c, 2, 0, &d2, &m2) | run_case(c, 1, 2, &dr, &mr);
+    char name[160];
+    snprintf(name, sizeof name, "%s %s (%d steps): digest %016llx measurements %016llx", c->scene,
+             c->params, c->steps, (unsigned long long)d1, (unsigned long long)m1);
+    if (print) {
+      printf("%s\n", name);
+      continue;
+    }
+    CHECK(name, rc == GRN_OK);
+    CHECK("  equals the recorded digest", d1 == c->digest);
+    CHECK("  equals the recorded measurements", m1 == c->measure);
+    CHECK("  2 threads: same digest and measurements", d2 == d1 && m2 == m1);
+    CHECK("  saved at half way, restored on 2 threads: same", dr == d1 && mr == m1);
+  }
+  if (print) {
+    return EXIT_SUCCESS;
+  }
+  CHECK_DONE();
+}
