@@ -134,26 +134,26 @@ SAME_LEN(pour_params, pour_info);
 static const grn_param_info wet_info[] = {P_MU,      P_MUR,     P_COH(150.0), P_AMOUNT,
                                           P_QUALITY, P_SPOUT_X, P_SPOUT_Z,    P_RATE};
 SAME_LEN(pour_params, wet_info);
-static const char *const pour_actions[] = {"spout", "pour", "tool", "reset"};
+static const char *const pour_actions[] = {"spout", "pour", "tool", "tool_off", "reset"};
 
 static const grn_param_id slump_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
                                             GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_ASPECT};
 static const grn_param_info slump_info[] = {P_MU, P_MUR, P_COH(0.0), P_AMOUNT, P_QUALITY, P_ASPECT};
 SAME_LEN(slump_params, slump_info);
-static const char *const slump_actions[] = {"pull_dam", "tool", "reset"};
+static const char *const slump_actions[] = {"pull_dam", "tool", "tool_off", "reset"};
 
 static const grn_param_id tilt_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
                                            GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_TILT_RATE};
 static const grn_param_info tilt_info[] = {P_MU,     P_MUR,     P_COH(0.0),
                                            P_AMOUNT, P_QUALITY, P_TILT_RATE};
 SAME_LEN(tilt_params, tilt_info);
-static const char *const tilt_actions[] = {"tilt", "tool", "reset"};
+static const char *const tilt_actions[] = {"tilt", "tool", "tool_off", "reset"};
 
 static const grn_param_id silo_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
                                            GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_HOLE};
 static const grn_param_info silo_info[] = {P_MU, P_MUR, P_COH(0.0), P_AMOUNT, P_QUALITY, P_HOLE};
 SAME_LEN(silo_params, silo_info);
-static const char *const silo_actions[] = {"open_hole", "plug_hole", "tool", "reset"};
+static const char *const silo_actions[] = {"open_hole", "plug_hole", "tool", "tool_off", "reset"};
 
 static const grn_param_id dambreak_params[] = {GRN_P_WIDTH, GRN_P_QUALITY, GRN_P_VISC};
 static const grn_param_info dambreak_info[] = {
@@ -260,31 +260,37 @@ const grn_scene_impl *grn__scene_impl(const grn_scene_info *info) {
   return NULL;
 }
 
-static const char *const measure_names[] = {"t",
-                                            "angle",
-                                            "top",
-                                            "cx",
-                                            "cz",
-                                            "over_max",
-                                            "flowing",
-                                            "alive",
-                                            "front",
-                                            "flow",
-                                            "mass_above",
-                                            "fill",
-                                            "beverloo",
-                                            "height",
-                                            "kinetic",
-                                            "potential",
-                                            "energy",
-                                            "energy_drift",
-                                            "angular_momentum",
-                                            "virial"};
-_Static_assert(sizeof measure_names / sizeof measure_names[0] == GRN_MEASURE_COUNT,
+/* Units follow spec §1 (SI); N-body energies and momenta are in its G = 1 model units. */
+static const grn_measure_info measures[] = {{"t", "s", "time"},
+                                            {"angle", "deg", "angle of repose"},
+                                            {"top", "m", "top height"},
+                                            {"cx", "m", "pile centre x"},
+                                            {"cz", "m", "pile centre z"},
+                                            {"over_max", "m", "largest overlap"},
+                                            {"flowing", "", "flowing fraction"},
+                                            {"alive", "", "particles"},
+                                            {"front", "m", "front position"},
+                                            {"flow", "kg/s", "discharge rate"},
+                                            {"mass_above", "kg", "mass above the plate"},
+                                            {"fill", "m", "fill height"},
+                                            {"beverloo", "kg/s", "Beverloo prediction"},
+                                            {"height", "m", "water height at the wall"},
+                                            {"kinetic", "J", "kinetic energy"},
+                                            {"potential", "J", "potential energy"},
+                                            {"energy", "J", "total energy"},
+                                            {"energy_drift", "", "relative energy drift"},
+                                            {"angular_momentum", "", "angular momentum"},
+                                            {"virial", "", "virial ratio 2K/|W|"}};
+_Static_assert(sizeof measures / sizeof measures[0] == GRN_MEASURE_COUNT,
                "a name for every measurement");
 
+const grn_measure_info *grn_measure_info_of(grn_measure_key key) {
+  return (int)key >= 0 && key < GRN_MEASURE_COUNT ? &measures[key] : NULL;
+}
+
 const char *grn_measure_name(grn_measure_key key) {
-  return (int)key >= 0 && key < GRN_MEASURE_COUNT ? measure_names[key] : "";
+  const grn_measure_info *info = grn_measure_info_of(key);
+  return info ? info->name : "";
 }
 
 const char *grn_model_name(grn_model model) {
@@ -340,19 +346,72 @@ int grn__check_param(const grn_scene_info *scene, const char *name, double value
 }
 
 /* ---- actions ------------------------------------------------------------------------------ */
-static const char *const action_names[GRN_ACTION_COUNT] = {
-    "spout", "pour", "tool", "tool", "pull_dam", "tilt", "open_hole", "plug_hole", "reset"};
+/* Tool positions reach well past any scene's walls (a tool parked outside does nothing); its
+ * velocity is bounded by the grain speed limit so a swept tool cannot launch grains past it. */
+static const grn_action_arg spout_args[] = {
+    {"x", "m", -5.0, 5.0, true, false, "spout position across the table"},
+    {"z", "m", -5.0, 5.0, true, false, "spout position along the table"}};
+static const grn_action_arg pour_args[] = {
+    {"on", "", 0.0, 1.0, true, true, "pour from the spout (true) or stop (false)"}};
+static const grn_action_arg tool_args[] = {
+    {"x", "m", -100.0, 100.0, true, false, "tool centre"},
+    {"y", "m", -100.0, 100.0, true, false, "tool centre"},
+    {"z", "m", -100.0, 100.0, true, false, "tool centre"},
+    {"vx", "m/s", -GRN_VMAX, GRN_VMAX, false, false, "tool velocity"},
+    {"vy", "m/s", -GRN_VMAX, GRN_VMAX, false, false, "tool velocity"},
+    {"vz", "m/s", -GRN_VMAX, GRN_VMAX, false, false, "tool velocity"}};
+static const grn_action_arg pull_dam_args[] = {
+    {"speed", "m/s", 0.05, 10.0, false, false, "how fast the dam rises (default 1.5)"}};
+static const grn_action_arg tilt_args[] = {
+    {"angle", "deg", -60.0, 60.0, true, false, "tilt to reach"},
+    {"rate", "deg/s", 0.1, 90.0, false, false, "turning speed (default: the tilt_rate parameter)"}};
+
+#define ARGS(a) LEN(a), a
+static const grn_action_info actions[GRN_ACTION_COUNT] = {
+    {"spout", GRN_A_SPOUT, ARGS(spout_args), false, "move the spout"},
+    {"pour", GRN_A_POUR, ARGS(pour_args), false, "start or stop pouring"},
+    {"tool", GRN_A_TOOL, ARGS(tool_args), true,
+     "place a spherical tool in the grains, moving with the velocity given"},
+    {"tool_off", GRN_A_TOOL_OFF, 0, NULL, false, "take the tool away"},
+    {"pull_dam", GRN_A_PULL_DAM, ARGS(pull_dam_args), false, "pull the dam up"},
+    {"tilt", GRN_A_TILT, ARGS(tilt_args), false, "tilt the box about its bottom axis"},
+    {"open_hole", GRN_A_OPEN_HOLE, 0, NULL, false, "pull the plug out of the silo's hole"},
+    {"plug_hole", GRN_A_PLUG_HOLE, 0, NULL, false, "plug the silo's hole"},
+    {"reset", GRN_A_RESET, 0, NULL, false, "start the scene over, same parameters and seed"}};
+
+const grn_action_info *grn_action_info_of(grn_action_kind kind) {
+  return (int)kind >= 0 && kind < GRN_ACTION_COUNT ? &actions[kind] : NULL;
+}
+
+const grn_action_info *grn_action_find(const char *name) {
+  for (int k = 0; name && k < GRN_ACTION_COUNT; k++) {
+    if (strcmp(actions[k].name, name) == 0) {
+      return &actions[k];
+    }
+  }
+  return NULL;
+}
 
 const char *grn_action_name(grn_action_kind kind) {
-  if ((int)kind < 0 || kind >= GRN_ACTION_COUNT) {
-    return "";
+  const grn_action_info *info = grn_action_info_of(kind);
+  return info ? info->name : "";
+}
+
+/* A boolean argument in text: on/off. */
+static bool parse_switch(const char *text, double *out) {
+  if (strcmp(text, "on") == 0 || strcmp(text, "off") == 0) {
+    *out = text[1] == 'n' ? 1.0 : 0.0;
+    return true;
   }
-  return kind == GRN_A_TOOL_OFF ? "tool:off" : action_names[kind];
+  return false;
 }
 
 int grn_action_parse(const char *text, grn_action *out, grn_error *err) {
   if (!text) {
     return grn__fail(err, GRN_E_INVALID, "action", "no action given");
+  }
+  if (strcmp(text, "tool:off") == 0) { /* the spelling of engine 0.1, kept for stored runs */
+    text = "tool_off";
   }
   char name[32];
   const char *colon = strchr(text, ':');
@@ -362,42 +421,14 @@ int grn_action_parse(const char *text, grn_action *out, grn_error *err) {
   }
   memcpy(name, text, len);
   name[len] = '\0';
-  grn_action a = {0};
-  int kind = -1;
-  for (int k = 0; k < GRN_ACTION_COUNT; k++) {
-    if (k != GRN_A_TOOL_OFF && strcmp(action_names[k], name) == 0) {
-      kind = k;
-    }
-  }
-  if (kind < 0) {
+  const grn_action_info *info = grn_action_find(name);
+  if (!info) {
     return grn__fail(err, GRN_E_UNKNOWN_ACTION, name, "unknown action '%s'", name);
   }
-  a.kind = (grn_action_kind)kind;
+  grn_action a = {.kind = info->kind};
   const char *args = colon ? colon + 1 : NULL;
   if (colon && *args == '\0') {
     return grn__fail(err, GRN_E_INVALID, name, "action '%s' has an empty argument list", name);
-  }
-  if (args && (kind == GRN_A_POUR || kind == GRN_A_TOOL)) {
-    if (strcmp(args, "on") == 0 && kind == GRN_A_POUR) {
-      a.nargs = 1;
-      a.args[0] = 1.0;
-      *out = a;
-      return GRN_OK;
-    }
-    if (strcmp(args, "off") == 0) {
-      if (kind == GRN_A_TOOL) {
-        a.kind = GRN_A_TOOL_OFF;
-      } else {
-        a.nargs = 1;
-        a.args[0] = 0.0;
-      }
-      *out = a;
-      return GRN_OK;
-    }
-    if (kind == GRN_A_POUR) {
-      return grn__fail(err, GRN_E_INVALID, name, "action 'pour' takes 'on' or 'off', not '%.40s'",
-                       args);
-    }
   }
   while (args) {
     if (a.nargs == 6) {
@@ -412,7 +443,13 @@ int grn_action_parse(const char *text, grn_action *out, grn_error *err) {
     }
     memcpy(num, args, alen);
     num[alen] = '\0';
-    if (grn_parse_number(num, &a.args[a.nargs]) != GRN_OK) {
+    const bool boolean = a.nargs < info->arg_count && info->args[a.nargs].boolean;
+    if (boolean ? !parse_switch(num, &a.args[a.nargs])
+                : grn_parse_number(num, &a.args[a.nargs]) != GRN_OK) {
+      if (boolean) {
+        return grn__fail(err, GRN_E_INVALID, name, "action '%s' takes 'on' or 'off', not '%s'",
+                         name, num);
+      }
       return grn__fail(err, GRN_E_NOT_NUMBER, name,
                        "action '%s': argument %d '%s' is not a finite number", name, a.nargs + 1,
                        num);
@@ -424,85 +461,66 @@ int grn_action_parse(const char *text, grn_action *out, grn_error *err) {
   return GRN_OK;
 }
 
-static int arity(grn_error *err, const grn_action *a, int lo, int hi) {
-  if (a->nargs < lo || a->nargs > hi) {
-    const char *nm = grn_action_name(a->kind);
-    if (lo == hi) {
-      return grn__fail(err, GRN_E_INVALID, nm, "action '%s' takes %d argument%s, got %d", nm, lo,
-                       lo == 1 ? "" : "s", a->nargs);
+int grn_action_format(const grn_action *a, char *buf, size_t size) {
+  const grn_action_info *info = a ? grn_action_info_of(a->kind) : NULL;
+  if (!info || a->nargs < 0 || a->nargs > 6 || !buf || size == 0) {
+    return GRN_E_INVALID;
+  }
+  size_t at = (size_t)snprintf(buf, size, "%s", info->name);
+  for (int i = 0; i < a->nargs && at < size; i++) {
+    const char sep = i ? ',' : ':';
+    if (i < info->arg_count && info->args[i].boolean) {
+      at += (size_t)snprintf(buf + at, size - at, "%c%s", sep, a->args[i] != 0.0 ? "on" : "off");
+    } else {
+      at += (size_t)snprintf(buf + at, size - at, "%c%.17g", sep, a->args[i]);
     }
-    return grn__fail(err, GRN_E_INVALID, nm, "action '%s' takes %d to %d arguments, got %d", nm, lo,
-                     hi, a->nargs);
   }
-  return GRN_OK;
-}
-
-static int in_range(grn_error *err, const grn_action *a, int k, double lo, double hi,
-                    const char *what) {
-  if (a->args[k] < lo || a->args[k] > hi) {
-    const char *nm = grn_action_name(a->kind);
-    return grn__fail(err, GRN_E_RANGE, nm, "action '%s': %s = %g is outside %g..%g", nm, what,
-                     a->args[k], lo, hi);
-  }
-  return GRN_OK;
+  return at < size ? (int)at : GRN_E_BUFFER;
 }
 
 int grn_action_check(const grn_scene_info *scene, const grn_action *a, grn_error *err) {
-  if (!scene || !a || (int)a->kind < 0 || a->kind >= GRN_ACTION_COUNT) {
+  const grn_action_info *info = a ? grn_action_info_of(a->kind) : NULL;
+  if (!scene || !info) {
     return grn__fail(err, GRN_E_INVALID, "action", "invalid action");
   }
-  const char *base = action_names[a->kind];
+  const char *nm = info->name;
   bool ok = false;
   for (int i = 0; i < scene->action_count; i++) {
-    ok = ok || strcmp(scene->actions[i], base) == 0;
+    ok = ok || strcmp(scene->actions[i], nm) == 0;
   }
   if (!ok) {
-    return grn__fail(err, GRN_E_UNSUPPORTED, base, "scene '%s' has no action '%s'", scene->name,
-                     base);
+    return grn__fail(err, GRN_E_UNSUPPORTED, nm, "scene '%s' has no action '%s'", scene->name, nm);
   }
-  int rc = GRN_OK;
-  switch (a->kind) {
-  case GRN_A_SPOUT: {
-    const grn_param_info *px = &scene->param_info[grn_scene_param_index(scene, "spout_x")];
-    if ((rc = arity(err, a, 2, 2)) == GRN_OK &&
-        (rc = in_range(err, a, 0, px->min, px->max, "X")) == GRN_OK) {
-      rc = in_range(err, a, 1, px->min, px->max, "Z");
-    }
-    break;
+  int required = 0;
+  while (required < info->arg_count && info->args[required].required) {
+    required++;
   }
-  case GRN_A_POUR:
-    rc = arity(err, a, 1, 1);
-    break;
-  case GRN_A_TOOL:
-    if ((rc = arity(err, a, 3, 6)) == GRN_OK) {
-      for (int k = 0; k < a->nargs && rc == GRN_OK; k++) {
-        rc = k < 3 ? in_range(err, a, k, -100.0, 100.0,
-                              k == 0   ? "X"
-                              : k == 1 ? "Y"
-                                       : "Z")
-                   : in_range(err, a, k, -GRN_VMAX, GRN_VMAX, "velocity");
-      }
+  const bool partial = info->optional_together && a->nargs > required && a->nargs < info->arg_count;
+  if (a->nargs < required || a->nargs > info->arg_count || partial) {
+    if (partial) {
+      return grn__fail(err, GRN_E_INVALID, nm,
+                       "action '%s' takes %d arguments, or all %d with '%s', got %d", nm, required,
+                       info->arg_count, info->args[required].name, a->nargs);
     }
-    break;
-  case GRN_A_PULL_DAM:
-    if ((rc = arity(err, a, 0, 1)) == GRN_OK && a->nargs == 1) {
-      rc = in_range(err, a, 0, 0.05, 10.0, "speed (m/s)");
+    if (required == info->arg_count) {
+      return grn__fail(err, GRN_E_INVALID, nm, "action '%s' takes %d argument%s, got %d", nm,
+                       required, required == 1 ? "" : "s", a->nargs);
     }
-    break;
-  case GRN_A_TILT:
-    if ((rc = arity(err, a, 1, 2)) == GRN_OK &&
-        (rc = in_range(err, a, 0, -60.0, 60.0, "angle")) == GRN_OK && a->nargs == 2) {
-      rc = in_range(err, a, 1, 0.1, 90.0, "rate (deg/s)");
-    }
-    break;
-  case GRN_A_TOOL_OFF:
-  case GRN_A_OPEN_HOLE:
-  case GRN_A_PLUG_HOLE:
-  case GRN_A_RESET:
-    rc = arity(err, a, 0, 0);
-    break;
-  default:
-    rc = grn__fail(err, GRN_E_INVALID, "action", "invalid action");
+    return grn__fail(err, GRN_E_INVALID, nm, "action '%s' takes %d to %d arguments, got %d", nm,
+                     required, info->arg_count, a->nargs);
   }
-  return rc;
+  for (int k = 0; k < a->nargs; k++) {
+    const grn_action_arg *arg = &info->args[k];
+    if (!isfinite(a->args[k])) {
+      return grn__fail(err, GRN_E_NOT_NUMBER, arg->name, "action '%s': %s must be a finite number",
+                       nm, arg->name);
+    }
+    if (arg->boolean ? a->args[k] != 0.0 && a->args[k] != 1.0
+                     : a->args[k] < arg->min || a->args[k] > arg->max) {
+      return grn__fail(err, GRN_E_RANGE, arg->name, "action '%s': %s = %g is outside %g..%g%s%s",
+                       nm, arg->name, a->args[k], arg->min, arg->max, *arg->unit ? " " : "",
+                       arg->unit);
+    }
+  }
+  return GRN_OK;
 }

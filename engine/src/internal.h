@@ -18,7 +18,7 @@
 #define GRN_KN 40000.0
 #define GRN_KT (GRN_KN * 2.0 / 7.0)
 #define GRN_CW 1200.0
-#define GRN_H (1.0 / 240.0)
+#define GRN_H GRN_STEP_SECONDS
 #define GRN_SKIN 0.1
 #define GRN_MU_FLOOR 1.0
 #define GRN_MUR_FLOOR 0.3
@@ -28,9 +28,9 @@
 #define GRN_RHO_B (0.6 * GRN_RHO)
 #define GRN_LAT_A 0.235
 #define GRN_LAT_G 0.17
-#define GRN_MEASURE_EVERY 60 /* steps: 0.25 s */
-#define GRN_CELL_MAP 0.2     /* height-map cell, m */
-#define GRN_NBIN 256         /* radial / profile bins */
+#define GRN_MEASURE_EVERY GRN_SAMPLE_STEPS
+#define GRN_CELL_MAP 0.2 /* height-map cell, m */
+#define GRN_NBIN 256     /* radial / profile bins */
 
 /* Damping constants derive from the springs and the mean grain mass; computed once per world
  * (libm is not constexpr) and kept in grn_consts. */

@@ -298,7 +298,7 @@ static int cmd_run(int argc, char **argv) {
   if (rc) {
     return rc;
   }
-  const double h = 1.0 / 240.0;
+  const double h = GRN_STEP_SECONDS;
   const uint64_t total = (uint64_t)llround(o.seconds / h);
   timed_action acts[MAX_ACTIONS] = {0};
   grn_error e = {0};
@@ -355,7 +355,7 @@ static int cmd_run(int argc, char **argv) {
       grn_world_destroy(w);
       return 1;
     }
-    if (grn_world_step_count(w) % 60 == 0) {
+    if (grn_world_step_count(w) % GRN_SAMPLE_STEPS == 0) {
       grn_world_measurements(w, &m);
       print_measurements(&m);
       putchar('\n');
@@ -415,7 +415,7 @@ static int cmd_bench(int argc, char **argv) {
    * take an hour) */
   const bool settle = o.def.scene->model == GRN_MODEL_GRANULAR;
   while (settle && (m.state == GRN_STATE_SETTLING || grn_world_time(w) < 0.5)) {
-    if (grn_world_step(w, 60) != GRN_OK) {
+    if (grn_world_step(w, GRN_SAMPLE_STEPS) != GRN_OK) {
       fprintf(stderr, "grainlab: error: out of memory while settling\n");
       grn_world_destroy(w);
       return 1;

@@ -211,18 +211,10 @@ static void sess_event(session *s, const char *kind, json_t *detail) {
   stream_text(s, m);
 }
 
-/* An engine action as the CLI and the replay parse it ("spout:0.5,-1", "pour:off", "tool:off"). */
+/* An engine action in its text form, as the CLI and the replay parse it ("spout:0.5,-1"). */
 static json_t *action_text(const grn_action *a) {
   char text[256];
-  if (a->kind == GRN_A_POUR) {
-    snprintf(text, sizeof text, "pour:%s", a->args[0] != 0.0 ? "on" : "off");
-  } else {
-    size_t at = (size_t)snprintf(text, sizeof text, "%s", grn_action_name(a->kind));
-    for (int i = 0; i < a->nargs && at < sizeof text; i++) {
-      at += (size_t)snprintf(text + at, sizeof text - at, "%c%.17g", i ? ',' : ':', a->args[i]);
-    }
-  }
-  return json_string(text);
+  return grn_action_format(a, text, sizeof text) > 0 ? json_string(text) : NULL;
 }
 
 /* The end of the current run in the record: why, where (steps and digest, what a replay must
@@ -399,7 +391,7 @@ static void stream(session *s, bool samples) {
   const double sample_t = s->last.meas.value[GRN_M_T];
   if (samples && isfinite(sample_t) && sample_t != s->sample_mark) {
     s->sample_mark = sample_t;
-    const uint64_t sample_steps = (uint64_t)llround(sample_t * 240.0);
+    const uint64_t sample_steps = (uint64_t)llround(sample_t / GRN_STEP_SECONDS);
     if (s->reg->st && s->run_open) {
       store_sample(s->reg->st, (int64_t)s->run_id, sample_steps, sample_t, &s->last.meas);
     }
@@ -564,7 +556,7 @@ static void *pace(void *arg) {
       continue;
     }
     apply_queued(s);
-    s->step_acc += 240.0 / TICK_HZ * s->speed;
+    s->step_acc += 1.0 / GRN_STEP_SECONDS / TICK_HZ * s->speed;
     int k = (int)s->step_acc;
     s->step_acc -= k;
     const bool fast = s->script && s->script->fast;
@@ -1060,58 +1052,59 @@ int sess_set_speed(session *s, double speed, sess_error *err) {
   return 0;
 }
 
-/* Action names and their JSON arguments, in the order of the engine's argument list. */
-typedef struct action_form {
-  const char *type;
-  int kind; /* grn_action_kind, or −1.. for the daemon's own */
-  int required, optional;
-  const char *args[6];
-} action_form;
+/* The daemon's own actions, described in the engine catalogue's form (grn_action_info; `kind` is
+ * unused) so that one parser reads both and the catalogue lists both the same way. */
+enum { ACT_PAUSE = 1, ACT_RESUME, ACT_STEP, ACT_FINISH, ACT_TEST };
 
-enum { ACT_PAUSE = -1, ACT_RESUME = -2, ACT_STEP = -3, ACT_TEST = -4, ACT_FINISH = -5 };
-
-static const action_form forms[] = {
-    {"spout", GRN_A_SPOUT, 2, 0, {"x", "z"}},
-    {"pour", GRN_A_POUR, 1, 0, {"on"}},
-    {"tool", GRN_A_TOOL, 3, 3, {"x", "y", "z", "vx", "vy", "vz"}},
-    {"tool_off", GRN_A_TOOL_OFF, 0, 0, {0}},
-    {"pull_dam", GRN_A_PULL_DAM, 0, 1, {"speed"}},
-    {"tilt", GRN_A_TILT, 1, 1, {"angle", "rate"}},
-    {"open_hole", GRN_A_OPEN_HOLE, 0, 0, {0}},
-    {"plug_hole", GRN_A_PLUG_HOLE, 0, 0, {0}},
-    {"reset", GRN_A_RESET, 0, 0, {0}},
-    {"pause", ACT_PAUSE, 0, 0, {0}},
-    {"resume", ACT_RESUME, 0, 0, {0}},
-    {"step", ACT_STEP, 1, 0, {"n"}},
+static const grn_action_arg step_args[] = {
+    {"n", "steps", 1.0, 14400.0, true, false, "steps to take while paused (a whole number)"}};
+static const grn_action_info own_actions[] = {
+    {"pause", GRN_ACTION_COUNT, 0, NULL, false, "stop the clock; viewers keep the last frame"},
+    {"resume", GRN_ACTION_COUNT, 0, NULL, false, "start the clock again"},
+    {"step", GRN_ACTION_COUNT, 1, step_args, false, "advance a paused session by n steps"},
     /* the experiment is over: record the run as finished (with its results) and stop */
-    {"finish", ACT_FINISH, 0, 0, {0}},
+    {"finish", GRN_ACTION_COUNT, 0, NULL, false, "record the run as finished and end the session"},
 #ifdef GRAINLAB_TEST_COMMANDS
     /* test builds only: make the worker break a limit, to prove it ends only its session */
-    {"test_hog", ACT_TEST, 0, 0, {0}},
-    {"test_syscall", ACT_TEST, 0, 0, {0}},
-    {"test_hang", ACT_TEST, 0, 0, {0}},
+    {"test_hog", GRN_ACTION_COUNT, 0, NULL, false, ""},
+    {"test_syscall", GRN_ACTION_COUNT, 0, NULL, false, ""},
+    {"test_hang", GRN_ACTION_COUNT, 0, NULL, false, ""},
 #endif
 };
 
-/* An action's JSON checked against its form (the scene's own limits come later). */
-static int parse_action(json_t *body, const action_form **out, double args[6], int *nargs_out,
-                        sess_error *err) {
+const grn_action_info *sess_own_actions(int *count) {
+  *count = 4; /* the test commands are not part of the catalogue */
+  return own_actions;
+}
+
+/* A parsed action body: the catalogue entry, which of the daemon's own it is (0: the engine's),
+ * and the engine action with its arguments in catalogue order. */
+typedef struct parsed_action {
+  const grn_action_info *info;
+  int own;
+  grn_action action;
+} parsed_action;
+
+/* An action's JSON checked against its catalogue entry (the scene's own limits come later). */
+static int parse_action(json_t *body, parsed_action *out, sess_error *err) {
   json_t *type = json_object_get(body, "type");
   if (!json_is_string(type)) {
     api_fail(err, 400, "missing_field", "type", "an action needs a \"type\" string");
     return -1;
   }
-  const action_form *form = NULL;
-  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-    if (strcmp(forms[i].type, json_string_value(type)) == 0) {
-      form = &forms[i];
+  parsed_action p = {grn_action_find(json_string_value(type)), 0, {0}};
+  for (size_t i = 0; !p.info && i < sizeof own_actions / sizeof own_actions[0]; i++) {
+    if (strcmp(own_actions[i].name, json_string_value(type)) == 0) {
+      p.info = &own_actions[i];
+      p.own = i < ACT_TEST ? (int)i + 1 : ACT_TEST;
     }
   }
-  if (!form) {
+  if (!p.info) {
     api_fail(err, 400, "unknown_action", "type", "unknown action '%.60s'", json_string_value(type));
     return -1;
   }
-  int given = 0;
+  const grn_action_info *info = p.info;
+  unsigned given = 0;
   const char *key;
   json_t *v;
   json_object_foreach(body, key, v) {
@@ -1119,60 +1112,62 @@ static int parse_action(json_t *body, const action_form **out, double args[6], i
       continue;
     }
     int k = -1;
-    for (int a = 0; a < form->required + form->optional; a++) {
-      k = strcmp(form->args[a], key) == 0 ? a : k;
+    for (int a = 0; a < info->arg_count; a++) {
+      k = strcmp(info->args[a].name, key) == 0 ? a : k;
     }
     if (k < 0) {
-      api_fail(err, 400, "unknown_field", key, "action '%s' takes no '%s'", form->type, key);
+      api_fail(err, 400, "unknown_field", key, "action '%s' takes no '%.60s'", info->name, key);
       return -1;
     }
-    if (form->kind == GRN_A_POUR ? !json_is_boolean(v) : !json_is_number(v)) {
+    const bool boolean = info->args[k].boolean;
+    if (boolean ? !json_is_boolean(v) : !json_is_number(v)) {
       api_fail(err, 400, "wrong_type", key, "'%s' must be a %s", key,
-               form->kind == GRN_A_POUR ? "boolean" : "number");
+               boolean ? "boolean" : "number");
       return -1;
     }
-    args[k] = form->kind == GRN_A_POUR ? (json_is_true(v) ? 1.0 : 0.0) : json_number_value(v);
-    given |= 1 << k;
+    p.action.args[k] = boolean ? (json_is_true(v) ? 1.0 : 0.0) : json_number_value(v);
+    given |= 1u << k;
   }
-  const int need = (1 << form->required) - 1;
-  if ((given & need) != need) {
-    api_fail(err, 400, "missing_field", form->args[__builtin_ctz((unsigned)(~given & need))],
-             "action '%s' needs '%s'", form->type,
-             form->args[__builtin_ctz((unsigned)(~given & need))]);
+  /* the given arguments must be the required ones and then a run of optional ones without a gap,
+   * all of them where the catalogue says they come together */
+  int nargs = 0, required = 0;
+  while (nargs < info->arg_count && ((given >> nargs) & 1)) {
+    nargs++;
+  }
+  while (required < info->arg_count && info->args[required].required) {
+    required++;
+  }
+  const bool partial = info->optional_together && nargs > required && nargs < info->arg_count;
+  if ((given >> nargs) != 0 || nargs < required || partial) {
+    const char *missing = info->args[nargs].name;
+    api_fail(err, 400, "missing_field", missing, "action '%s' needs '%s'%s", info->name, missing,
+             nargs < required ? "" : " (its optional arguments come all together or not at all)");
     return -1;
   }
-  int nargs = form->required;
-  for (int a = form->required; a < form->required + form->optional; a++) {
-    nargs = (given >> a) & 1 ? a + 1 : nargs;
-  }
-  if (form->kind == GRN_A_TOOL && nargs > 3 && nargs != 6) {
-    api_fail(err, 400, "missing_field", "vx", "a moving tool needs all of vx, vy, vz");
-    return -1;
-  }
-  *out = form;
-  *nargs_out = nargs;
+  p.action.kind = info->kind;
+  p.action.nargs = nargs;
+  *out = p;
   return 0;
 }
 
 int sess_action(session *s, json_t *body, sess_error *err) {
-  const action_form *form;
-  double args[6] = {0};
-  int nargs;
-  if (parse_action(body, &form, args, &nargs, err) != 0) {
+  parsed_action p;
+  if (parse_action(body, &p, err) != 0) {
     return -1;
   }
+  const double *args = p.action.args;
   pthread_mutex_lock(&s->lock);
   int rc = 0;
   json_t *engine = NULL; /* the engine's form of an engine action, for replays */
-  if (form->kind == ACT_PAUSE || form->kind == ACT_RESUME) {
+  if (p.own == ACT_PAUSE || p.own == ACT_RESUME) {
     if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
       api_fail(err, 409, "session_failed", "", "the session has failed: %s", s->reason);
       rc = -1;
     } else {
-      s->state = form->kind == ACT_PAUSE ? SESS_PAUSED : SESS_RUNNING;
+      s->state = p.own == ACT_PAUSE ? SESS_PAUSED : SESS_RUNNING;
       pthread_cond_signal(&s->wake);
     }
-  } else if (form->kind == ACT_FINISH) {
+  } else if (p.own == ACT_FINISH) {
     if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
       api_fail(err, 409, "session_failed", "", "the session has %s already",
                s->state == SESS_FAILED ? "failed" : "ended");
@@ -1183,18 +1178,20 @@ int sess_action(session *s, json_t *body, sess_error *err) {
       s->state = SESS_ENDED;
       snprintf(s->reason, sizeof s->reason, "finished by its controller");
     }
-  } else if (form->kind == ACT_TEST) {
-    const uint32_t cmd = strcmp(form->type, "test_hog") == 0       ? WORKER_CMD_TEST_HOG
-                         : strcmp(form->type, "test_syscall") == 0 ? WORKER_CMD_TEST_SYSCALL
-                                                                   : WORKER_CMD_TEST_HANG;
+  } else if (p.own == ACT_TEST) {
+    const uint32_t cmd = strcmp(p.info->name, "test_hog") == 0       ? WORKER_CMD_TEST_HOG
+                         : strcmp(p.info->name, "test_syscall") == 0 ? WORKER_CMD_TEST_SYSCALL
+                                                                     : WORKER_CMD_TEST_HANG;
     const worker_header h = {cmd, sizeof h};
     rc = call(s, &h, sizeof h, 0, err);
-  } else if (form->kind == ACT_STEP) {
+  } else if (p.own == ACT_STEP) {
     if (s->state != SESS_PAUSED) {
       api_fail(err, 409, "not_paused", "type", "step works on a paused session");
       rc = -1;
-    } else if (!(args[0] >= 1 && args[0] <= 14400 && args[0] == floor(args[0]))) {
-      api_fail(err, 422, "out_of_range", "n", "n = %g must be a whole number in 1..14400", args[0]);
+    } else if (!(args[0] >= step_args[0].min && args[0] <= step_args[0].max &&
+                 args[0] == floor(args[0]))) {
+      api_fail(err, 422, "out_of_range", "n", "n = %g must be a whole number in %g..%g", args[0],
+               step_args[0].min, step_args[0].max);
       rc = -1;
     } else {
       const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, (int32_t)args[0]};
@@ -1205,9 +1202,7 @@ int sess_action(session *s, json_t *body, sess_error *err) {
     memset(&cmd, 0, sizeof cmd);
     cmd.h.type = WORKER_CMD_ACT;
     cmd.h.size = sizeof cmd;
-    cmd.action.kind = (grn_action_kind)form->kind;
-    cmd.action.nargs = form->kind == GRN_A_POUR ? 1 : nargs;
-    memcpy(cmd.action.args, args, sizeof args);
+    cmd.action = p.action;
     grn_error e;
     if (grn_action_check(s->def.scene, &cmd.action, &e) != GRN_OK) {
       api_fail(err, e.code == GRN_E_UNSUPPORTED ? 409 : 422,
@@ -1216,11 +1211,11 @@ int sess_action(session *s, json_t *body, sess_error *err) {
       rc = -1;
     } else {
       /* reset rebuilds the scene: as much work as a few hundred steps */
-      rc = call(s, &cmd, sizeof cmd, form->kind == GRN_A_RESET ? 600 : 0, err);
+      rc = call(s, &cmd, sizeof cmd, p.action.kind == GRN_A_RESET ? 600 : 0, err);
       engine = rc == 0 ? action_text(&cmd.action) : NULL;
     }
   }
-  if (rc == 0 && form->kind == ACT_FINISH) {
+  if (rc == 0 && p.own == ACT_FINISH) {
     sess_event(s, "session_ended", json_pack("{s:s}", "reason", s->reason));
     chan_close(&s->ch); /* viewers are sent away: there is nothing more to see */
     notify(s);
@@ -1237,22 +1232,16 @@ int sess_action(session *s, json_t *body, sess_error *err) {
 }
 
 int sess_queue_action(session *s, json_t *body, sess_error *err) {
-  const action_form *form;
-  double args[6] = {0};
-  int nargs;
-  if (parse_action(body, &form, args, &nargs, err) != 0) {
+  parsed_action p;
+  if (parse_action(body, &p, err) != 0) {
     return -1;
   }
-  if (form->kind < 0) {
+  if (p.own) {
     api_fail(err, 400, "rest_only", "type", "'%s' is sent over the REST API, not the websocket",
-             form->type);
+             p.info->name);
     return -1;
   }
-  grn_action a;
-  memset(&a, 0, sizeof a);
-  a.kind = (grn_action_kind)form->kind;
-  a.nargs = form->kind == GRN_A_POUR ? 1 : nargs;
-  memcpy(a.args, args, sizeof args);
+  const grn_action a = p.action;
   grn_error e;
   pthread_mutex_lock(&s->qlock);
   int rc = 0;

@@ -86,6 +86,10 @@ json_t *sess_json(session *s);
 /* JSON array of every session (private ones only if asked for). */
 json_t *sess_list_json(sess_registry *r, bool include_private);
 
+/* The daemon's own actions (pause, resume, step, finish) in the engine catalogue's form, for the
+ * catalogue the API shows; `count` receives how many. */
+const grn_action_info *sess_own_actions(int *count);
+
 /* Whether a parameter is fixed when a scene starts (the particle count, an orbit's initial
  * speed): a live change of it is refused (409 needs_restart); a scene switch sets it. */
 bool sess_param_restart_only(const grn_scene_info *scene, const char *name);

@@ -251,7 +251,7 @@ int main(void) {
         return WORKER_EXIT_PROTOCOL;
       }
       memcpy(&s, buf, sizeof s);
-      if (s.steps < 0 || s.steps > 240 * 60) {
+      if (s.steps < 0 || s.steps > WORKER_MAX_STEPS) {
         return WORKER_EXIT_PROTOCOL;
       }
       if (grn_world_step(w, s.steps) != GRN_OK) {

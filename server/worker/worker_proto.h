@@ -10,6 +10,8 @@
 
 #define WORKER_PROTO_VERSION 1u
 #define WORKER_MAX_MESSAGE 65536
+/* The most steps one step command may ask for: a minute of simulated time. */
+#define WORKER_MAX_STEPS ((int)(60.0 / GRN_STEP_SECONDS + 0.5))
 #define WORKER_CHANNEL_FD 3 /* the worker finds its end of the socket pair here */
 #define WORKER_FRAME_FD 4   /* and here the shared memory its stream frames are written to */
 

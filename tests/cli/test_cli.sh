@@ -82,10 +82,10 @@ if awk -v x="$cx" -v z="$cz" 'BEGIN { exit !(x > 1.5 && x < 2.5 && z > -1.5 && z
 else
   bad "spout:2,-1 pile centre at ($cx, $cz)"
 fi
-"$bin" run --scene pour --quality 0 --seconds 2 --action 0.5:tool:0,0.5,0,0,0,0 --action 1:tool:off --action 1.5:reset >"$tmp/tool"
+"$bin" run --scene pour --quality 0 --seconds 2 --action 0.5:tool:0,0.5,0,0,0,0 --action 1:tool_off --action 1.5:reset >"$tmp/tool"
 # reset restarts the scene and its clock: 0.5 s remain after it
 if [ $? -eq 0 ] && tail -n 1 "$tmp/tool" | grep -q '"t":0.5,.*"steps":120'; then
-  ok "tool, tool:off and reset run; reset restarts the clock"
+  ok "tool, tool_off and reset run; reset restarts the clock"
 else
   bad "tool/reset run failed"
 fi

@@ -135,7 +135,7 @@ static int action_from(json_t *body, grn_action *out) {
     snprintf(text, sizeof text, "pour:%s",
              json_is_true(json_object_get(body, "on")) ? "on" : "off");
   } else if (strcmp(type, "tool_off") == 0) {
-    snprintf(text, sizeof text, "tool:off");
+    snprintf(text, sizeof text, "tool_off");
   } else {
     int f = -1;
     for (int i = 0; i < (int)(sizeof forms / sizeof forms[0]); i++) {

@@ -69,7 +69,19 @@ static void actions(void) {
                             grn_action_check(pour, &a, &e) == GRN_OK);
   CHECK("pour:off", grn_action_parse("pour:off", &a, &e) == GRN_OK && a.args[0] == 0.0);
   CHECK("pour:on", grn_action_parse("pour:on", &a, &e) == GRN_OK && a.args[0] == 1.0);
-  CHECK("tool:off", grn_action_parse("tool:off", &a, &e) == GRN_OK && a.kind == GRN_A_TOOL_OFF);
+  CHECK("tool_off", grn_action_parse("tool_off", &a, &e) == GRN_OK && a.kind == GRN_A_TOOL_OFF &&
+                        grn_action_check(pour, &a, &e) == GRN_OK);
+  CHECK("tool:off of stored runs still reads",
+        grn_action_parse("tool:off", &a, &e) == GRN_OK && a.kind == GRN_A_TOOL_OFF);
+  grn_action_parse("tool:0,1,0,0", &a, &e);
+  CHECK("a tool velocity comes whole or not at all",
+        grn_action_check(pour, &a, &e) == GRN_E_INVALID && strstr(e.message, "vx") != NULL);
+  grn_action_parse("tilt:10,0.01", &a, &e);
+  CHECK("tilt rate below its range",
+        grn_action_check(grn_scene_find("tilt"), &a, &e) == GRN_E_RANGE &&
+            strcmp(e.field, "rate") == 0);
+  a = (grn_action){GRN_A_POUR, 1, {0.5}};
+  CHECK("pour's switch is 0 or 1", grn_action_check(pour, &a, &e) == GRN_E_RANGE);
   CHECK("tool with velocity", grn_action_parse("tool:0,1,0,0,0,2", &a, &e) == GRN_OK &&
                                   a.nargs == 6 && grn_action_check(pour, &a, &e) == GRN_OK);
   CHECK("reset",
@@ -88,6 +100,49 @@ static void actions(void) {
   CHECK("pour has no tilt", grn_action_check(pour, &a, &e) == GRN_E_UNSUPPORTED);
   grn_action_parse("tool:0,1,0,0,0,99", &a, &e);
   CHECK("tool faster than VMAX", grn_action_check(pour, &a, &e) == GRN_E_RANGE);
+}
+
+/* One catalogue: every action's name parses back to its kind, every text form round-trips, and
+ * every scene's action list names catalogue entries. */
+static void action_catalogue(void) {
+  for (int k = 0; k < GRN_ACTION_COUNT; k++) {
+    const grn_action_info *info = grn_action_info_of((grn_action_kind)k);
+    char name[96];
+    snprintf(name, sizeof name, "catalogue entry %d '%s' is found by its name", k,
+             info ? info->name : "?");
+    CHECK(name, info && info->kind == (grn_action_kind)k && grn_action_find(info->name) == info);
+    grn_action a = {(grn_action_kind)k, 0, {0}};
+    for (int i = 0; info && i < info->arg_count; i++) {
+      a.args[a.nargs++] = info->args[i].boolean ? 1.0 : (info->args[i].min + info->args[i].max) / 3;
+    }
+    char text[256];
+    grn_action back;
+    grn_error e;
+    const int len = grn_action_format(&a, text, sizeof text);
+    snprintf(name, sizeof name, "'%.60s' parses back to the same action", text);
+    CHECK(name, len > 0 && grn_action_parse(text, &back, &e) == GRN_OK && back.kind == a.kind &&
+                    back.nargs == a.nargs && memcmp(back.args, a.args, sizeof a.args) == 0);
+  }
+  char small[4];
+  const grn_action spout = {GRN_A_SPOUT, 2, {1, 2}};
+  CHECK("format into a short buffer",
+        grn_action_format(&spout, small, sizeof small) == GRN_E_BUFFER);
+  for (int s = 0; s < grn_scene_count(); s++) {
+    const grn_scene_info *sc = grn_scene_at(s);
+    for (int i = 0; i < sc->action_count; i++) {
+      char name[96];
+      snprintf(name, sizeof name, "scene '%s' action '%s' is in the catalogue", sc->name,
+               sc->actions[i]);
+      CHECK(name, grn_action_find(sc->actions[i]) != NULL);
+    }
+  }
+  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
+    const grn_measure_info *m = grn_measure_info_of((grn_measure_key)k);
+    CHECK("a measurement has a name, a unit and a label",
+          m && *m->name && m->unit && *m->label &&
+              strcmp(grn_measure_name((grn_measure_key)k), m->name) == 0);
+  }
+  CHECK("no measurement past the last", grn_measure_info_of(GRN_MEASURE_COUNT) == NULL);
 }
 
 static void live_changes(void) {
@@ -117,6 +172,7 @@ int main(void) {
   catalogue();
   definitions();
   actions();
+  action_catalogue();
   live_changes();
   CHECK_DONE();
 }

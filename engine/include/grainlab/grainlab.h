@@ -19,6 +19,10 @@ extern "C" {
 #endif
 
 #define GRN_ENGINE_VERSION "0.1.0"
+/* One step of simulated time (s), and how many steps lie between two measurement samples (0.25 s).
+ * The daemon, the CLI and the store read these; nothing else spells the numbers. */
+#define GRN_STEP_SECONDS (1.0 / 240.0)
+#define GRN_SAMPLE_STEPS 60
 /* Bumped whenever a change alters trajectories or the saved-state layout. */
 #define GRN_ENGINE_STATE_VERSION 3u
 
@@ -124,6 +128,14 @@ typedef enum grn_measure_key {
   GRN_MEASURE_COUNT
 } grn_measure_key;
 
+/* What a measurement is, for every client: its key as the API spells it, its unit ("" when
+ * dimensionless) and a short label for tables and plot axes. */
+typedef struct grn_measure_info {
+  const char *name;
+  const char *unit;
+  const char *label;
+} grn_measure_info;
+
 typedef struct grn_scene_info {
   const char *name;
   grn_model model;
@@ -140,6 +152,8 @@ GRN_API int grn_scene_count(void);
 GRN_API const grn_scene_info *grn_scene_at(int index);
 GRN_API const grn_scene_info *grn_scene_find(const char *name);
 GRN_API const char *grn_measure_name(grn_measure_key key);
+/* Name, unit and label of a measurement; NULL for a key out of range. */
+GRN_API const grn_measure_info *grn_measure_info_of(grn_measure_key key);
 /* Index of a parameter within a scene's list, or -1. */
 GRN_API int grn_scene_param_index(const grn_scene_info *scene, const char *name);
 
@@ -186,11 +200,13 @@ GRN_API int grn_world_def_validate(const grn_world_def *def, grn_error *err);
 GRN_API int grn_world_def_grains(const grn_world_def *def);
 
 /* ---- Actions ------------------------------------------------------------------------------ */
+/* One catalogue of actions (grn_action_info_of): each has one name, spelled the same over REST
+ * ({"type": NAME, ARG: value, ...}), the websocket, the CLI and the store ("NAME[:ARG,...]"). */
 typedef enum grn_action_kind {
   GRN_A_SPOUT = 0, /* spout:X,Z */
   GRN_A_POUR,      /* pour:on|off (arg 1 or 0) */
   GRN_A_TOOL,      /* tool:X,Y,Z[,VX,VY,VZ] */
-  GRN_A_TOOL_OFF,  /* tool:off */
+  GRN_A_TOOL_OFF,  /* tool_off ("tool:off" is still read: stored runs of engine 0.1 spell it so) */
   GRN_A_PULL_DAM,  /* pull_dam[:SPEED] */
   GRN_A_TILT,      /* tilt:DEG[,DEG_PER_S] */
   GRN_A_OPEN_HOLE, /* open_hole */
@@ -199,16 +215,42 @@ typedef enum grn_action_kind {
   GRN_ACTION_COUNT
 } grn_action_kind;
 
+/* One argument of an action, in the order of grn_action.args. Required arguments come first; a
+ * boolean argument (pour's `on`) is 1 or 0 in args, true/false in JSON and on/off in text. */
+typedef struct grn_action_arg {
+  const char *name; /* the JSON key, e.g. "x" */
+  const char *unit; /* "" when dimensionless */
+  double min, max;  /* inclusive limits: out of range is an error, never a clamp */
+  bool required;
+  bool boolean;
+  const char *description;
+} grn_action_arg;
+
+typedef struct grn_action_info {
+  const char *name;
+  grn_action_kind kind;
+  int arg_count;
+  const grn_action_arg *args;
+  bool optional_together; /* the optional arguments are given all together or not at all */
+  const char *description;
+} grn_action_info;
+
 typedef struct grn_action {
   grn_action_kind kind;
   int nargs;
   double args[6];
 } grn_action;
 
+/* The catalogue entry of an action kind (NULL out of range), and by name (NULL if unknown). */
+GRN_API const grn_action_info *grn_action_info_of(grn_action_kind kind);
+GRN_API const grn_action_info *grn_action_find(const char *name);
 GRN_API const char *grn_action_name(grn_action_kind kind);
-/* Parse "NAME[:ARG,...]" (e.g. "spout:1.5,-2", "pour:off", "tool:off"). */
+/* Parse "NAME[:ARG,...]" (e.g. "spout:1.5,-2", "pour:off", "tool_off"). */
 GRN_API int grn_action_parse(const char *text, grn_action *out, grn_error *err);
-/* Whether a scene accepts an action with these arguments (range checks included). */
+/* The text form grn_action_parse reads back to the same action (numbers to 17 digits). Returns
+ * the length, or GRN_E_BUFFER when it does not fit in `size` bytes. */
+GRN_API int grn_action_format(const grn_action *action, char *buf, size_t size);
+/* Whether a scene accepts an action with these arguments (count and range checks included). */
 GRN_API int grn_action_check(const grn_scene_info *scene, const grn_action *action, grn_error *err);
 
 /* ---- Worlds -------------------------------------------------------------------------------- */
@@ -217,10 +259,10 @@ typedef struct grn_world grn_world;
 GRN_API int grn_world_create(const grn_world_def *def, grn_world **out, grn_error *err);
 GRN_API void grn_world_destroy(grn_world *world);
 
-/* Advance by `steps` steps of H = 1/240 s. Measurements are taken inside the step every 60 steps
- * (0.25 s) because the scene script depends on them (the spout rides on the pile). Returns GRN_OK,
- * or GRN_E_NOMEM when the pair list could not grow: the grains stay valid but contact history is
- * lost, and the next step tries again. */
+/* Advance by `steps` steps of GRN_STEP_SECONDS. Measurements are taken inside the step every
+ * GRN_SAMPLE_STEPS steps because the scene script depends on them (the spout rides on the pile).
+ * Returns GRN_OK, or GRN_E_NOMEM when the pair list could not grow: the grains stay valid but
+ * contact history is lost, and the next step tries again. */
 GRN_API int grn_world_step(grn_world *world, int steps);
 /* Apply an action now; wakes a sleeping world. On failure the world is unchanged. */
 GRN_API int grn_world_act(grn_world *world, const grn_action *action, grn_error *err);
