@@ -182,49 +182,85 @@ SAME_LEN(cluster_params, cluster_info);
 #define GRAVITY WATER M(GRN_M_ENERGY_DRIFT) M(GRN_M_ANGULAR_MOMENTUM) M(GRN_M_VIRIAL)
 #define PILE COMMON M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_CX) M(GRN_M_CZ)
 
+#define PLOT(title, ...)                                                                           \
+  {                                                                                                \
+    title, LEN(((const grn_plot_series[]){__VA_ARGS__})), (const grn_plot_series[]) {              \
+      __VA_ARGS__                                                                                  \
+    }                                                                                              \
+  }
+#define S(key)                                                                                     \
+  { key, false, false }
+#define RIGHT(key)                                                                                 \
+  { key, true, false }
+#define REF(key)                                                                                   \
+  { key, false, true }
+static const grn_plot_info angle_plots[] = {PLOT("Angle of repose, deg", S(GRN_M_ANGLE))};
+static const grn_plot_info slump_plots[] = {
+    PLOT("Angle, deg · runout front, m", S(GRN_M_ANGLE), RIGHT(GRN_M_FRONT))};
+static const grn_plot_info silo_plots[] = {
+    PLOT("Flow, kg/s (dashed: Beverloo)", S(GRN_M_FLOW), REF(GRN_M_BEVERLOO))};
+#define ENERGIES                                                                                   \
+  PLOT("Energy, J: kinetic, potential, total", S(GRN_M_KINETIC), S(GRN_M_POTENTIAL),               \
+       REF(GRN_M_ENERGY))
+static const grn_plot_info dambreak_plots[] = {
+    PLOT("Surge front and water height at the wall, m", S(GRN_M_FRONT), S(GRN_M_HEIGHT)), ENERGIES};
+static const grn_plot_info drop_plots[] = {ENERGIES, PLOT("Top of the water, m", S(GRN_M_TOP))};
+/* N-body: kinetic and potential trade while their sum stays flat; the relative drift of that sum
+ * from t = 0, on its own axis, shows how well it is conserved */
+static const grn_plot_info gravity_plots[] = {
+    PLOT("Energy (G = 1 units): kinetic, potential, total · drift of the total", S(GRN_M_KINETIC),
+         S(GRN_M_POTENTIAL), REF(GRN_M_ENERGY), RIGHT(GRN_M_ENERGY_DRIFT)),
+    PLOT("Virial ratio 2K/|W| · angular momentum", S(GRN_M_VIRIAL), RIGHT(GRN_M_ANGULAR_MOMENTUM))};
+#define PLOTS(a) LEN(a), a
+
 static const grn_scene_info scenes[] = {
     {"pour", GRN_MODEL_GRANULAR,
      "grains fall from a spout onto a table and build a cone; the spout rides 0.6 m above the "
      "pile",
-     LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions, MEASURES(PILE)},
+     LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions, MEASURES(PILE),
+     PLOTS(angle_plots)},
     {"wet", GRN_MODEL_GRANULAR,
      "the pour with wet sand: liquid bridges hold grains together and the cone stands steeper",
-     LEN(pour_params), pour_params, wet_info, LEN(pour_actions), pour_actions, MEASURES(PILE)},
+     LEN(pour_params), pour_params, wet_info, LEN(pour_actions), pour_actions, MEASURES(PILE),
+     PLOTS(angle_plots)},
     {"chains", GRN_MODEL_GRANULAR,
      "a poured pile showing its force chains: the strongest contacts behind a vertical cut",
-     LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions, MEASURES(PILE)},
+     LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions, MEASURES(PILE),
+     PLOTS(angle_plots)},
     {"slump", GRN_MODEL_GRANULAR,
      "a column of grains behind a dam in a channel; pull the dam and the column collapses",
      LEN(slump_params), slump_params, slump_info, LEN(slump_actions), slump_actions,
-     MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_FRONT))},
+     MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_FRONT)), PLOTS(slump_plots)},
     {"tilt", GRN_MODEL_GRANULAR,
      "a box partly filled with grains, tilted about its bottom axis until the surface avalanches",
      LEN(tilt_params), tilt_params, tilt_info, LEN(tilt_actions), tilt_actions,
-     MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP))},
+     MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP)), PLOTS(angle_plots)},
     {"silo", GRN_MODEL_GRANULAR,
      "a cylinder with a plugged hole in its floor plate; open it and the grains drain",
      LEN(silo_params), silo_params, silo_info, LEN(silo_actions), silo_actions,
-     MEASURES(COMMON M(GRN_M_FLOW) M(GRN_M_MASS_ABOVE) M(GRN_M_FILL) M(GRN_M_BEVERLOO))},
+     MEASURES(COMMON M(GRN_M_FLOW) M(GRN_M_MASS_ABOVE) M(GRN_M_FILL) M(GRN_M_BEVERLOO)),
+     PLOTS(silo_plots)},
     {"dambreak", GRN_MODEL_FLUID,
      "SPH water: a column of width a and height 2a against the left wall of a tank 5a long, "
      "released at t = 0",
      LEN(dambreak_params), dambreak_params, dambreak_info, LEN(reset_only), reset_only,
-     MEASURES(WATER M(GRN_M_FRONT) M(GRN_M_HEIGHT))},
+     MEASURES(WATER M(GRN_M_FRONT) M(GRN_M_HEIGHT)), PLOTS(dambreak_plots)},
     {"drop", GRN_MODEL_FLUID, "SPH water: a ball of water falls into a pool and splashes",
      LEN(drop_params), drop_params, drop_info, LEN(reset_only), reset_only,
-     MEASURES(WATER M(GRN_M_TOP))},
+     MEASURES(WATER M(GRN_M_TOP)), PLOTS(drop_plots)},
     {"orbit", GRN_MODEL_GRAVITY,
      "two equal bodies on a circular orbit (speed 1) or an ellipse; units with G = 1",
-     LEN(orbit_params), orbit_params, orbit_info, LEN(reset_only), reset_only, MEASURES(GRAVITY)},
+     LEN(orbit_params), orbit_params, orbit_info, LEN(reset_only), reset_only, MEASURES(GRAVITY),
+     PLOTS(gravity_plots)},
     {"softening", GRN_MODEL_GRAVITY,
      "two bodies pass each other nearly head-on; the softening length decides how hard they "
      "swing, the speed cap keeps the step bounded",
      LEN(softening_params), softening_params, softening_info, LEN(reset_only), reset_only,
-     MEASURES(GRAVITY)},
+     MEASURES(GRAVITY), PLOTS(gravity_plots)},
     {"cluster", GRN_MODEL_GRAVITY,
      "a Plummer sphere of many bodies in virial equilibrium (total mass 1, energy -1/4)",
      LEN(cluster_params), cluster_params, cluster_info, LEN(reset_only), reset_only,
-     MEASURES(GRAVITY)},
+     MEASURES(GRAVITY), PLOTS(gravity_plots)},
 };
 
 static const grn_scene_impl *const impls[] = {

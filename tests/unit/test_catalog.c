@@ -136,6 +136,19 @@ static void action_catalogue(void) {
       CHECK(name, grn_action_find(sc->actions[i]) != NULL);
     }
   }
+  for (int s = 0; s < grn_scene_count(); s++) {
+    const grn_scene_info *sc = grn_scene_at(s);
+    bool ok = sc->plot_count > 0;
+    for (int p = 0; p < sc->plot_count; p++) {
+      ok = ok && sc->plots[p].series_count > 0 && *sc->plots[p].title;
+      for (int i = 0; i < sc->plots[p].series_count; i++) {
+        ok = ok && (sc->measures & (1u << sc->plots[p].series[i].key));
+      }
+    }
+    char name[96];
+    snprintf(name, sizeof name, "scene '%s' plots only what it measures", sc->name);
+    CHECK(name, ok);
+  }
   for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
     const grn_measure_info *m = grn_measure_info_of((grn_measure_key)k);
     CHECK("a measurement has a name, a unit and a label",

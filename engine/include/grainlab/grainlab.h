@@ -136,6 +136,21 @@ typedef struct grn_measure_info {
   const char *label;
 } grn_measure_info;
 
+/* What a scene plots over time: plots of measurement series, for every client to draw alike. A
+ * series on the right has its own axis; a reference series (a theory curve, a conserved total) is
+ * drawn dashed. */
+typedef struct grn_plot_series {
+  grn_measure_key key;
+  bool right;
+  bool reference;
+} grn_plot_series;
+
+typedef struct grn_plot_info {
+  const char *title;
+  int series_count;
+  const grn_plot_series *series;
+} grn_plot_info;
+
 typedef struct grn_scene_info {
   const char *name;
   grn_model model;
@@ -146,6 +161,8 @@ typedef struct grn_scene_info {
   int action_count;
   const char *const *actions; /* action names the scene accepts */
   uint32_t measures;          /* bit (1u << grn_measure_key) per reported key */
+  int plot_count;
+  const grn_plot_info *plots;
 } grn_scene_info;
 
 GRN_API int grn_scene_count(void);
