@@ -449,6 +449,13 @@ static void apply_queued(session *s) {
   }
 }
 
+/* The id of a parameter the scene takes (validated by the caller), as the worker is sent it; −1,
+ * which the worker refuses, for any other name. */
+static int32_t param_id(const grn_scene_info *scene, const char *name) {
+  const int k = grn_scene_param_index(scene, name);
+  return k < 0 ? -1 : (int32_t)scene->params[k];
+}
+
 /* One recorded event, applied and recorded again (so the new run replays as well). */
 static void script_event(session *s, const store_replay_event *ev) {
   const char *via = s->script->fast ? "fork" : "replay";
@@ -472,7 +479,7 @@ static void script_event(session *s, const store_replay_event *ev) {
   memset(&cmd, 0, sizeof cmd);
   cmd.h.type = WORKER_CMD_SET;
   cmd.h.size = sizeof cmd;
-  snprintf(cmd.name, sizeof cmd.name, "%s", ev->param);
+  cmd.param = param_id(s->def.scene, ev->param);
   cmd.value = ev->value;
   grn_error e;
   if (call(s, &cmd, sizeof cmd, 0, &err) == 0) {
@@ -1023,7 +1030,7 @@ int sess_set_params(session *s, json_t *params, sess_error *err) {
     memset(&cmd, 0, sizeof cmd);
     cmd.h.type = WORKER_CMD_SET;
     cmd.h.size = sizeof cmd;
-    snprintf(cmd.name, sizeof cmd.name, "%s", key);
+    cmd.param = param_id(s->def.scene, key);
     cmd.value = json_number_value(v);
     if ((rc = call(s, &cmd, sizeof cmd, 0, err)) != 0) {
       break;

@@ -135,6 +135,17 @@ static int lock_down(uint64_t memory_limit) {
   return rc == 0 ? 0 : -1;
 }
 
+/* The name the engine knows a parameter id by in this scene; "" (refused as unknown) when the
+ * scene does not take it. */
+static const char *param_name(const grn_scene_info *scene, int32_t id) {
+  for (int i = 0; i < scene->param_count; i++) {
+    if ((int32_t)scene->params[i] == id) {
+      return scene->param_info[i].name;
+    }
+  }
+  return "";
+}
+
 static grn_world *create(const worker_create *c, grn_error *e) {
   char scene[sizeof c->scene + 1];
   memcpy(scene, c->scene, sizeof c->scene);
@@ -198,6 +209,7 @@ int main(void) {
     send_error(&e);
     return WORKER_EXIT_SETUP;
   }
+  const grn_scene_info *scene = grn_scene_find(c.scene);
   frame_encoder *enc = NULL;
   if (c.frame_bytes > 0) {
     /* map the frame memory before the sandbox closes mmap of new files; the fd goes */
@@ -279,8 +291,7 @@ int main(void) {
         return WORKER_EXIT_PROTOCOL;
       }
       memcpy(&s, buf, sizeof s);
-      s.name[sizeof s.name - 1] = '\0';
-      if (grn_world_set_param(w, s.name, s.value, &e) != GRN_OK) {
+      if (grn_world_set_param(w, param_name(scene, s.param), s.value, &e) != GRN_OK) {
         send_error(&e);
       } else {
         send_status(w);

@@ -247,6 +247,66 @@ int worker_call(worker_client *wc, const void *cmd, size_t size, void *reply, si
   return receive(wc, reply, reply_size, timeout_ms);
 }
 
+static int typed_call(worker_client *wc, const void *cmd, size_t size, int timeout_ms,
+                      worker_result *out) {
+  union {
+    worker_status st;
+    worker_error er;
+  } reply;
+  memset(out, 0, sizeof *out);
+  out->type = worker_call(wc, cmd, size, &reply, sizeof reply, timeout_ms);
+  if (out->type == WORKER_REPLY_STATUS) {
+    out->status = reply.st;
+  } else if (out->type == WORKER_REPLY_ERROR) {
+    out->error = reply.er.error;
+    /* the worker's text is outside input here too: end it within its buffers */
+    out->error.field[sizeof out->error.field - 1] = '\0';
+    out->error.message[sizeof out->error.message - 1] = '\0';
+  }
+  return out->type;
+}
+
+int worker_call_step(worker_client *wc, int steps, int timeout_ms, worker_result *out) {
+  const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, steps};
+  return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
+}
+
+int worker_call_act(worker_client *wc, const grn_action *action, int timeout_ms,
+                    worker_result *out) {
+  worker_act cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.h = (worker_header){WORKER_CMD_ACT, sizeof cmd};
+  cmd.action = *action;
+  return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
+}
+
+int worker_call_set(worker_client *wc, grn_param_id param, double value, int timeout_ms,
+                    worker_result *out) {
+  const worker_set cmd = {{WORKER_CMD_SET, sizeof cmd}, (int32_t)param, 0, value};
+  return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
+}
+
+int worker_call_frame(worker_client *wc, bool key, const double chains[4], int timeout_ms,
+                      worker_result *out) {
+  worker_frame cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.h = (worker_header){WORKER_CMD_FRAME, sizeof cmd};
+  cmd.key = key;
+  cmd.chains = chains != NULL;
+  if (chains) {
+    cmd.px = chains[0];
+    cmd.pz = chains[1];
+    cmd.nx = chains[2];
+    cmd.nz = chains[3];
+  }
+  return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
+}
+
+int worker_call_status(worker_client *wc, int timeout_ms, worker_result *out) {
+  const worker_header cmd = {WORKER_CMD_STATUS, sizeof cmd};
+  return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
+}
+
 void worker_stop(worker_client *wc, int timeout_ms) {
   if (wc->ended) {
     return;

@@ -34,6 +34,25 @@ int worker_spawn(worker_client *wc, const char *exe, const worker_create *create
 int worker_call(worker_client *wc, const void *cmd, size_t size, void *reply, size_t reply_size,
                 int timeout_ms);
 
+/* What a typed call got back: the worker's status, or the engine's refusal with its reason. */
+typedef struct worker_result {
+  int type; /* WORKER_REPLY_STATUS, WORKER_REPLY_ERROR, or -1: the worker ended (see `reason`) */
+  worker_status status;
+  grn_error error;
+} worker_result;
+
+/* One command each, with its reply in `out`; each returns out->type. */
+int worker_call_step(worker_client *wc, int steps, int timeout_ms, worker_result *out);
+int worker_call_act(worker_client *wc, const grn_action *action, int timeout_ms,
+                    worker_result *out);
+int worker_call_set(worker_client *wc, grn_param_id param, double value, int timeout_ms,
+                    worker_result *out);
+/* A frame into the shared memory (a keyframe when `key`), with the force chains behind the plane
+ * through (px, pz) with normal (nx, nz) when `chains` is given (NULL: none). */
+int worker_call_frame(worker_client *wc, bool key, const double chains[4], int timeout_ms,
+                      worker_result *out);
+int worker_call_status(worker_client *wc, int timeout_ms, worker_result *out);
+
 /* Stop it (QUIT, then SIGKILL after timeout_ms) and reap it. */
 void worker_stop(worker_client *wc, int timeout_ms);
 

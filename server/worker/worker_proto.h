@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#define WORKER_PROTO_VERSION 1u
+#define WORKER_PROTO_VERSION 2u /* 2: parameters are set by id */
 #define WORKER_MAX_MESSAGE 65536
 /* The most steps one step command may ask for: a minute of simulated time. */
 #define WORKER_MAX_STEPS ((int)(60.0 / GRN_STEP_SECONDS + 0.5))
@@ -78,7 +78,8 @@ typedef struct worker_act {
 
 typedef struct worker_set {
   worker_header h;
-  char name[32];
+  int32_t param; /* grn_param_id, one the scene takes */
+  int32_t pad;
   double value;
 } worker_set;
 

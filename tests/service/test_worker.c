@@ -31,8 +31,10 @@ static worker_create definition(const char *scene, int quality) {
 }
 
 static int step(worker_client *wc, int steps, worker_status *st) {
-  const worker_step s = {{WORKER_CMD_STEP, sizeof s}, steps};
-  return worker_call(wc, &s, sizeof s, st, sizeof *st, 5000);
+  worker_result r;
+  const int type = worker_call_step(wc, steps, 5000, &r);
+  *st = r.status;
+  return type;
 }
 
 static double seconds_since(const struct timespec *t0) {
@@ -61,18 +63,24 @@ static void same_as_in_process(void) {
   CHECK_NEAR("simulated time, s", st.t, 2.0, 1e-12);
   grn_world_destroy(w);
 
-  worker_act a = {{WORKER_CMD_ACT, sizeof a}, {0}};
-  grn_action_parse("spout:1,1", &a.action, &e);
-  CHECK("an action is accepted",
-        worker_call(&wc, &a, sizeof a, &st, sizeof st, 5000) == WORKER_REPLY_STATUS);
-  grn_action_parse("open_hole", &a.action, &e);
-  worker_error err;
+  grn_action a;
+  worker_result r;
+  grn_action_parse("spout:1,1", &a, &e);
+  CHECK("an action is accepted", worker_call_act(&wc, &a, 5000, &r) == WORKER_REPLY_STATUS);
+  grn_action_parse("open_hole", &a, &e);
   CHECK("a wrong action is refused with an error",
-        worker_call(&wc, &a, sizeof a, &err, sizeof err, 5000) == WORKER_REPLY_ERROR &&
-            strstr(err.error.message, "open_hole"));
-  worker_set s = {{WORKER_CMD_SET, sizeof s}, "mu", 7.0};
+        worker_call_act(&wc, &a, 5000, &r) == WORKER_REPLY_ERROR &&
+            strstr(r.error.message, "open_hole"));
   CHECK("an out-of-range parameter is refused",
-        worker_call(&wc, &s, sizeof s, &err, sizeof err, 5000) == WORKER_REPLY_ERROR);
+        worker_call_set(&wc, GRN_P_MU, 7.0, 5000, &r) == WORKER_REPLY_ERROR &&
+            r.error.code == GRN_E_RANGE);
+  CHECK("a parameter the scene does not take is refused",
+        worker_call_set(&wc, GRN_P_HOLE, 1.0, 5000, &r) == WORKER_REPLY_ERROR &&
+            r.error.code == GRN_E_UNKNOWN_PARAM);
+  CHECK("an id past every parameter is refused",
+        worker_call_set(&wc, (grn_param_id)9999, 1.0, 5000, &r) == WORKER_REPLY_ERROR);
+  CHECK("a parameter in range is taken",
+        worker_call_set(&wc, GRN_P_MU, 0.7, 5000, &r) == WORKER_REPLY_STATUS);
   CHECK("and the worker still answers", step(&wc, 1, &st) == WORKER_REPLY_STATUS);
   worker_stop(&wc, 2000);
   printf("stopped: %s\n", wc.reason);
@@ -101,12 +109,11 @@ static void frames_through_shared_memory(void) {
   for (int f = 0; f < 120; f++) {
     step(&wc, 4, &st);
     grn_world_step(w, 4);
-    worker_frame req;
-    memset(&req, 0, sizeof req);
-    req.h = (worker_header){WORKER_CMD_FRAME, sizeof req};
-    req.key = f == 60;
-    if (worker_call(&wc, &req, sizeof req, &st, sizeof st, 5000) != WORKER_REPLY_STATUS ||
-        st.frame_size == 0 || frame_decode(&dec, wc.frames, st.frame_size) != 0) {
+    worker_result r;
+    const int type = worker_call_frame(&wc, f == 60, NULL, 5000, &r);
+    st = r.status;
+    if (type != WORKER_REPLY_STATUS || st.frame_size == 0 ||
+        frame_decode(&dec, wc.frames, st.frame_size) != 0) {
       continue;
     }
     decoded++;
