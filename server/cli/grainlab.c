@@ -3,9 +3,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "grainlab/grainlab.h"
 #include "store.h"
+#include "timeline.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -158,7 +160,6 @@ static int cmd_scenes(void) {
 typedef struct timed_action {
   uint64_t step;
   grn_action action;
-  const char *text;
 } timed_action;
 
 typedef struct options {
@@ -292,6 +293,39 @@ static int compare_actions(const void *a, const void *b) {
   return x->step < y->step ? -1 : x->step > y->step ? 1 : 0;
 }
 
+/* Steps a world along a timeline to its end, applying each event as it falls due; with
+ * `samples`, prints the measurements every GRN_SAMPLE_STEPS steps of the world. The timeline
+ * counts the steps taken here: a reset restarts the world's clock, not the run's. */
+static int play(grn_world *w, timeline *tl, bool samples) {
+  grn_error e;
+  for (uint64_t now = grn_world_step_count(w);;) {
+    const timeline_event *ev;
+    while ((ev = timeline_due(tl, now)) != NULL) {
+      if (timeline_apply(w, ev, &e) != GRN_OK) {
+        fprintf(stderr, "grainlab: error: step %" PRIu64 ": %s\n", now, e.message);
+        return 1;
+      }
+    }
+    if (timeline_done(tl, now)) {
+      return 0;
+    }
+    const uint64_t at = grn_world_step_count(w);
+    const uint64_t want = samples ? GRN_SAMPLE_STEPS - at % GRN_SAMPLE_STEPS : INT_MAX;
+    const uint64_t k = timeline_room(tl, now, want);
+    now += k;
+    if (grn_world_step(w, (int)k) != GRN_OK) {
+      fprintf(stderr, "grainlab: error: out of memory at t = %g s\n", grn_world_time(w));
+      return 1;
+    }
+    if (samples && grn_world_step_count(w) % GRN_SAMPLE_STEPS == 0) {
+      grn_measurements m;
+      grn_world_measurements(w, &m);
+      print_measurements(&m);
+      putchar('\n');
+    }
+  }
+}
+
 static int cmd_run(int argc, char **argv) {
   options o;
   int rc = parse_options(argc, argv, false, &o);
@@ -323,7 +357,6 @@ static int cmd_run(int argc, char **argv) {
       return engine_error(&e);
     }
     acts[k].step = (uint64_t)llround(at / h);
-    acts[k].text = text;
   }
   /* stable order for equal times: insertion order (qsort is not stable, so sort by index too) */
   for (int k = 0; k < o.nactions; k++) {
@@ -339,28 +372,23 @@ static int cmd_run(int argc, char **argv) {
     fprintf(stderr, "grainlab: error: %s\n", e.message);
     return 1;
   }
-  int next = 0;
-  grn_measurements m;
-  for (uint64_t s = 0; s < total; s++) {
-    while (next < o.nactions && acts[next].step <= s) {
-      if (grn_world_act(w, &acts[next].action, &e) != GRN_OK) {
-        fprintf(stderr, "grainlab: error: action '%s': %s\n", acts[next].text, e.message);
-        grn_world_destroy(w);
-        return 1;
-      }
-      next++;
-    }
-    if (grn_world_step(w, 1) != GRN_OK) {
-      fprintf(stderr, "grainlab: error: out of memory at t = %g s\n", grn_world_time(w));
+  timeline tl = {.end = total};
+  for (int k = 0; k < o.nactions; k++) {
+    const timeline_event ev = {.step = acts[k].step, .is_action = true, .action = acts[k].action};
+    if (timeline_add(&tl, &ev) != 0) {
+      fprintf(stderr, "grainlab: error: out of memory\n");
+      timeline_free(&tl);
       grn_world_destroy(w);
       return 1;
     }
-    if (grn_world_step_count(w) % GRN_SAMPLE_STEPS == 0) {
-      grn_world_measurements(w, &m);
-      print_measurements(&m);
-      putchar('\n');
-    }
   }
+  rc = play(w, &tl, true);
+  timeline_free(&tl);
+  if (rc != 0) {
+    grn_world_destroy(w);
+    return rc;
+  }
+  grn_measurements m;
   grn_world_measurements(w, &m);
   grn_world_stats st;
   grn_world_get_stats(w, &st);
@@ -494,34 +522,25 @@ static int cmd_replay(int argc, char **argv) {
     store_replay_free(&r);
     return engine_error(&e);
   }
-  int next = 0;
-  for (;;) {
-    const uint64_t at = grn_world_step_count(w);
-    while (next < r.nevents && r.events[next].steps == at) {
-      const store_replay_event *ev = &r.events[next++];
-      const int rc = ev->is_action ? grn_world_act(w, &ev->action, &e)
-                                   : grn_world_set_param(w, ev->param, ev->value, &e);
-      if (rc != GRN_OK) {
-        fprintf(stderr, "grainlab: error: step %" PRIu64 ": %s\n", at, e.message);
-        grn_world_destroy(w);
-        store_replay_free(&r);
-        return 1;
-      }
-    }
-    if (at >= r.end_steps) {
-      break;
-    }
-    uint64_t to = r.end_steps;
-    if (next < r.nevents && r.events[next].steps < to) {
-      to = r.events[next].steps;
-    }
-    if (to <= at || grn_world_step(w, (int)(to - at)) != GRN_OK) {
+  timeline tl = {.end = r.end_steps};
+  int rc = 0;
+  for (int k = 0; k < r.nevents && rc == 0; k++) {
+    const store_replay_event *ev = &r.events[k];
+    timeline_event te = {
+        .step = ev->steps, .is_action = ev->is_action, .action = ev->action, .value = ev->value};
+    snprintf(te.param, sizeof te.param, "%s", ev->param);
+    if (timeline_add(&tl, &te) != 0) {
       fprintf(stderr, "grainlab: error: the recorded events are out of order at step %" PRIu64 "\n",
-              at);
-      grn_world_destroy(w);
-      store_replay_free(&r);
-      return 1;
+              ev->steps);
+      rc = 1;
     }
+  }
+  rc = rc ? rc : play(w, &tl, false);
+  timeline_free(&tl);
+  if (rc != 0) {
+    grn_world_destroy(w);
+    store_replay_free(&r);
+    return rc;
   }
   grn_measurements m;
   grn_world_measurements(w, &m);
