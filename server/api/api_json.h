@@ -89,8 +89,10 @@ typedef enum api_params_use {
  * `use`) and sets it in `def`. On error `def` may be partly changed: pass a copy. */
 int api_params_apply(const api_params *p, grn_world_def *def, api_params_use use, api_error *err);
 
-/* Whether a parameter is fixed when a scene starts (the particle count, an orbit's initial speed).
- */
+/* Whether a parameter is fixed when the engine builds the world (the catalogue marks it `restart`:
+ * the particle count, an orbit's initial speed). A live change or a fork refuses it before any
+ * value reaches the worker, so a request naming one changes nothing, not even the parameters
+ * listed before it. A name the scene does not take is not one (it fails as unknown). */
 bool api_param_restart_only(const grn_scene_info *scene, const char *name);
 
 /* {scene, params?, seed?} (POST /api/sessions/{id}/scene; keys other than those: 400

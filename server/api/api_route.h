@@ -59,13 +59,17 @@ typedef enum api_scope {
   API_SCOPE_RUNS        /* /api/runs and /api/runs/... */
 } api_scope;
 
+/* status 200: `route` answers; 404: no route has this path; 405: the path's routes are for other
+ * methods, listed in `allow` as the Allow header lists them. `id` is the path's first segment
+ * after /api/sessions/ or /api/runs/ (empty when none); one longer than fits is cut, and
+ * id_truncated set. */
 typedef struct api_match {
-  int status; /* 200: `route` answers; 404: no route has this path; 405: not this method */
-  const api_route *route; /* when 200 */
-  char allow[64];         /* when 405: the path's methods, as the Allow header lists them */
+  int status;
+  const api_route *route;
+  char allow[64];
   api_scope scope;
-  char id[128];      /* the path's {id} or {run} segment (its first after the prefix), */
-  bool id_truncated; /* may be empty; longer than fits: cut, and id_truncated set */
+  char id[128];
+  bool id_truncated;
 } api_match;
 
 /* Matches `path` (no query string) against the table. A pattern that ends in a parameter also
