@@ -2,6 +2,7 @@
  * the packed bed, list the scene catalogue. Bad input: one line on stderr, exit status 2. */
 #define _POSIX_C_SOURCE 200809L
 #include "grainlab/grainlab.h"
+#include "api_json.h"
 #include "store.h"
 #include "timeline.h"
 
@@ -79,20 +80,6 @@ static int parse_seed(const char *text, uint64_t *out) {
 }
 
 /* ---- JSON output ------------------------------------------------------------------------- */
-static void put_json_string(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') {
-      printf("\\%c", *s);
-    } else if ((unsigned char)*s < 0x20) {
-      printf("\\u%04x", *s);
-    } else {
-      putchar(*s);
-    }
-  }
-  putchar('"');
-}
-
 static void put_json_number(double v) {
   if (isfinite(v)) {
     printf("%.10g", v);
@@ -115,44 +102,17 @@ static void print_measurements(const grn_measurements *m) {
   printf("%s\"state\":\"%s\"}", first ? "" : ",", grn_state_name(m->state));
 }
 
+/* The catalogue as GET /api/scenes serves it: the same function, the same text. */
 static int cmd_scenes(void) {
-  printf("{\"scenes\":[");
-  for (int s = 0; s < grn_scene_count(); s++) {
-    const grn_scene_info *sc = grn_scene_at(s);
-    printf("%s{\"name\":", s ? "," : "");
-    put_json_string(sc->name);
-    printf(",\"model\":\"%s\",\"description\":", grn_model_name(sc->model));
-    put_json_string(sc->description);
-    printf(",\"params\":[");
-    for (int i = 0; i < sc->param_count; i++) {
-      const grn_param_info *p = &sc->param_info[i];
-      printf("%s{\"name\":", i ? "," : "");
-      put_json_string(p->name);
-      printf(",\"unit\":");
-      put_json_string(p->unit);
-      printf(",\"min\":%.10g,\"max\":%.10g,\"default\":%.10g,\"integer\":%s,\"restart\":%s,"
-             "\"description\":",
-             p->min, p->max, p->def, p->integer ? "true" : "false", p->restart ? "true" : "false");
-      put_json_string(p->description);
-      putchar('}');
-    }
-    printf("],\"actions\":[");
-    for (int i = 0; i < sc->action_count; i++) {
-      printf("%s", i ? "," : "");
-      put_json_string(sc->actions[i]);
-    }
-    printf("],\"measurements\":[");
-    bool first = true;
-    for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
-      if (sc->measures & (1u << k)) {
-        printf("%s", first ? "" : ",");
-        put_json_string(grn_measure_name((grn_measure_key)k));
-        first = false;
-      }
-    }
-    printf(",\"state\"]}");
+  json_t *j = api_scenes_json();
+  char *text = j ? api_dumps(j) : NULL;
+  json_decref(j);
+  if (!text) {
+    fputs("grainlab: error: out of memory\n", stderr);
+    return 1;
   }
-  printf("]}\n");
+  puts(text);
+  free(text);
   return 0;
 }
 

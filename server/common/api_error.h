@@ -1,12 +1,13 @@
 /* A refused request, as the REST API reports it: an HTTP status, a code word, a message and the
- * offending field. Filled by the session registry and the store, turned into JSON by http.c. */
+ * offending field. Filled by the API's parsers, the session registry and the store; turned into
+ * JSON by server/api/api_json.c. */
 #ifndef GRAINLAB_API_ERROR_H
 #define GRAINLAB_API_ERROR_H
 
 typedef struct api_error {
   int status;
   const char *code;
-  char message[192];
+  char message[256]; /* room for a JSON parse error quoting jansson's 160-byte text */
   char field[64];
 } api_error;
 

@@ -1,7 +1,10 @@
-/* grainlabd's HTTP side on libmicrohttpd: one route table (documented in schema/openapi.yaml),
- * bounded request bodies, strict JSON, bearer tokens, JSON errors, and static files. */
+/* grainlabd's HTTP side on libmicrohttpd: the route table of server/api/api_route.c (documented
+ * in schema/openapi.yaml) dispatched to one handler each, bounded request bodies, strict JSON into
+ * typed commands (server/api/api_json.c), bearer tokens, JSON errors, and static files. */
 #define _GNU_SOURCE
 #include "http.h"
+#include "api_json.h"
+#include "api_route.h"
 #include "log.h"
 
 #include <errno.h>
@@ -27,114 +30,48 @@ typedef struct http_reply {
   int status;
   char *body; /* malloc'd */
   const char *type;
-  const char *allow;    /* for 405 */
+  char allow[64];       /* for 405 */
   char disposition[64]; /* Content-Disposition, for downloads */
 } http_reply;
 
 static http_reply json_reply(int status, json_t *j) {
-  /* 15 significant digits: 0.1 reads as 0.1, and nothing a double carries is lost to a reader */
-  http_reply r = {status, json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)), "application/json",
-                  NULL, ""};
+  http_reply r = {status, api_dumps(j), "application/json", "", ""};
   json_decref(j);
   return r;
+}
+
+/* A refusal from the API's parsers, the registry or the store, as the API's JSON error. */
+static http_reply api_error_reply(const api_error *e) {
+  return json_reply(e->status, api_error_json(e));
 }
 
 static http_reply error_reply(int status, const char *code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static http_reply error_reply(int status, const char *code, const char *field, const char *fmt,
                               ...) {
-  char msg[256];
+  api_error e = {status, code, "", ""};
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  vsnprintf(e.message, sizeof e.message, fmt, ap);
   va_end(ap);
-  json_t *e = json_pack("{s:s, s:s}", "code", code, "message", msg);
-  if (field && *field) {
-    json_object_set_new(e, "field", json_string(field));
-  }
-  return json_reply(status, json_pack("{s:o}", "error", e));
+  snprintf(e.field, sizeof e.field, "%s", field ? field : "");
+  return api_error_reply(&e);
 }
 
-/* A refusal from the registry or the store, as the API's JSON error. */
-static http_reply api_error_reply(const api_error *e) {
-  return error_reply(e->status, e->code, e->field, "%s", e->message);
+static http_reply method_not_allowed(const char *method, const char *allow) {
+  http_reply r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
+  snprintf(r.allow, sizeof r.allow, "%s", allow);
+  return r;
 }
 
 /* The body as a JSON object, or an error reply. */
 static json_t *parse_object(const http_req *rq, http_reply *err) {
-  json_error_t je;
-  json_t *j = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &je);
+  api_error e;
+  json_t *j = api_parse_object(rq->body, rq->len, &e);
   if (!j) {
-    *err = error_reply(400, "bad_json", "", "malformed JSON at line %d column %d: %s", je.line,
-                       je.column, je.text);
-    return NULL;
-  }
-  if (!json_is_object(j)) {
-    json_decref(j);
-    *err = error_reply(400, "bad_json", "", "the body must be a JSON object");
-    return NULL;
+    *err = api_error_reply(&e);
   }
   return j;
-}
-
-/* Every key of `j` must be one of `allowed` (NULL-terminated). */
-static bool only_keys(json_t *j, const char *const *allowed, http_reply *err) {
-  const char *key;
-  json_t *v;
-  json_object_foreach(j, key, v) {
-    bool ok = false;
-    for (int i = 0; allowed[i] && !ok; i++) {
-      ok = strcmp(allowed[i], key) == 0;
-    }
-    if (!ok) {
-      *err = error_reply(400, "unknown_field", key, "unknown field '%.60s'", key);
-      return false;
-    }
-  }
-  return true;
-}
-
-/* {scene, params?, seed?} into a validated definition, or an error reply. */
-static bool read_definition(json_t *body, grn_world_def *d, http_reply *err) {
-  json_t *scene = json_object_get(body, "scene"), *params = json_object_get(body, "params");
-  json_t *seed = json_object_get(body, "seed");
-  if (!json_is_string(scene)) {
-    *err = error_reply(400, scene ? "wrong_type" : "missing_field", "scene",
-                       "\"scene\" must be a string naming a scene");
-    return false;
-  }
-  grn_error e;
-  if (grn_world_def_default(d, json_string_value(scene), &e) != GRN_OK) {
-    *err = error_reply(400, "unknown_scene", "scene", "unknown scene '%.60s'",
-                       json_string_value(scene));
-    return false;
-  }
-  if (params && !json_is_object(params)) {
-    *err = error_reply(400, "wrong_type", "params", "\"params\" must be an object");
-    return false;
-  }
-  const char *key;
-  json_t *v;
-  json_object_foreach(params, key, v) {
-    if (!json_is_number(v)) {
-      *err = error_reply(400, "wrong_type", key, "parameter '%.60s' must be a number", key);
-      return false;
-    }
-    if (grn_world_def_set(d, key, json_number_value(v), &e) != GRN_OK) {
-      *err = error_reply(e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
-                         e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range",
-                         e.field, "%s", e.message);
-      return false;
-    }
-  }
-  if (seed) {
-    if (!json_is_integer(seed)) {
-      *err = error_reply(400, "wrong_type", "seed", "\"seed\" must be an integer");
-      return false;
-    }
-    d->seed = (uint64_t)json_integer_value(seed);
-  }
-  return true;
 }
 
 static const char *bearer(struct MHD_Connection *c) {
@@ -174,31 +111,38 @@ static bool authorized(const http_server *srv, struct MHD_Connection *c, session
   return false;
 }
 
-static http_reply scenes_reply(void) {
-  json_t *a = json_array();
-  for (int i = 0; i < grn_scene_count(); i++) {
-    const grn_scene_info *sc = grn_scene_at(i);
-    json_t *params = json_array(), *actions = json_array(), *meas = json_array();
-    for (int k = 0; k < sc->param_count; k++) {
-      const grn_param_info *p = &sc->param_info[k];
-      json_array_append_new(
-          params, json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:b, s:s}", "name", p->name, "unit",
-                            p->unit, "min", p->min, "max", p->max, "default", p->def, "integer",
-                            p->integer, "restart", p->restart, "description", p->description));
-    }
-    for (int k = 0; k < sc->action_count; k++) {
-      json_array_append_new(actions, json_string(sc->actions[k]));
-    }
-    for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
-      if (sc->measures & (1u << k)) {
-        json_array_append_new(meas, json_string(grn_measure_name((grn_measure_key)k)));
-      }
-    }
-    json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "name", sc->name, "model",
-                                       grn_model_name(sc->model), "description", sc->description,
-                                       "params", params, "actions", actions, "measurements", meas));
-  }
-  return json_reply(200, json_pack("{s:o}", "scenes", a));
+/* One request, as its handler sees it: the route matched, and its session when it has one. */
+typedef struct http_call {
+  http_server *srv;
+  struct MHD_Connection *c;
+  const char *method;
+  const http_req *rq;
+  const api_match *m;
+  session *s;    /* /api/sessions/{id}/...: found, and visible to the caller */
+  long long run; /* /api/runs/{run}/...: its id */
+} http_call;
+
+typedef http_reply (*http_handler)(const http_call *k);
+
+static http_reply h_healthz(const http_call *k) {
+  (void)k;
+  return json_reply(200, json_pack("{s:s}", "status", "ok"));
+}
+
+static http_reply h_readyz(const http_call *k) {
+  return __atomic_load_n(&k->srv->ready, __ATOMIC_ACQUIRE)
+             ? json_reply(200, json_pack("{s:b}", "ready", 1))
+             : error_reply(503, "not_ready", "", "starting or stopping");
+}
+
+static http_reply h_config(const http_call *k) {
+  return json_reply(
+      200, json_pack("{s:i, s:s}", "ws_port", k->srv->ws_public_port, "ws_path", "/ws/sessions/"));
+}
+
+static http_reply h_scenes(const http_call *k) {
+  (void)k;
+  return json_reply(200, api_scenes_json());
 }
 
 /* The reply to a session's creation: the session with its tokens (shown this once). */
@@ -212,39 +156,32 @@ static http_reply created(session *s, const char *token, const char *viewer_toke
   return json_reply(201, j);
 }
 
-static http_reply create_session(http_server *srv, const http_req *rq) {
+static http_reply h_sessions_list(const http_call *k) {
+  /* private sessions are listed for the admin only */
+  return json_reply(200, json_pack("{s:o}", "sessions",
+                                   sess_list_json(k->srv->reg, admin_ok(k->srv, bearer(k->c)))));
+}
+
+static http_reply h_sessions_create(const http_call *k) {
   http_reply err;
-  json_t *body = parse_object(rq, &err);
+  json_t *body = parse_object(k->rq, &err);
   if (!body) {
     return err;
   }
-  static const char *const keys[] = {"scene", "params", "seed", "label", "private", NULL};
-  grn_world_def d;
-  json_t *label = json_object_get(body, "label");
-  json_t *priv = json_object_get(body, "private");
-  if (!only_keys(body, keys, &err) || !read_definition(body, &d, &err)) {
+  api_create cmd;
+  api_error e;
+  if (api_read_create(body, &cmd, &e) != 0) {
     json_decref(body);
-    return err;
+    return api_error_reply(&e);
   }
-  if (label && (!json_is_string(label) || strlen(json_string_value(label)) > 63)) {
-    json_decref(body);
-    return error_reply(400, "wrong_type", "label",
-                       "\"label\" must be a string of 63 bytes or "
-                       "fewer");
-  }
-  if (priv && !json_is_boolean(priv)) {
-    json_decref(body);
-    return error_reply(400, "wrong_type", "private", "\"private\" must be true or false");
-  }
-  sess_error se;
-  char token[65], viewer_token[65];
-  session *s = sess_create(srv->reg, &d, label ? json_string_value(label) : "", json_is_true(priv),
-                           token, viewer_token, &se);
   json_decref(body);
-  return s ? created(s, token, viewer_token) : api_error_reply(&se);
+  char token[65], viewer_token[65];
+  session *s = sess_create(k->srv->reg, &cmd.def, cmd.label, cmd.private_, token, viewer_token, &e);
+  return s ? created(s, token, viewer_token) : api_error_reply(&e);
 }
 
-static http_reply metrics_reply(http_server *srv) {
+static http_reply h_metrics(const http_call *k) {
+  http_server *srv = k->srv;
   sess_totals t;
   sess_get_totals(srv->reg, &t);
   ws_stats w;
@@ -338,84 +275,77 @@ static http_reply metrics_reply(http_server *srv) {
             ss.latency_max, (unsigned long long)ss.batches);
   }
   fclose(f);
-  http_reply r = {200, more, "text/plain; version=0.0.4", NULL, ""};
+  http_reply r = {200, more, "text/plain; version=0.0.4", "", ""};
   return r;
 }
 
-/* /api/sessions/{id}[/what] */
-static http_reply session_route(http_server *srv, struct MHD_Connection *c, const char *method,
-                                const char *id, const char *what, const http_req *rq) {
-  session *s = sess_find(srv->reg, id);
-  if (!s) {
-    return error_reply(404, "not_found", "id", "no session '%.40s'", id);
+static http_reply h_session_get(const http_call *k) {
+  return json_reply(200, sess_json(k->s));
+}
+
+static http_reply h_session_delete(const http_call *k) {
+  sess_delete(k->srv->reg, k->s);
+  return json_reply(200, json_pack("{s:s}", "deleted", k->m->id));
+}
+
+static http_reply h_session_patch(const http_call *k) {
+  http_reply err;
+  json_t *body = parse_object(k->rq, &err);
+  if (!body) {
+    return err;
   }
-  const char *presented = bearer(c);
-  if (!sess_viewer_ok(s, presented) && !admin_ok(srv, presented)) {
-    sess_release(s);
-    return error_reply(403, "private", "",
-                       "this session is private: send its viewer token as "
-                       "\"Authorization: Bearer <viewer token>\"");
-  }
-  http_reply r, err;
-  json_t *body = NULL;
-  sess_error se;
-  if (!*what) {
-    if (strcmp(method, "GET") == 0) {
-      r = json_reply(200, sess_json(s));
-    } else if (strcmp(method, "DELETE") == 0) {
-      if (authorized(srv, c, s, true, &err)) {
-        sess_delete(srv->reg, s);
-        r = json_reply(200, json_pack("{s:s}", "deleted", id));
-      } else {
-        r = err;
-      }
-    } else if (strcmp(method, "PATCH") == 0) {
-      static const char *const keys[] = {"speed", "label", NULL};
-      json_t *speed;
-      if (!authorized(srv, c, s, false, &err) || !(body = parse_object(rq, &err)) ||
-          !only_keys(body, keys, &err)) {
-        r = err;
-      } else if ((speed = json_object_get(body, "speed")) && !json_is_number(speed)) {
-        r = error_reply(400, "wrong_type", "speed", "\"speed\" must be a number");
-      } else if (json_object_get(body, "label")) {
-        r = error_reply(400, "read_only", "label", "a session's label is set when it is created");
-      } else if (speed && sess_set_speed(s, json_number_value(speed), &se) != 0) {
-        r = api_error_reply(&se);
-      } else {
-        r = json_reply(200, sess_json(s));
-      }
-    } else {
-      r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
-      r.allow = "GET, PATCH, DELETE";
-    }
-  } else if (strcmp(what, "params") == 0 || strcmp(what, "actions") == 0 ||
-             strcmp(what, "scene") == 0) {
-    const char *want = strcmp(what, "params") == 0 ? "PATCH" : "POST";
-    if (strcmp(method, want) != 0) {
-      r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
-      r.allow = want;
-    } else if (!authorized(srv, c, s, false, &err) || !(body = parse_object(rq, &err))) {
-      r = err;
-    } else if (strcmp(what, "params") == 0) {
-      r = sess_set_params(s, body, &se) == 0 ? json_reply(200, sess_json(s)) : api_error_reply(&se);
-    } else if (strcmp(what, "actions") == 0) {
-      r = sess_action(s, body, &se) == 0 ? json_reply(200, sess_json(s)) : api_error_reply(&se);
-    } else {
-      static const char *const keys[] = {"scene", "params", "seed", NULL};
-      grn_world_def d;
-      if (!only_keys(body, keys, &err) || !read_definition(body, &d, &err)) {
-        r = err;
-      } else {
-        r = sess_switch_scene(srv->reg, s, &d, &se) == 0 ? json_reply(200, sess_json(s))
-                                                         : api_error_reply(&se);
-      }
-    }
-  } else {
-    r = error_reply(404, "not_found", "", "no such resource");
-  }
+  api_session_patch cmd;
+  api_error e;
+  const int rc = api_read_session_patch(body, &cmd, &e);
   json_decref(body);
-  sess_release(s);
+  if (rc != 0 || (cmd.has_speed && sess_set_speed(k->s, cmd.speed, &e) != 0)) {
+    return api_error_reply(&e);
+  }
+  return json_reply(200, sess_json(k->s));
+}
+
+static http_reply h_session_params(const http_call *k) {
+  http_reply err;
+  json_t *body = parse_object(k->rq, &err);
+  if (!body) {
+    return err;
+  }
+  api_params cmd;
+  api_params_read(body, &cmd); /* the names point into body, released after the change */
+  api_error e;
+  const http_reply r =
+      sess_set_params(k->s, &cmd, &e) == 0 ? json_reply(200, sess_json(k->s)) : api_error_reply(&e);
+  json_decref(body);
   return r;
+}
+
+static http_reply h_session_action(const http_call *k) {
+  http_reply err;
+  json_t *body = parse_object(k->rq, &err);
+  if (!body) {
+    return err;
+  }
+  api_error e;
+  const http_reply r =
+      sess_action(k->s, body, &e) == 0 ? json_reply(200, sess_json(k->s)) : api_error_reply(&e);
+  json_decref(body);
+  return r;
+}
+
+static http_reply h_session_scene(const http_call *k) {
+  http_reply err;
+  json_t *body = parse_object(k->rq, &err);
+  if (!body) {
+    return err;
+  }
+  grn_world_def d;
+  api_error e;
+  const int rc = api_read_scene(body, &d, &e);
+  json_decref(body);
+  if (rc != 0 || sess_switch_scene(k->srv->reg, k->s, &d, &e) != 0) {
+    return api_error_reply(&e);
+  }
+  return json_reply(200, sess_json(k->s));
 }
 
 static const char *mime(const char *path) {
@@ -477,7 +407,7 @@ static http_reply static_file(const http_server *srv, const char *url) {
     return error_reply(500, "io_error", "", "could not read the file");
   }
   buf[got] = '\0';
-  http_reply r = {200, buf, mime(real), NULL, ""};
+  http_reply r = {200, buf, mime(real), "", ""};
   return r;
 }
 
@@ -497,122 +427,84 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
   return MHD_YES;
 }
 
-static http_reply method_not_allowed(const char *method, const char *allow) {
-  http_reply r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
-  r.allow = allow;
+/* /api/runs?filters: the record, read-only */
+static http_reply h_runs_list(const http_call *k) {
+  query_args q = {json_object(), ""};
+  MHD_get_connection_values(k->c, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+  if (q.dup[0]) {
+    json_decref(q.args);
+    return error_reply(400, "duplicate_field", q.dup, "'%s' is given twice", q.dup);
+  }
+  json_t *out = NULL;
+  store_error se;
+  const int rc = store_list_runs(k->srv->store, q.args, &out, &se);
+  json_decref(q.args);
+  return rc == 0 ? json_reply(200, out) : api_error_reply(&se);
+}
+
+static http_reply h_run_get(const http_call *k) {
+  json_t *out = NULL;
+  store_error se;
+  return store_get_run(k->srv->store, k->run, &out, &se) == 0 ? json_reply(200, out)
+                                                              : api_error_reply(&se);
+}
+
+static http_reply h_run_samples(const http_call *k) {
+  const char *format = MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, "format");
+  const char *accept = MHD_lookup_connection_value(k->c, MHD_HEADER_KIND, "Accept");
+  if (format && strcmp(format, "csv") != 0 && strcmp(format, "json") != 0) {
+    return error_reply(400, "bad_format", "format", "format is csv or json");
+  }
+  const bool csv = format ? strcmp(format, "csv") == 0 : accept && strstr(accept, "text/csv");
+  char *body = NULL;
+  size_t len = 0;
+  store_error se;
+  if (store_samples(k->srv->store, k->run, csv, &body, &len, &se) != 0) {
+    return api_error_reply(&se);
+  }
+  http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", ""};
+  if (csv) {
+    snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"run-%lld.csv\"", k->run);
+  }
   return r;
 }
 
-/* /api/runs and /api/runs/{id}[/samples]: the record, read-only */
 /* POST /api/runs/{id}/replay {label?, private?} and /fork {params?, label?, private?} */
-static http_reply from_run(http_server *srv, long long id, bool fork, const http_req *rq) {
+static http_reply from_run(const http_call *k, bool fork) {
   http_reply err;
-  json_t *body = parse_object(rq, &err);
+  json_t *body = parse_object(k->rq, &err);
   if (!body) {
     return err;
   }
-  static const char *const replay_keys[] = {"label", "private", NULL};
-  static const char *const fork_keys[] = {"params", "label", "private", NULL};
-  json_t *label = json_object_get(body, "label"), *priv = json_object_get(body, "private");
-  json_t *params = json_object_get(body, "params");
+  api_from_run cmd;
+  api_error e;
   http_reply r;
-  if (!only_keys(body, fork ? fork_keys : replay_keys, &err)) {
-    r = err;
-  } else if (label && (!json_is_string(label) || strlen(json_string_value(label)) > 63)) {
-    r = error_reply(400, "wrong_type", "label", "\"label\" must be a string of 63 bytes or fewer");
-  } else if (priv && !json_is_boolean(priv)) {
-    r = error_reply(400, "wrong_type", "private", "\"private\" must be true or false");
-  } else if (params && !json_is_object(params)) {
-    r = error_reply(400, "wrong_type", "params", "\"params\" must be an object");
+  if (api_read_from_run(body, fork, &cmd, &e) != 0) {
+    r = api_error_reply(&e);
   } else {
-    sess_error se;
     char token[65], viewer_token[65];
     json_t *none = json_object();
-    session *s = sess_create_from_run(srv->reg, id, fork ? (params ? params : none) : NULL,
-                                      label ? json_string_value(label) : "", json_is_true(priv),
-                                      token, viewer_token, &se);
+    session *s = sess_create_from_run(k->srv->reg, k->run,
+                                      fork ? (cmd.params ? (json_t *)cmd.params : none) : NULL,
+                                      cmd.label, cmd.private_, token, viewer_token, &e);
     json_decref(none);
-    r = s ? created(s, token, viewer_token) : api_error_reply(&se);
+    r = s ? created(s, token, viewer_token) : api_error_reply(&e);
   }
   json_decref(body);
   return r;
 }
 
-static http_reply runs_route(http_server *srv, struct MHD_Connection *c, const char *method,
-                             const char *url, const http_req *rq) {
-  if (!srv->store) {
-    return error_reply(503, "no_store", "", "this server keeps no record");
-  }
-  const char *tail = strrchr(url, '/');
-  const bool post = tail && (strcmp(tail, "/replay") == 0 || strcmp(tail, "/fork") == 0) &&
-                    strncmp(url, "/api/runs/", 10) == 0 && tail > url + 10;
-  if (strcmp(method, post ? "POST" : "GET") != 0) {
-    return method_not_allowed(method, post ? "POST" : "GET");
-  }
-  store_error se;
-  if (strcmp(url, "/api/runs") == 0) {
-    query_args q = {json_object(), ""};
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
-    if (q.dup[0]) {
-      json_decref(q.args);
-      return error_reply(400, "duplicate_field", q.dup, "'%s' is given twice", q.dup);
-    }
-    json_t *out = NULL;
-    const int rc = store_list_runs(srv->store, q.args, &out, &se);
-    json_decref(q.args);
-    return rc == 0 ? json_reply(200, out) : api_error_reply(&se);
-  }
-  const char *rest = url + strlen("/api/runs/"), *slash = strchr(rest, '/');
-  const size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
-  char digits[20];
-  if (n == 0 || n >= sizeof digits || strspn(rest, "0123456789") != n) {
-    return error_reply(404, "not_found", "id", "run ids are whole numbers");
-  }
-  memcpy(digits, rest, n);
-  digits[n] = '\0';
-  const long long id = strtoll(digits, NULL, 10);
-  const char *what = slash ? slash + 1 : "";
-  if (!*what) {
-    json_t *out = NULL;
-    return store_get_run(srv->store, id, &out, &se) == 0 ? json_reply(200, out)
-                                                         : api_error_reply(&se);
-  }
-  if (strcmp(what, "samples") == 0) {
-    const char *format = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
-    const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
-    if (format && strcmp(format, "csv") != 0 && strcmp(format, "json") != 0) {
-      return error_reply(400, "bad_format", "format", "format is csv or json");
-    }
-    const bool csv = format ? strcmp(format, "csv") == 0 : accept && strstr(accept, "text/csv");
-    char *body = NULL;
-    size_t len = 0;
-    if (store_samples(srv->store, id, csv, &body, &len, &se) != 0) {
-      return api_error_reply(&se);
-    }
-    http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", NULL, ""};
-    if (csv) {
-      snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"run-%lld.csv\"", id);
-    }
-    return r;
-  }
-  if (strcmp(what, "replay") == 0 || strcmp(what, "fork") == 0) {
-    return from_run(srv, id, strcmp(what, "fork") == 0, rq);
-  }
-  return error_reply(404, "not_found", "", "no such resource");
+static http_reply h_run_replay(const http_call *k) {
+  return from_run(k, false);
+}
+
+static http_reply h_run_fork(const http_call *k) {
+  return from_run(k, true);
 }
 
 /* POST /api/admin/backup: a consistent copy of the database, made while sessions run */
-static http_reply backup_reply(http_server *srv, struct MHD_Connection *c, const char *method) {
-  if (strcmp(method, "POST") != 0) {
-    return method_not_allowed(method, "POST");
-  }
-  const char *t = bearer(c);
-  if (!t) {
-    return error_reply(401, "unauthorized", "", "backups need the admin token");
-  }
-  if (!admin_ok(srv, t)) {
-    return error_reply(403, "forbidden", "", "backups need the admin token");
-  }
+static http_reply h_backup(const http_call *k) {
+  http_server *srv = k->srv;
   if (!srv->store) {
     return error_reply(503, "no_store", "", "this server keeps no record");
   }
@@ -639,72 +531,131 @@ static http_reply backup_reply(http_server *srv, struct MHD_Connection *c, const
                                    (json_int_t)bytes));
 }
 
+static const http_handler handlers[API_H_COUNT] = {
+    [API_H_HEALTHZ] = h_healthz,
+    [API_H_READYZ] = h_readyz,
+    [API_H_METRICS] = h_metrics,
+    [API_H_CONFIG] = h_config,
+    [API_H_SCENES] = h_scenes,
+    [API_H_SESSIONS_LIST] = h_sessions_list,
+    [API_H_SESSIONS_CREATE] = h_sessions_create,
+    [API_H_SESSION_GET] = h_session_get,
+    [API_H_SESSION_PATCH] = h_session_patch,
+    [API_H_SESSION_DELETE] = h_session_delete,
+    [API_H_SESSION_PARAMS] = h_session_params,
+    [API_H_SESSION_ACTION] = h_session_action,
+    [API_H_SESSION_SCENE] = h_session_scene,
+    [API_H_BACKUP] = h_backup,
+    [API_H_RUNS_LIST] = h_runs_list,
+    [API_H_RUN_GET] = h_run_get,
+    [API_H_RUN_SAMPLES] = h_run_samples,
+    [API_H_RUN_REPLAY] = h_run_replay,
+    [API_H_RUN_FORK] = h_run_fork,
+};
+
+/* A run id: whole, 1 to 19 digits. */
+static bool run_id(const api_match *m, long long *out) {
+  const size_t n = strlen(m->id);
+  if (m->id_truncated || n == 0 || n >= 20 || strspn(m->id, "0123456789") != n) {
+    return false;
+  }
+  *out = strtoll(m->id, NULL, 10);
+  return true;
+}
+
+/* A path under /api/runs that no route has: answered as before the table, by the method its last
+ * segment suggests, then its id. */
+static http_reply runs_unmatched(const char *method, const char *url, const api_match *m) {
+  const char *tail = strrchr(url, '/');
+  const bool post = tail && (strcmp(tail, "/replay") == 0 || strcmp(tail, "/fork") == 0) &&
+                    strncmp(url, "/api/runs/", 10) == 0 && tail > url + 10;
+  long long id;
+  if (strcmp(method, post ? "POST" : "GET") != 0) {
+    return method_not_allowed(method, post ? "POST" : "GET");
+  }
+  if (!run_id(m, &id)) {
+    return error_reply(404, "not_found", "id", "run ids are whole numbers");
+  }
+  return error_reply(404, "not_found", "", "no such resource");
+}
+
+/* The route's token check; false with an error reply. */
+static bool route_authorized(const http_call *k, http_reply *err) {
+  switch (k->m->route->auth) {
+  case API_AUTH_NONE:
+    return true;
+  case API_AUTH_CONTROL:
+  case API_AUTH_CONTROL_OR_ADMIN:
+    return authorized(k->srv, k->c, k->s, k->m->route->auth == API_AUTH_CONTROL_OR_ADMIN, err);
+  case API_AUTH_ADMIN:
+    break;
+  }
+  const char *t = bearer(k->c);
+  if (!t) {
+    *err = error_reply(401, "unauthorized", "", "backups need the admin token");
+    return false;
+  }
+  if (!admin_ok(k->srv, t)) {
+    *err = error_reply(403, "forbidden", "", "backups need the admin token");
+    return false;
+  }
+  return true;
+}
+
+/* Checks in the order the API promises: a session must exist and be visible before its 404 or
+ * 405, the record must be kept before anything under /api/runs; then the method, the token, and
+ * the handler (which reads the body). */
 static http_reply route(http_server *srv, struct MHD_Connection *c, const char *method,
                         const char *url, const http_req *rq) {
   if (rq->too_big) {
     return error_reply(413, "too_large", "", "request bodies are limited to %d bytes", BODY_LIMIT);
   }
-  const bool get = strcmp(method, "GET") == 0;
-  if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0 || strcmp(url, "/metrics") == 0 ||
-      strcmp(url, "/api/scenes") == 0 || strcmp(url, "/api/config") == 0) {
-    if (!get) {
-      http_reply r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
-      r.allow = "GET";
-      return r;
-    }
-    if (strcmp(url, "/api/config") == 0) {
-      return json_reply(
-          200, json_pack("{s:i, s:s}", "ws_port", srv->ws_public_port, "ws_path", "/ws/sessions/"));
-    }
-    if (strcmp(url, "/healthz") == 0) {
-      return json_reply(200, json_pack("{s:s}", "status", "ok"));
-    }
-    if (strcmp(url, "/readyz") == 0) {
-      return __atomic_load_n(&srv->ready, __ATOMIC_ACQUIRE)
-                 ? json_reply(200, json_pack("{s:b}", "ready", 1))
-                 : error_reply(503, "not_ready", "", "starting or stopping");
-    }
-    return strcmp(url, "/metrics") == 0 ? metrics_reply(srv) : scenes_reply();
-  }
-  if (strcmp(url, "/api/sessions") == 0) {
-    if (get) {
-      /* private sessions are listed for the admin only */
-      return json_reply(
-          200, json_pack("{s:o}", "sessions", sess_list_json(srv->reg, admin_ok(srv, bearer(c)))));
-    }
-    if (strcmp(method, "POST") == 0) {
-      return create_session(srv, rq);
-    }
-    http_reply r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
-    r.allow = "GET, POST";
-    return r;
-  }
-  if (strncmp(url, "/api/sessions/", 14) == 0) {
-    char id[64];
-    const char *rest = url + 14, *slash = strchr(rest, '/');
-    const size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
-    if (n == 0 || n >= sizeof id) {
+  api_match m;
+  api_route_match(method, url, &m);
+  http_call k = {srv, c, method, rq, &m, NULL, 0};
+  if (m.scope == API_SCOPE_SESSION) {
+    if (!m.id[0] || m.id_truncated || strlen(m.id) >= 64) {
       return error_reply(404, "not_found", "id", "no such session");
     }
-    memcpy(id, rest, n);
-    id[n] = '\0';
-    return session_route(srv, c, method, id, slash ? slash + 1 : "", rq);
+    k.s = sess_find(srv->reg, m.id);
+    if (!k.s) {
+      return error_reply(404, "not_found", "id", "no session '%.40s'", m.id);
+    }
+    const char *presented = bearer(c);
+    if (!sess_viewer_ok(k.s, presented) && !admin_ok(srv, presented)) {
+      sess_release(k.s);
+      return error_reply(403, "private", "",
+                         "this session is private: send its viewer token as "
+                         "\"Authorization: Bearer <viewer token>\"");
+    }
+  } else if (m.scope == API_SCOPE_RUNS && !srv->store) {
+    return error_reply(503, "no_store", "", "this server keeps no record");
   }
-  if (strcmp(url, "/api/admin/backup") == 0) {
-    return backup_reply(srv, c, method);
+  http_reply r;
+  if (m.status == 405) {
+    r = method_not_allowed(method, m.allow);
+  } else if (m.status == 404) {
+    if (m.scope == API_SCOPE_STATIC) {
+      r = strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0
+              ? method_not_allowed(method, "GET")
+              : static_file(srv, url);
+    } else if (m.scope == API_SCOPE_RUNS) {
+      r = runs_unmatched(method, url, &m);
+    } else {
+      r = error_reply(404, "not_found", "", "no such resource");
+    }
+  } else if (m.scope == API_SCOPE_RUNS && m.route->handler != API_H_RUNS_LIST &&
+             !run_id(&m, &k.run)) {
+    r = error_reply(404, "not_found", "id", "run ids are whole numbers");
+  } else if (!route_authorized(&k, &r)) {
+    /* r is the refusal */
+  } else {
+    r = handlers[m.route->handler](&k);
   }
-  if (strcmp(url, "/api/runs") == 0 || strncmp(url, "/api/runs/", 10) == 0) {
-    return runs_route(srv, c, method, url, rq);
+  if (k.s) {
+    sess_release(k.s);
   }
-  if (strncmp(url, "/api/", 5) == 0 || strcmp(url, "/api") == 0) {
-    return error_reply(404, "not_found", "", "no such resource");
-  }
-  if (!get && strcmp(method, "HEAD") != 0) {
-    http_reply r = error_reply(405, "method_not_allowed", "", "%s is not allowed here", method);
-    r.allow = "GET";
-    return r;
-  }
-  return static_file(srv, url);
+  return r;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -754,7 +705,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.type ? r.type : "text/plain");
   MHD_add_response_header(resp, "Cache-Control", "no-store");
-  if (r.allow) {
+  if (r.allow[0]) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r.allow);
   }
   if (r.disposition[0]) {

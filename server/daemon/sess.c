@@ -134,15 +134,6 @@ static int fast_steps(const session *s) {
   return k >= 960.0 ? 960 : k <= 4.0 ? 4 : (int)k;
 }
 
-/* Parameters the engine fixes when it builds the world (the catalogue marks them `restart`:
- * the particle count, an orbit's initial speed). The daemon refuses them before any value reaches
- * the worker, so a request naming one changes nothing, not even the parameters listed before it.
- * A name the scene does not take is not one of them (it fails as unknown). */
-bool sess_param_restart_only(const grn_scene_info *scene, const char *name) {
-  const int k = grn_scene_param_index(scene, name);
-  return k >= 0 && scene->param_info[k].restart;
-}
-
 /* The parameter that sets a scene's particle count, for a refusal that names it. */
 static const char *count_param(const grn_scene_info *scene) {
   static const char *const names[] = {"amount", "bodies", "quality"};
@@ -750,22 +741,9 @@ session *sess_create_from_run(sess_registry *r, int64_t run, json_t *fork_params
   sc->fast = fork_params != NULL;
   /* a fork's parameters: checked against the scene now, all or nothing */
   grn_world_def d = sc->r.def;
-  const char *key;
-  json_t *v;
-  json_object_foreach(fork_params, key, v) {
-    grn_error e;
-    if (!json_is_number(v)) {
-      api_fail(err, 400, "wrong_type", key, "parameter '%s' must be a number", key);
-    } else if (grn_world_def_set(&d, key, json_number_value(v), &e) != GRN_OK) {
-      api_fail(err, e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
-               e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range", e.field, "%s",
-               e.message);
-    } else if (sess_param_restart_only(d.scene, key)) {
-      api_fail(err, 409, "needs_restart", key,
-               "a fork goes on from the run's end: '%s' is fixed when the scene starts", key);
-    } else {
-      continue;
-    }
+  api_params fork;
+  api_params_read(fork_params, &fork);
+  if (api_params_apply(&fork, &d, API_PARAMS_FORK, err) != 0) {
     free_script(sc);
     return NULL;
   }
@@ -981,10 +959,8 @@ static int call(session *s, const void *cmd, size_t size, int steps, sess_error 
   if (type == WORKER_REPLY_ERROR) {
     /* the engine's refusal of a live change it cannot make: the same answer as the daemon's own
      * check of restart-only parameters */
-    const bool restart = reply.er.error.code == GRN_E_UNSUPPORTED &&
-                         ((const worker_header *)cmd)->type == WORKER_CMD_SET;
-    api_fail(err, restart ? 409 : 422, restart ? "needs_restart" : "rejected", reply.er.error.field,
-             "%s", reply.er.error.message);
+    const bool set = ((const worker_header *)cmd)->type == WORKER_CMD_SET;
+    api_engine_error(err, set ? API_ON_WORKER_SET : API_ON_WORKER, &reply.er.error);
     return -1;
   }
   failed(s);
@@ -992,51 +968,33 @@ static int call(session *s, const void *cmd, size_t size, int steps, sess_error 
   return -1;
 }
 
-int sess_set_params(session *s, json_t *params, sess_error *err) {
+int sess_set_params(session *s, const api_params *params, sess_error *err) {
   pthread_mutex_lock(&s->lock);
   grn_world_def d = s->def;
-  const char *key;
-  json_t *v;
   grn_error e;
   /* all or nothing: every value is checked before the first reaches the worker */
-  json_object_foreach(params, key, v) {
-    if (!json_is_number(v)) {
-      api_fail(err, 400, "wrong_type", key, "parameter '%s' must be a number", key);
-      pthread_mutex_unlock(&s->lock);
-      return -1;
-    }
-    if (grn_world_def_set(&d, key, json_number_value(v), &e) != GRN_OK) {
-      api_fail(err, e.code == GRN_E_UNKNOWN_PARAM ? 400 : 422,
-               e.code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range", e.field, "%s",
-               e.message);
-      pthread_mutex_unlock(&s->lock);
-      return -1;
-    }
-    if (sess_param_restart_only(d.scene, key)) {
-      api_fail(err, 409, "needs_restart", key,
-               "parameter '%s' is fixed when the scene starts: restart it (POST "
-               "/api/sessions/{id}/scene) to change it",
-               key);
-      pthread_mutex_unlock(&s->lock);
-      return -1;
-    }
+  if (api_params_apply(params, &d, API_PARAMS_LIVE, err) != 0) {
+    pthread_mutex_unlock(&s->lock);
+    return -1;
   }
   int rc = 0;
   /* what the worker took: should it refuse a later value after all, the record still says
    * exactly what changed, so the run replays */
   json_t *applied = json_object();
-  json_object_foreach(params, key, v) {
+  for (int i = 0; i < params->count; i++) {
+    const api_param *p = &params->at[i];
     worker_set cmd;
     memset(&cmd, 0, sizeof cmd);
     cmd.h.type = WORKER_CMD_SET;
     cmd.h.size = sizeof cmd;
-    cmd.param = param_id(s->def.scene, key);
-    cmd.value = json_number_value(v);
+    cmd.param = param_id(s->def.scene, p->name);
+    cmd.value = p->value;
     if ((rc = call(s, &cmd, sizeof cmd, 0, err)) != 0) {
       break;
     }
-    grn_world_def_set(&s->def, key, cmd.value, &e);
-    json_object_set(applied, key, v);
+    grn_world_def_set(&s->def, p->name, cmd.value, &e);
+    json_object_set_new(applied, p->name,
+                        p->integer ? json_integer((json_int_t)p->value) : json_real(p->value));
   }
   if (json_object_size(applied) > 0) {
     s->dirty = true;
@@ -1212,9 +1170,7 @@ int sess_action(session *s, json_t *body, sess_error *err) {
     cmd.action = p.action;
     grn_error e;
     if (grn_action_check(s->def.scene, &cmd.action, &e) != GRN_OK) {
-      api_fail(err, e.code == GRN_E_UNSUPPORTED ? 409 : 422,
-               e.code == GRN_E_UNSUPPORTED ? "unsupported_action" : "out_of_range", e.field, "%s",
-               e.message);
+      api_engine_error(err, API_ON_ACTION, &e);
       rc = -1;
     } else {
       /* reset rebuilds the scene: as much work as a few hundred steps */
@@ -1253,9 +1209,7 @@ int sess_queue_action(session *s, json_t *body, sess_error *err) {
   pthread_mutex_lock(&s->qlock);
   int rc = 0;
   if (grn_action_check(s->qscene, &a, &e) != GRN_OK) {
-    api_fail(err, e.code == GRN_E_UNSUPPORTED ? 409 : 422,
-             e.code == GRN_E_UNSUPPORTED ? "unsupported_action" : "out_of_range", e.field, "%s",
-             e.message);
+    api_engine_error(err, API_ON_ACTION, &e);
     rc = -1;
   } else if (s->queued > 0 && (a.kind == GRN_A_SPOUT || a.kind == GRN_A_TOOL) &&
              s->queue[s->queued - 1].action.kind == a.kind) {
@@ -1287,7 +1241,7 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
   const int rc = start_worker(s, err);
   if (rc != 0) {
     s->state = SESS_FAILED;
-    snprintf(s->reason, sizeof s->reason, "%s", err->message);
+    snprintf(s->reason, sizeof s->reason, "%.199s", err->message);
   }
   if (rc == 0) {
     run_started(s);

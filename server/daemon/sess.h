@@ -5,6 +5,7 @@
 #define GRAINLAB_SESS_H
 
 #include "api_error.h"
+#include "api_json.h"
 #include "chan.h"
 #include "grainlab/grainlab.h"
 #include "store.h"
@@ -90,12 +91,9 @@ json_t *sess_list_json(sess_registry *r, bool include_private);
  * catalogue the API shows; `count` receives how many. */
 const grn_action_info *sess_own_actions(int *count);
 
-/* Whether a parameter is fixed when a scene starts (the particle count, an orbit's initial
- * speed): a live change of it is refused (409 needs_restart); a scene switch sets it. */
-bool sess_param_restart_only(const grn_scene_info *scene, const char *name);
-
 /* Changes: each validated before it touches anything; on error nothing changed. */
-int sess_set_params(session *s, json_t *params, sess_error *err);
+/* params: checked here against the session's scene (api_params_apply), then applied in order. */
+int sess_set_params(session *s, const api_params *params, sess_error *err);
 int sess_set_speed(session *s, double speed, sess_error *err);
 int sess_action(session *s, json_t *body, sess_error *err);
 int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, sess_error *err);

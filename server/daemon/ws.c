@@ -2,6 +2,7 @@
  * connection; other threads only ever wake it with lws_cancel_service(). */
 #define _GNU_SOURCE
 #include "ws.h"
+#include "api_json.h"
 #include "log.h"
 
 #include <libwebsockets.h>
@@ -100,11 +101,7 @@ static int reject(ws_server *ws, viewer *v, const char *code, const char *field,
   count(&ws->stats.messages_rejected, 1);
   log_msg(LOG_WARN, "ws_rejected", "connection=%llu session=%s: rejected message: %s: %s",
           (unsigned long long)v->id, v->s ? sess_id(v->s) : "-", code, msg);
-  json_t *e = json_pack("{s:s, s:s}", "code", code, "message", msg);
-  if (field && *field) {
-    json_object_set_new(e, "field", json_string(field));
-  }
-  reply(v, json_pack("{s:s, s:o}", "type", "error", "error", e));
+  reply(v, json_pack("{s:s, s:o}", "type", "error", "error", api_error_object(code, field, msg)));
   if (++v->bad > BAD_MAX) {
     static const char why[] = "too many rejected messages";
     lws_close_reason(v->wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *)why,

@@ -27,10 +27,17 @@ expect_error() {
 
 # catalogue
 if "$bin" scenes >"$tmp/scenes" && grep -q '"name":"pour"' "$tmp/scenes" &&
-  grep -q '"name":"mu","unit":"","min":0,"max":1.5' "$tmp/scenes"; then
+  grep -q '"name":"mu","unit":"","min":0.0,"max":1.5' "$tmp/scenes"; then
   ok "scenes lists pour with its parameters"
 else
   bad "scenes output: $(head -c 300 "$tmp/scenes")"
+fi
+# the same catalogue as GET /api/scenes (test_store.sh compares the two): a sample's state is no
+# measurement
+if ! grep -q '"state"' "$tmp/scenes"; then
+  ok "scenes lists measurements only, as the API does (no \"state\")"
+else
+  bad "scenes lists \"state\": $(grep -o '"measurements":\[[^]]*\]' "$tmp/scenes" | head -1)"
 fi
 
 # a short run: 4 samples (every 0.25 s) and a final line

@@ -15,6 +15,13 @@ start_daemon "$daemon" --static-dir "$tmp"
 db="$tmp/data/grainlab.db"
 [ -f "$db" ] && ok "the database is DATA_DIR/grainlab.db" || bad "no $db"
 
+# one catalogue: the CLI prints what GET /api/scenes serves, byte for byte
+if [ "$("$cli" scenes)" = "$(curl -s "$base/api/scenes")" ] && "$cli" scenes | grep -q '"name":"pour"'; then
+  ok "grainlab scenes prints the JSON of GET /api/scenes"
+else
+  bad "grainlab scenes and GET /api/scenes differ: $(diff <("$cli" scenes) <(curl -s "$base/api/scenes") | head -c 400)"
+fi
+
 j() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 # create SCENE PARAMS [LABEL]: sets sid, token, run
 create() {

@@ -1,0 +1,126 @@
+/* The REST API's JSON, in one place for grainlabd (http.c, ws.c, sess.c) and the CLI: request
+ * bodies into typed commands, the one engine-error → HTTP mapping, the error object, and the
+ * scene catalogue. Pure: no I/O, no libmicrohttpd; tested by tests/unit/test_api_json.c. */
+#ifndef GRAINLAB_API_JSON_H
+#define GRAINLAB_API_JSON_H
+
+#include "api_error.h"
+#include "grainlab/grainlab.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+/* The one text form of every JSON the API and the CLI print: compact, 15 significant digits (0.1
+ * reads as 0.1, and nothing a double carries is lost to a reader). malloc'd; NULL if out of
+ * memory. `j` is not released. */
+char *api_dumps(const json_t *j);
+
+/* {"scenes": [{name, model, description, params: [{name, unit, min, max, default, integer,
+ * restart, description}], actions: [names], measurements: [keys]}]}: GET /api/scenes and
+ * `grainlab scenes`. A new reference. */
+json_t *api_scenes_json(void);
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+/* {"code", "message", "field"?}: the error object of a REST reply and of a websocket "error"
+ * message. `field` may be NULL or empty (then left out). A new reference. */
+json_t *api_error_object(const char *code, const char *field, const char *message);
+/* {"error": {...}}: a refused request's whole reply body. A new reference. */
+json_t *api_error_json(const api_error *e);
+
+/* Where the engine refused something: the same engine status means different things there. */
+typedef enum api_engine_ctx {
+  API_ON_PARAM = 0,  /* a parameter value checked against its scene (create, switch, live, fork) */
+  API_ON_ACTION,     /* an action checked against its scene */
+  API_ON_WORKER_SET, /* the worker refused a live parameter change */
+  API_ON_WORKER,     /* the worker refused any other command */
+  API_ON_COUNT
+} api_engine_ctx;
+
+/* The HTTP status and code word for an engine status in a context (never fails: every status has
+ * an answer in every context). */
+void api_engine_status(api_engine_ctx ctx, int grn_code, int *http_status, const char **code);
+/* An engine refusal as the API's error: the mapped status and word, the engine's field and
+ * message. */
+void api_engine_error(api_error *out, api_engine_ctx ctx, const grn_error *e);
+
+/* ---- typed commands from request bodies ---------------------------------------------------- */
+
+/* A request body as a JSON object (duplicate keys refused), or NULL with 400 bad_json. */
+json_t *api_parse_object(const char *body, size_t len, api_error *err);
+
+/* Every key of `obj` is one of `allowed` (NULL-terminated), or 400 unknown_field. */
+int api_only_keys(const json_t *obj, const char *const *allowed, api_error *err);
+
+/* Scenes have fewer parameters than this; a longer list has an unknown name among its first
+ * API_MAX_PARAMS, which is refused before the list would end. */
+#define API_MAX_PARAMS 48
+
+/* One parameter of a change, in the body's order. `name` points into the body it was read from,
+ * which must outlive the command. `integer`: written as an integer (events record it as one). */
+typedef struct api_param {
+  const char *name;
+  double value;
+  bool integer;
+} api_param;
+
+/* {name: number, ...} as a list. The first value that is not a number ends the list: it is
+ * refused (400 wrong_type) once the names before it have been checked, in the body's order. */
+typedef struct api_params {
+  int count;
+  api_param at[API_MAX_PARAMS];
+  const char *not_number; /* NULL: every value was a number */
+} api_params;
+
+/* Reads an object's members (NULL: none). Never fails: refusals wait for api_params_apply. */
+void api_params_read(const json_t *obj, api_params *out);
+
+/* What a parameter change is for, which decides whether restart-only parameters may change. */
+typedef enum api_params_use {
+  API_PARAMS_DEFINE = 0, /* a new scene (create, switch): every parameter may be set */
+  API_PARAMS_LIVE,       /* a running session: restart-only ones are 409 needs_restart */
+  API_PARAMS_FORK        /* a fork of a run, going on from its end: the same */
+} api_params_use;
+
+/* Checks every parameter in order (a number, known to the scene and in range, may change for
+ * `use`) and sets it in `def`. On error `def` may be partly changed: pass a copy. */
+int api_params_apply(const api_params *p, grn_world_def *def, api_params_use use, api_error *err);
+
+/* Whether a parameter is fixed when the engine builds the world (the catalogue marks it `restart`:
+ * the particle count, an orbit's initial speed). A live change or a fork refuses it before any
+ * value reaches the worker, so a request naming one changes nothing, not even the parameters
+ * listed before it. A name the scene does not take is not one (it fails as unknown). */
+bool api_param_restart_only(const grn_scene_info *scene, const char *name);
+
+/* {scene, params?, seed?} (POST /api/sessions/{id}/scene; keys other than those: 400
+ * unknown_field) into a validated definition. */
+int api_read_scene(const json_t *body, grn_world_def *def, api_error *err);
+
+/* POST /api/sessions {scene, params?, seed?, label?, private?}. */
+typedef struct api_create {
+  grn_world_def def;
+  char label[64]; /* empty: none given */
+  bool private_;
+} api_create;
+int api_read_create(const json_t *body, api_create *out, api_error *err);
+
+/* PATCH /api/sessions/{id} {speed?} (a label is read-only). The speed's range is the session's. */
+typedef struct api_session_patch {
+  bool has_speed;
+  double speed;
+} api_session_patch;
+int api_read_session_patch(const json_t *body, api_session_patch *out, api_error *err);
+
+/* POST /api/runs/{run}/replay {label?, private?} and /fork {params?, label?, private?}. `params`
+ * points into the body (an object; NULL when none was given). */
+typedef struct api_from_run {
+  char label[64];
+  bool private_;
+  const json_t *params;
+} api_from_run;
+int api_read_from_run(const json_t *body, bool fork, api_from_run *out, api_error *err);
+
+#endif

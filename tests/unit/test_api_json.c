@@ -1,0 +1,461 @@
+/* The REST API's JSON (server/api/api_json.c) without a server: the engine-error → HTTP mapping
+ * for every engine status in every context, the error object, the catalogue, and request bodies
+ * into typed commands with every refusal (wrong types, unknown fields, missing fields, numbers
+ * out of range or not finite, bad JSON). */
+#include "../support/check.h"
+#include "api_json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static char name[512];
+
+/* what each context answered before the mapping was one table (the six inline expressions) */
+static void expected(api_engine_ctx ctx, int code, int *status, const char **word) {
+  switch (ctx) {
+  case API_ON_PARAM:
+    *status = code == GRN_E_UNKNOWN_PARAM ? 400 : 422;
+    *word = code == GRN_E_UNKNOWN_PARAM ? "unknown_parameter" : "out_of_range";
+    return;
+  case API_ON_ACTION:
+    *status = code == GRN_E_UNSUPPORTED ? 409 : 422;
+    *word = code == GRN_E_UNSUPPORTED ? "unsupported_action" : "out_of_range";
+    return;
+  case API_ON_WORKER_SET:
+    *status = code == GRN_E_UNSUPPORTED ? 409 : 422;
+    *word = code == GRN_E_UNSUPPORTED ? "needs_restart" : "rejected";
+    return;
+  default:
+    *status = 422;
+    *word = "rejected";
+  }
+}
+
+static void check_mapping(void) {
+  static const int codes[] = {
+#define GRN_X_CODE(n, value, msg) n,
+      GRN_STATUS_TABLE(GRN_X_CODE)
+#undef GRN_X_CODE
+  };
+  static const char *const ctx_names[] = {"param", "action", "worker_set", "worker"};
+  for (int ctx = 0; ctx < API_ON_COUNT; ctx++) {
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+      if (codes[i] == GRN_OK) {
+        continue; /* not a refusal */
+      }
+      int got_status = 0, want_status = 0;
+      const char *got = "", *want = "";
+      api_engine_status((api_engine_ctx)ctx, codes[i], &got_status, &got);
+      expected((api_engine_ctx)ctx, codes[i], &want_status, &want);
+      snprintf(name, sizeof name, "%s in context %s: got %d %s, want %d %s",
+               grn_status_name(codes[i]), ctx_names[ctx], got_status, got, want_status, want);
+      CHECK(name, got_status == want_status && strcmp(got, want) == 0);
+    }
+  }
+  /* the whole error: the engine's field and message kept */
+  grn_error e = {GRN_E_RANGE, "mu", "mu = 9 is outside 0..1.5"};
+  api_error out;
+  api_engine_error(&out, API_ON_PARAM, &e);
+  snprintf(name, sizeof name, "api_engine_error: got %d %s field '%s' message '%s'", out.status,
+           out.code, out.field, out.message);
+  CHECK(name, out.status == 422 && strcmp(out.code, "out_of_range") == 0 &&
+                  strcmp(out.field, "mu") == 0 && strcmp(out.message, e.message) == 0);
+}
+
+static void check_dump(const char *what, json_t *j, const char *want) {
+  char *got = j ? api_dumps(j) : NULL;
+  snprintf(name, sizeof name, "%s: got %s, want %s", what, got ? got : "(null)", want);
+  CHECK(name, got && strcmp(got, want) == 0);
+  free(got);
+  json_decref(j);
+}
+
+static void check_error_object(void) {
+  check_dump("error object with a field",
+             api_error_object("wrong_type", "mu", "mu must be a number"),
+             "{\"code\":\"wrong_type\",\"message\":\"mu must be a number\",\"field\":\"mu\"}");
+  check_dump("error object, empty field left out", api_error_object("bad_json", "", "m"),
+             "{\"code\":\"bad_json\",\"message\":\"m\"}");
+  check_dump("error object, NULL field left out", api_error_object("bad_json", NULL, "m"),
+             "{\"code\":\"bad_json\",\"message\":\"m\"}");
+  api_error e;
+  api_fail(&e, 404, "not_found", "id", "no session '%s'", "x\"y");
+  check_dump("error reply body", api_error_json(&e),
+             "{\"error\":{\"code\":\"not_found\",\"message\":\"no session 'x\\\"y'\",\"field\":"
+             "\"id\"}}");
+  check_dump("numbers: 15 digits, reals stay reals", json_pack("[f, f, i]", 0.1, 0.0, 3),
+             "[0.1,0.0,3]");
+}
+
+static void check_catalogue(void) {
+  json_t *j = api_scenes_json();
+  json_t *scenes = json_object_get(j, "scenes");
+  snprintf(name, sizeof name, "catalogue: got %zu scenes, want %d", json_array_size(scenes),
+           grn_scene_count());
+  CHECK(name, json_is_array(scenes) && (int)json_array_size(scenes) == grn_scene_count());
+  size_t i;
+  json_t *sc;
+  int bad = 0, state = 0;
+  json_array_foreach(scenes, i, sc) {
+    const grn_scene_info *info = grn_scene_at((int)i);
+    bad += !json_is_string(json_object_get(sc, "name")) ||
+           strcmp(json_string_value(json_object_get(sc, "name")), info->name) != 0 ||
+           !json_is_string(json_object_get(sc, "model")) ||
+           !json_is_string(json_object_get(sc, "description")) ||
+           (int)json_array_size(json_object_get(sc, "params")) != info->param_count ||
+           (int)json_array_size(json_object_get(sc, "actions")) != info->action_count ||
+           !json_is_array(json_object_get(sc, "measurements")) || json_object_size(sc) != 6;
+    size_t k;
+    json_t *m;
+    json_array_foreach(json_object_get(sc, "measurements"), k, m) {
+      state += strcmp(json_string_value(m), "state") == 0;
+    }
+  }
+  snprintf(name, sizeof name, "catalogue: %d scenes differ from the engine's catalogue", bad);
+  CHECK(name, bad == 0);
+  snprintf(name, sizeof name, "catalogue: 'state' listed as a measurement %d times, want 0", state);
+  CHECK(name, state == 0);
+  json_t *mu = json_array_get(json_object_get(json_array_get(scenes, 0), "params"), 0);
+  char *text = api_dumps(mu);
+  snprintf(name, sizeof name, "the first parameter: %s", text ? text : "(null)");
+  CHECK(name,
+        text && strncmp(text,
+                        "{\"name\":\"mu\",\"unit\":\"\",\"min\":0.0,\"max\":1.5,\"default\":0.5,"
+                        "\"integer\":false,\"restart\":false,\"description\":",
+                        strlen("{\"name\":\"mu\",\"unit\":\"\",\"min\":0.0,\"max\":1.5,"
+                               "\"default\":0.5,\"integer\":false,\"restart\":false,"
+                               "\"description\":")) == 0);
+  free(text);
+  json_decref(j);
+}
+
+/* A refusal: `rc` non-zero, and the error's status, code and field as given. */
+static void check_refusal(const char *what, int rc, const api_error *e, int status,
+                          const char *code, const char *field) {
+  const bool ok =
+      rc != 0 && e->status == status && strcmp(e->code, code) == 0 && strcmp(e->field, field) == 0;
+  static char line[1200];
+  snprintf(line, sizeof line, "%s: got rc %d, %d %s field '%s' (%s); want %d %s field '%s'", what,
+           rc, rc ? e->status : 0, rc ? e->code : "-", rc ? e->field : "", rc ? e->message : "",
+           status, code, field);
+  CHECK(line, ok);
+}
+
+static json_t *body(const char *text) {
+  api_error e;
+  json_t *j = api_parse_object(text, strlen(text), &e);
+  if (!j) {
+    printf("FAIL test body does not parse: %s: %s\n", text, e.message);
+    check_failures++;
+  }
+  return j;
+}
+
+static void check_parse_object(void) {
+  static const char *const bad[] = {
+      "",
+      "{",
+      "[]",
+      "3",
+      "\"x\"",
+      "null",
+      "{\"a\":1,\"a\":2}",
+      "{\"a\":NaN}",
+      "{\"a\":Infinity}",
+      "{\"a\":1e999}",
+      "{\"a\":01}",
+      "{'a':1}",
+      "{\"a\":1}x",
+      "{\"a\":\"\\u0000\"}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    api_error e = {0, "", "", ""};
+    json_t *j = api_parse_object(bad[i], strlen(bad[i]), &e);
+    snprintf(name, sizeof name, "body '%s' → 400 bad_json", bad[i]);
+    check_refusal(name, j != NULL ? 0 : -1, &e, 400, "bad_json", "");
+    json_decref(j);
+  }
+  api_error e;
+  json_t *j = api_parse_object(NULL, 0, &e);
+  check_refusal("no body at all → 400 bad_json", j ? 0 : -1, &e, 400, "bad_json", "");
+  json_decref(j);
+  /* the body need not be NUL-terminated: only len bytes are read */
+  j = api_parse_object("{\"a\":1}garbage", 7, &e);
+  snprintf(name, sizeof name, "a body of exactly len bytes parses: %s", j ? "yes" : e.message);
+  CHECK(name, json_is_object(j));
+  json_decref(j);
+}
+
+static void check_create(void) {
+  struct {
+    const char *body;
+    int status;
+    const char *code, *field;
+  } bad[] = {
+      {"{}", 400, "missing_field", "scene"},
+      {"{\"scene\":3}", 400, "wrong_type", "scene"},
+      {"{\"scene\":null}", 400, "wrong_type", "scene"},
+      {"{\"scene\":\"nope\"}", 400, "unknown_scene", "scene"},
+      {"{\"scene\":\"\"}", 400, "unknown_scene", "scene"},
+      {"{\"scene\":\"pour\",\"extra\":1}", 400, "unknown_field", "extra"},
+      {"{\"extra\":1,\"scene\":\"pour\"}", 400, "unknown_field", "extra"},
+      {"{\"scene\":\"pour\",\"params\":[]}", 400, "wrong_type", "params"},
+      {"{\"scene\":\"pour\",\"params\":null}", 400, "wrong_type", "params"},
+      {"{\"scene\":\"pour\",\"params\":{\"mu\":\"0.3\"}}", 400, "wrong_type", "mu"},
+      {"{\"scene\":\"pour\",\"params\":{\"mu\":true}}", 400, "wrong_type", "mu"},
+      {"{\"scene\":\"pour\",\"params\":{\"mu\":null}}", 400, "wrong_type", "mu"},
+      {"{\"scene\":\"pour\",\"params\":{\"nope\":1}}", 400, "unknown_parameter", "nope"},
+      {"{\"scene\":\"pour\",\"params\":{\"mu\":9}}", 422, "out_of_range", "mu"},
+      {"{\"scene\":\"pour\",\"params\":{\"mu\":-0.1}}", 422, "out_of_range", "mu"},
+      {"{\"scene\":\"pour\",\"params\":{\"mu\":1e308}}", 422, "out_of_range", "mu"},
+      /* in the body's order: the first bad key decides, whatever its kind */
+      {"{\"scene\":\"pour\",\"params\":{\"mu\":9,\"mur\":\"x\"}}", 422, "out_of_range", "mu"},
+      {"{\"scene\":\"pour\",\"params\":{\"mur\":\"x\",\"mu\":9}}", 400, "wrong_type", "mur"},
+      {"{\"scene\":\"pour\",\"params\":{\"nope\":1,\"mu\":\"x\"}}", 400, "unknown_parameter",
+       "nope"},
+      {"{\"scene\":\"pour\",\"seed\":1.5}", 400, "wrong_type", "seed"},
+      {"{\"scene\":\"pour\",\"seed\":\"1\"}", 400, "wrong_type", "seed"},
+      {"{\"scene\":\"pour\",\"label\":3}", 400, "wrong_type", "label"},
+      {"{\"scene\":\"pour\",\"label\":\"0123456789012345678901234567890123456789012345678901234"
+       "567890123\"}",
+       400, "wrong_type", "label"},
+      {"{\"scene\":\"pour\",\"private\":1}", 400, "wrong_type", "private"},
+      {"{\"scene\":\"pour\",\"private\":\"true\"}", 400, "wrong_type", "private"},
+      /* a scene error comes before a label error */
+      {"{\"scene\":\"nope\",\"label\":3}", 400, "unknown_scene", "scene"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *j = body(bad[i].body);
+    api_create cmd;
+    api_error e;
+    const int rc = j ? api_read_create(j, &cmd, &e) : 0;
+    snprintf(name, sizeof name, "create %s", bad[i].body);
+    check_refusal(name, rc, &e, bad[i].status, bad[i].code, bad[i].field);
+    json_decref(j);
+  }
+  json_t *j = body("{\"scene\":\"pour\",\"params\":{\"mu\":0.25,\"amount\":50},\"seed\":-1,"
+                   "\"label\":\"012345678901234567890123456789012345678901234567890123456789012\","
+                   "\"private\":true}");
+  api_create cmd;
+  api_error e;
+  const int rc = api_read_create(j, &cmd, &e);
+  json_decref(j);
+  snprintf(
+      name, sizeof name,
+      "create, all fields: rc %d (%s), scene %s, mu %g, seed %llu, label %zu bytes, private %d", rc,
+      rc ? e.message : "", rc == 0 ? cmd.def.scene->name : "-",
+      rc == 0 ? cmd.def.param[GRN_P_MU] : -1.0, rc == 0 ? (unsigned long long)cmd.def.seed : 0ull,
+      rc == 0 ? strlen(cmd.label) : 0, rc == 0 && cmd.private_);
+  CHECK(name, rc == 0 && strcmp(cmd.def.scene->name, "pour") == 0 &&
+                  cmd.def.param[GRN_P_MU] == 0.25 && cmd.def.seed == UINT64_MAX &&
+                  strlen(cmd.label) == 63 && cmd.private_);
+  j = body("{\"scene\":\"silo\"}");
+  const int rc2 = api_read_create(j, &cmd, &e);
+  json_decref(j);
+  snprintf(name, sizeof name, "create, scene only: rc %d, label '%s', private %d", rc2,
+           rc2 == 0 ? cmd.label : "-", rc2 == 0 && cmd.private_);
+  CHECK(name, rc2 == 0 && cmd.label[0] == '\0' && !cmd.private_);
+}
+
+static void check_scene_switch(void) {
+  struct {
+    const char *body;
+    int status;
+    const char *code, *field;
+  } bad[] = {
+      {"{\"scene\":\"pour\",\"label\":\"x\"}", 400, "unknown_field", "label"},
+      {"{\"scene\":\"pour\",\"private\":true}", 400, "unknown_field", "private"},
+      {"{\"params\":{}}", 400, "missing_field", "scene"},
+      {"{\"scene\":\"pour\",\"params\":{\"mu\":2}}", 422, "out_of_range", "mu"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *j = body(bad[i].body);
+    grn_world_def d;
+    api_error e;
+    const int rc = j ? api_read_scene(j, &d, &e) : 0;
+    snprintf(name, sizeof name, "scene switch %s", bad[i].body);
+    check_refusal(name, rc, &e, bad[i].status, bad[i].code, bad[i].field);
+    json_decref(j);
+  }
+  /* restart-only parameters are set by a switch */
+  json_t *j = body("{\"scene\":\"pour\",\"params\":{\"amount\":50},\"seed\":7}");
+  grn_world_def d;
+  api_error e;
+  const int rc = api_read_scene(j, &d, &e);
+  json_decref(j);
+  snprintf(name, sizeof name, "scene switch with a restart-only parameter: rc %d (%s), seed %llu",
+           rc, rc ? e.message : "", rc == 0 ? (unsigned long long)d.seed : 0ull);
+  CHECK(name, rc == 0 && d.seed == 7);
+}
+
+static void check_patch(void) {
+  struct {
+    const char *body;
+    int status;
+    const char *code, *field;
+  } bad[] = {
+      {"{\"speed\":\"2\"}", 400, "wrong_type", "speed"},
+      {"{\"speed\":null}", 400, "wrong_type", "speed"},
+      {"{\"speed\":true}", 400, "wrong_type", "speed"},
+      {"{\"label\":\"x\"}", 400, "read_only", "label"},
+      {"{\"speed\":2,\"label\":\"x\"}", 400, "read_only", "label"},
+      {"{\"speed\":2,\"paused\":true}", 400, "unknown_field", "paused"},
+      {"{\"speed\":\"x\",\"label\":\"x\"}", 400, "wrong_type", "speed"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *j = body(bad[i].body);
+    api_session_patch cmd;
+    api_error e;
+    const int rc = j ? api_read_session_patch(j, &cmd, &e) : 0;
+    snprintf(name, sizeof name, "session patch %s", bad[i].body);
+    check_refusal(name, rc, &e, bad[i].status, bad[i].code, bad[i].field);
+    json_decref(j);
+  }
+  json_t *j = body("{\"speed\":2}");
+  api_session_patch cmd;
+  api_error e;
+  int rc = api_read_session_patch(j, &cmd, &e);
+  json_decref(j);
+  snprintf(name, sizeof name, "patch {speed: 2}: rc %d, has_speed %d, speed %g", rc,
+           rc == 0 && cmd.has_speed, rc == 0 ? cmd.speed : -1.0);
+  CHECK(name, rc == 0 && cmd.has_speed && cmd.speed == 2.0);
+  j = body("{}");
+  rc = api_read_session_patch(j, &cmd, &e);
+  json_decref(j);
+  snprintf(name, sizeof name, "patch {}: rc %d, has_speed %d", rc, rc == 0 && cmd.has_speed);
+  CHECK(name, rc == 0 && !cmd.has_speed);
+}
+
+static void check_params(void) {
+  grn_world_def base;
+  grn_world_def_default(&base, "pour", NULL);
+  struct {
+    const char *body;
+    api_params_use use;
+    int status;
+    const char *code, *field;
+  } bad[] = {
+      {"{\"mu\":\"x\"}", API_PARAMS_LIVE, 400, "wrong_type", "mu"},
+      {"{\"mu\":[1]}", API_PARAMS_LIVE, 400, "wrong_type", "mu"},
+      {"{\"mu\":{}}", API_PARAMS_LIVE, 400, "wrong_type", "mu"},
+      {"{\"nope\":1}", API_PARAMS_LIVE, 400, "unknown_parameter", "nope"},
+      {"{\"\":1}", API_PARAMS_LIVE, 400, "unknown_parameter", ""},
+      {"{\"mu\":1.6}", API_PARAMS_LIVE, 422, "out_of_range", "mu"},
+      {"{\"amount\":50}", API_PARAMS_LIVE, 409, "needs_restart", "amount"},
+      {"{\"amount\":50}", API_PARAMS_FORK, 409, "needs_restart", "amount"},
+      {"{\"mu\":0.3,\"amount\":50}", API_PARAMS_LIVE, 409, "needs_restart", "amount"},
+      /* the first bad key decides, in the body's order */
+      {"{\"amount\":50,\"mu\":\"x\"}", API_PARAMS_LIVE, 409, "needs_restart", "amount"},
+      {"{\"mu\":\"x\",\"amount\":50}", API_PARAMS_LIVE, 400, "wrong_type", "mu"},
+      {"{\"mu\":0.3,\"mur\":\"x\"}", API_PARAMS_FORK, 400, "wrong_type", "mur"},
+      {"{\"amount\":9999}", API_PARAMS_DEFINE, 422, "out_of_range", "amount"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *j = body(bad[i].body);
+    api_params p;
+    api_params_read(j, &p);
+    grn_world_def d = base;
+    api_error e;
+    const int rc = api_params_apply(&p, &d, bad[i].use, &e);
+    snprintf(name, sizeof name, "params %s (use %d)", bad[i].body, (int)bad[i].use);
+    check_refusal(name, rc, &e, bad[i].status, bad[i].code, bad[i].field);
+    json_decref(j);
+  }
+  /* more names than any scene has: refused, never overrun */
+  char big[8192];
+  size_t n = (size_t)snprintf(big, sizeof big, "{");
+  for (int i = 0; i < 3 * API_MAX_PARAMS; i++) {
+    n += (size_t)snprintf(big + n, sizeof big - n, "%s\"p%d\":%d", i ? "," : "", i, i);
+  }
+  snprintf(big + n, sizeof big - n, "}");
+  json_t *j = body(big);
+  api_params p;
+  api_params_read(j, &p);
+  grn_world_def d = base;
+  api_error e;
+  int rc = api_params_apply(&p, &d, API_PARAMS_LIVE, &e);
+  snprintf(name, sizeof name, "%d parameters: read %d, refused with %s on %s", 3 * API_MAX_PARAMS,
+           p.count, rc ? e.code : "-", rc ? e.field : "-");
+  CHECK(name, p.count == API_MAX_PARAMS && rc != 0 && strcmp(e.code, "unknown_parameter") == 0 &&
+                  strcmp(e.field, "p0") == 0);
+  json_decref(j);
+  /* every scene has fewer parameters than API_MAX_PARAMS (what makes the cut safe) */
+  int most = 0;
+  for (int s = 0; s < grn_scene_count(); s++) {
+    most = grn_scene_at(s)->param_count > most ? grn_scene_at(s)->param_count : most;
+  }
+  CHECK_RANGE("the most parameters of a scene, below API_MAX_PARAMS", most, 1, API_MAX_PARAMS - 1);
+  /* a good change: in order, integers kept as integers, the definition changed */
+  j = body("{\"mu\":0.75,\"coh\":100}");
+  api_params_read(j, &p);
+  d = base;
+  rc = api_params_apply(&p, &d, API_PARAMS_LIVE, &e);
+  snprintf(name, sizeof name,
+           "params {mu: 0.75, coh: 100}: rc %d (%s), count %d, %s %g int %d, %s %g int %d; def mu "
+           "%g coh %g",
+           rc, rc ? e.message : "", p.count, p.at[0].name, p.at[0].value, (int)p.at[0].integer,
+           p.count > 1 ? p.at[1].name : "-", p.count > 1 ? p.at[1].value : -1.0,
+           p.count > 1 && p.at[1].integer, d.param[GRN_P_MU], d.param[GRN_P_COH]);
+  CHECK(name, rc == 0 && p.count == 2 && strcmp(p.at[0].name, "mu") == 0 && !p.at[0].integer &&
+                  strcmp(p.at[1].name, "coh") == 0 && p.at[1].integer &&
+                  d.param[GRN_P_MU] == 0.75 && d.param[GRN_P_COH] == 100.0);
+  json_decref(j);
+  /* none given */
+  api_params_read(NULL, &p);
+  d = base;
+  rc = api_params_apply(&p, &d, API_PARAMS_FORK, &e);
+  snprintf(name, sizeof name, "no params: rc %d count %d", rc, p.count);
+  CHECK(name, rc == 0 && p.count == 0);
+  /* restart-only is the catalogue's word */
+  CHECK("amount is restart-only in pour", api_param_restart_only(base.scene, "amount"));
+  CHECK("mu is live in pour", !api_param_restart_only(base.scene, "mu"));
+  CHECK("an unknown name is not restart-only", !api_param_restart_only(base.scene, "nope"));
+}
+
+static void check_from_run(void) {
+  struct {
+    const char *body;
+    bool fork;
+    int status;
+    const char *code, *field;
+  } bad[] = {
+      {"{\"params\":{}}", false, 400, "unknown_field", "params"},
+      {"{\"seed\":1}", true, 400, "unknown_field", "seed"},
+      {"{\"label\":1}", false, 400, "wrong_type", "label"},
+      {"{\"private\":0}", true, 400, "wrong_type", "private"},
+      {"{\"params\":[]}", true, 400, "wrong_type", "params"},
+      {"{\"params\":\"mu=1\"}", true, 400, "wrong_type", "params"},
+      {"{\"params\":[],\"label\":1}", true, 400, "wrong_type", "label"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *j = body(bad[i].body);
+    api_from_run cmd;
+    api_error e;
+    const int rc = j ? api_read_from_run(j, bad[i].fork, &cmd, &e) : 0;
+    snprintf(name, sizeof name, "%s %s", bad[i].fork ? "fork" : "replay", bad[i].body);
+    check_refusal(name, rc, &e, bad[i].status, bad[i].code, bad[i].field);
+    json_decref(j);
+  }
+  json_t *j = body("{\"params\":{\"mu\":0.2},\"label\":\"f\",\"private\":true}");
+  api_from_run cmd;
+  api_error e;
+  const int rc = api_read_from_run(j, true, &cmd, &e);
+  snprintf(name, sizeof name, "fork, all fields: rc %d, label '%s', private %d, params %s", rc,
+           rc == 0 ? cmd.label : "-", rc == 0 && cmd.private_,
+           rc == 0 && json_is_object(cmd.params) ? "an object" : "none");
+  CHECK(name, rc == 0 && strcmp(cmd.label, "f") == 0 && cmd.private_ && json_is_object(cmd.params));
+  json_decref(j);
+}
+
+int main(void) {
+  check_mapping();
+  check_error_object();
+  check_catalogue();
+  check_parse_object();
+  check_create();
+  check_scene_switch();
+  check_patch();
+  check_params();
+  check_from_run();
+  CHECK_DONE();
+}
