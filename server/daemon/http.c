@@ -481,20 +481,45 @@ static http_reply static_file(const http_server *srv, const char *url) {
   return r;
 }
 
+/* The query arguments in request order (MHD keeps the strings until the request ends). */
 typedef struct query_args {
-  json_t *args;
-  char dup[64];
+  store_query_arg *args;
+  size_t n, cap;
+  bool no_memory;
 } query_args;
 
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value) {
   (void)kind;
   query_args *q = cls;
-  if (json_object_get(q->args, key) && !q->dup[0]) {
-    snprintf(q->dup, sizeof q->dup, "%s", key);
+  if (q->n == q->cap) {
+    const size_t cap = q->cap ? 2 * q->cap : 16;
+    store_query_arg *grown = realloc(q->args, sizeof *grown * cap);
+    if (!grown) {
+      q->no_memory = true;
+      return MHD_NO;
+    }
+    q->args = grown;
+    q->cap = cap;
   }
-  json_object_set_new(q->args, key, json_string(value ? value : ""));
+  q->args[q->n++] = (store_query_arg){key, value};
   return MHD_YES;
+}
+
+/* A refusal of the store as the API's JSON error: the one place a store status becomes HTTP. */
+static http_reply store_error_reply(const store_error *e) {
+  int status = 500;
+  switch (e->status) {
+  case STORE_E_NOT_FOUND:
+    status = 404;
+    break;
+  case STORE_E_BAD_FILTER:
+    status = 400;
+    break;
+  default:
+    break;
+  }
+  return error_reply(status, e->code ? e->code : "store_error", e->field, "%s", e->message);
 }
 
 static http_reply method_not_allowed(const char *method, const char *allow) {
@@ -551,16 +576,21 @@ static http_reply runs_route(http_server *srv, struct MHD_Connection *c, const c
   }
   store_error se;
   if (strcmp(url, "/api/runs") == 0) {
-    query_args q = {json_object(), ""};
+    query_args q = {NULL, 0, 0, false};
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
-    if (q.dup[0]) {
-      json_decref(q.args);
-      return error_reply(400, "duplicate_field", q.dup, "'%s' is given twice", q.dup);
-    }
+    store_runs_filter filter;
     json_t *out = NULL;
-    const int rc = store_list_runs(srv->store, q.args, &out, &se);
-    json_decref(q.args);
-    return rc == 0 ? json_reply(200, out) : api_error_reply(&se);
+    if (q.no_memory) {
+      free(q.args);
+      return error_reply(500, "store_error", "", "out of memory");
+    }
+    const store_status rc = store_filter_parse(q.args, q.n, &filter, &se);
+    free(q.args);
+    if (rc != STORE_OK) {
+      return store_error_reply(&se);
+    }
+    return store_list_runs(srv->store, &filter, &out, &se) == STORE_OK ? json_reply(200, out)
+                                                                       : store_error_reply(&se);
   }
   const char *rest = url + strlen("/api/runs/"), *slash = strchr(rest, '/');
   const size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
@@ -574,8 +604,8 @@ static http_reply runs_route(http_server *srv, struct MHD_Connection *c, const c
   const char *what = slash ? slash + 1 : "";
   if (!*what) {
     json_t *out = NULL;
-    return store_get_run(srv->store, id, &out, &se) == 0 ? json_reply(200, out)
-                                                         : api_error_reply(&se);
+    return store_get_run(srv->store, id, &out, &se) == STORE_OK ? json_reply(200, out)
+                                                                : store_error_reply(&se);
   }
   if (strcmp(what, "samples") == 0) {
     const char *format = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
@@ -586,8 +616,8 @@ static http_reply runs_route(http_server *srv, struct MHD_Connection *c, const c
     const bool csv = format ? strcmp(format, "csv") == 0 : accept && strstr(accept, "text/csv");
     char *body = NULL;
     size_t len = 0;
-    if (store_samples(srv->store, id, csv, &body, &len, &se) != 0) {
-      return api_error_reply(&se);
+    if (store_samples(srv->store, id, csv, &body, &len, &se) != STORE_OK) {
+      return store_error_reply(&se);
     }
     http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", NULL, ""};
     if (csv) {

@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PAGE_MAX 500 /* rows a list request may ask for */
-
 static json_t *column_json(sqlite3_stmt *q, int c) {
   switch (sqlite3_column_type(q, c)) {
   case SQLITE_INTEGER:
@@ -22,32 +20,6 @@ static json_t *column_json(sqlite3_stmt *q, int c) {
   default:
     return json_null();
   }
-}
-
-/* A strict decimal number (as the engine parses them), the whole string. */
-static bool number_arg(const char *s, double *out) {
-  return grn_parse_number(s, out) == GRN_OK;
-}
-
-/* A time bound: Unix seconds or an ISO 8601 UTC time "YYYY-MM-DDTHH:MM:SS[Z]". */
-static bool time_arg(const char *s, double *out) {
-  if (number_arg(s, out)) {
-    return true;
-  }
-  struct tm tm;
-  memset(&tm, 0, sizeof tm);
-  const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-  if (!end || (*end && strcmp(end, "Z") != 0)) {
-    return false;
-  }
-  *out = (double)timegm(&tm);
-  return true;
-}
-
-/* A name that may follow "param." or "result.": letters, digits and '_' only. */
-static bool name_ok(const char *s) {
-  const size_t n = strlen(s);
-  return n > 0 && n < 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
 }
 
 typedef struct sql_buf {
@@ -69,132 +41,74 @@ static void add(sql_buf *b, const char *fragment) {
 enum { B_TEXT, B_REAL };
 typedef struct binding {
   int kind;
-  const char *text; /* points into the query or names[] below, both alive until the end */
+  const char *text; /* points into the filter, alive until the end */
   double real;
 } binding;
 
-#define MAX_FILTERS 24
-
-int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
+store_status store_list_runs(store *st, const store_runs_filter *f, json_t **out,
+                             store_error *err) {
   sql_buf where = {.len = 0}, order = {.len = 0};
-  binding bind[MAX_FILTERS * 2];
-  char names[MAX_FILTERS][40], sort_name[40] = "";
-  int nb = 0, filters = 0;
-  long limit = 50, offset = 0;
+  binding bind[4 + 2 + 3 * STORE_FILTER_MAX_ARGS];
+  int nb = 0;
   add(&where, " WHERE 1");
-  add(&order, " ORDER BY r.started_at DESC, r.id DESC");
-  const char *key;
-  json_t *v;
-  json_object_foreach(query, key, v) {
-    const char *val = json_string_value(v);
-    double x = 0;
-    if (++filters > MAX_FILTERS) {
-      api_fail(err, 400, "too_many_filters", key, "at most %d query arguments", MAX_FILTERS);
-      return -1;
-    }
-    if (strcmp(key, "scene") == 0 || strcmp(key, "label") == 0 || strcmp(key, "end_reason") == 0 ||
-        strcmp(key, "session") == 0) {
-      if (strlen(val) > 63) {
-        api_fail(err, 400, "too_long", key, "'%s' is limited to 63 characters", key);
-        return -1;
-      }
-      if (strcmp(key, "scene") == 0 && !grn_scene_find(val)) {
-        api_fail(err, 400, "unknown_scene", key, "no scene '%.40s' (GET /api/scenes lists them)",
-                 val);
-        return -1;
-      }
-      if (strcmp(key, "end_reason") == 0 && strcmp(val, "finished") != 0 &&
-          strcmp(val, "stopped") != 0 && strcmp(val, "switched") != 0 &&
-          strcmp(val, "deleted") != 0 && strcmp(val, "failed") != 0 &&
-          strcmp(val, "interrupted") != 0) {
-        api_fail(err, 400, "out_of_range", key,
-                 "end_reason is finished, stopped, switched, deleted, failed or interrupted");
-        return -1;
-      }
-      add(&where, strcmp(key, "scene") == 0     ? " AND r.scene = ?"
-                  : strcmp(key, "label") == 0   ? " AND r.label = ?"
-                  : strcmp(key, "session") == 0 ? " AND r.session_id = ?"
-                                                : " AND r.end_reason = ?");
-      bind[nb++] = (binding){B_TEXT, val, 0};
-    } else if (strcmp(key, "from") == 0 || strcmp(key, "to") == 0) {
-      if (!time_arg(val, &x)) {
-        api_fail(err, 400, "bad_time", key,
-                 "'%s' must be Unix seconds or an ISO 8601 UTC time (2026-12-02T10:00:00Z)", key);
-        return -1;
-      }
-      add(&where, strcmp(key, "from") == 0 ? " AND r.started_at >= ?" : " AND r.started_at < ?");
-      bind[nb++] = (binding){B_REAL, NULL, x};
-    } else if (strcmp(key, "limit") == 0 || strcmp(key, "offset") == 0) {
-      if (!number_arg(val, &x) || x != floor(x) || x < (strcmp(key, "limit") == 0 ? 1 : 0) ||
-          x > (strcmp(key, "limit") == 0 ? PAGE_MAX : 1e9)) {
-        api_fail(err, 400, "out_of_range", key, "'%s' must be a whole number in %s", key,
-                 strcmp(key, "limit") == 0 ? "1..500" : "0..1000000000");
-        return -1;
-      }
-      *(strcmp(key, "limit") == 0 ? &limit : &offset) = (long)x;
-    } else if (strcmp(key, "sort") == 0) {
-      /* a fixed set of orders: the client picks one by name, never supplies SQL */
-      const bool desc = val[0] == '-';
-      const char *by = desc ? val + 1 : val;
-      order.len = 0;
-      if (strcmp(by, "started_at") == 0 || strcmp(by, "id") == 0) {
-        add(&order, strcmp(by, "id") == 0 ? " ORDER BY r.id" : " ORDER BY r.started_at");
-      } else if ((strncmp(by, "param.", 6) == 0 && name_ok(by + 6)) ||
-                 (strncmp(by, "result.", 7) == 0 && name_ok(by + 7))) {
-        const bool param = by[0] == 'p';
-        add(&order,
-            param ? " ORDER BY (SELECT value FROM run_params WHERE run_id = r.id AND name = ?)"
-                  : " ORDER BY (SELECT value FROM run_results WHERE run_id = r.id AND name = ?)");
-        /* the order's binding comes after the WHERE's */
-        snprintf(sort_name, sizeof sort_name, "%s", param ? by + 6 : by + 7);
-      } else {
-        api_fail(err, 400, "bad_sort", "sort",
-                 "sort by started_at, id, param.NAME or result.NAME, with '-' for descending");
-        return -1;
-      }
-      add(&order, desc ? " DESC, r.id DESC" : " ASC, r.id ASC");
-    } else if ((strncmp(key, "param.", 6) == 0 || strncmp(key, "result.", 7) == 0)) {
-      /* param.NAME.min / .max, result.NAME.min / .max */
-      const bool param = key[0] == 'p';
-      char name[40];
-      const char *rest = key + (param ? 6 : 7), *dot = strrchr(rest, '.');
-      const size_t n = dot ? (size_t)(dot - rest) : 0;
-      if (!dot || n >= sizeof name || (strcmp(dot, ".min") != 0 && strcmp(dot, ".max") != 0)) {
-        api_fail(err, 400, "unknown_field", key, "use %s.NAME.min or %s.NAME.max",
-                 param ? "param" : "result", param ? "param" : "result");
-        return -1;
-      }
-      memcpy(name, rest, n);
-      name[n] = '\0';
-      if (!name_ok(name)) {
-        api_fail(err, 400, "unknown_field", key, "'%s' is not a %s name", name,
-                 param ? "parameter" : "result");
-        return -1;
-      }
-      if (!number_arg(val, &x)) {
-        api_fail(err, 400, "not_a_number", key, "'%s' must be a finite decimal number", key);
-        return -1;
-      }
-      const bool min = strcmp(dot, ".min") == 0;
-      add(&where, param ? (min ? " AND EXISTS (SELECT 1 FROM run_params p WHERE p.run_id = r.id "
-                                 "AND p.name = ? AND p.value >= ?)"
-                               : " AND EXISTS (SELECT 1 FROM run_params p WHERE p.run_id = r.id "
-                                 "AND p.name = ? AND p.value <= ?)")
-                        : (min ? " AND EXISTS (SELECT 1 FROM run_results p WHERE p.run_id = r.id "
-                                 "AND p.name = ? AND p.value >= ?)"
-                               : " AND EXISTS (SELECT 1 FROM run_results p WHERE p.run_id = r.id "
-                                 "AND p.name = ? AND p.value <= ?)"));
-      snprintf(names[filters - 1], sizeof names[0], "%s", name);
-      bind[nb++] = (binding){B_TEXT, names[filters - 1], 0};
-      bind[nb++] = (binding){B_REAL, NULL, x};
-    } else {
-      api_fail(err, 400, "unknown_field", key,
-               "unknown query argument '%.60s' (scene, label, session, end_reason, from, to, "
-               "param.NAME.min/max, result.NAME.min/max, sort, limit, offset)",
-               key);
-      return -1;
+  const struct {
+    bool on;
+    const char *sql, *value;
+  } texts[] = {
+      {f->has_scene, " AND r.scene = ?", f->scene},
+      {f->has_label, " AND r.label = ?", f->label},
+      {f->has_session, " AND r.session_id = ?", f->session},
+      {f->has_end_reason, " AND r.end_reason = ?", f->end_reason},
+  };
+  for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+    if (texts[k].on) {
+      add(&where, texts[k].sql);
+      bind[nb++] = (binding){B_TEXT, texts[k].value, 0};
     }
   }
+  if (f->has_from) {
+    add(&where, " AND r.started_at >= ?");
+    bind[nb++] = (binding){B_REAL, NULL, f->from};
+  }
+  if (f->has_to) {
+    add(&where, " AND r.started_at < ?");
+    bind[nb++] = (binding){B_REAL, NULL, f->to};
+  }
+  /* a range is one index lookup in run_params / run_results (name, value) */
+  for (int k = 0; k < f->nranges; k++) {
+    const store_range *r = &f->range[k];
+    add(&where, r->result ? " AND EXISTS (SELECT 1 FROM run_results p WHERE p.run_id = r.id "
+                            "AND p.name = ?"
+                          : " AND EXISTS (SELECT 1 FROM run_params p WHERE p.run_id = r.id "
+                            "AND p.name = ?");
+    bind[nb++] = (binding){B_TEXT, r->name, 0};
+    if (r->has_min) {
+      add(&where, " AND p.value >= ?");
+      bind[nb++] = (binding){B_REAL, NULL, r->min};
+    }
+    if (r->has_max) {
+      add(&where, " AND p.value <= ?");
+      bind[nb++] = (binding){B_REAL, NULL, r->max};
+    }
+    add(&where, ")");
+  }
+  /* a fixed set of orders: the client picks one by name, never supplies SQL */
+  switch (f->sort) {
+  case STORE_SORT_ID:
+    add(&order, " ORDER BY r.id");
+    break;
+  case STORE_SORT_PARAM:
+    add(&order, " ORDER BY (SELECT value FROM run_params WHERE run_id = r.id AND name = ?)");
+    break;
+  case STORE_SORT_RESULT:
+    add(&order, " ORDER BY (SELECT value FROM run_results WHERE run_id = r.id AND name = ?)");
+    break;
+  default:
+    add(&order, " ORDER BY r.started_at");
+    break;
+  }
+  add(&order, f->descending ? " DESC, r.id DESC" : " ASC, r.id ASC");
+  const bool sort_by_name = f->sort == STORE_SORT_PARAM || f->sort == STORE_SORT_RESULT;
   sql_buf sql = {.len = 0};
   add(&sql, "SELECT r.id, r.session_id, r.label, r.scene, r.seed, r.grains, r.engine_version, "
             "r.params, r.started_at, r.ended_at, r.end_reason, r.end_steps, r.end_t, r.digest, "
@@ -207,18 +121,18 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
   add(&count, "SELECT count(*) FROM runs r");
   add(&count, where.text);
   if (sql.overflow || count.overflow) {
-    api_fail(err, 400, "too_complex", "", "the query is too long");
-    return -1;
+    store__fail(err, STORE_E_BAD_FILTER, "too_complex", "", "the query is too long");
+    return err->status;
   }
   store_sync(st, 2000);
   store_reader *rd = store__take_reader(st);
   sqlite3_stmt *q = NULL, *c = NULL;
   if (sqlite3_prepare_v2(rd->db, sql.text, -1, &q, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(rd->db, count.text, -1, &c, NULL) != SQLITE_OK) {
-    api_fail(err, 500, "store_error", "", "%s", sqlite3_errmsg(rd->db));
+    store__fail(err, STORE_E_IO, "store_error", "", "%s", sqlite3_errmsg(rd->db));
     sqlite3_finalize(q);
     store__give_reader(rd);
-    return -1;
+    return err->status;
   }
   int i = 1;
   for (int b = 0; b < nb; b++, i++) {
@@ -230,11 +144,11 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
       }
     }
   }
-  if (sort_name[0]) {
-    sqlite3_bind_text(q, i++, sort_name, -1, SQLITE_TRANSIENT);
+  if (sort_by_name) { /* the order's binding comes after the WHERE's */
+    sqlite3_bind_text(q, i++, f->sort_name, -1, SQLITE_TRANSIENT);
   }
-  sqlite3_bind_int64(q, i++, limit);
-  sqlite3_bind_int64(q, i, offset);
+  sqlite3_bind_int64(q, i++, f->limit);
+  sqlite3_bind_int64(q, i, f->offset);
   json_t *runs = json_array();
   int rc;
   while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -263,12 +177,12 @@ int store_list_runs(store *st, json_t *query, json_t **out, store_error *err) {
   store__give_reader(rd);
   if (rc != SQLITE_DONE) {
     json_decref(runs);
-    api_fail(err, 500, "store_error", "", "the query failed");
-    return -1;
+    store__fail(err, STORE_E_IO, "store_error", "", "the query failed");
+    return err->status;
   }
   *out = json_pack("{s:o, s:I, s:i, s:i}", "runs", runs, "total", (json_int_t)total, "limit",
-                   (int)limit, "offset", (int)offset);
-  return 0;
+                   (int)f->limit, "offset", (int)f->offset);
+  return STORE_OK;
 }
 
 static json_t *row_object(sqlite3_stmt *q) {
@@ -279,7 +193,7 @@ static json_t *row_object(sqlite3_stmt *q) {
   return row;
 }
 
-int store_get_run(store *st, int64_t id, json_t **out, store_error *err) {
+store_status store_get_run(store *st, int64_t id, json_t **out, store_error *err) {
   store_sync(st, 2000);
   store_reader *rd = store__take_reader(st);
   sqlite3_stmt *q = NULL;
@@ -300,8 +214,8 @@ int store_get_run(store *st, int64_t id, json_t **out, store_error *err) {
   sqlite3_finalize(q);
   if (!run) {
     store__give_reader(rd);
-    api_fail(err, 404, "not_found", "id", "no run %lld", (long long)id);
-    return -1;
+    store__fail(err, STORE_E_NOT_FOUND, "not_found", "id", "no run %lld", (long long)id);
+    return err->status;
   }
   json_t *results = json_object(), *events = json_array();
   if (sqlite3_prepare_v2(rd->db, "SELECT name, value FROM run_results WHERE run_id = ?", -1, &q,
@@ -331,10 +245,11 @@ int store_get_run(store *st, int64_t id, json_t **out, store_error *err) {
   json_object_set_new(run, "results", results);
   json_object_set_new(run, "events", events);
   *out = run;
-  return 0;
+  return STORE_OK;
 }
 
-int store_samples(store *st, int64_t id, bool csv, char **out, size_t *len, store_error *err) {
+store_status store_samples(store *st, int64_t id, bool csv, char **out, size_t *len,
+                           store_error *err) {
   store_sync(st, 2000);
   store_reader *rd = store__take_reader(st);
   sqlite3_stmt *q = NULL;
@@ -349,8 +264,8 @@ int store_samples(store *st, int64_t id, bool csv, char **out, size_t *len, stor
   sqlite3_finalize(q);
   if (!scene) {
     store__give_reader(rd);
-    api_fail(err, 404, "not_found", "id", "no run %lld", (long long)id);
-    return -1;
+    store__fail(err, STORE_E_NOT_FOUND, "not_found", "id", "no run %lld", (long long)id);
+    return err->status;
   }
   /* the scene's own measurements only, in the engine's order */
   sql_buf sql = {.len = 0};
@@ -366,8 +281,8 @@ int store_samples(store *st, int64_t id, bool csv, char **out, size_t *len, stor
   add(&sql, " FROM samples WHERE run_id = ? ORDER BY steps");
   if (sql.overflow || sqlite3_prepare_v2(rd->db, sql.text, -1, &q, NULL) != SQLITE_OK) {
     store__give_reader(rd);
-    api_fail(err, 500, "store_error", "", "%s", sqlite3_errmsg(rd->db));
-    return -1;
+    store__fail(err, STORE_E_IO, "store_error", "", "%s", sqlite3_errmsg(rd->db));
+    return err->status;
   }
   sqlite3_bind_int64(q, 1, id);
   char *buf = NULL;
@@ -418,5 +333,5 @@ int store_samples(store *st, int64_t id, bool csv, char **out, size_t *len, stor
   fclose(f);
   *out = buf;
   *len = size;
-  return 0;
+  return STORE_OK;
 }
