@@ -18,8 +18,21 @@ start() {
 start
 kill -TERM "$dpid"
 wait "$dpid"
+# samples in the daemon's schema: a column per measurement up to version 3, one JSON object of them
+# from version 4 (schema/migrations/004), so the same script measures either binary
+if [ "$(sqlite3 "$tmp/data/grainlab.db" 'PRAGMA user_version')" -ge 4 ]; then
+  samples="INSERT INTO samples (run_id, steps, t, state, measures)
+SELECT r.id, k.j * 60, k.j * 0.25, 'running',
+       printf('{\"angle\":%!.17g,\"top\":1.5,\"cx\":0.01,\"cz\":-0.02,\"over_max\":0.001,\"flowing\":0.1,\"alive\":3000.0}', 25.0 + k.j % 7)
+FROM runs r, k;"
+else
+  samples="INSERT INTO samples (run_id, steps, t, state, angle, top, cx, cz, over_max, flowing, alive)
+SELECT r.id, k.j * 60, k.j * 0.25, 'running', 25.0 + k.j % 7, 1.5, 0.01, -0.02, 0.001, 0.1, 3000
+FROM runs r, k;"
+fi
 t0=$(date +%s.%N)
-sqlite3 "$tmp/data/grainlab.db" <<'SQL'
+{
+  cat <<'SQL'
 PRAGMA journal_mode = WAL;
 BEGIN;
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
@@ -44,13 +57,12 @@ SELECT id, 'mean_flow', 500 + (id * 53 % 2000) FROM runs WHERE scene = 'silo';
 INSERT INTO run_results (run_id, name, value)
 SELECT id, 'front', 2 + (id * 29 % 300) / 100.0 FROM runs WHERE scene = 'slump';
 WITH RECURSIVE k(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM k WHERE j < 199)
-INSERT INTO samples (run_id, steps, t, state, angle, top, cx, cz, over_max, flowing, alive)
-SELECT r.id, k.j * 60, k.j * 0.25, 'running', 25.0 + k.j % 7, 1.5, 0.01, -0.02, 0.001, 0.1, 3000
-FROM runs r, k;
-COMMIT;
 SQL
+  echo "$samples"
+  echo "COMMIT;"
+} | sqlite3 "$tmp/data/grainlab.db"
 t1=$(date +%s.%N)
-echo "filled: $(sqlite3 "$tmp/data/grainlab.db" 'SELECT count(*) FROM runs') runs, $(sqlite3 "$tmp/data/grainlab.db" 'SELECT count(*) FROM samples') samples in $(python3 -c "print('%.1f' % ($t1 - $t0))") s; file $(du -m "$tmp/data/grainlab.db" | cut -f1) MiB"
+echo "schema version $(sqlite3 "$tmp/data/grainlab.db" "PRAGMA user_version"), filled: $(sqlite3 "$tmp/data/grainlab.db" 'SELECT count(*) FROM runs') runs, $(sqlite3 "$tmp/data/grainlab.db" 'SELECT count(*) FROM samples') samples in $(python3 -c "print('%.1f' % ($t1 - $t0))") s; file $(du -m "$tmp/data/grainlab.db" | cut -f1) MiB"
 start
 python3 - "$port" <<'PY'
 import http.client, sys, time

@@ -271,11 +271,14 @@ store_status store_samples(store *st, int64_t id, bool csv, char **out, size_t *
   sql_buf sql = {.len = 0};
   add(&sql, "SELECT t, steps, state");
   int cols[GRN_MEASURE_COUNT], nc = 0;
+  char paths[GRN_MEASURE_COUNT][48];
   for (int k = 1; k < GRN_MEASURE_COUNT; k++) {
     if (scene->measures & (1u << k)) {
+      /* one member of the sample's JSON object (schema/migrations/004), NULL where absent; the
+       * path is bound, and CAST keeps a hand-written whole number a REAL as the column was */
+      snprintf(paths[nc], sizeof paths[nc], "$.%s", grn_measure_name((grn_measure_key)k));
       cols[nc++] = k;
-      add(&sql, ", ");
-      add(&sql, grn_measure_name((grn_measure_key)k)); /* fixed names from the engine */
+      add(&sql, ", CAST(json_extract(measures, ?) AS REAL)");
     }
   }
   add(&sql, " FROM samples WHERE run_id = ? ORDER BY steps");
@@ -284,7 +287,10 @@ store_status store_samples(store *st, int64_t id, bool csv, char **out, size_t *
     store__fail(err, STORE_E_IO, "store_error", "", "%s", sqlite3_errmsg(rd->db));
     return err->status;
   }
-  sqlite3_bind_int64(q, 1, id);
+  for (int c = 0; c < nc; c++) {
+    sqlite3_bind_text(q, c + 1, paths[c], -1, SQLITE_STATIC);
+  }
+  sqlite3_bind_int64(q, nc + 1, id);
   char *buf = NULL;
   size_t size = 0;
   FILE *f = open_memstream(&buf, &size);

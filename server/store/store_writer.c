@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(GRN_MEASURE_COUNT == 20, "a new measurement needs a samples column (a migration)");
-
 #define BATCH_MS 100 /* the writer commits at least this often while there is work */
 
 enum { J_SESSION, J_SESSION_END, J_RUN_START, J_EVENT, J_SAMPLE, J_RUN_END, J_SYNC };
@@ -68,11 +66,23 @@ static void bind_text(sqlite3_stmt *q, int i, const char *s) {
   sqlite3_bind_text(q, i, s ? s : "", -1, SQLITE_TRANSIENT);
 }
 
-static void bind_number(sqlite3_stmt *q, int i, double v) {
-  if (isfinite(v)) {
-    sqlite3_bind_double(q, i, v);
-  } else {
-    sqlite3_bind_null(q, i);
+/* A sample's measurements as the JSON object samples.measures holds (schema/migrations/004): the
+ * engine's names, finite values only, 17 significant digits so every double reads back exactly,
+ * and always a decimal point or an exponent so SQLite reads each one back as REAL. */
+static void measures_json(const double *v, char *out, size_t size) {
+  size_t len = (size_t)snprintf(out, size, "{");
+  for (int k = 1; k < GRN_MEASURE_COUNT && len < size; k++) {
+    if (!isfinite(v[k])) {
+      continue;
+    }
+    char num[32];
+    snprintf(num, sizeof num, "%.17g", v[k]);
+    len +=
+        (size_t)snprintf(out + len, size - len, "%s\"%s\":%s%s", len > 1 ? "," : "",
+                         grn_measure_name((grn_measure_key)k), num, strpbrk(num, ".e") ? "" : ".0");
+  }
+  if (len < size) {
+    snprintf(out + len, size - len, "}");
   }
 }
 
@@ -133,16 +143,17 @@ static void write_job(store *st, writer_stmts *w, job *j) {
     bind_text(w->event, 6, j->b);
     run_stmt(st, w->event);
     break;
-  case J_SAMPLE:
+  case J_SAMPLE: {
+    char measures[64 * GRN_MEASURE_COUNT];
+    measures_json(j->v, measures, sizeof measures);
     sqlite3_bind_int64(w->sample, 1, j->run);
     sqlite3_bind_int64(w->sample, 2, (sqlite3_int64)j->steps);
     sqlite3_bind_double(w->sample, 3, j->t);
     bind_text(w->sample, 4, j->a);
-    for (int k = 1; k < GRN_MEASURE_COUNT; k++) {
-      bind_number(w->sample, 4 + k, j->v[k]);
-    }
+    bind_text(w->sample, 5, measures);
     run_stmt(st, w->sample);
     break;
+  }
   case J_RUN_END: {
     sqlite3_bind_double(w->run_end, 1, j->at);
     bind_text(w->run_end, 2, j->a);
@@ -184,10 +195,8 @@ static void *writer(void *arg) {
       {&w.param, "INSERT OR REPLACE INTO run_params (run_id, name, value) VALUES (?, ?, ?)"},
       {&w.event,
        "INSERT INTO events (run_id, steps, t, at, kind, detail) VALUES (?, ?, ?, ?, ?, ?)"},
-      {&w.sample, "INSERT OR REPLACE INTO samples (run_id, steps, t, state, angle, top, cx, cz, "
-                  "over_max, flowing, alive, front, flow, mass_above, fill, beverloo, height, "
-                  "kinetic, potential, energy, energy_drift, angular_momentum, virial) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+      {&w.sample, "INSERT OR REPLACE INTO samples (run_id, steps, t, state, measures) "
+                  "VALUES (?, ?, ?, ?, ?)"},
       {&w.run_end, "UPDATE runs SET ended_at = ?, end_reason = ?, end_steps = ?, end_t = ?, "
                    "digest = ? WHERE id = ? AND ended_at IS NULL"},
       {&w.result, "INSERT OR REPLACE INTO run_results (run_id, name, value) VALUES (?, ?, ?)"},
