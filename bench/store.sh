@@ -2,24 +2,50 @@
 # The store's queries at scale: 10 000 stored runs and 2 million samples (synthetic rows, written
 # straight into a database grainlabd created and migrated), then through the REST API on
 # loopback: filtered run lists and a run's CSV export, 200 requests each, p50/p99 latency.
+# With GRAINLABD_BEFORE (another grainlabd, e.g. built at an older commit), both daemons get their
+# own database filled alike and the requests alternate between them, so a before/after comparison
+# shares the machine's load (the project VM's is shared): two columns per figure.
 #
 #   bench/store.sh      (after the README build; needs sqlite3 and python3)
+#   GRAINLABD_BEFORE=/tmp/old/grainlabd bench/store.sh
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 daemon="${GRAINLABD:-$repo/build/grainlabd}"
+before="${GRAINLABD_BEFORE:-}"
 tmp=$(mktemp -d)
-trap 'kill -TERM ${dpid:-0} 2>/dev/null; wait ${dpid:-0} 2>/dev/null; rm -rf "$tmp"' EXIT
+pids=()
+trap 'for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
+# start BINARY DIR: a daemon on DIR/grainlab.db; its HTTP port in $port
 start() {
-  "$daemon" --http-port 0 --ws-port 0 --data-dir "$tmp/data" >"$tmp/out" 2>"$tmp/err" &
+  mkdir -p "$2"
+  "$1" --http-port 0 --ws-port 0 --data-dir "$2" >"$2.out" 2>"$2.err" &
   dpid=$!
-  for _ in $(seq 100); do grep -q listening "$tmp/out" && break; sleep 0.05; done
-  port=$(sed -n 's/^listening http=\([0-9]*\).*/\1/p' "$tmp/out")
+  pids+=("$dpid")
+  for _ in $(seq 100); do grep -q listening "$2.out" && break; sleep 0.05; done
+  port=$(sed -n 's/^listening http=\([0-9]*\).*/\1/p' "$2.out")
 }
-start
-kill -TERM "$dpid"
-wait "$dpid"
-t0=$(date +%s.%N)
-sqlite3 "$tmp/data/grainlab.db" <<'SQL'
+stop() {
+  kill -TERM "$dpid"
+  wait "$dpid"
+  pids=("${pids[@]/$dpid/}")
+}
+# fill DIR: the synthetic record, written into the schema the daemon that made DIR migrated to
+fill() {
+  # samples in the daemon's schema: a column per measurement up to version 3, one JSON object of
+  # them from version 4 (schema/migrations/004), so the same script measures either binary
+  if [ "$(sqlite3 "$1/grainlab.db" 'PRAGMA user_version')" -ge 4 ]; then
+    samples="INSERT INTO samples (run_id, steps, t, state, measures)
+SELECT r.id, k.j * 60, k.j * 0.25, 'running',
+       printf('{\"angle\":%!.17g,\"top\":1.5,\"cx\":0.01,\"cz\":-0.02,\"over_max\":0.001,\"flowing\":0.1,\"alive\":3000.0}', 25.0 + k.j % 7)
+FROM runs r, k;"
+  else
+    samples="INSERT INTO samples (run_id, steps, t, state, angle, top, cx, cz, over_max, flowing, alive)
+SELECT r.id, k.j * 60, k.j * 0.25, 'running', 25.0 + k.j % 7, 1.5, 0.01, -0.02, 0.001, 0.1, 3000
+FROM runs r, k;"
+  fi
+  t0=$(date +%s.%N)
+  {
+    cat <<'SQL'
 PRAGMA journal_mode = WAL;
 BEGIN;
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
@@ -44,19 +70,30 @@ SELECT id, 'mean_flow', 500 + (id * 53 % 2000) FROM runs WHERE scene = 'silo';
 INSERT INTO run_results (run_id, name, value)
 SELECT id, 'front', 2 + (id * 29 % 300) / 100.0 FROM runs WHERE scene = 'slump';
 WITH RECURSIVE k(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM k WHERE j < 199)
-INSERT INTO samples (run_id, steps, t, state, angle, top, cx, cz, over_max, flowing, alive)
-SELECT r.id, k.j * 60, k.j * 0.25, 'running', 25.0 + k.j % 7, 1.5, 0.01, -0.02, 0.001, 0.1, 3000
-FROM runs r, k;
-COMMIT;
 SQL
-t1=$(date +%s.%N)
-echo "filled: $(sqlite3 "$tmp/data/grainlab.db" 'SELECT count(*) FROM runs') runs, $(sqlite3 "$tmp/data/grainlab.db" 'SELECT count(*) FROM samples') samples in $(python3 -c "print('%.1f' % ($t1 - $t0))") s; file $(du -m "$tmp/data/grainlab.db" | cut -f1) MiB"
-start
-python3 - "$port" <<'PY'
+    echo "$samples"
+    echo "COMMIT;"
+  } | sqlite3 "$1/grainlab.db"
+  t1=$(date +%s.%N)
+  echo "schema version $(sqlite3 "$1/grainlab.db" "PRAGMA user_version"), filled: $(sqlite3 "$1/grainlab.db" 'SELECT count(*) FROM runs') runs, $(sqlite3 "$1/grainlab.db" 'SELECT count(*) FROM samples') samples in $(python3 -c "print('%.1f' % ($t1 - $t0))") s; file $(du -m "$1/grainlab.db" | cut -f1) MiB"
+}
+start "$daemon" "$tmp/after"
+stop
+fill "$tmp/after"
+ports=()
+start "$daemon" "$tmp/after"
+ports+=("$port")
+if [ -n "$before" ]; then
+  start "$before" "$tmp/before"
+  stop
+  fill "$tmp/before"
+  start "$before" "$tmp/before"
+  ports=("$port" "${ports[@]}")
+fi
+python3 - "${ports[@]}" <<'PY'
 import http.client, sys, time
-port = int(sys.argv[1])
-conn = http.client.HTTPConnection("127.0.0.1", port)
-def timed(path, headers={}):
+conns = [http.client.HTTPConnection("127.0.0.1", int(p)) for p in sys.argv[1:]]
+def timed(path, conn, headers={}):
     t = time.perf_counter()
     conn.request("GET", path, headers=headers)
     r = conn.getresponse()
@@ -71,11 +108,26 @@ queries = [
     ("result range, sorted by result", "/api/runs?result.angle.min=35&sort=-result.angle&limit=100"),
     ("time range, page 20", "/api/runs?from=1700100000&to=1700500000&limit=50&offset=1000"),
 ]
-print("| request | p50 ms | p99 ms | bytes |")
-print("|---|---:|---:|---:|")
+two = len(conns) == 2
+if two:
+    print("| request | p50 ms before | p50 ms after | p99 ms before | p99 ms after | bytes before | bytes after |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+else:
+    print("| request | p50 ms | p99 ms | bytes |")
+    print("|---|---:|---:|---:|")
 for name, path in queries + [("run 4321 as CSV (200 samples)", "/api/runs/4321/samples?format=csv"),
                              ("run 4321 with its events", "/api/runs/4321")]:
-    timed(path)  # warm
-    ms = sorted(timed(path)[0] for _ in range(200))
-    print("| %s | %.2f | %.2f | %d |" % (name, ms[99], ms[197], timed(path)[1]))
+    ms = [[] for _ in conns]
+    for c in conns:
+        timed(path, c)  # warm
+    for _ in range(200):  # alternating, so both see the same moments of the machine's load
+        for i, c in enumerate(conns):
+            ms[i].append(timed(path, c)[0])
+    for m in ms:
+        m.sort()
+    size = [timed(path, c)[1] for c in conns]
+    if two:
+        print("| %s | %.2f | %.2f | %.2f | %.2f | %d | %d |" % (name, ms[0][99], ms[1][99], ms[0][197], ms[1][197], size[0], size[1]))
+    else:
+        print("| %s | %.2f | %.2f | %d |" % (name, ms[0][99], ms[0][197], size[0]))
 PY

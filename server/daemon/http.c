@@ -411,42 +411,64 @@ static http_reply static_file(const http_server *srv, const char *url) {
   return r;
 }
 
+/* The query arguments in request order (MHD keeps the strings until the request ends). */
 typedef struct query_args {
-  json_t *args;
-  char dup[64];
+  store_query_arg *args;
+  size_t n, cap;
+  bool no_memory;
 } query_args;
 
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value) {
   (void)kind;
   query_args *q = cls;
-  if (json_object_get(q->args, key) && !q->dup[0]) {
-    snprintf(q->dup, sizeof q->dup, "%s", key);
+  if (q->n == q->cap) {
+    const size_t cap = q->cap ? 2 * q->cap : 16;
+    store_query_arg *grown = realloc(q->args, sizeof *grown * cap);
+    if (!grown) {
+      q->no_memory = true;
+      return MHD_NO;
+    }
+    q->args = grown;
+    q->cap = cap;
   }
-  json_object_set_new(q->args, key, json_string(value ? value : ""));
+  q->args[q->n++] = (store_query_arg){key, value};
   return MHD_YES;
+}
+
+/* A refusal of the store as the API's JSON error: the one place a store status becomes HTTP. */
+static http_reply store_error_reply(const store_error *e) {
+  const int status = e->status == STORE_E_NOT_FOUND    ? 404
+                     : e->status == STORE_E_BAD_FILTER ? 400
+                                                       : 500;
+  return error_reply(status, e->code ? e->code : "store_error", e->field, "%s", e->message);
 }
 
 /* /api/runs?filters: the record, read-only */
 static http_reply h_runs_list(const http_call *k) {
-  query_args q = {json_object(), ""};
+  query_args q = {NULL, 0, 0, false};
   MHD_get_connection_values(k->c, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
-  if (q.dup[0]) {
-    json_decref(q.args);
-    return error_reply(400, "duplicate_field", q.dup, "'%s' is given twice", q.dup);
+  if (q.no_memory) {
+    free(q.args);
+    return error_reply(500, "store_error", "", "out of memory");
   }
-  json_t *out = NULL;
+  store_runs_filter filter;
   store_error se;
-  const int rc = store_list_runs(k->srv->store, q.args, &out, &se);
-  json_decref(q.args);
-  return rc == 0 ? json_reply(200, out) : api_error_reply(&se);
+  json_t *out = NULL;
+  const store_status rc = store_filter_parse(q.args, q.n, &filter, &se);
+  free(q.args);
+  if (rc != STORE_OK) {
+    return store_error_reply(&se);
+  }
+  return store_list_runs(k->srv->store, &filter, &out, &se) == STORE_OK ? json_reply(200, out)
+                                                                       : store_error_reply(&se);
 }
 
 static http_reply h_run_get(const http_call *k) {
   json_t *out = NULL;
   store_error se;
-  return store_get_run(k->srv->store, k->run, &out, &se) == 0 ? json_reply(200, out)
-                                                              : api_error_reply(&se);
+  return store_get_run(k->srv->store, k->run, &out, &se) == STORE_OK ? json_reply(200, out)
+                                                                     : store_error_reply(&se);
 }
 
 static http_reply h_run_samples(const http_call *k) {
@@ -459,8 +481,8 @@ static http_reply h_run_samples(const http_call *k) {
   char *body = NULL;
   size_t len = 0;
   store_error se;
-  if (store_samples(k->srv->store, k->run, csv, &body, &len, &se) != 0) {
-    return api_error_reply(&se);
+  if (store_samples(k->srv->store, k->run, csv, &body, &len, &se) != STORE_OK) {
+    return store_error_reply(&se);
   }
   http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", ""};
   if (csv) {

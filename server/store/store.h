@@ -4,8 +4,9 @@
 #ifndef GRAINLAB_STORE_H
 #define GRAINLAB_STORE_H
 
-#include "api_error.h"
 #include "grainlab/grainlab.h"
+#include "store_error.h"
+#include "store_filter.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -13,9 +14,6 @@
 #include <stdint.h>
 
 typedef struct store store;
-
-/* A refused query (api_error.h). */
-typedef api_error store_error;
 
 /* Open (creating it and its folder's file) and migrate; runs left open by a crash are closed as
  * "interrupted". NULL with the reason in err. */
@@ -50,11 +48,15 @@ void store_get_stats(store *st, store_stats *out);
 /* Wait until everything queued so far is committed (bounded by timeout_ms). */
 void store_sync(store *st, int timeout_ms);
 
-/* Reads. `query`: the request's query arguments, name → string. Each returns 0 or −1 with err. */
-int store_list_runs(store *st, json_t *query, json_t **out, store_error *err);
-int store_get_run(store *st, int64_t id, json_t **out, store_error *err);
+/* Reads. Each returns STORE_OK, or a status with err filled (store_error.h). */
+/* One page of the runs the filter selects (store_filter.h), and how many it selects in all:
+ * {"runs": [...], "total", "limit", "offset"}. */
+store_status store_list_runs(store *st, const store_runs_filter *f, json_t **out, store_error *err);
+/* One run with its results and events; STORE_E_NOT_FOUND when there is none. */
+store_status store_get_run(store *st, int64_t id, json_t **out, store_error *err);
 /* The run's samples as JSON ({"columns": [...], "rows": [[...], ...]}) or CSV text. */
-int store_samples(store *st, int64_t id, bool csv, char **out, size_t *len, store_error *err);
+store_status store_samples(store *st, int64_t id, bool csv, char **out, size_t *len,
+                           store_error *err);
 
 /* A consistent copy of the database at db_path into out_path (which must not exist), made with
  * SQLite's online backup while grainlabd keeps writing. Returns the runs the copy holds, or −1

@@ -2,7 +2,7 @@
 # The SQLite store end to end: what a session's runs leave in DATA_DIR/grainlab.db, the run
 # queries (filters, sorting, paging, and a table of bad input), samples as JSON and CSV, a
 # headless replay reproducing each run's recorded digest (parameter changes and actions over REST
-# and the websocket included), the fluid and gravity models' runs (their own sample columns,
+# and the websocket included), the fluid and gravity models' runs (their own measurements,
 # live and restart-only parameters, replays), and crash safety under kill -9.
 set -u
 daemon=${1:?usage: test_store.sh grainlabd grainlab ws_probe [--test-commands]}
@@ -324,7 +324,11 @@ echo "$body" | j '[r["grains"] for r in d["runs"]]' | grep -qx '\[300, 300, 100\
   ok "the cluster's runs: 300 bodies, then 100 after the restart" || bad "cluster runs: ${body:0:600}"
 
 # ---- the file: schema version, WAL, STRICT tables, integrity -----------------------------------
-[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 3 ] && ok "schema version 3 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
+[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 4 ] && ok "schema version 4 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
+# samples hold one JSON object of measurements (schema/migrations/004), finite numbers only
+[ "$(sqlite3 "$db" "SELECT count(*) FROM samples WHERE NOT json_valid(measures) OR json_type(measures) != 'object'")" = 0 ] &&
+  [ "$(sqlite3 "$db" "SELECT count(*) FROM samples s, json_each(s.measures) j WHERE j.type != 'real'")" = 0 ] &&
+  ok "every sample's measures are a JSON object of REAL numbers" || bad "samples.measures"
 [ "$(sqlite3 "$db" 'PRAGMA journal_mode')" = wal ] && ok "WAL mode" || bad "journal mode"
 [ "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE '%STRICT%'")" = 0 ] &&
   ok "every table is STRICT" || bad "non-STRICT tables"
@@ -382,7 +386,7 @@ replay_check_file "$run"
   bad "replay unknown run: $(cat "$tmp/replay_err")"
 
 # ---- a version-1 database is migrated: 'finished' (its name for a shutdown) becomes 'stopped', ---
-# ---- and samples gain the fluid and gravity columns (NULL in the old rows) ------------------------
+# ---- samples gain the fluid and gravity columns (version 3), then move into one JSON object -----
 old="$tmp/old"
 mkdir -p "$old"
 sqlite3 "$old/grainlab.db" <"$(dirname "$0")/../../schema/migrations/001_init.sql"
@@ -392,18 +396,27 @@ sqlite3 "$old/grainlab.db" "PRAGMA user_version = 1;
                     ended_at, end_reason, end_steps, end_t, digest)
   VALUES (7, 's1', 'old', 'pour', 1, 300, '0.1.0', '{\"mu\":0.5}', 1.7e9, 1.7e9 + 60, 'finished', 2400, 10.0, 'ab');
   INSERT INTO run_params VALUES (7, 'mu', 0.5);
-  INSERT INTO samples (run_id, steps, t, state) VALUES (7, 0, 0.0, 'filling');"
+  INSERT INTO samples (run_id, steps, t, state) VALUES (7, 0, 0.0, 'filling');
+  INSERT INTO samples (run_id, steps, t, state, angle, top, alive, over_max)
+  VALUES (7, 60, 0.25, 'running', 0.1 + 0.2, 25.0, 300, -1.5e-7);"
 "$daemon" --http-port 0 --ws-port 0 --data-dir "$old" >"$tmp/out3" 2>"$tmp/err3" &
 opid=$!
 for _ in $(seq 100); do grep -q listening "$tmp/out3" && break; sleep 0.05; done
+port3=$(sed -n 's/^listening http=\([0-9]*\).*/\1/p' "$tmp/out3")
+curl -s "http://127.0.0.1:$port3/api/runs/7/samples?format=csv" >"$tmp/old_csv"
 kill -TERM "$opid"
 wait "$opid"
-[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 3 ] &&
+[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 4 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT end_reason FROM runs WHERE id = 7')" = stopped ] &&
-  [ "$(sqlite3 "$old/grainlab.db" 'SELECT count(*) FROM samples WHERE run_id = 7 AND energy IS NULL AND virial IS NULL AND height IS NULL')" = 1 ] &&
+  [ "$(sqlite3 "$old/grainlab.db" 'SELECT measures FROM samples WHERE run_id = 7 ORDER BY steps')" = '{}
+{"angle":0.30000000000000004,"top":25.0,"over_max":-1.4999999999999999e-07,"alive":300.0}' ] &&
+  [ "$(sqlite3 "$old/grainlab.db" "SELECT json_extract(measures, '$.angle') = 0.1 + 0.2 AND json_extract(measures, '$.over_max') = -1.5e-7 FROM samples WHERE steps = 60")" = 1 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'PRAGMA foreign_key_check' | wc -l)" = 0 ] &&
-  ok "a version-1 database migrates to 3: the run reads 'stopped', its samples stay, the new columns NULL" ||
-  bad "migration 1 -> 3: $(sqlite3 "$old/grainlab.db" 'PRAGMA user_version; SELECT end_reason FROM runs') $(cat "$tmp/err3")"
+  ok "a version-1 database migrates to 4: the run reads 'stopped', its samples stay, exactly, as JSON objects" ||
+  bad "migration 1 -> 4: $(sqlite3 "$old/grainlab.db" 'PRAGMA user_version; SELECT end_reason FROM runs; SELECT measures FROM samples') $(cat "$tmp/err3")"
+printf 't,steps,state,angle,top,cx,cz,over_max,flowing,alive\r\n0,0,filling,,,,,,,\r\n0.25,60,running,0.30000000000000004,25,,,-1.4999999999999999e-07,,300\r\n' >"$tmp/want_csv"
+cmp -s "$tmp/old_csv" "$tmp/want_csv" && ok "the migrated run's CSV: the same columns and numbers as before" ||
+  bad "migrated CSV: $(cat -A "$tmp/old_csv")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1,0 +1,24 @@
+/* What a store call reports when it refuses or fails: the store's own codes, not HTTP statuses
+ * (the daemon maps them, http.c). `code` is the stable word the API shows for the refusal. */
+#ifndef GRAINLAB_STORE_ERROR_H
+#define GRAINLAB_STORE_ERROR_H
+
+typedef enum store_status {
+  STORE_OK = 0,
+  STORE_E_NOT_FOUND,  /* no such run */
+  STORE_E_BAD_FILTER, /* a runs filter is refused; `code` names the rule it breaks */
+  STORE_E_IO,         /* SQLite failed */
+} store_status;
+
+typedef struct store_error {
+  store_status status;
+  const char *code;  /* static: "not_found", "too_long", "bad_sort", "store_error", ... */
+  char field[64];    /* the offending query argument, "id", or "" */
+  char message[192]; /* for people */
+} store_error;
+
+/* Fills err (the store's own files). */
+void store__fail(store_error *err, store_status status, const char *code, const char *field,
+                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#endif

@@ -1,0 +1,343 @@
+/* The store's queries for the REST API (see store.h): the filtered, sorted, paged list of runs,
+ * one run with its results and events, and a run's samples as JSON or CSV. Each reads on one of
+ * the store's read connections after the writer has committed what was queued before it. */
+#define _GNU_SOURCE
+#include "store_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *column_json(sqlite3_stmt *q, int c) {
+  switch (sqlite3_column_type(q, c)) {
+  case SQLITE_INTEGER:
+    return json_integer(sqlite3_column_int64(q, c));
+  case SQLITE_FLOAT:
+    return json_real(sqlite3_column_double(q, c));
+  case SQLITE_TEXT:
+    return json_string((const char *)sqlite3_column_text(q, c));
+  default:
+    return json_null();
+  }
+}
+
+typedef struct sql_buf {
+  char text[4096];
+  size_t len;
+  bool overflow;
+} sql_buf;
+
+static void add(sql_buf *b, const char *fragment) {
+  const size_t n = strlen(fragment);
+  if (b->len + n + 1 > sizeof b->text) {
+    b->overflow = true;
+    return;
+  }
+  memcpy(b->text + b->len, fragment, n + 1);
+  b->len += n;
+}
+
+enum { B_TEXT, B_REAL };
+typedef struct binding {
+  int kind;
+  const char *text; /* points into the filter, alive until the end */
+  double real;
+} binding;
+
+store_status store_list_runs(store *st, const store_runs_filter *f, json_t **out,
+                             store_error *err) {
+  sql_buf where = {.len = 0}, order = {.len = 0};
+  binding bind[4 + 2 + 3 * STORE_FILTER_MAX_ARGS];
+  int nb = 0;
+  add(&where, " WHERE 1");
+  const struct {
+    bool on;
+    const char *sql, *value;
+  } texts[] = {
+      {f->has_scene, " AND r.scene = ?", f->scene},
+      {f->has_label, " AND r.label = ?", f->label},
+      {f->has_session, " AND r.session_id = ?", f->session},
+      {f->has_end_reason, " AND r.end_reason = ?", f->end_reason},
+  };
+  for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+    if (texts[k].on) {
+      add(&where, texts[k].sql);
+      bind[nb++] = (binding){B_TEXT, texts[k].value, 0};
+    }
+  }
+  if (f->has_from) {
+    add(&where, " AND r.started_at >= ?");
+    bind[nb++] = (binding){B_REAL, NULL, f->from};
+  }
+  if (f->has_to) {
+    add(&where, " AND r.started_at < ?");
+    bind[nb++] = (binding){B_REAL, NULL, f->to};
+  }
+  /* a range is one index lookup in run_params / run_results (name, value) */
+  for (int k = 0; k < f->nranges; k++) {
+    const store_range *r = &f->range[k];
+    add(&where, r->result ? " AND EXISTS (SELECT 1 FROM run_results p WHERE p.run_id = r.id "
+                            "AND p.name = ?"
+                          : " AND EXISTS (SELECT 1 FROM run_params p WHERE p.run_id = r.id "
+                            "AND p.name = ?");
+    bind[nb++] = (binding){B_TEXT, r->name, 0};
+    if (r->has_min) {
+      add(&where, " AND p.value >= ?");
+      bind[nb++] = (binding){B_REAL, NULL, r->min};
+    }
+    if (r->has_max) {
+      add(&where, " AND p.value <= ?");
+      bind[nb++] = (binding){B_REAL, NULL, r->max};
+    }
+    add(&where, ")");
+  }
+  /* a fixed set of orders: the client picks one by name, never supplies SQL */
+  switch (f->sort) {
+  case STORE_SORT_ID:
+    add(&order, " ORDER BY r.id");
+    break;
+  case STORE_SORT_PARAM:
+    add(&order, " ORDER BY (SELECT value FROM run_params WHERE run_id = r.id AND name = ?)");
+    break;
+  case STORE_SORT_RESULT:
+    add(&order, " ORDER BY (SELECT value FROM run_results WHERE run_id = r.id AND name = ?)");
+    break;
+  default:
+    add(&order, " ORDER BY r.started_at");
+    break;
+  }
+  add(&order, f->descending ? " DESC, r.id DESC" : " ASC, r.id ASC");
+  const bool sort_by_name = f->sort == STORE_SORT_PARAM || f->sort == STORE_SORT_RESULT;
+  sql_buf sql = {.len = 0};
+  add(&sql, "SELECT r.id, r.session_id, r.label, r.scene, r.seed, r.grains, r.engine_version, "
+            "r.params, r.started_at, r.ended_at, r.end_reason, r.end_steps, r.end_t, r.digest, "
+            "(SELECT json_group_object(name, value) FROM run_results WHERE run_id = r.id) "
+            "FROM runs r");
+  add(&sql, where.text);
+  add(&sql, order.text);
+  add(&sql, " LIMIT ? OFFSET ?");
+  sql_buf count = {.len = 0};
+  add(&count, "SELECT count(*) FROM runs r");
+  add(&count, where.text);
+  if (sql.overflow || count.overflow) {
+    store__fail(err, STORE_E_BAD_FILTER, "too_complex", "", "the query is too long");
+    return err->status;
+  }
+  store_sync(st, 2000);
+  store_reader *rd = store__take_reader(st);
+  sqlite3_stmt *q = NULL, *c = NULL;
+  if (sqlite3_prepare_v2(rd->db, sql.text, -1, &q, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(rd->db, count.text, -1, &c, NULL) != SQLITE_OK) {
+    store__fail(err, STORE_E_IO, "store_error", "", "%s", sqlite3_errmsg(rd->db));
+    sqlite3_finalize(q);
+    store__give_reader(rd);
+    return err->status;
+  }
+  int i = 1;
+  for (int b = 0; b < nb; b++, i++) {
+    for (sqlite3_stmt *s = q; s; s = s == q ? c : NULL) {
+      if (bind[b].kind == B_TEXT) {
+        sqlite3_bind_text(s, i, bind[b].text, -1, SQLITE_TRANSIENT);
+      } else {
+        sqlite3_bind_double(s, i, bind[b].real);
+      }
+    }
+  }
+  if (sort_by_name) { /* the order's binding comes after the WHERE's */
+    sqlite3_bind_text(q, i++, f->sort_name, -1, SQLITE_TRANSIENT);
+  }
+  sqlite3_bind_int64(q, i++, f->limit);
+  sqlite3_bind_int64(q, i, f->offset);
+  json_t *runs = json_array();
+  int rc;
+  while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    json_t *row = json_object();
+    static const char *const cols[] = {"id",         "session_id", "label",          "scene",
+                                       "seed",       "grains",     "engine_version", "params",
+                                       "started_at", "ended_at",   "end_reason",     "end_steps",
+                                       "end_t",      "digest",     "results"};
+    for (int k = 0; k < 15; k++) {
+      if (k == 7 || k == 14) { /* JSON columns */
+        const char *text = (const char *)sqlite3_column_text(q, k);
+        json_t *parsed = text ? json_loads(text, 0, NULL) : NULL;
+        json_object_set_new(row, cols[k], parsed ? parsed : json_object());
+      } else {
+        json_object_set_new(row, cols[k], column_json(q, k));
+      }
+    }
+    json_array_append_new(runs, row);
+  }
+  int64_t total = 0;
+  if (rc == SQLITE_DONE && sqlite3_step(c) == SQLITE_ROW) {
+    total = sqlite3_column_int64(c, 0);
+  }
+  sqlite3_finalize(q);
+  sqlite3_finalize(c);
+  store__give_reader(rd);
+  if (rc != SQLITE_DONE) {
+    json_decref(runs);
+    store__fail(err, STORE_E_IO, "store_error", "", "the query failed");
+    return err->status;
+  }
+  *out = json_pack("{s:o, s:I, s:i, s:i}", "runs", runs, "total", (json_int_t)total, "limit",
+                   (int)f->limit, "offset", (int)f->offset);
+  return STORE_OK;
+}
+
+static json_t *row_object(sqlite3_stmt *q) {
+  json_t *row = json_object();
+  for (int k = 0; k < sqlite3_column_count(q); k++) {
+    json_object_set_new(row, sqlite3_column_name(q, k), column_json(q, k));
+  }
+  return row;
+}
+
+store_status store_get_run(store *st, int64_t id, json_t **out, store_error *err) {
+  store_sync(st, 2000);
+  store_reader *rd = store__take_reader(st);
+  sqlite3_stmt *q = NULL;
+  json_t *run = NULL;
+  if (sqlite3_prepare_v2(rd->db,
+                         "SELECT id, session_id, label, scene, seed, grains, engine_version, "
+                         "params, started_at, ended_at, end_reason, end_steps, end_t, digest, "
+                         "(SELECT count(*) FROM samples WHERE run_id = runs.id) AS samples "
+                         "FROM runs WHERE id = ?",
+                         -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, id);
+    if (sqlite3_step(q) == SQLITE_ROW) {
+      run = row_object(q);
+      json_t *params = json_loads(json_string_value(json_object_get(run, "params")), 0, NULL);
+      json_object_set_new(run, "params", params ? params : json_object());
+    }
+  }
+  sqlite3_finalize(q);
+  if (!run) {
+    store__give_reader(rd);
+    store__fail(err, STORE_E_NOT_FOUND, "not_found", "id", "no run %lld", (long long)id);
+    return err->status;
+  }
+  json_t *results = json_object(), *events = json_array();
+  if (sqlite3_prepare_v2(rd->db, "SELECT name, value FROM run_results WHERE run_id = ?", -1, &q,
+                         NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, id);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+      json_object_set_new(results, (const char *)sqlite3_column_text(q, 0),
+                          json_real(sqlite3_column_double(q, 1)));
+    }
+  }
+  sqlite3_finalize(q);
+  if (sqlite3_prepare_v2(
+          rd->db, "SELECT steps, t, at, kind, detail FROM events WHERE run_id = ? ORDER BY id", -1,
+          &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, id);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+      json_t *e = json_pack("{s:I, s:f, s:f, s:s}", "steps", (json_int_t)sqlite3_column_int64(q, 0),
+                            "t", sqlite3_column_double(q, 1), "at", sqlite3_column_double(q, 2),
+                            "kind", (const char *)sqlite3_column_text(q, 3));
+      json_t *detail = json_loads((const char *)sqlite3_column_text(q, 4), 0, NULL);
+      json_object_set_new(e, "detail", detail ? detail : json_object());
+      json_array_append_new(events, e);
+    }
+  }
+  sqlite3_finalize(q);
+  store__give_reader(rd);
+  json_object_set_new(run, "results", results);
+  json_object_set_new(run, "events", events);
+  *out = run;
+  return STORE_OK;
+}
+
+store_status store_samples(store *st, int64_t id, bool csv, char **out, size_t *len,
+                           store_error *err) {
+  store_sync(st, 2000);
+  store_reader *rd = store__take_reader(st);
+  sqlite3_stmt *q = NULL;
+  const grn_scene_info *scene = NULL;
+  if (sqlite3_prepare_v2(rd->db, "SELECT scene FROM runs WHERE id = ?", -1, &q, NULL) ==
+      SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, id);
+    if (sqlite3_step(q) == SQLITE_ROW) {
+      scene = grn_scene_find((const char *)sqlite3_column_text(q, 0));
+    }
+  }
+  sqlite3_finalize(q);
+  if (!scene) {
+    store__give_reader(rd);
+    store__fail(err, STORE_E_NOT_FOUND, "not_found", "id", "no run %lld", (long long)id);
+    return err->status;
+  }
+  /* the scene's own measurements only, in the engine's order */
+  sql_buf sql = {.len = 0};
+  add(&sql, "SELECT t, steps, state");
+  int cols[GRN_MEASURE_COUNT], nc = 0;
+  char paths[GRN_MEASURE_COUNT][48];
+  for (int k = 1; k < GRN_MEASURE_COUNT; k++) {
+    if (scene->measures & (1u << k)) {
+      /* one member of the sample's JSON object (schema/migrations/004), NULL where absent; the
+       * path is bound, and CAST keeps a hand-written whole number a REAL as the column was */
+      snprintf(paths[nc], sizeof paths[nc], "$.%s", grn_measure_name((grn_measure_key)k));
+      cols[nc++] = k;
+      add(&sql, ", CAST(json_extract(measures, ?) AS REAL)");
+    }
+  }
+  add(&sql, " FROM samples WHERE run_id = ? ORDER BY steps");
+  if (sql.overflow || sqlite3_prepare_v2(rd->db, sql.text, -1, &q, NULL) != SQLITE_OK) {
+    store__give_reader(rd);
+    store__fail(err, STORE_E_IO, "store_error", "", "%s", sqlite3_errmsg(rd->db));
+    return err->status;
+  }
+  for (int c = 0; c < nc; c++) {
+    sqlite3_bind_text(q, c + 1, paths[c], -1, SQLITE_STATIC);
+  }
+  sqlite3_bind_int64(q, nc + 1, id);
+  char *buf = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&buf, &size);
+  json_t *rows = csv ? NULL : json_array();
+  if (csv) {
+    fputs("t,steps,state", f);
+    for (int c = 0; c < nc; c++) {
+      fprintf(f, ",%s", grn_measure_name((grn_measure_key)cols[c]));
+    }
+    fputs("\r\n", f);
+  }
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    if (csv) {
+      fprintf(f, "%.17g,%lld,%s", sqlite3_column_double(q, 0),
+              (long long)sqlite3_column_int64(q, 1), (const char *)sqlite3_column_text(q, 2));
+      for (int c = 0; c < nc; c++) {
+        if (sqlite3_column_type(q, 3 + c) == SQLITE_NULL) {
+          fputc(',', f);
+        } else {
+          fprintf(f, ",%.17g", sqlite3_column_double(q, 3 + c));
+        }
+      }
+      fputs("\r\n", f);
+    } else {
+      json_t *row = json_array();
+      for (int c = 0; c < 3 + nc; c++) {
+        json_array_append_new(row, column_json(q, c));
+      }
+      json_array_append_new(rows, row);
+    }
+  }
+  sqlite3_finalize(q);
+  store__give_reader(rd);
+  if (!csv) {
+    json_t *names = json_pack("[s, s, s]", "t", "steps", "state");
+    for (int c = 0; c < nc; c++) {
+      json_array_append_new(names, json_string(grn_measure_name((grn_measure_key)cols[c])));
+    }
+    json_t *doc =
+        json_pack("{s:I, s:o, s:o}", "run_id", (json_int_t)id, "columns", names, "rows", rows);
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(doc);
+    fputs(text ? text : "{}", f);
+    free(text);
+  }
+  fclose(f);
+  *out = buf;
+  *len = size;
+  return STORE_OK;
+}

@@ -1,0 +1,115 @@
+/* A stored run read back as an event script (see store.h): its definition, then its parameter
+ * changes and actions in order, read from a database file directly (the CLI's and the daemon's
+ * replays). */
+#define _GNU_SOURCE
+#include "store_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void store_replay_free(store_replay *r) {
+  free(r->events);
+  memset(r, 0, sizeof *r);
+}
+
+static int replay_fail(sqlite3 *db, sqlite3_stmt *q, store_replay *r, char *err, size_t errlen,
+                       const char *msg) {
+  snprintf(err, errlen, "%s", msg);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  store_replay_free(r);
+  return -1;
+}
+
+int store_load_replay(const char *db_path, int64_t run, store_replay *out, char *err,
+                      size_t errlen) {
+  memset(out, 0, sizeof *out);
+  sqlite3 *db = store__open_db(db_path, SQLITE_OPEN_READONLY, err, errlen);
+  if (!db) {
+    return -1;
+  }
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT scene, seed, grains, params, end_steps, digest, end_reason "
+                         "FROM runs WHERE id = ?",
+                         -1, &q, NULL) != SQLITE_OK) {
+    return replay_fail(db, q, out, err, errlen, "not a grainlab database");
+  }
+  sqlite3_bind_int64(q, 1, run);
+  if (sqlite3_step(q) != SQLITE_ROW) {
+    return replay_fail(db, q, out, err, errlen, "no such run");
+  }
+  grn_error e;
+  if (grn_world_def_default(&out->def, (const char *)sqlite3_column_text(q, 0), &e) != GRN_OK) {
+    return replay_fail(db, q, out, err, errlen, "the run's scene is unknown to this engine");
+  }
+  out->def.seed = (uint64_t)sqlite3_column_int64(q, 1);
+  json_t *params = json_loads((const char *)sqlite3_column_text(q, 3), 0, NULL);
+  const char *name;
+  json_t *v;
+  bool bad = !params;
+  json_object_foreach(params, name, v) {
+    bad = bad || grn_world_def_set(&out->def, name, json_number_value(v), &e) != GRN_OK;
+  }
+  json_decref(params);
+  if (bad) {
+    return replay_fail(db, q, out, err, errlen, "the run's parameters do not fit this engine");
+  }
+  out->ended = sqlite3_column_type(q, 4) != SQLITE_NULL;
+  out->end_steps = (uint64_t)sqlite3_column_int64(q, 4);
+  snprintf(out->digest, sizeof out->digest, "%s",
+           sqlite3_column_text(q, 5) ? (const char *)sqlite3_column_text(q, 5) : "");
+  snprintf(out->end_reason, sizeof out->end_reason, "%s",
+           sqlite3_column_text(q, 6) ? (const char *)sqlite3_column_text(q, 6) : "");
+  sqlite3_finalize(q);
+  q = NULL;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT steps, kind, detail FROM events WHERE run_id = ? AND kind IN "
+                         "('parameter_changed', 'action') ORDER BY id",
+                         -1, &q, NULL) != SQLITE_OK) {
+    return replay_fail(db, q, out, err, errlen, "not a grainlab database");
+  }
+  sqlite3_bind_int64(q, 1, run);
+  int cap = 0;
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    json_t *detail = json_loads((const char *)sqlite3_column_text(q, 2), 0, NULL);
+    const bool action = strcmp((const char *)sqlite3_column_text(q, 1), "action") == 0;
+    const uint64_t steps = (uint64_t)sqlite3_column_int64(q, 0);
+    /* actions carry the engine's own form; daemon-only ones (pause, step, ...) have none */
+    json_t *items = action ? json_object_get(detail, "engine") : json_object_get(detail, "params");
+    const char *pname;
+    json_t *pv;
+    json_t *one = action && json_is_string(items) ? json_pack("{s:O}", "a", items) : NULL;
+    json_object_foreach(action ? one : items, pname, pv) {
+      if (out->nevents == cap) {
+        cap = cap ? 2 * cap : 64;
+        store_replay_event *grown = realloc(out->events, sizeof *grown * (size_t)cap);
+        if (!grown) {
+          json_decref(one);
+          json_decref(detail);
+          return replay_fail(db, q, out, err, errlen, "out of memory");
+        }
+        out->events = grown;
+      }
+      store_replay_event *ev = &out->events[out->nevents];
+      memset(ev, 0, sizeof *ev);
+      ev->steps = steps;
+      ev->is_action = action;
+      if (action ? grn_action_parse(json_string_value(pv), &ev->action, &e) != GRN_OK
+                 : !json_is_number(pv)) {
+        json_decref(one);
+        json_decref(detail);
+        return replay_fail(db, q, out, err, errlen, "a recorded event cannot be replayed");
+      }
+      snprintf(ev->param, sizeof ev->param, "%s", action ? "" : pname);
+      ev->value = action ? 0.0 : json_number_value(pv);
+      out->nevents++;
+    }
+    json_decref(one);
+    json_decref(detail);
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  return 0;
+}
