@@ -2,11 +2,62 @@
  * request bodies read into typed commands with the API's refusals. */
 #include "api_json.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 char *api_dumps(const json_t *j) {
   return json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15));
+}
+
+/* The daemon's own actions; test builds add commands that break a worker's limits on purpose. */
+static const grn_action_arg step_args[] = {
+    {"n", "steps", 1.0, 14400.0, true, false, "steps to take while paused (a whole number)"}};
+static const grn_action_info own_actions[] = {
+    {"pause", GRN_ACTION_COUNT, 0, NULL, false, "stop the clock; viewers keep the last frame"},
+    {"resume", GRN_ACTION_COUNT, 0, NULL, false, "start the clock again"},
+    {"step", GRN_ACTION_COUNT, 1, step_args, false, "advance a paused session by n steps"},
+    {"finish", GRN_ACTION_COUNT, 0, NULL, false, "record the run as finished and end the session"},
+#ifdef GRAINLAB_TEST_COMMANDS
+    {"test_hog", GRN_ACTION_COUNT, 0, NULL, false, ""},
+    {"test_syscall", GRN_ACTION_COUNT, 0, NULL, false, ""},
+    {"test_hang", GRN_ACTION_COUNT, 0, NULL, false, ""},
+#endif
+};
+enum { OWN_LISTED = 4 }; /* the test commands are not part of the catalogue */
+
+const grn_action_info *api_session_actions(int *count) {
+  *count = OWN_LISTED;
+  return own_actions;
+}
+
+static json_t *action_info_json(const grn_action_info *info, bool session) {
+  json_t *args = json_array();
+  for (int k = 0; k < info->arg_count; k++) {
+    const grn_action_arg *g = &info->args[k];
+    json_array_append_new(args, json_pack("{s:s, s:s, s:f, s:f, s:b, s:s, s:s}", "name", g->name,
+                                          "unit", g->unit, "min", g->min, "max", g->max, "required",
+                                          g->required, "type", g->boolean ? "boolean" : "number",
+                                          "description", g->description));
+  }
+  return json_pack("{s:s, s:s, s:b, s:o}", "name", info->name, "description", info->description,
+                   "session", session, "args", args);
+}
+
+static json_t *plots_json(const grn_scene_info *sc) {
+  json_t *plots = json_array();
+  for (int p = 0; p < sc->plot_count; p++) {
+    json_t *series = json_array();
+    for (int i = 0; i < sc->plots[p].series_count; i++) {
+      const grn_plot_series *ps = &sc->plots[p].series[i];
+      json_array_append_new(series,
+                            json_pack("{s:s, s:s, s:b}", "key", grn_measure_name(ps->key), "axis",
+                                      ps->right ? "right" : "left", "reference", ps->reference));
+    }
+    json_array_append_new(plots,
+                          json_pack("{s:s, s:o}", "title", sc->plots[p].title, "series", series));
+  }
+  return plots;
 }
 
 json_t *api_scenes_json(void) {
@@ -30,11 +81,104 @@ json_t *api_scenes_json(void) {
         json_array_append_new(meas, json_string(grn_measure_name((grn_measure_key)k)));
       }
     }
-    json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "name", sc->name, "model",
-                                       grn_model_name(sc->model), "description", sc->description,
-                                       "params", params, "actions", actions, "measurements", meas));
+    json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "name", sc->name,
+                                       "model", grn_model_name(sc->model), "description",
+                                       sc->description, "params", params, "actions", actions,
+                                       "measurements", meas, "plots", plots_json(sc)));
   }
-  return json_pack("{s:o}", "scenes", a);
+  json_t *actions = json_array(), *measures = json_array();
+  for (int k = 0; k < GRN_ACTION_COUNT; k++) {
+    json_array_append_new(actions, action_info_json(grn_action_info_of((grn_action_kind)k), false));
+  }
+  for (int k = 0; k < OWN_LISTED; k++) {
+    json_array_append_new(actions, action_info_json(&own_actions[k], true));
+  }
+  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
+    const grn_measure_info *m = grn_measure_info_of((grn_measure_key)k);
+    json_array_append_new(measures, json_pack("{s:s, s:s, s:s}", "name", m->name, "unit", m->unit,
+                                              "label", m->label));
+  }
+  return json_pack("{s:o, s:o, s:o, s:f, s:i}", "scenes", a, "actions", actions, "measurements",
+                   measures, "step_seconds", GRN_STEP_SECONDS, "sample_steps", GRN_SAMPLE_STEPS);
+}
+
+int api_read_action(const json_t *body, api_action *out, api_error *err) {
+  const json_t *type = json_object_get(body, "type");
+  if (!json_is_string(type)) {
+    api_fail(err, 400, "missing_field", "type", "an action needs a \"type\" string");
+    return -1;
+  }
+  const char *name = json_string_value(type);
+  api_action p = {grn_action_find(name), API_ACT_ENGINE, {0}};
+  for (size_t i = 0; !p.info && i < sizeof own_actions / sizeof own_actions[0]; i++) {
+    if (strcmp(own_actions[i].name, name) == 0) {
+      p.info = &own_actions[i];
+      p.own = i < OWN_LISTED ? (api_own_action)(i + 1) : API_ACT_TEST;
+    }
+  }
+  if (!p.info) {
+    api_fail(err, 400, "unknown_action", "type", "unknown action '%.60s'", name);
+    return -1;
+  }
+  const grn_action_info *info = p.info;
+  unsigned given = 0;
+  const char *key;
+  json_t *v;
+  json_object_foreach((json_t *)body, key, v) {
+    if (strcmp(key, "type") == 0) {
+      continue;
+    }
+    int k = -1;
+    for (int a = 0; a < info->arg_count; a++) {
+      k = strcmp(info->args[a].name, key) == 0 ? a : k;
+    }
+    if (k < 0) {
+      api_fail(err, 400, "unknown_field", key, "action '%s' takes no '%.60s'", info->name, key);
+      return -1;
+    }
+    const bool boolean = info->args[k].boolean;
+    if (boolean ? !json_is_boolean(v) : !json_is_number(v)) {
+      api_fail(err, 400, "wrong_type", key, "'%s' must be a %s", key,
+               boolean ? "boolean" : "number");
+      return -1;
+    }
+    p.action.args[k] = boolean ? (json_is_true(v) ? 1.0 : 0.0) : json_number_value(v);
+    given |= 1u << k;
+  }
+  /* the given arguments must be the required ones and then a run of optional ones without a gap,
+   * all of them where the catalogue says they come together */
+  int nargs = 0, required = 0;
+  while (nargs < info->arg_count && ((given >> nargs) & 1)) {
+    nargs++;
+  }
+  while (required < info->arg_count && info->args[required].required) {
+    required++;
+  }
+  const bool partial = info->optional_together && nargs > required && nargs < info->arg_count;
+  if ((given >> nargs) != 0 || nargs < required || partial) {
+    const char *missing = info->args[nargs].name;
+    api_fail(err, 400, "missing_field", missing, "action '%s' needs '%s'%s", info->name, missing,
+             nargs < required ? "" : " (its optional arguments come all together or not at all)");
+    return -1;
+  }
+  p.action.kind = info->kind;
+  p.action.nargs = nargs;
+  *out = p;
+  return 0;
+}
+
+json_t *api_action_json(const api_action *a) {
+  json_t *j = json_pack("{s:s}", "type", a->info->name);
+  for (int k = 0; k < a->action.nargs && k < a->info->arg_count; k++) {
+    const grn_action_arg *g = &a->info->args[k];
+    const double v = a->action.args[k];
+    /* whole numbers as integers, as a client writes them (step n, a spout at 1 m) */
+    json_t *value = g->boolean                                     ? json_boolean(v != 0.0)
+                    : fabs(v) < 9e15 && v == (double)(json_int_t)v ? json_integer((json_int_t)v)
+                                                                   : json_real(v);
+    json_object_set_new(j, g->name, value);
+  }
+  return j;
 }
 
 json_t *api_error_object(const char *code, const char *field, const char *message) {

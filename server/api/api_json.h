@@ -18,10 +18,41 @@
  * memory. `j` is not released. */
 char *api_dumps(const json_t *j);
 
-/* {"scenes": [{name, model, description, params: [{name, unit, min, max, default, integer,
- * restart, description}], actions: [names], measurements: [keys]}]}: GET /api/scenes and
- * `grainlab scenes`. A new reference. */
+/* The catalogue, GET /api/scenes and `grainlab scenes` alike: {"scenes": [{name, model,
+ * description, params: [{name, unit, min, max, default, integer, restart, description}],
+ * actions: [names], measurements: [keys], plots: [{title, series: [{key, axis, reference}]}]}],
+ * "actions": [{name, description, session, args: [{name, unit, min, max, required, type,
+ * description}]}], "measurements": [{name, unit, label}], step_seconds, sample_steps}. Every
+ * scene's action and measurement is described once, at the top. A new reference. */
 json_t *api_scenes_json(void);
+
+/* ---- actions -------------------------------------------------------------------------------- */
+
+/* Which of the daemon's own actions an action is; API_ACT_ENGINE: the engine's (grn_action). */
+typedef enum api_own_action {
+  API_ACT_ENGINE = 0,
+  API_ACT_PAUSE,
+  API_ACT_RESUME,
+  API_ACT_STEP,
+  API_ACT_FINISH,
+  API_ACT_TEST /* test builds only: a worker command that breaks a limit on purpose */
+} api_own_action;
+
+/* The daemon's own actions (pause, resume, step, finish), described in the engine catalogue's
+ * form (`kind` unused) so that one reader takes both and the catalogue lists both alike. */
+const grn_action_info *api_session_actions(int *count);
+
+/* An action body {type, ARG: value, ...} read against its catalogue entry: the arguments in the
+ * catalogue's order, booleans as 1 or 0. The scene's own limits are checked later
+ * (grn_action_check). */
+typedef struct api_action {
+  const grn_action_info *info;
+  api_own_action own;
+  grn_action action;
+} api_action;
+int api_read_action(const json_t *body, api_action *out, api_error *err);
+/* The action as a body again ({type, ARG: value, ...}), as events record it. A new reference. */
+json_t *api_action_json(const api_action *a);
 
 /* ---- errors ------------------------------------------------------------------------------- */
 

@@ -326,8 +326,10 @@ static http_reply h_session_action(const http_call *k) {
     return err;
   }
   api_error e;
-  const http_reply r =
-      sess_action(k->s, body, &e) == 0 ? json_reply(200, sess_json(k->s)) : api_error_reply(&e);
+  api_action a;
+  const http_reply r = api_read_action(body, &a, &e) == 0 && sess_action(k->s, &a, &e) == 0
+                           ? json_reply(200, sess_json(k->s))
+                           : api_error_reply(&e);
   json_decref(body);
   return r;
 }
@@ -461,7 +463,7 @@ static http_reply h_runs_list(const http_call *k) {
     return store_error_reply(&se);
   }
   return store_list_runs(k->srv->store, &filter, &out, &se) == STORE_OK ? json_reply(200, out)
-                                                                       : store_error_reply(&se);
+                                                                        : store_error_reply(&se);
 }
 
 static http_reply h_run_get(const http_call *k) {

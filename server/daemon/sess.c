@@ -27,11 +27,6 @@ typedef struct script {
   json_t *fork_params; /* a fork's new parameters, applied at the end */
 } script;
 
-typedef struct queued_action {
-  grn_action action;
-  json_t *body; /* as sent, for the event */
-} queued_action;
-
 struct session {
   sess_registry *reg;
   int refs;                                          /* under the registry lock */
@@ -55,7 +50,7 @@ struct session {
   grn_state shown_state;        /* the measurement state last announced */
   pthread_mutex_t qlock;        /* the queue below (never held while calling the worker) */
   const grn_scene_info *qscene; /* the scene, for checking queued actions */
-  queued_action queue[QUEUE_MAX];
+  api_action queue[QUEUE_MAX];
   int queued;
   bool run_open;   /* the current run is recorded as started and not yet ended */
   double flow_sum; /* silo: flow samples while draining, for the run's mean flow */
@@ -414,7 +409,7 @@ static int call(session *s, const void *cmd, size_t size, int steps, sess_error 
 
 /* Controller actions that came over the websocket, in order, each announced as it lands. */
 static void apply_queued(session *s) {
-  queued_action q[QUEUE_MAX];
+  api_action q[QUEUE_MAX];
   pthread_mutex_lock(&s->qlock);
   const int n = s->queued;
   memcpy(q, s->queue, sizeof q[0] * (size_t)n);
@@ -430,13 +425,12 @@ static void apply_queued(session *s) {
     if (call(s, &cmd, sizeof cmd, 0, &err) == 0) {
       s->dirty = true;
       sess_event(s, "action",
-                 json_pack("{s:O, s:s, s:o}", "action", q[i].body, "via", "websocket", "engine",
-                           action_text(&cmd.action)));
+                 json_pack("{s:o, s:s, s:o}", "action", api_action_json(&q[i]), "via", "websocket",
+                           "engine", action_text(&cmd.action)));
     } else {
       log_msg(LOG_WARN, "action_failed", "session=%s: websocket action not applied: %s", s->id,
               err.message);
     }
-    json_decref(q[i].body);
   }
 }
 
@@ -772,9 +766,6 @@ session *sess_find(sess_registry *r, const char *id) {
 
 static void destroy(session *s) {
   free_script(s->script);
-  for (int i = 0; i < s->queued; i++) {
-    json_decref(s->queue[i].body);
-  }
   chan_destroy(&s->ch);
   pthread_mutex_destroy(&s->qlock);
   pthread_mutex_destroy(&s->lock);
@@ -1017,122 +1008,21 @@ int sess_set_speed(session *s, double speed, sess_error *err) {
   return 0;
 }
 
-/* The daemon's own actions, described in the engine catalogue's form (grn_action_info; `kind` is
- * unused) so that one parser reads both and the catalogue lists both the same way. */
-enum { ACT_PAUSE = 1, ACT_RESUME, ACT_STEP, ACT_FINISH, ACT_TEST };
-
-static const grn_action_arg step_args[] = {
-    {"n", "steps", 1.0, 14400.0, true, false, "steps to take while paused (a whole number)"}};
-static const grn_action_info own_actions[] = {
-    {"pause", GRN_ACTION_COUNT, 0, NULL, false, "stop the clock; viewers keep the last frame"},
-    {"resume", GRN_ACTION_COUNT, 0, NULL, false, "start the clock again"},
-    {"step", GRN_ACTION_COUNT, 1, step_args, false, "advance a paused session by n steps"},
-    /* the experiment is over: record the run as finished (with its results) and stop */
-    {"finish", GRN_ACTION_COUNT, 0, NULL, false, "record the run as finished and end the session"},
-#ifdef GRAINLAB_TEST_COMMANDS
-    /* test builds only: make the worker break a limit, to prove it ends only its session */
-    {"test_hog", GRN_ACTION_COUNT, 0, NULL, false, ""},
-    {"test_syscall", GRN_ACTION_COUNT, 0, NULL, false, ""},
-    {"test_hang", GRN_ACTION_COUNT, 0, NULL, false, ""},
-#endif
-};
-
-const grn_action_info *sess_own_actions(int *count) {
-  *count = 4; /* the test commands are not part of the catalogue */
-  return own_actions;
-}
-
-/* A parsed action body: the catalogue entry, which of the daemon's own it is (0: the engine's),
- * and the engine action with its arguments in catalogue order. */
-typedef struct parsed_action {
-  const grn_action_info *info;
-  int own;
-  grn_action action;
-} parsed_action;
-
-/* An action's JSON checked against its catalogue entry (the scene's own limits come later). */
-static int parse_action(json_t *body, parsed_action *out, sess_error *err) {
-  json_t *type = json_object_get(body, "type");
-  if (!json_is_string(type)) {
-    api_fail(err, 400, "missing_field", "type", "an action needs a \"type\" string");
-    return -1;
-  }
-  parsed_action p = {grn_action_find(json_string_value(type)), 0, {0}};
-  for (size_t i = 0; !p.info && i < sizeof own_actions / sizeof own_actions[0]; i++) {
-    if (strcmp(own_actions[i].name, json_string_value(type)) == 0) {
-      p.info = &own_actions[i];
-      p.own = i < ACT_TEST ? (int)i + 1 : ACT_TEST;
-    }
-  }
-  if (!p.info) {
-    api_fail(err, 400, "unknown_action", "type", "unknown action '%.60s'", json_string_value(type));
-    return -1;
-  }
-  const grn_action_info *info = p.info;
-  unsigned given = 0;
-  const char *key;
-  json_t *v;
-  json_object_foreach(body, key, v) {
-    if (strcmp(key, "type") == 0) {
-      continue;
-    }
-    int k = -1;
-    for (int a = 0; a < info->arg_count; a++) {
-      k = strcmp(info->args[a].name, key) == 0 ? a : k;
-    }
-    if (k < 0) {
-      api_fail(err, 400, "unknown_field", key, "action '%s' takes no '%.60s'", info->name, key);
-      return -1;
-    }
-    const bool boolean = info->args[k].boolean;
-    if (boolean ? !json_is_boolean(v) : !json_is_number(v)) {
-      api_fail(err, 400, "wrong_type", key, "'%s' must be a %s", key,
-               boolean ? "boolean" : "number");
-      return -1;
-    }
-    p.action.args[k] = boolean ? (json_is_true(v) ? 1.0 : 0.0) : json_number_value(v);
-    given |= 1u << k;
-  }
-  /* the given arguments must be the required ones and then a run of optional ones without a gap,
-   * all of them where the catalogue says they come together */
-  int nargs = 0, required = 0;
-  while (nargs < info->arg_count && ((given >> nargs) & 1)) {
-    nargs++;
-  }
-  while (required < info->arg_count && info->args[required].required) {
-    required++;
-  }
-  const bool partial = info->optional_together && nargs > required && nargs < info->arg_count;
-  if ((given >> nargs) != 0 || nargs < required || partial) {
-    const char *missing = info->args[nargs].name;
-    api_fail(err, 400, "missing_field", missing, "action '%s' needs '%s'%s", info->name, missing,
-             nargs < required ? "" : " (its optional arguments come all together or not at all)");
-    return -1;
-  }
-  p.action.kind = info->kind;
-  p.action.nargs = nargs;
-  *out = p;
-  return 0;
-}
-
-int sess_action(session *s, json_t *body, sess_error *err) {
-  parsed_action p;
-  if (parse_action(body, &p, err) != 0) {
-    return -1;
-  }
+int sess_action(session *s, const api_action *a, sess_error *err) {
+  const api_action p = *a;
   const double *args = p.action.args;
   pthread_mutex_lock(&s->lock);
   int rc = 0;
   json_t *engine = NULL; /* the engine's form of an engine action, for replays */
-  if (p.own == ACT_PAUSE || p.own == ACT_RESUME) {
+  if (p.own == API_ACT_PAUSE || p.own == API_ACT_RESUME) {
     if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
       api_fail(err, 409, "session_failed", "", "the session has failed: %s", s->reason);
       rc = -1;
     } else {
-      s->state = p.own == ACT_PAUSE ? SESS_PAUSED : SESS_RUNNING;
+      s->state = p.own == API_ACT_PAUSE ? SESS_PAUSED : SESS_RUNNING;
       pthread_cond_signal(&s->wake);
     }
-  } else if (p.own == ACT_FINISH) {
+  } else if (p.own == API_ACT_FINISH) {
     if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
       api_fail(err, 409, "session_failed", "", "the session has %s already",
                s->state == SESS_FAILED ? "failed" : "ended");
@@ -1143,20 +1033,20 @@ int sess_action(session *s, json_t *body, sess_error *err) {
       s->state = SESS_ENDED;
       snprintf(s->reason, sizeof s->reason, "finished by its controller");
     }
-  } else if (p.own == ACT_TEST) {
+  } else if (p.own == API_ACT_TEST) {
     const uint32_t cmd = strcmp(p.info->name, "test_hog") == 0       ? WORKER_CMD_TEST_HOG
                          : strcmp(p.info->name, "test_syscall") == 0 ? WORKER_CMD_TEST_SYSCALL
                                                                      : WORKER_CMD_TEST_HANG;
     const worker_header h = {cmd, sizeof h};
     rc = call(s, &h, sizeof h, 0, err);
-  } else if (p.own == ACT_STEP) {
+  } else if (p.own == API_ACT_STEP) {
     if (s->state != SESS_PAUSED) {
       api_fail(err, 409, "not_paused", "type", "step works on a paused session");
       rc = -1;
-    } else if (!(args[0] >= step_args[0].min && args[0] <= step_args[0].max &&
+    } else if (!(args[0] >= p.info->args[0].min && args[0] <= p.info->args[0].max &&
                  args[0] == floor(args[0]))) {
       api_fail(err, 422, "out_of_range", "n", "n = %g must be a whole number in %g..%g", args[0],
-               step_args[0].min, step_args[0].max);
+               p.info->args[0].min, p.info->args[0].max);
       rc = -1;
     } else {
       const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, (int32_t)args[0]};
@@ -1178,13 +1068,13 @@ int sess_action(session *s, json_t *body, sess_error *err) {
       engine = rc == 0 ? action_text(&cmd.action) : NULL;
     }
   }
-  if (rc == 0 && p.own == ACT_FINISH) {
+  if (rc == 0 && p.own == API_ACT_FINISH) {
     sess_event(s, "session_ended", json_pack("{s:s}", "reason", s->reason));
     chan_close(&s->ch); /* viewers are sent away: there is nothing more to see */
     notify(s);
   } else if (rc == 0) {
     s->dirty = true;
-    json_t *detail = json_pack("{s:O, s:s}", "action", body, "via", "rest");
+    json_t *detail = json_pack("{s:o, s:s}", "action", api_action_json(&p), "via", "rest");
     if (engine) {
       json_object_set_new(detail, "engine", engine);
     }
@@ -1194,17 +1084,13 @@ int sess_action(session *s, json_t *body, sess_error *err) {
   return rc;
 }
 
-int sess_queue_action(session *s, json_t *body, sess_error *err) {
-  parsed_action p;
-  if (parse_action(body, &p, err) != 0) {
-    return -1;
-  }
-  if (p.own) {
+int sess_queue_action(session *s, const api_action *p, sess_error *err) {
+  if (p->own != API_ACT_ENGINE) {
     api_fail(err, 400, "rest_only", "type", "'%s' is sent over the REST API, not the websocket",
-             p.info->name);
+             p->info->name);
     return -1;
   }
-  const grn_action a = p.action;
+  const grn_action a = p->action;
   grn_error e;
   pthread_mutex_lock(&s->qlock);
   int rc = 0;
@@ -1214,17 +1100,12 @@ int sess_queue_action(session *s, json_t *body, sess_error *err) {
   } else if (s->queued > 0 && (a.kind == GRN_A_SPOUT || a.kind == GRN_A_TOOL) &&
              s->queue[s->queued - 1].action.kind == a.kind) {
     /* a drag: only where the pointer is now matters */
-    queued_action *q = &s->queue[s->queued - 1];
-    q->action = a;
-    json_decref(q->body);
-    q->body = json_deep_copy(body);
+    s->queue[s->queued - 1] = *p;
   } else if (s->queued == QUEUE_MAX) {
     api_fail(err, 429, "busy", "", "%d actions wait for the next step already", QUEUE_MAX);
     rc = -1;
   } else {
-    s->queue[s->queued].action = a;
-    s->queue[s->queued].body = json_deep_copy(body);
-    s->queued++;
+    s->queue[s->queued++] = *p;
   }
   pthread_mutex_unlock(&s->qlock);
   return rc;

@@ -74,7 +74,7 @@ const char *sess_id(const session *s);
 /* A controller's action from the websocket (spout drag, tool, ...): validated now, applied by the
  * session's own thread before its next step, so the caller never waits for the worker. Only
  * actions of the engine (not pause/resume/step); a newer drag replaces a queued one. */
-int sess_queue_action(session *s, json_t *body, sess_error *err);
+int sess_queue_action(session *s, const api_action *action, sess_error *err);
 
 /* Constant-time comparison of a presented control token. */
 bool sess_token_ok(const session *s, const char *token);
@@ -87,15 +87,13 @@ json_t *sess_json(session *s);
 /* JSON array of every session (private ones only if asked for). */
 json_t *sess_list_json(sess_registry *r, bool include_private);
 
-/* The daemon's own actions (pause, resume, step, finish) in the engine catalogue's form, for the
- * catalogue the API shows; `count` receives how many. */
-const grn_action_info *sess_own_actions(int *count);
-
 /* Changes: each validated before it touches anything; on error nothing changed. */
 /* params: checked here against the session's scene (api_params_apply), then applied in order. */
 int sess_set_params(session *s, const api_params *params, sess_error *err);
 int sess_set_speed(session *s, double speed, sess_error *err);
-int sess_action(session *s, json_t *body, sess_error *err);
+/* An action read by api_read_action: the engine's, checked against the scene, or the daemon's
+ * own. */
+int sess_action(session *s, const api_action *action, sess_error *err);
 int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, sess_error *err);
 
 /* Metrics for /metrics. */

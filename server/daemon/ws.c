@@ -182,6 +182,7 @@ static int handle(ws_server *ws, viewer *v) {
   } else if (strcmp(type, "action") == 0) {
     json_t *action = json_object_get(m, "action");
     sess_error err;
+    api_action a;
     if (!only_keys(m, "type", "action", &bad)) {
       rc = reject(ws, v, "unknown_field", bad, "action takes only \"action\"");
     } else if (!v->controller) {
@@ -190,7 +191,7 @@ static int handle(ws_server *ws, viewer *v) {
                   "control token first");
     } else if (!json_is_object(action)) {
       rc = reject(ws, v, "bad_message", "action", "\"action\" must be an object");
-    } else if (sess_queue_action(v->s, action, &err) != 0) {
+    } else if (api_read_action(action, &a, &err) != 0 || sess_queue_action(v->s, &a, &err) != 0) {
       rc = reject(ws, v, err.code, err.field, err.message);
     }
   } else {

@@ -104,7 +104,9 @@ static void check_catalogue(void) {
            !json_is_string(json_object_get(sc, "description")) ||
            (int)json_array_size(json_object_get(sc, "params")) != info->param_count ||
            (int)json_array_size(json_object_get(sc, "actions")) != info->action_count ||
-           !json_is_array(json_object_get(sc, "measurements")) || json_object_size(sc) != 6;
+           !json_is_array(json_object_get(sc, "measurements")) ||
+           (int)json_array_size(json_object_get(sc, "plots")) != info->plot_count ||
+           json_object_size(sc) != 7;
     size_t k;
     json_t *m;
     json_array_foreach(json_object_get(sc, "measurements"), k, m) {
@@ -126,6 +128,46 @@ static void check_catalogue(void) {
                                "\"default\":0.5,\"integer\":false,\"restart\":false,"
                                "\"description\":")) == 0);
   free(text);
+  /* every action and measurement a scene names is described once, at the top */
+  int undescribed = 0;
+  json_array_foreach(scenes, i, sc) {
+    size_t k;
+    json_t *m;
+    json_array_foreach(json_object_get(sc, "actions"), k, m) {
+      bool found = false;
+      size_t a;
+      json_t *desc;
+      json_array_foreach(json_object_get(j, "actions"), a, desc) {
+        found = found ||
+                strcmp(json_string_value(json_object_get(desc, "name")), json_string_value(m)) == 0;
+      }
+      undescribed += !found;
+    }
+  }
+  snprintf(name, sizeof name, "catalogue: %d scene actions without a description", undescribed);
+  CHECK(name, undescribed == 0);
+  int own = 0;
+  const grn_action_info *mine = api_session_actions(&own);
+  snprintf(name, sizeof name, "catalogue: %zu actions described, want the engine's %d + %d own",
+           json_array_size(json_object_get(j, "actions")), GRN_ACTION_COUNT, own);
+  CHECK(name, (int)json_array_size(json_object_get(j, "actions")) == GRN_ACTION_COUNT + own &&
+                  own == 4 && strcmp(mine[0].name, "pause") == 0);
+  text = api_dumps(json_array_get(json_object_get(j, "actions"), GRN_A_TILT));
+  snprintf(name, sizeof name, "tilt's description: %.300s", text ? text : "(null)");
+  CHECK(name, text &&
+                  strstr(text, "\"name\":\"angle\",\"unit\":\"deg\",\"min\":-60.0,"
+                               "\"max\":60.0,\"required\":true,\"type\":\"number\"") &&
+                  strstr(text, "\"name\":\"rate\",\"unit\":\"deg/s\",\"min\":0.1,\"max\":90.0,"
+                               "\"required\":false"));
+  free(text);
+  text = api_dumps(json_array_get(json_object_get(j, "measurements"), GRN_M_FLOW));
+  snprintf(name, sizeof name, "flow's description: %s", text ? text : "(null)");
+  CHECK(name, text && strcmp(text, "{\"name\":\"flow\",\"unit\":\"kg/s\",\"label\":"
+                                   "\"discharge rate\"}") == 0);
+  free(text);
+  CHECK("catalogue: the step length and the sample interval",
+        json_real_value(json_object_get(j, "step_seconds")) == GRN_STEP_SECONDS &&
+            json_integer_value(json_object_get(j, "sample_steps")) == GRN_SAMPLE_STEPS);
   json_decref(j);
 }
 
@@ -447,6 +489,70 @@ static void check_from_run(void) {
   json_decref(j);
 }
 
+static void check_actions(void) {
+  static const struct {
+    const char *body;
+    const char *code;
+    const char *field;
+  } bad[] = {
+      {"{}", "missing_field", "type"},
+      {"{\"type\":7}", "missing_field", "type"},
+      {"{\"type\":\"fly\"}", "unknown_action", "type"},
+      {"{\"type\":\"tool:off\"}", "unknown_action", "type"},
+      {"{\"type\":\"spout\",\"x\":1}", "missing_field", "z"},
+      {"{\"type\":\"spout\",\"x\":\"1\",\"z\":0}", "wrong_type", "x"},
+      {"{\"type\":\"spout\",\"x\":1,\"z\":0,\"y\":2}", "unknown_field", "y"},
+      {"{\"type\":\"pour\",\"on\":1}", "wrong_type", "on"},
+      {"{\"type\":\"pour\"}", "missing_field", "on"},
+      {"{\"type\":\"tool\",\"x\":0,\"y\":1,\"z\":0,\"vx\":1}", "missing_field", "vy"},
+      {"{\"type\":\"tool\",\"x\":0,\"y\":1,\"z\":0,\"vy\":1,\"vz\":1}", "missing_field", "vx"},
+      {"{\"type\":\"tilt\",\"rate\":3}", "missing_field", "angle"},
+      {"{\"type\":\"step\"}", "missing_field", "n"},
+      {"{\"type\":\"step\",\"n\":null}", "wrong_type", "n"},
+      {"{\"type\":\"pause\",\"n\":3}", "unknown_field", "n"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *j = body(bad[i].body);
+    api_action a;
+    api_error e;
+    snprintf(name, sizeof name, "action %s", bad[i].body);
+    check_refusal(name, api_read_action(j, &a, &e), &e, 400, bad[i].code, bad[i].field);
+    json_decref(j);
+  }
+  static const struct {
+    const char *body;
+    api_own_action own;
+    int nargs;
+    double last;
+  } good[] = {
+      {"{\"type\":\"spout\",\"z\":-2,\"x\":1.5}", API_ACT_ENGINE, 2, -2.0},
+      {"{\"type\":\"pour\",\"on\":false}", API_ACT_ENGINE, 1, 0.0},
+      {"{\"type\":\"tool\",\"x\":0,\"y\":1,\"z\":0}", API_ACT_ENGINE, 3, 0.0},
+      {"{\"type\":\"tool\",\"x\":0,\"y\":1,\"z\":0,\"vx\":1,\"vy\":0,\"vz\":2}", API_ACT_ENGINE, 6,
+       2.0},
+      {"{\"type\":\"tool_off\"}", API_ACT_ENGINE, 0, 0.0},
+      {"{\"type\":\"tilt\",\"angle\":30}", API_ACT_ENGINE, 1, 30.0},
+      {"{\"type\":\"step\",\"n\":100}", API_ACT_STEP, 1, 100.0},
+      {"{\"type\":\"finish\"}", API_ACT_FINISH, 0, 0.0},
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    json_t *j = body(good[i].body);
+    api_action a;
+    api_error e;
+    const int rc = api_read_action(j, &a, &e);
+    json_t *back = rc == 0 ? api_action_json(&a) : NULL;
+    snprintf(name, sizeof name, "action %s: own %d, %d arguments, the last %g, and back as %s",
+             good[i].body, rc == 0 ? (int)a.own : -1, rc == 0 ? a.action.nargs : -1,
+             rc == 0 && a.action.nargs ? a.action.args[a.action.nargs - 1] : 0.0,
+             back ? "the same object" : "nothing");
+    CHECK(name, rc == 0 && a.own == good[i].own && a.action.nargs == good[i].nargs &&
+                    (a.action.nargs == 0 || a.action.args[a.action.nargs - 1] == good[i].last) &&
+                    json_equal(back, j));
+    json_decref(back);
+    json_decref(j);
+  }
+}
+
 int main(void) {
   check_mapping();
   check_error_object();
@@ -457,5 +563,6 @@ int main(void) {
   check_patch();
   check_params();
   check_from_run();
+  check_actions();
   CHECK_DONE();
 }
