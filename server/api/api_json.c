@@ -10,6 +10,50 @@ char *api_dumps(const json_t *j) {
   return json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15));
 }
 
+json_t *api_params_json(const grn_world_def *def) {
+  json_t *params = json_object();
+  for (int i = 0; i < def->scene->param_count; i++) {
+    json_object_set_new(params, def->scene->param_info[i].name,
+                        json_real(def->param[def->scene->params[i]]));
+  }
+  return params;
+}
+
+json_t *api_measurements_json(const grn_measurements *m) {
+  json_t *values = json_object();
+  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
+    if (m->present & (1u << k)) {
+      json_object_set_new(values, grn_measure_name((grn_measure_key)k),
+                          isfinite(m->value[k]) ? json_real(m->value[k]) : json_null());
+    }
+  }
+  return values;
+}
+
+json_t *api_session_json(const api_session_view *v) {
+  json_t *meas = api_measurements_json(&v->meas);
+  json_object_set_new(meas, "state", json_string(grn_state_name(v->meas.state)));
+  json_t *j = json_pack(
+      "{s:s, s:s, s:s, s:s, s:b, s:o, s:I, s:s, s:f, s:f, s:f, s:i, s:I, s:I, s:o}", "id", v->id,
+      "join_code", v->join_code, "scene", v->def.scene->name, "label", v->label, "private",
+      v->private_, "params", api_params_json(&v->def), "seed", (json_int_t)v->def.seed, "state",
+      v->state, "t", v->t, "rt_factor", v->rt_factor, "speed", v->speed, "viewers", v->viewers,
+      "run_id", (json_int_t)v->run_id, "steps", (json_int_t)v->steps, "measurements", meas);
+  if (strcmp(v->state, "failed") == 0) {
+    json_object_set_new(j, "reason", json_string(v->reason));
+  }
+  if (v->script) { /* a replay or fork still playing */
+    json_object_set_new(j, "script",
+                        json_pack("{s:s, s:I, s:I}", "kind", v->script, "run",
+                                  (json_int_t)v->script_run, "end_steps",
+                                  (json_int_t)v->script_end_steps));
+  }
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)v->digest);
+  json_object_set_new(j, "digest", json_string(hex)); /* of the state at `steps` */
+  return j;
+}
+
 /* The daemon's own actions; test builds add commands that break a worker's limits on purpose. */
 static const grn_action_arg step_args[] = {
     {"n", "steps", 1.0, 14400.0, true, false, "steps to take while paused (a whole number)"}};

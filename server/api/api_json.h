@@ -26,6 +26,31 @@ char *api_dumps(const json_t *j);
  * scene's action and measurement is described once, at the top. A new reference. */
 json_t *api_scenes_json(void);
 
+/* ---- sessions -------------------------------------------------------------------------------- */
+
+/* {name: value} of a definition's scene parameters, and {key: value or null} of the measurements
+ * a sample reports. New references. */
+json_t *api_params_json(const grn_world_def *def);
+json_t *api_measurements_json(const grn_measurements *m);
+
+/* What a session shows: a copy taken under its lock, rendered without it. */
+typedef struct api_session_view {
+  char id[17], join_code[7], label[64];
+  bool private_;
+  grn_world_def def;
+  const char *state; /* running, paused, asleep, failed, ended */
+  char reason[200];  /* why it failed ("" otherwise) */
+  double t, rt_factor, speed;
+  int viewers;
+  uint64_t run_id, steps, digest;
+  grn_measurements meas;
+  const char *script; /* "replay" or "fork" while one plays; NULL otherwise */
+  int64_t script_run;
+  uint64_t script_end_steps;
+} api_session_view;
+/* The session object of GET /api/sessions/{id} (and of the websocket's hello). */
+json_t *api_session_json(const api_session_view *v);
+
 /* ---- actions -------------------------------------------------------------------------------- */
 
 /* Which of the daemon's own actions an action is; API_ACT_ENGINE: the engine's (grn_action). */

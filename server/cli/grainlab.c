@@ -482,21 +482,7 @@ static int cmd_replay(int argc, char **argv) {
     store_replay_free(&r);
     return engine_error(&e);
   }
-  timeline tl = {.end = r.end_steps};
-  int rc = 0;
-  for (int k = 0; k < r.nevents && rc == 0; k++) {
-    const store_replay_event *ev = &r.events[k];
-    timeline_event te = {
-        .step = ev->steps, .is_action = ev->is_action, .action = ev->action, .value = ev->value};
-    snprintf(te.param, sizeof te.param, "%s", ev->param);
-    if (timeline_add(&tl, &te) != 0) {
-      fprintf(stderr, "grainlab: error: the recorded events are out of order at step %" PRIu64 "\n",
-              ev->steps);
-      rc = 1;
-    }
-  }
-  rc = rc ? rc : play(w, &tl, false);
-  timeline_free(&tl);
+  const int rc = play(w, &r.events, false);
   if (rc != 0) {
     grn_world_destroy(w);
     store_replay_free(&r);

@@ -145,9 +145,15 @@ static http_reply h_scenes(const http_call *k) {
   return json_reply(200, api_scenes_json());
 }
 
+static json_t *session_json(session *s) {
+  api_session_view v;
+  sess_view(s, &v);
+  return api_session_json(&v);
+}
+
 /* The reply to a session's creation: the session with its tokens (shown this once). */
 static http_reply created(session *s, const char *token, const char *viewer_token) {
-  json_t *j = sess_json(s);
+  json_t *j = session_json(s);
   json_object_set_new(j, "control_token", json_string(token));
   if (*viewer_token) {
     json_object_set_new(j, "viewer_token", json_string(viewer_token));
@@ -158,8 +164,14 @@ static http_reply created(session *s, const char *token, const char *viewer_toke
 
 static http_reply h_sessions_list(const http_call *k) {
   /* private sessions are listed for the admin only */
-  return json_reply(200, json_pack("{s:o}", "sessions",
-                                   sess_list_json(k->srv->reg, admin_ok(k->srv, bearer(k->c)))));
+  int n = 0;
+  api_session_view *views = sess_list(k->srv->reg, admin_ok(k->srv, bearer(k->c)), &n);
+  json_t *list = json_array();
+  for (int i = 0; i < n; i++) {
+    json_array_append_new(list, api_session_json(&views[i]));
+  }
+  free(views);
+  return json_reply(200, json_pack("{s:o}", "sessions", list));
 }
 
 static http_reply h_sessions_create(const http_call *k) {
@@ -280,7 +292,7 @@ static http_reply h_metrics(const http_call *k) {
 }
 
 static http_reply h_session_get(const http_call *k) {
-  return json_reply(200, sess_json(k->s));
+  return json_reply(200, session_json(k->s));
 }
 
 static http_reply h_session_delete(const http_call *k) {
@@ -301,7 +313,7 @@ static http_reply h_session_patch(const http_call *k) {
   if (rc != 0 || (cmd.has_speed && sess_set_speed(k->s, cmd.speed, &e) != 0)) {
     return api_error_reply(&e);
   }
-  return json_reply(200, sess_json(k->s));
+  return json_reply(200, session_json(k->s));
 }
 
 static http_reply h_session_params(const http_call *k) {
@@ -313,8 +325,8 @@ static http_reply h_session_params(const http_call *k) {
   api_params cmd;
   api_params_read(body, &cmd); /* the names point into body, released after the change */
   api_error e;
-  const http_reply r =
-      sess_set_params(k->s, &cmd, &e) == 0 ? json_reply(200, sess_json(k->s)) : api_error_reply(&e);
+  const http_reply r = sess_set_params(k->s, &cmd, &e) == 0 ? json_reply(200, session_json(k->s))
+                                                            : api_error_reply(&e);
   json_decref(body);
   return r;
 }
@@ -328,7 +340,7 @@ static http_reply h_session_action(const http_call *k) {
   api_error e;
   api_action a;
   const http_reply r = api_read_action(body, &a, &e) == 0 && sess_action(k->s, &a, &e) == 0
-                           ? json_reply(200, sess_json(k->s))
+                           ? json_reply(200, session_json(k->s))
                            : api_error_reply(&e);
   json_decref(body);
   return r;
@@ -347,7 +359,7 @@ static http_reply h_session_scene(const http_call *k) {
   if (rc != 0 || sess_switch_scene(k->srv->reg, k->s, &d, &e) != 0) {
     return api_error_reply(&e);
   }
-  return json_reply(200, sess_json(k->s));
+  return json_reply(200, session_json(k->s));
 }
 
 static const char *mime(const char *path) {
@@ -507,11 +519,10 @@ static http_reply from_run(const http_call *k, bool fork) {
     r = api_error_reply(&e);
   } else {
     char token[65], viewer_token[65];
-    json_t *none = json_object();
-    session *s = sess_create_from_run(k->srv->reg, k->run,
-                                      fork ? (cmd.params ? (json_t *)cmd.params : none) : NULL,
-                                      cmd.label, cmd.private_, token, viewer_token, &e);
-    json_decref(none);
+    api_params params; /* a fork's new parameters (none given: none), checked by the session */
+    api_params_read(cmd.params, &params);
+    session *s = sess_create_from_run(k->srv->reg, k->run, fork ? &params : NULL, cmd.label,
+                                      cmd.private_, token, viewer_token, &e);
     r = s ? created(s, token, viewer_token) : api_error_reply(&e);
   }
   json_decref(body);

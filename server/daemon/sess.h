@@ -1,6 +1,6 @@
 /* Sessions of grainlabd: one live simulation each, run by its own sandboxed worker and paced at
- * real time by its own thread. Every change of a session passes through sess_event(), the one
- * place the store (and the stream) will record from. */
+ * real time by its own thread. Every change of a session passes through one place
+ * (sess_record.c), which streams it and records it. */
 #ifndef GRAINLAB_SESS_H
 #define GRAINLAB_SESS_H
 
@@ -11,7 +11,6 @@
 #include "store.h"
 #include "worker_client.h"
 
-#include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,12 +54,12 @@ void sess_registry_free(sess_registry *r);
 session *sess_create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
                      char token_out[65], char viewer_token_out[65], sess_error *err);
 /* A live session from a stored run: a replay (the run's changes at their steps, in real time, then
- * paused) or, with fork_params (an object, possibly empty), a fork (as fast as the worker goes to
+ * paused) or, with fork_params (possibly none), a fork (as fast as the worker goes to
  * the run's end, then the new parameters, then on in real time). Both are recorded as new runs
  * that replay in turn. */
-session *sess_create_from_run(sess_registry *r, int64_t run, json_t *fork_params, const char *label,
-                              bool private_, char token_out[65], char viewer_token_out[65],
-                              sess_error *err);
+session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *fork_params,
+                              const char *label, bool private_, char token_out[65],
+                              char viewer_token_out[65], sess_error *err);
 /* Look up by id or join code; the result is referenced and must be released. */
 session *sess_find(sess_registry *r, const char *id);
 void sess_release(session *s);
@@ -82,10 +81,11 @@ bool sess_token_ok(const session *s, const char *token);
 bool sess_private(const session *s);
 bool sess_viewer_ok(const session *s, const char *token);
 
-/* JSON of one session (a new reference). */
-json_t *sess_json(session *s);
-/* JSON array of every session (private ones only if asked for). */
-json_t *sess_list_json(sess_registry *r, bool include_private);
+/* What one session shows (api_session_json renders it), taken under its lock. */
+void sess_view(session *s, api_session_view *out);
+/* Every session's view (private ones only if asked for): a malloc'd array of `count` (NULL when
+ * memory runs out). */
+api_session_view *sess_list(sess_registry *r, bool include_private, int *count);
 
 /* Changes: each validated before it touches anything; on error nothing changed. */
 /* params: checked here against the session's scene (api_params_apply), then applied in order. */

@@ -120,7 +120,9 @@ static void join(ws_server *ws, viewer *v) {
     lws_callback_on_writable(v->wsi);
     return;
   }
-  reply(v, json_pack("{s:s, s:o}", "type", "hello", "session", sess_json(v->s)));
+  api_session_view view;
+  sess_view(v->s, &view);
+  reply(v, json_pack("{s:s, s:o}", "type", "hello", "session", api_session_json(&view)));
 }
 
 static bool only_keys(json_t *o, const char *a, const char *b, const char **bad) {

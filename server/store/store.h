@@ -7,6 +7,7 @@
 #include "grainlab/grainlab.h"
 #include "store_error.h"
 #include "store_filter.h"
+#include "timeline.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -65,13 +66,6 @@ long store_backup(const char *db_path, const char *out_path, char *err, size_t e
 
 /* For replays: the run's definition and its parameter changes and actions in order, read from a
  * database file directly (the CLI). */
-typedef struct store_replay_event {
-  uint64_t steps;
-  bool is_action;
-  grn_action action; /* is_action */
-  char param[32];    /* otherwise: one parameter change */
-  double value;
-} store_replay_event;
 
 typedef struct store_replay {
   grn_world_def def;
@@ -79,8 +73,7 @@ typedef struct store_replay {
   bool ended;
   char digest[17];
   char end_reason[16];
-  store_replay_event *events;
-  int nevents;
+  timeline events; /* the run's actions and parameter changes, ending at end_steps */
 } store_replay;
 
 int store_load_replay(const char *db_path, int64_t run, store_replay *out, char *err,

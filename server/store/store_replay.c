@@ -9,7 +9,7 @@
 #include <string.h>
 
 void store_replay_free(store_replay *r) {
-  free(r->events);
+  timeline_free(&r->events);
   memset(r, 0, sizeof *r);
 }
 
@@ -58,6 +58,7 @@ int store_load_replay(const char *db_path, int64_t run, store_replay *out, char 
   }
   out->ended = sqlite3_column_type(q, 4) != SQLITE_NULL;
   out->end_steps = (uint64_t)sqlite3_column_int64(q, 4);
+  out->events.end = out->ended ? out->end_steps : UINT64_MAX;
   snprintf(out->digest, sizeof out->digest, "%s",
            sqlite3_column_text(q, 5) ? (const char *)sqlite3_column_text(q, 5) : "");
   snprintf(out->end_reason, sizeof out->end_reason, "%s",
@@ -71,43 +72,34 @@ int store_load_replay(const char *db_path, int64_t run, store_replay *out, char 
     return replay_fail(db, q, out, err, errlen, "not a grainlab database");
   }
   sqlite3_bind_int64(q, 1, run);
-  int cap = 0;
   while (sqlite3_step(q) == SQLITE_ROW) {
     json_t *detail = json_loads((const char *)sqlite3_column_text(q, 2), 0, NULL);
     const bool action = strcmp((const char *)sqlite3_column_text(q, 1), "action") == 0;
-    const uint64_t steps = (uint64_t)sqlite3_column_int64(q, 0);
     /* actions carry the engine's own form; daemon-only ones (pause, step, ...) have none */
     json_t *items = action ? json_object_get(detail, "engine") : json_object_get(detail, "params");
     const char *pname;
     json_t *pv;
     json_t *one = action && json_is_string(items) ? json_pack("{s:O}", "a", items) : NULL;
+    const char *why = NULL;
     json_object_foreach(action ? one : items, pname, pv) {
-      if (out->nevents == cap) {
-        cap = cap ? 2 * cap : 64;
-        store_replay_event *grown = realloc(out->events, sizeof *grown * (size_t)cap);
-        if (!grown) {
-          json_decref(one);
-          json_decref(detail);
-          return replay_fail(db, q, out, err, errlen, "out of memory");
-        }
-        out->events = grown;
-      }
-      store_replay_event *ev = &out->events[out->nevents];
-      memset(ev, 0, sizeof *ev);
-      ev->steps = steps;
-      ev->is_action = action;
-      if (action ? grn_action_parse(json_string_value(pv), &ev->action, &e) != GRN_OK
+      timeline_event ev = {.step = (uint64_t)sqlite3_column_int64(q, 0), .is_action = action};
+      if (action ? grn_action_parse(json_string_value(pv), &ev.action, &e) != GRN_OK
                  : !json_is_number(pv)) {
-        json_decref(one);
-        json_decref(detail);
-        return replay_fail(db, q, out, err, errlen, "a recorded event cannot be replayed");
+        why = "a recorded event cannot be replayed";
+        break;
       }
-      snprintf(ev->param, sizeof ev->param, "%s", action ? "" : pname);
-      ev->value = action ? 0.0 : json_number_value(pv);
-      out->nevents++;
+      snprintf(ev.param, sizeof ev.param, "%s", action ? "" : pname);
+      ev.value = action ? 0.0 : json_number_value(pv);
+      if (timeline_add(&out->events, &ev) != 0) {
+        why = "the recorded events are out of order (or memory ran out)";
+        break;
+      }
     }
     json_decref(one);
     json_decref(detail);
+    if (why) {
+      return replay_fail(db, q, out, err, errlen, why);
+    }
   }
   sqlite3_finalize(q);
   sqlite3_close(db);

@@ -302,9 +302,13 @@ int worker_call_frame(worker_client *wc, bool key, const double chains[4], int t
   return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
 }
 
-int worker_call_status(worker_client *wc, int timeout_ms, worker_result *out) {
-  const worker_header cmd = {WORKER_CMD_STATUS, sizeof cmd};
+int worker_call_bare(worker_client *wc, uint32_t type, int timeout_ms, worker_result *out) {
+  const worker_header cmd = {type, sizeof cmd};
   return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
+}
+
+int worker_call_status(worker_client *wc, int timeout_ms, worker_result *out) {
+  return worker_call_bare(wc, WORKER_CMD_STATUS, timeout_ms, out);
 }
 
 void worker_stop(worker_client *wc, int timeout_ms) {

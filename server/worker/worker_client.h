@@ -52,6 +52,8 @@ int worker_call_set(worker_client *wc, grn_param_id param, double value, int tim
 int worker_call_frame(worker_client *wc, bool key, const double chains[4], int timeout_ms,
                       worker_result *out);
 int worker_call_status(worker_client *wc, int timeout_ms, worker_result *out);
+/* A command that is its header alone (STATUS, and the test builds' limit breakers). */
+int worker_call_bare(worker_client *wc, uint32_t type, int timeout_ms, worker_result *out);
 
 /* Stop it (QUIT, then SIGKILL after timeout_ms) and reap it. */
 void worker_stop(worker_client *wc, int timeout_ms);

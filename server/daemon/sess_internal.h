@@ -1,0 +1,97 @@
+/* What the session files share (sess.c: the registry; sess_pace.c: pacing and playback;
+ * sess_record.c: the record and the stream's messages; sess_change.c: validated changes). Only
+ * those files include it. */
+#ifndef GRAINLAB_SESS_INTERNAL_H
+#define GRAINLAB_SESS_INTERNAL_H
+
+#include "log.h"
+#include "sess.h"
+#include "timeline.h"
+
+#define TICK_HZ 60             /* pacing ticks per second: 4 steps of 1/240 s each at speed 1 */
+#define WORKER_TIMEOUT_MS 5000 /* a worker silent this long (beyond its work) has hung */
+#define QUEUE_MAX 16           /* controller actions from the websocket waiting for a step */
+
+/* A stored run played into a live session: its events at their steps, in real time (a replay) or
+ * as fast as the worker goes up to the run's end and then new parameters (a fork). */
+typedef struct script {
+  store_replay r;
+  bool fast;
+  int64_t source;
+  timeline fork; /* a fork's new parameters, applied at the end */
+} script;
+
+struct session {
+  sess_registry *reg;
+  int refs;                                          /* under the registry lock */
+  char id[17], join[7], token[65], viewer_token[65]; /* viewer_token empty: public */
+  char label[64];
+  pthread_mutex_t lock; /* everything below, and the worker channel */
+  pthread_cond_t wake;
+  grn_world_def def;
+  sess_state state;
+  char reason[200];
+  double speed, rt_factor, step_acc;
+  uint64_t run_id;
+  worker_client wc;
+  worker_status last;
+  bool stop;
+  pthread_t thread;
+  bool has_thread;
+  chan ch;
+  bool dirty;                   /* changed since the last frame */
+  double sample_mark;           /* the 0.25 s sample last streamed */
+  grn_state shown_state;        /* the measurement state last announced */
+  pthread_mutex_t qlock;        /* the queue below (never held while calling the worker) */
+  const grn_scene_info *qscene; /* the scene, for checking queued actions */
+  api_action queue[QUEUE_MAX];
+  int queued;
+  bool run_open;   /* the current run is recorded as started and not yet ended */
+  double flow_sum; /* silo: flow samples while draining, for the run's mean flow */
+  int flow_n;
+  script *script; /* a replay or fork in progress (NULL: none) */
+};
+struct sess_registry {
+  pthread_mutex_t lock;
+  session **list;
+  int n, cap;
+  sess_limits limits;
+  char worker_exe[4096];
+  uint64_t next_run, created, worker_failures;
+  uint64_t steps; /* __atomic: every step of every session, for /metrics */
+  store *st;
+  void (*notify)(void *);
+  void *notify_ctx;
+};
+
+/* sess_record.c: the one place every change passes (under the session's lock): the stream's
+ * events, and the record; `detail` (stolen, may be NULL) adds fields. */
+void sess__event(session *s, const char *kind, json_t *detail);
+void sess__notify(const session *s);
+void sess__stream_text(session *s, json_t *msg);
+json_t *sess__action_text(const grn_action *a);
+void sess__run_started(session *s);
+void sess__close_run(session *s, const char *reason);
+/* The worker ended: the session fails with its reason, and its run closes as failed. */
+void sess__failed(session *s);
+void sess__publish(session *s, bool samples);
+
+/* sess_pace.c */
+void *sess__pace(void *arg);
+int sess__timeout_for(const session *s, int steps);
+void sess__free_script(script *sc);
+
+/* sess_change.c: one worker call's reply (worker_call_*) under the session lock: the status kept,
+ * an engine refusal mapped (`set`: a live parameter change), a worker that ended fails the
+ * session. 0 or -1 with err. */
+int sess__reply(session *s, int type, const worker_result *r, bool set, sess_error *err);
+int sess__act(session *s, const grn_action *a, sess_error *err);
+int sess__set(session *s, const char *name, double value, sess_error *err);
+/* Refused before the worker when the session has failed or ended. */
+int sess__live(const session *s, sess_error *err);
+
+/* sess.c */
+int sess__check_count(const sess_registry *r, const grn_world_def *def, sess_error *err);
+int sess__start_worker(session *s, sess_error *err);
+
+#endif

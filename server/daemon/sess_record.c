@@ -1,0 +1,145 @@
+/* A session's record and the stream's messages (see sess_internal.h): every change passes
+ * sess__event, which streams it and records it; runs start and close here, and samples are
+ * streamed and recorded as they come. */
+#define _GNU_SOURCE
+#include "sess_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sess__notify(const session *s) {
+  if (s->reg->notify) {
+    s->reg->notify(s->reg->notify_ctx);
+  }
+}
+
+static json_t *number_or_null(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Publish one JSON text message on the session's stream. */
+void sess__stream_text(session *s, json_t *msg) {
+  char *text = json_dumps(msg, JSON_COMPACT);
+  if (text) {
+    chan_publish_text(&s->ch, text, strlen(text));
+    free(text);
+    sess__notify(s);
+  }
+  json_decref(msg);
+}
+
+void sess__event(session *s, const char *kind, json_t *detail) {
+  if (s->reg->st && s->run_open) {
+    char *text = detail ? json_dumps(detail, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    store_event(s->reg->st, (int64_t)s->run_id, s->last.steps, s->last.t, kind, text);
+    free(text);
+  }
+  json_t *m = json_pack("{s:s, s:s, s:f, s:I, s:I}", "type", "event", "event", kind, "t", s->last.t,
+                        "steps", (json_int_t)s->last.steps, "run_id", (json_int_t)s->run_id);
+  if (detail) {
+    json_object_update(m, detail);
+    json_decref(detail);
+  }
+  sess__stream_text(s, m);
+}
+
+/* An engine action in its text form, as the CLI and the replay parse it ("spout:0.5,-1"). */
+json_t *sess__action_text(const grn_action *a) {
+  char text[256];
+  return grn_action_format(a, text, sizeof text) > 0 ? json_string(text) : NULL;
+}
+
+/* The end of the current run in the record: why, where (steps and digest, what a replay must
+ * reproduce), and the results: the last measurements and, for a silo, its mean flow. */
+void sess__close_run(session *s, const char *reason) {
+  if (!s->run_open) {
+    return;
+  }
+  s->run_open = false;
+  if (!s->reg->st) {
+    return;
+  }
+  json_t *results = json_object();
+  for (int k = 1; k < GRN_MEASURE_COUNT; k++) {
+    if ((s->last.meas.present & (1u << k)) && isfinite(s->last.meas.value[k])) {
+      json_object_set_new(results, grn_measure_name((grn_measure_key)k),
+                          json_real(s->last.meas.value[k]));
+    }
+  }
+  if (s->flow_n > 0) {
+    const double mean = s->flow_sum / s->flow_n, bev = s->last.meas.value[GRN_M_BEVERLOO];
+    json_object_set_new(results, "mean_flow", json_real(mean));
+    if (isfinite(bev) && bev > 0) {
+      json_object_set_new(results, "flow_vs_beverloo", json_real(mean / bev));
+    }
+  }
+  store_run_end(s->reg->st, (int64_t)s->run_id, reason, s->last.steps, s->last.t, s->last.digest,
+                results);
+}
+
+void sess__run_started(session *s) {
+  s->run_open = true;
+  s->flow_sum = 0.0;
+  s->flow_n = 0;
+  if (s->reg->st) {
+    store_run_start(s->reg->st, (int64_t)s->run_id, s->id, s->label, &s->def,
+                    grn_world_def_grains(&s->def));
+  }
+  json_t *detail = json_pack("{s:s, s:o, s:I, s:i}", "scene", s->def.scene->name, "params",
+                             api_params_json(&s->def), "seed", (json_int_t)s->def.seed, "grains",
+                             grn_world_def_grains(&s->def));
+  if (s->script) {
+    json_object_set_new(detail, s->script->fast ? "fork_of" : "replay_of",
+                        json_integer(s->script->source));
+  }
+  sess__event(s, "run_started", detail);
+}
+
+void sess__failed(session *s) {
+  s->state = SESS_FAILED;
+  snprintf(s->reason, sizeof s->reason, "%s", s->wc.reason);
+  pthread_mutex_lock(&s->reg->lock);
+  s->reg->worker_failures++;
+  pthread_mutex_unlock(&s->reg->lock);
+  s->dirty = false;
+  sess__event(s, "session_failed", json_pack("{s:s}", "reason", s->reason));
+  log_msg(LOG_WARN, "session_failed", "session=%s run=%llu: %s", s->id,
+          (unsigned long long)s->run_id, s->reason);
+  sess__close_run(s, "failed");
+}
+
+/* The measurements at every new sample of the engine's (every GRN_SAMPLE_STEPS steps), streamed
+ * and recorded, and the changes of the measured state as events. */
+void sess__publish(session *s, bool samples) {
+  /* a new sample of the engine's (every 0.25 s of simulated time): streamed and recorded */
+  const double sample_t = s->last.meas.value[GRN_M_T];
+  if (samples && isfinite(sample_t) && sample_t != s->sample_mark) {
+    s->sample_mark = sample_t;
+    const uint64_t sample_steps = (uint64_t)llround(sample_t / GRN_STEP_SECONDS);
+    if (s->reg->st && s->run_open) {
+      store_sample(s->reg->st, (int64_t)s->run_id, sample_steps, sample_t, &s->last.meas);
+    }
+    if (s->last.meas.state == GRN_STATE_FLOWING && isfinite(s->last.meas.value[GRN_M_FLOW])) {
+      s->flow_sum += s->last.meas.value[GRN_M_FLOW];
+      s->flow_n++;
+    }
+    json_t *line = json_array();
+    for (int i = 0; i < 4; i++) {
+      json_array_append_new(line, number_or_null(s->last.meas.line[i]));
+    }
+    sess__stream_text(s, json_pack("{s:s, s:f, s:I, s:s, s:f, s:i, s:o, s:o}", "type",
+                                   "measurements", "t", sample_t, "steps", (json_int_t)sample_steps,
+                                   "state", grn_state_name(s->last.meas.state), "rt_factor",
+                                   s->rt_factor, "alive", (int)s->last.alive, "values",
+                                   api_measurements_json(&s->last.meas), "line", line));
+  }
+  if (s->last.meas.state != s->shown_state) {
+    s->shown_state = s->last.meas.state;
+    const grn_state st = s->shown_state;
+    const char *kind = st == GRN_STATE_JAMMED                              ? "jam"
+                       : st == GRN_STATE_DRAINED || st == GRN_STATE_ASLEEP ? "done"
+                                                                           : "state";
+    sess__event(s, kind, json_pack("{s:s}", "state", grn_state_name(st)));
+  }
+}
