@@ -27,41 +27,20 @@ function message(text) {
   box.style.display = text ? 'block' : 'none';
 }
 
-// What each scene plots over time, each plot a list of measurement keys; series on one plot
-// share an axis unless they name their own scale (then the second one's axis is on the right).
-const RED = '#c0392b', BLUE = '#2471a3', DARK = '#2c3e50', GREEN = '#1e8449';
-const ENERGIES = {
-  title: 'Energy, J: kinetic, potential, total',
-  series: [{ key: 'kinetic', label: 'kinetic', stroke: RED }, { key: 'potential', label: 'potential', stroke: BLUE },
-           { key: 'energy', label: 'total', stroke: DARK, dash: [6, 4] }],
-};
-// N-body: kinetic and potential trade while their sum stays flat on their scale; the relative
-// drift of that sum from t = 0, on its own scale (right), shows how well it is conserved
-const GRAVITY = [
-  { title: 'Energy (G = 1 units): kinetic, potential, total · drift of the total',
-    series: [{ key: 'kinetic', label: 'K', stroke: RED, scale: 'E' }, { key: 'potential', label: 'W', stroke: BLUE, scale: 'E' },
-             { key: 'energy', label: 'E', stroke: DARK, dash: [6, 4], scale: 'E' },
-             { key: 'energy_drift', label: 'drift', stroke: GREEN, scale: 'drift' }] },
-  { title: 'Virial ratio 2K/|W| · angular momentum',
-    series: [{ key: 'virial', label: '2K/|W|', stroke: RED, scale: 'Q' }, { key: 'angular_momentum', label: '|L|', stroke: BLUE, scale: 'L' }] },
-];
-const PLOTS = {
-  silo: [{ title: 'Flow, kg/s (dashed: Beverloo)',
-           series: [{ key: 'flow', label: 'flow', stroke: RED }, { key: 'beverloo', label: 'Beverloo', stroke: DARK, dash: [6, 4] }] }],
-  slump: [{ title: 'Angle, ° · runout front, m',
-            series: [{ key: 'angle', label: 'angle, °', stroke: RED, scale: 'deg' }, { key: 'front', label: 'front, m', stroke: BLUE, scale: 'm' }] }],
-  dambreak: [{ title: 'Surge front and water height at the wall, m',
-               series: [{ key: 'front', label: 'front', stroke: BLUE }, { key: 'height', label: 'height', stroke: RED }] }, ENERGIES],
-  drop: [ENERGIES, { title: 'Top of the water, m', series: [{ key: 'top', label: 'top', stroke: BLUE }] }],
-};
-const MODEL_PLOTS = { fluid: [ENERGIES], gravity: GRAVITY };
-const ANGLE = [{ title: 'Angle of repose, °', series: [{ key: 'angle', label: 'angle, °', stroke: RED }] }];
+// What a scene plots comes from the catalogue (scene.plots: a title and series of measurement
+// keys, some on a right-hand axis, reference curves marked); here only the colours.
+const COLOURS = ['#c0392b', '#2471a3', '#2c3e50', '#1e8449', '#8e44ad'];
+let measureInfo = {}; // measurement key -> {unit, label}, from the catalogue
 
 function plotsOf(sc) {
-  // a scene's own plots, or its model's, keeping only keys the scene measures
-  const chosen = PLOTS[sc.name] || MODEL_PLOTS[sc.model] || ANGLE;
-  return chosen.map((p) => ({ ...p, series: p.series.filter((s) => sc.measurements.includes(s.key)) }))
-    .filter((p) => p.series.length > 0);
+  return (sc.plots || []).map((p) => ({
+    title: p.title,
+    series: p.series.filter((s) => sc.measurements.includes(s.key)).map((s, i) => {
+      const m = measureInfo[s.key] || { label: s.key, unit: '' };
+      return { key: s.key, label: m.unit ? `${m.label}, ${m.unit}` : m.label, stroke: COLOURS[i % COLOURS.length],
+               dash: s.reference ? [6, 4] : undefined, scale: s.axis === 'right' ? 'right' : 'y' };
+    }),
+  })).filter((p) => p.series.length > 0);
 }
 
 // An axis tick: short whatever the magnitude (an energy drift of 1e-7, an energy of 264 J).
@@ -118,7 +97,11 @@ function clearPlots() {
 }
 
 function showMeasurements(values, state) {
-  const rows = Object.entries(values).map(([k, v]) => `<span>${k}</span><span>${fmt(v)}</span>`);
+  const rows = Object.entries(values).map(([k, v]) => {
+    const m = measureInfo[k];
+    const name = m ? `${m.label}${m.unit ? ` (${m.unit})` : ''}` : k;
+    return `<span title="${k}">${name}</span><span>${fmt(v)}</span>`;
+  });
   rows.push(`<span>state</span><span>${state}</span>`);
   $('meas').innerHTML = rows.join('');
 }
@@ -168,7 +151,11 @@ function paramControls() {
 }
 
 let dragMode = null;
-function actionButtons() {
+// Presentation only: how an action reads on its button. Which actions a scene offers, and their
+// arguments and ranges, come from the catalogue; the two that follow the pointer are drags.
+const LABELS = { open_hole: 'Open hole', plug_hole: 'Plug hole', pull_dam: 'Pull dam', tool_off: 'Tool off', reset: 'Reset' };
+const DRAGS = { spout: 'Drag the spout', tool: 'Finger tool' };
+function actionButtons(actionInfo) {
   const box = $('actions');
   box.innerHTML = '';
   const add = (label, fn) => {
@@ -179,22 +166,33 @@ function actionButtons() {
     return b;
   };
   const act = (body) => api('POST', `/api/sessions/${id}/actions`, body, controlToken).catch(() => {});
-  for (const a of scene.actions) {
-    if (a === 'open_hole') add('Open hole', () => act({ type: 'open_hole' })).id = 'open-hole';
-    if (a === 'plug_hole') add('Plug hole', () => act({ type: 'plug_hole' }));
-    if (a === 'pull_dam') add('Pull dam', () => act({ type: 'pull_dam' }));
-    if (a === 'pour') { add('Pour on', () => act({ type: 'pour', on: true })); add('Pour off', () => act({ type: 'pour', on: false })); }
-    if (a === 'tilt') {
+  for (const name of scene.actions) {
+    const a = actionInfo[name];
+    if (!a || name === 'reset') continue; // reset sits with pause and resume
+    const required = a.args.filter((g) => g.required);
+    if (DRAGS[name]) {
+      add(DRAGS[name], (e) => toggleDrag(name, e.target));
+    } else if (required.length === 0) {
+      const b = add(LABELS[name] || name.replace(/_/g, ' '), () => act({ type: name }));
+      b.id = name.replace(/_/g, '-');
+      b.title = a.description;
+    } else if (required.length === 1 && required[0].type === 'boolean') {
+      const g = required[0];
+      add(`${name} ${g.name}`, () => act({ type: name, [g.name]: true })).title = a.description;
+      add(`${name} off`, () => act({ type: name, [g.name]: false })).title = a.description;
+    } else if (required.length === 1) {
+      // one number: a slider over its range, sent when let go
+      const g = required[0];
       const wrap = document.createElement('div');
       wrap.className = 'param';
-      wrap.innerHTML = '<label for="tilt">tilt (°)</label><input id="tilt" type="range" min="0" max="60" step="1" value="0"><output id="tilt-out">0</output>';
+      const start = Math.min(Math.max(0, g.min), g.max);
+      wrap.innerHTML = `<label for="act-${name}" title="${a.description}">${name} ${g.name}${g.unit ? ` (${g.unit})` : ''}</label>` +
+        `<input id="act-${name}" type="range" min="${g.min}" max="${g.max}" step="${(g.max - g.min) / 120}" value="${start}"><output>${start}</output>`;
       box.appendChild(wrap);
       const input = wrap.querySelector('input');
-      input.addEventListener('input', () => { wrap.querySelector('output').textContent = input.value; });
-      input.addEventListener('change', () => act({ type: 'tilt', angle: Number(input.value) }));
+      input.addEventListener('input', () => { wrap.querySelector('output').textContent = fmt(Number(input.value)); });
+      input.addEventListener('change', () => act({ type: name, [g.name]: Number(input.value) }));
     }
-    if (a === 'spout') add('Drag the spout', (e) => toggleDrag('spout', e.target));
-    if (a === 'tool') { add('Finger tool', (e) => toggleDrag('tool', e.target)); add('Tool off', () => act({ type: 'tool_off' })); }
   }
 }
 
@@ -261,6 +259,8 @@ async function refresh() {
 async function start() {
   if (!id) { showError('no session in the address'); return; }
   const catalogue = await api('GET', '/api/scenes');
+  measureInfo = Object.fromEntries(catalogue.measurements.map((m) => [m.name, m]));
+  const actionInfo = Object.fromEntries(catalogue.actions.map((a) => [a.name, a]));
   session = await api('GET', `/api/sessions/${id}`, undefined, token);
   scene = catalogue.scenes.find((s) => s.name === session.scene);
   $('title').textContent = `${session.scene}${session.label ? ' — ' + session.label : ''}`;
@@ -269,7 +269,7 @@ async function start() {
   document.title = `grainlab — ${session.scene}`;
   view.setModel(scene.model);
   setupPlots();
-  if (controlToken) { paramControls(); actionButtons(); runControls(); }
+  if (controlToken) { paramControls(); actionButtons(actionInfo); runControls(); }
   link = await connect(session.id, {
     onOpen() { if (token) link.send({ type: 'auth', token }); }, // a private session shows nothing before
     onFrame(info, d) {
