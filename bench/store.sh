@@ -13,8 +13,16 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 daemon="${GRAINLABD:-$repo/build/grainlabd}"
 before="${GRAINLABD_BEFORE:-}"
 tmp=$(mktemp -d)
-pids=()
-trap 'for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
+pids=() # daemons still running
+cleanup() {
+  set +e
+  for p in "${pids[@]}"; do
+    kill -TERM "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 # start BINARY DIR: a daemon on DIR/grainlab.db; its HTTP port in $port
 start() {
   mkdir -p "$2"
@@ -27,7 +35,11 @@ start() {
 stop() {
   kill -TERM "$dpid"
   wait "$dpid"
-  pids=("${pids[@]/$dpid/}")
+  local left=()
+  for p in "${pids[@]}"; do
+    [ "$p" = "$dpid" ] || left+=("$p")
+  done
+  pids=("${left[@]}")
 }
 # fill DIR: the synthetic record, written into the schema the daemon that made DIR migrated to
 fill() {

@@ -17,8 +17,4 @@ typedef struct store_error {
   char message[192]; /* for people */
 } store_error;
 
-/* Fills err (the store's own files). */
-void store__fail(store_error *err, store_status status, const char *code, const char *field,
-                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
 #endif

@@ -2,9 +2,7 @@
  * rule and message is the one the API has documented since the store's first version
  * (schema/openapi.yaml); tests/unit/test_store_filter.c walks each refusal. */
 #define _GNU_SOURCE
-#include "store_filter.h"
-
-#include "grainlab/grainlab.h"
+#include "store_internal.h"
 
 #include <math.h>
 #include <stdarg.h>

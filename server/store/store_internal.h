@@ -51,6 +51,10 @@ sqlite3 *store__open_db(const char *path, int flags, char *err, size_t errlen);
 store_reader *store__take_reader(store *st);
 void store__give_reader(store_reader *r);
 
+/* store_filter.c: fills err. */
+void store__fail(store_error *err, store_status status, const char *code, const char *field,
+                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 /* store_writer.c: the writer thread, started once the database is migrated. */
 int store__writer_start(store *st, char *err, size_t errlen);
 /* Writes everything queued, then stops the thread. */

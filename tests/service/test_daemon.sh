@@ -169,6 +169,16 @@ POST|@S/scene|A|{"scene":"silo","params":{"hole":5}}|422|out_of_range
 POST|@S/scene|A|{"scene":"silo","label":"x"}|400|unknown_field
 DELETE|@S|wrong|-|403|forbidden
 DELETE|@S|none|-|401|unauthorized
+PUT|/api/sessions/nosuchsession|none|-|404|not_found
+GET|/api/sessions/|none|-|404|not_found
+POST|@S/nothing|A|{}|404|not_found
+PATCH|@S/params/|A|{"mu":0.7}|404|not_found
+GET|@S/params|none|-|405|method_not_allowed
+PATCH|@S/params|A|{"amount":50,"mu":"x"}|409|needs_restart
+PATCH|@S/params|A|{"mu":"x","amount":50}|400|wrong_type
+POST|/api/scenes/|none|-|404|not_found
+GET|/api/runs/abc|none|-|404|not_found
+POST|/api/runs/1/nothing|none|{}|405|method_not_allowed
 TABLE
 after=$(fingerprint)
 [ "$before" = "$after" ] && ok "none of the bad requests changed the session" || bad "session changed: $before / $after"

@@ -203,6 +203,35 @@ int main(void) {
   strcat(q, "&param.p3.min=2");
   refused(q, "duplicate_field", "param.p3.min"); /* even past the 24th */
 
+  {
+    /* a long query (URLs may carry thousands of arguments): the duplicate is still found, and
+     * found in n log n */
+    enum { N = 5000 };
+    static store_query_arg many[N + 1];
+    static char keys[N][24];
+    for (int i = 0; i < N; i++) {
+      snprintf(keys[i], sizeof keys[i], "param.p%d.min", i);
+      many[i] = (store_query_arg){keys[i], "1"};
+    }
+    store_runs_filter g;
+    store_error e;
+    store_status rc = store_filter_parse(many, N, &g, &e);
+    const int ok1 = rc == STORE_E_BAD_FILTER && strcmp(e.code, "too_many_filters") == 0 &&
+                    strcmp(e.field, "param.p24.min") == 0;
+    printf("%s 5000 distinct arguments: got %s field '%s', want too_many_filters field "
+           "'param.p24.min'\n",
+           ok1 ? "ok  " : "FAIL", e.code ? e.code : "-", e.field);
+    check_failures += !ok1;
+    many[N] = (store_query_arg){"param.p17.min", "2"};
+    rc = store_filter_parse(many, N + 1, &g, &e);
+    const int ok2 = rc == STORE_E_BAD_FILTER && strcmp(e.code, "duplicate_field") == 0 &&
+                    strcmp(e.field, "param.p17.min") == 0;
+    printf("%s 5000 arguments, param.p17.min again: got %s field '%s', want duplicate_field field "
+           "'param.p17.min'\n",
+           ok2 ? "ok  " : "FAIL", e.code ? e.code : "-", e.field);
+    check_failures += !ok2;
+  }
+
   puts("-- arguments that are not UTF-8 are passed over, as the API always did");
   f = accepted("label=\xff");
   CHECK("label=0xFF is not a filter", !f.has_label);
