@@ -1,6 +1,6 @@
 /* A refused request, as the REST API reports it: an HTTP status, a code word, a message and the
- * offending field. Filled by the API's parsers, the session registry and the store; turned into
- * JSON by server/api/api_json.c. */
+ * offending field. Filled by the API's parsers and the session registry (the store has its own
+ * codes, mapped in http.c); turned into JSON by server/api/api_json.c. */
 #ifndef GRAINLAB_API_ERROR_H
 #define GRAINLAB_API_ERROR_H
 
