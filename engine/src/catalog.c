@@ -329,19 +329,6 @@ const char *grn_measure_name(grn_measure_key key) {
   return info ? info->name : "";
 }
 
-const char *grn_model_name(grn_model model) {
-  switch (model) {
-  case GRN_MODEL_GRANULAR:
-    return "granular";
-  case GRN_MODEL_FLUID:
-    return "fluid";
-  case GRN_MODEL_GRAVITY:
-    return "gravity";
-  default:
-    return "";
-  }
-}
-
 int grn__no_act(grn_world *w, const grn_action *a, grn_error *err) {
   (void)w;
   return grn__fail(err, GRN_E_UNSUPPORTED, grn_action_name(a->kind),

@@ -92,6 +92,40 @@ typedef struct grn_geom {
   double kill_y;
 } grn_geom;
 
+/* ---- model blocks (model.h): each model's own constants and buffers -------------------------- */
+/* SPH (fluid.c): constants derived from the scene's spacing and fall height, and per-particle and
+ * per-pair buffers of the last density pass. */
+typedef struct grn_sph {
+  double s, fall;        /* particle spacing and the height water can fall, m (the scene's) */
+  double h, m, k;        /* kernel radius, particle mass, EOS stiffness */
+  double wall_k, wall_c; /* penalty walls */
+  int substeps;          /* sub-steps per step of H, from the CFL condition */
+  int cap;               /* capacity of acc, rho, prs */
+  grn_vec3 *acc;         /* acceleration of the last force pass */
+  double *rho, *prs;     /* density and pressure of the last density pass */
+  double *tab;           /* per-pair table (reference 001 layout), 3 per pair */
+  int tcap;              /* pairs tab holds */
+  bool valid;            /* rho and prs match the positions and the parameters */
+} grn_sph;
+
+/* N-body (gravity.c): accelerations, the direct sum's planes and the Barnes–Hut tree. */
+typedef struct grn_nbody {
+  double e0;                 /* total energy at t = 0 (energy_drift); saved */
+  double theta;              /* opening angle the tree was built for; 0: direct sum */
+  int cap;                   /* capacity of acc, mass, phi */
+  grn_vec3 *acc;             /* acceleration at the current positions */
+  double *mass, *phi;        /* each body's mass; its potential from the tree walk */
+  double *soa;               /* direct sum: x, y, z and mass planes of n (cap each) */
+  bool acc_valid;            /* acc matches the positions and the parameters */
+  struct grn_bh_node *nodes; /* Barnes–Hut tree of the current positions */
+  int nnode, nodecap;
+  struct grn_bh_key *keys; /* bodies sorted by Morton key */
+  int keycap;
+  double *lists; /* per-thread interaction lists of the grouped tree walk */
+  size_t listcap;
+  bool tree_valid;
+} grn_nbody;
+
 typedef struct grn_scene_impl grn_scene_impl;
 
 struct grn_world {
@@ -107,6 +141,7 @@ struct grn_world {
   /* inputs that determine the run */
   const grn_scene_info *scene;
   const grn_scene_impl *impl;
+  const struct grn_model_ops *model; /* the scene's model (model.h) */
   double param[GRN_PARAM_COUNT];
   uint64_t seed;
   int n_target; /* grains the scene creates in all */
@@ -201,28 +236,15 @@ struct grn_world {
   double above_log[9];
   int log_n;
 
-  /* fluid and gravity models (fluid.c, gravity.c); the granular step leaves these alone */
-  double skin;            /* pair-list skin: GRN_SKIN for grains, a quarter kernel for SPH */
-  double cell_rmin;       /* smallest radius the pair grid is planned for */
-  int substeps;           /* SPH: sub-steps per step of H, from the CFL condition */
-  double sph_s, sph_fall; /* SPH: particle spacing and the height water can fall, m */
-  double sph_h, sph_m, sph_k, wall_k, wall_c; /* kernel radius, mass, EOS stiffness, walls */
-  int xcap;                                   /* capacity of the per-particle arrays below */
-  grn_vec3 *acc;                              /* N-body: acceleration at the current positions */
-  double *rho, *prs;         /* SPH: density and pressure of the last density pass */
-  double *ptab;              /* SPH: per-pair table (reference 001 layout), 3 per pair */
-  int ptcap;                 /* pairs ptab holds */
-  bool acc_valid;            /* acc matches the positions and the parameters */
-  double e0;                 /* N-body: total energy at t = 0 (energy_drift) */
-  double pass_t0;            /* softening: when the current pass began */
-  double bh_theta;           /* opening angle the tree was built for; 0: direct sum */
-  struct grn_bh_node *nodes; /* Barnes–Hut tree of the current positions (gravity.c) */
-  int nnode, nodecap;
-  struct grn_bh_key *keys; /* bodies sorted by Morton key */
-  int keycap;
-  double *lists; /* per-thread interaction lists of the grouped tree walk */
-  size_t listcap;
-  bool tree_valid;
+  /* pair-list settings of the model (grains by default; SPH derives its own) */
+  double skin;      /* pair-list skin: GRN_SKIN for grains, a quarter kernel for SPH */
+  double cell_rmin; /* smallest radius the pair grid is planned for */
+  double pass_t0;   /* softening: when the current pass began */
+  /* the block of the world's model, owned by it (model.h): only the active member is used */
+  union {
+    grn_sph sph;
+    grn_nbody nbody;
+  };
 
   /* measurements */
   grn_measurements meas;
@@ -239,9 +261,8 @@ struct grn_scene_impl {
   void (*script)(grn_world *w);  /* after each step */
   void (*measure)(grn_world *w); /* every GRN_MEASURE_EVERY steps */
   int (*act)(grn_world *w, const grn_action *a, grn_error *err);
-  double calm;               /* sleep speed, m/s */
-  int (*bed)(grn_world *w);  /* GRN_FILL_BED workload; NULL: the scene has none */
-  int (*step)(grn_world *w); /* one step of H for another model; NULL: the granular step */
+  double calm;                            /* sleep speed, m/s */
+  int (*bed)(grn_world *w);               /* GRN_FILL_BED workload; NULL: the scene has none */
   int (*count)(const grn_world_def *def); /* particles the definition makes; NULL: grain rule */
   void (*derive)(grn_world *w); /* model constants from the parameters (setup, restore, set) */
 };
@@ -280,7 +301,8 @@ double grn__reach_gap(const grn_world *w);
 
 /* near list (pairs.c) */
 bool grn__near_stale(const grn_world *w);
-int grn__near_refresh(grn_world *w); /* also plans the fused step */
+int grn__near_refresh(grn_world *w);
+void grn__near_refs(grn_world *w); /* after grn__plan_fused decided whether the step is fused */
 
 /* one step (step.c) */
 int grn__forces(grn_world *w);
@@ -307,29 +329,13 @@ extern const grn_scene_impl grn__scene_silo;
 const grn_scene_impl *grn__scene_impl(const grn_scene_info *info);
 int grn__world_setup(grn_world *w);
 void grn__model_init(grn_world *w);
+int grn__granular_step(grn_world *w);
+void grn__measure(grn_world *w);
+const struct grn_model_ops *grn__model_of(grn_model kind);
 bool grn__must_rebuild(const grn_world *w);
 grn_world *grn__world_new(const grn_world_def *def); /* empty world with allocator and threads */
 void grn__world_clear(grn_world *w);
 
-/* fluid (fluid.c) and gravity (gravity.c) models, their scenes in scenes/water.c, scenes/bodies.c
- */
-int grn__sph_step(grn_world *w);
-void grn__sph_derive(grn_world *w);
-int grn__sph_add(grn_world *w, double x, double y, double z);
-void grn__sph_energy(const grn_world *w, double *kinetic, double *potential);
-int grn__sph_bed(grn_world *w);
-double grn__sph_bed_depth(int n);
-double grn__sph_bed_spacing(void);
-void grn__sph_measure(grn_world *w);
-int grn__model_arrays(grn_world *w);
-void grn__nbody_free(grn_world *w);
-int grn__nbody_step(grn_world *w);
-void grn__nbody_derive(grn_world *w);
-int grn__nbody_forces(grn_world *w);
-void grn__nbody_measure(grn_world *w);
-int grn__nbody_add(grn_world *w, double m, double x, double y, double z, grn_vec3 v);
-int grn__plummer(grn_world *w, int n);
-void grn__models_free(grn_world *w);
 int grn__no_act(grn_world *w, const grn_action *a, grn_error *err);
 extern const grn_scene_impl grn__scene_dambreak;
 extern const grn_scene_impl grn__scene_drop;

@@ -1,7 +1,7 @@
 /* Save and restore of the complete world state, contact history included, so that a restored run
  * continues bit-identically (spec §5). Saved states are outside input: restore checks everything
  * that could index memory before using it. */
-#include "internal.h"
+#include "model.h"
 
 #include <string.h>
 
@@ -46,7 +46,7 @@ static void get(stream *s, void *p, size_t n) {
   X(next_id) X(rng) X(geom) X(pouring) X(poured) X(pour_acc) X(spout_x) X(spout_y) X(spout_z)      \
   X(meas) X(hnx) X(hnz) X(hx0) X(hz0) X(n) X(nl) X(m) X(ch_wz) X(ch_l0) X(dam_top)     \
   X(dam_speed) X(dam_pulling) X(box_lx) X(phi) X(phi_target) X(phi_rate) X(opened) X(jam)          \
-  X(done) X(above_log) X(log_n) X(e0) X(pass_t0)
+  X(done) X(above_log) X(log_n) X(pass_t0)
 // clang-format on
 
 static void write_all(const grn_world *w, stream *s) {
@@ -59,6 +59,9 @@ static void write_all(const grn_world *w, stream *s) {
 #define X(f) put(s, &w->f, sizeof w->f);
   SCALARS(X)
 #undef X
+  if (w->model->state_size > 0) { /* the model's saved block (model.h) */
+    put(s, (const char *)w + w->model->state_offset, w->model->state_size);
+  }
   const size_t n = (size_t)w->n, m = (size_t)w->m;
   put(s, w->pos, sizeof(grn_vec3) * n);
   put(s, w->vel, sizeof(grn_vec3) * n);
@@ -147,9 +150,13 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   }
   w->scene = scene;
   w->impl = grn__scene_impl(scene);
+  w->model = grn__model_of(scene->model);
 #define X(f) get(&s, &w->f, sizeof w->f);
   SCALARS(X)
 #undef X
+  if (w->model->state_size > 0) {
+    get(&s, (char *)w + w->model->state_offset, w->model->state_size);
+  }
   if (!s.ok) {
     return corrupt(w, err, "truncated");
   }

@@ -2,6 +2,7 @@
  * actions, live parameters, sleep and wake, and read-out. */
 #include "contact.h"
 #include "internal.h"
+#include "model.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -309,7 +310,9 @@ double grn__settle_time(double lattice_height) {
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
 void grn__world_clear(grn_world *w) {
-  grn__models_free(w);
+  if (w->model->free) {
+    w->model->free(w);
+  }
   grn__free(w, w->pos, sizeof(grn_vec3) * (size_t)(w->cap + 1));
   grn__free(w, w->vel, sizeof(grn_vec3) * (size_t)(w->cap + 1));
   grn__free(w, w->spin, sizeof(grn_vec3) * (size_t)(w->cap + 1));
@@ -377,11 +380,11 @@ int grn__world_setup(grn_world *w) {
   }
   w->meas.present = w->scene->measures;
   int rc = w->fill == GRN_FILL_BED ? w->impl->bed(w) : w->impl->setup(w);
-  if (rc == GRN_OK && w->n > 0 && w->scene->model != GRN_MODEL_GRAVITY) {
+  if (rc == GRN_OK && w->n > 0 && w->model->pairs) {
     rc = grn__rebuild(w);
   }
   if (rc == GRN_OK) {
-    w->impl->measure(w);
+    grn__measure(w);
   }
   return rc;
 }
@@ -470,6 +473,7 @@ int grn_world_create(const grn_world_def *def, grn_world **out, grn_error *err) 
   }
   w->scene = def->scene;
   w->impl = grn__scene_impl(def->scene);
+  w->model = grn__model_of(def->scene->model);
   memcpy(w->param, def->param, sizeof w->param);
   w->seed = def->seed;
   w->n_target = grn_world_def_grains(def);
@@ -507,47 +511,65 @@ static void wake(grn_world *w) {
   w->still = 0.0;
 }
 
+/* The granular model's step of H (spec §2): the pair list and near list kept fresh, one of the
+ * three equivalent force paths, then the sleep check. */
+int grn__granular_step(grn_world *w) {
+  if (w->sleeping) {
+    return GRN_OK;
+  }
+  if (grn__must_rebuild(w)) {
+    const int rc = grn__rebuild(w);
+    if (rc != GRN_OK) {
+      return rc;
+    }
+  }
+  if (!w->no_fuse && grn__near_stale(w)) {
+    /* with no room for it, near_valid and fused stay false: the reference passes need
+     * neither */
+    if (grn__near_refresh(w) == GRN_OK) {
+      (void)grn__plan_fused(w);
+      grn__near_refs(w);
+    }
+  }
+  if (w->fused) {
+    grn__step_fused(w);
+  } else if (w->near_valid && !w->no_fuse) {
+    const int rc = grn__step_near(w);
+    if (rc != GRN_OK) {
+      return rc;
+    }
+  } else {
+    const int rc = grn__forces(w);
+    if (rc != GRN_OK) {
+      return rc;
+    }
+    grn__gather_integrate(w);
+  }
+  /* sleep once every grain has stayed calm for 1 s with nothing poured or pushed */
+  const bool busy =
+      w->pouring || w->geom.tool || w->t < w->settle || w->dam_pulling || w->phi != w->phi_target;
+  w->still = (w->vmax < w->impl->calm && !busy) ? w->still + GRN_H : 0.0;
+  if (w->still > 1.0 && w->allow_sleep) {
+    w->sleeping = true;
+    w->flowing = 0.0;
+  }
+  return GRN_OK;
+}
+
+/* The scene's measurement, or its model's where the scene has none. */
+void grn__measure(grn_world *w) {
+  if (w->impl->measure) {
+    w->impl->measure(w);
+  } else {
+    w->model->measure(w);
+  }
+}
+
 int grn_world_step(grn_world *w, int steps) {
   for (int s = 0; s < steps; s++) {
-    if (w->impl->step) {
-      const int rc = w->impl->step(w);
-      if (rc != GRN_OK) {
-        return rc;
-      }
-    } else if (!w->sleeping) {
-      if (grn__must_rebuild(w)) {
-        const int rc = grn__rebuild(w);
-        if (rc != GRN_OK) {
-          return rc;
-        }
-      }
-      if (!w->no_fuse && grn__near_stale(w)) {
-        /* with no room for it, near_valid and fused stay false: the reference passes need
-         * neither */
-        (void)grn__near_refresh(w);
-      }
-      if (w->fused) {
-        grn__step_fused(w);
-      } else if (w->near_valid && !w->no_fuse) {
-        const int rc = grn__step_near(w);
-        if (rc != GRN_OK) {
-          return rc;
-        }
-      } else {
-        const int rc = grn__forces(w);
-        if (rc != GRN_OK) {
-          return rc;
-        }
-        grn__gather_integrate(w);
-      }
-      /* sleep once every grain has stayed calm for 1 s with nothing poured or pushed */
-      const bool busy = w->pouring || w->geom.tool || w->t < w->settle || w->dam_pulling ||
-                        w->phi != w->phi_target;
-      w->still = (w->vmax < w->impl->calm && !busy) ? w->still + GRN_H : 0.0;
-      if (w->still > 1.0 && w->allow_sleep) {
-        w->sleeping = true;
-        w->flowing = 0.0;
-      }
+    const int rc = w->model->step(w);
+    if (rc != GRN_OK) {
+      return rc;
     }
     if (w->geom.tool) {
       w->geom.tool_p.x += w->geom.tool_v.x * GRN_H;
@@ -560,7 +582,7 @@ int grn_world_step(grn_world *w, int steps) {
       w->impl->script(w);
     }
     if (w->steps % GRN_MEASURE_EVERY == 0) {
-      w->impl->measure(w);
+      grn__measure(w);
     }
   }
   return GRN_OK;
@@ -629,7 +651,9 @@ int grn_world_set_param(grn_world *w, const char *name, double value, grn_error 
   }
   if (w->impl->derive) {
     w->impl->derive(w);
-    w->acc_valid = false; /* forces of the old softening or opening angle */
+  }
+  if (w->model->changed) {
+    w->model->changed(w);
   }
   if (id == GRN_P_SPOUT_X) {
     w->spout_x = value;
@@ -699,8 +723,11 @@ void grn_world_get_stats(const grn_world *w, grn_world_stats *out) {
   out->max_speed = w->vmax;
   out->over_max = w->over_max;
   out->bytes_live = w->bytes_live;
-  out->substeps = w->scene->model == GRN_MODEL_FLUID ? w->substeps : 1;
-  out->tree = w->tree_valid;
+  out->substeps = 1;
+  out->tree = false;
+  if (w->model->stats) {
+    w->model->stats(w, out);
+  }
 }
 
 uint64_t grn_world_digest(const grn_world *w) {

@@ -1,6 +1,6 @@
 /* N-body scenes (reference 003), units with G = 1: `orbit` (two bodies), `softening` (a near
  * head-on pass that repeats, softening and speed cap live) and `cluster` (a Plummer sphere). */
-#include "../internal.h"
+#include "../model.h"
 
 static void no_script(grn_world *w) {
   (void)w;
@@ -28,9 +28,7 @@ static int orbit_setup(grn_world *w) {
 
 const grn_scene_impl grn__scene_orbit = {.setup = orbit_setup,
                                          .script = no_script,
-                                         .measure = grn__nbody_measure,
                                          .act = grn__no_act,
-                                         .step = grn__nbody_step,
                                          .count = two_bodies,
                                          .derive = grn__nbody_derive};
 
@@ -45,8 +43,8 @@ static void place_pair(grn_world *w) {
   w->pos[1] = pb;
   w->vel[0] = (grn_vec3){0.6, 0.0, 0.0};
   w->vel[1] = (grn_vec3){-0.6, 0.0, 0.0};
-  w->acc_valid = false;
-  w->e0 = NAN;
+  w->nbody.acc_valid = false;
+  w->nbody.e0 = NAN;
   w->pass_t0 = w->t;
 }
 
@@ -77,9 +75,7 @@ static void softening_script(grn_world *w) {
 
 const grn_scene_impl grn__scene_softening = {.setup = softening_setup,
                                              .script = softening_script,
-                                             .measure = grn__nbody_measure,
                                              .act = grn__no_act,
-                                             .step = grn__nbody_step,
                                              .count = two_bodies,
                                              .derive = grn__nbody_derive};
 
@@ -95,9 +91,7 @@ static int cluster_setup(grn_world *w) {
 
 const grn_scene_impl grn__scene_cluster = {.setup = cluster_setup,
                                            .script = no_script,
-                                           .measure = grn__nbody_measure,
                                            .act = grn__no_act,
                                            .bed = cluster_setup,
-                                           .step = grn__nbody_step,
                                            .count = cluster_count,
                                            .derive = grn__nbody_derive};

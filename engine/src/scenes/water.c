@@ -1,6 +1,6 @@
 /* SPH scenes: `dambreak` (a column of width a and height 2a released against the left wall of a
  * tank 5a long, the classic Martin–Moyce experiment) and `drop` (a ball of water into a pool). */
-#include "../internal.h"
+#include "../model.h"
 
 /* ---- dambreak ------------------------------------------------------------------------------- */
 /* Particles across the column for quality 0, 1, 2; the tank is half a column deep (a slab). */
@@ -10,11 +10,11 @@ static int across(double quality) {
 
 static void dambreak_derive(grn_world *w) {
   if (w->fill == GRN_FILL_BED) {
-    w->sph_s = grn__sph_bed_spacing();
-    w->sph_fall = grn__sph_bed_depth(w->n_target);
+    w->sph.s = grn__sph_bed_spacing();
+    w->sph.fall = grn__sph_bed_depth(w->n_target);
   } else {
-    w->sph_s = w->param[GRN_P_WIDTH] / across(w->param[GRN_P_QUALITY]);
-    w->sph_fall = 2.0 * w->param[GRN_P_WIDTH];
+    w->sph.s = w->param[GRN_P_WIDTH] / across(w->param[GRN_P_QUALITY]);
+    w->sph.fall = 2.0 * w->param[GRN_P_WIDTH];
   }
   grn__sph_derive(w);
 }
@@ -31,7 +31,7 @@ static int dambreak_count(const grn_world_def *def) {
 }
 
 static int dambreak_setup(grn_world *w) {
-  const double a = w->param[GRN_P_WIDTH], s = w->sph_s;
+  const double a = w->param[GRN_P_WIDTH], s = w->sph.s;
   const int k = across(w->param[GRN_P_QUALITY]), layers = k / 2;
   grn_geom *g = &w->geom;
   g->floor_y = 0.0;
@@ -64,10 +64,8 @@ static void no_script(grn_world *w) {
 
 const grn_scene_impl grn__scene_dambreak = {.setup = dambreak_setup,
                                             .script = no_script,
-                                            .measure = grn__sph_measure,
                                             .act = grn__no_act,
                                             .bed = grn__sph_bed,
-                                            .step = grn__sph_step,
                                             .count = dambreak_count,
                                             .derive = dambreak_derive};
 
@@ -117,8 +115,8 @@ static int drop_layout(grn_world *w, double s) {
 }
 
 static void drop_derive(grn_world *w) {
-  w->sph_s = drop_spacing(w->param[GRN_P_QUALITY]);
-  w->sph_fall = BALL_Y + BALL_R;
+  w->sph.s = drop_spacing(w->param[GRN_P_QUALITY]);
+  w->sph.fall = BALL_Y + BALL_R;
   grn__sph_derive(w);
 }
 
@@ -140,13 +138,11 @@ static int drop_setup(grn_world *w) {
     return GRN_E_NOMEM;
   }
   w->settle = 0.0;
-  return drop_layout(w, w->sph_s) < 0 ? GRN_E_NOMEM : GRN_OK;
+  return drop_layout(w, w->sph.s) < 0 ? GRN_E_NOMEM : GRN_OK;
 }
 
 const grn_scene_impl grn__scene_drop = {.setup = drop_setup,
                                         .script = no_script,
-                                        .measure = grn__sph_measure,
                                         .act = grn__no_act,
-                                        .step = grn__sph_step,
                                         .count = drop_count,
                                         .derive = drop_derive};
