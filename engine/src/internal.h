@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- Constants (spec/engine.md §1, reference 000) ------------------------------------------ */
 #define GRN_G 9.8
@@ -126,7 +127,7 @@ typedef struct grn_nbody {
   bool tree_valid;
 } grn_nbody;
 
-typedef struct grn_scene_impl grn_scene_impl;
+typedef struct grn_scene grn_scene; /* scene.h */
 
 struct grn_world {
   /* allocator */
@@ -140,7 +141,7 @@ struct grn_world {
 
   /* inputs that determine the run */
   const grn_scene_info *scene;
-  const grn_scene_impl *impl;
+  const grn_scene *impl;             /* the scene object (scene.h) */
   const struct grn_model_ops *model; /* the scene's model (model.h) */
   double param[GRN_PARAM_COUNT];
   uint64_t seed;
@@ -220,26 +221,12 @@ struct grn_world {
 
   grn_geom geom;
 
-  /* scene script state */
-  bool pouring;
-  int poured; /* grains inserted so far */
-  double pour_acc;
-  double spout_x, spout_y, spout_z;
-  /* slump: channel half-width, column length and the dam being pulled */
-  double ch_wz, ch_l0, dam_top, dam_speed;
-  bool dam_pulling;
-  /* tilt: box half-length, tilt angle now, its target and speed (rad, rad/s) */
-  double box_lx, phi, phi_target, phi_rate;
-  /* silo: when the hole was opened (−1: never), the verdict, mass above the plate every 0.25 s */
-  double opened;
-  bool jam, done;
-  double above_log[9];
-  int log_n;
+  /* the scene's own state block (scene.h): impl->state_size bytes, saved as one block */
+  void *ss;
 
   /* pair-list settings of the model (grains by default; SPH derives its own) */
   double skin;      /* pair-list skin: GRN_SKIN for grains, a quarter kernel for SPH */
   double cell_rmin; /* smallest radius the pair grid is planned for */
-  double pass_t0;   /* softening: when the current pass began */
   /* the block of the world's model, owned by it (model.h): only the active member is used */
   union {
     grn_sph sph;
@@ -253,18 +240,6 @@ struct grn_world {
   double hx0, hz0;
   double bin[GRN_NBIN];
   int binn[GRN_NBIN];
-};
-
-/* A scene's behaviour; the catalogue (grn_scene_info) is its public face. */
-struct grn_scene_impl {
-  int (*setup)(grn_world *w);    /* geometry and initial grains */
-  void (*script)(grn_world *w);  /* after each step */
-  void (*measure)(grn_world *w); /* every GRN_MEASURE_EVERY steps */
-  int (*act)(grn_world *w, const grn_action *a, grn_error *err);
-  double calm;                            /* sleep speed, m/s */
-  int (*bed)(grn_world *w);               /* GRN_FILL_BED workload; NULL: the scene has none */
-  int (*count)(const grn_world_def *def); /* particles the definition makes; NULL: grain rule */
-  void (*derive)(grn_world *w); /* model constants from the parameters (setup, restore, set) */
 };
 
 /* allocation (counted) */
@@ -317,17 +292,14 @@ int grn__hmap_init(grn_world *w, double x0, double z0, int nx, int nz);
 void grn__surface(grn_world *w, double y0, double only_above);
 double grn__top_at(const grn_world *w, double x, double z);
 void grn__pile_angle(grn_world *w);
-void grn__channel_profile(grn_world *w);
-void grn__tray_profile(grn_world *w);
+void grn__channel_profile(grn_world *w, double half_width);
+void grn__tray_profile(grn_world *w, double half_length, double half_width, double tilt);
 void grn__common_measures(grn_world *w);
 
 /* scenes */
-extern const grn_scene_impl grn__scene_pour;
-extern const grn_scene_impl grn__scene_slump;
-extern const grn_scene_impl grn__scene_tilt;
-extern const grn_scene_impl grn__scene_silo;
-const grn_scene_impl *grn__scene_impl(const grn_scene_info *info);
+const grn_scene *grn__scene_impl(const grn_scene_info *info); /* NULL: not a catalogue entry */
 int grn__world_setup(grn_world *w);
+int grn__scene_state(grn_world *w); /* allocates the scene's zeroed state block */
 void grn__model_init(grn_world *w);
 int grn__granular_step(grn_world *w);
 void grn__measure(grn_world *w);
@@ -337,12 +309,6 @@ grn_world *grn__world_new(const grn_world_def *def); /* empty world with allocat
 void grn__world_clear(grn_world *w);
 
 int grn__no_act(grn_world *w, const grn_action *a, grn_error *err);
-extern const grn_scene_impl grn__scene_dambreak;
-extern const grn_scene_impl grn__scene_drop;
-extern const grn_scene_impl grn__scene_orbit;
-extern const grn_scene_impl grn__scene_softening;
-extern const grn_scene_impl grn__scene_cluster;
-
 /* geometry of the bench bed, shared by scenes that accept GRN_FILL_BED */
 int grn__setup_bed(grn_world *w);
 

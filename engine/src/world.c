@@ -3,6 +3,7 @@
 #include "contact.h"
 #include "internal.h"
 #include "model.h"
+#include "scene.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +135,7 @@ int grn_world_def_set_text(grn_world_def *def, const char *name, const char *val
 static const int base_count[3] = {750, 1500, 3000};
 
 int grn_world_def_grains(const grn_world_def *def) {
-  const grn_scene_impl *impl = def->scene ? grn__scene_impl(def->scene) : NULL;
+  const grn_scene *impl = def->scene ? grn__scene_impl(def->scene) : NULL;
   if (impl && impl->count) {
     return impl->count(def);
   }
@@ -344,6 +345,7 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->cstart, sizeof(int32_t) * (size_t)w->ncell_cap);
   grn__free(w, w->scratch, w->scratch_bytes);
   grn__free(w, w->hmap, sizeof(double) * (size_t)w->hnx * (size_t)w->hnz);
+  grn__free(w, w->ss, w->impl->state_size);
   /* keep allocator, threads, inputs; drop everything derived from them */
   grn_world keep = *w;
   const size_t off = offsetof(grn_world, n);
@@ -361,7 +363,22 @@ void grn__model_init(grn_world *w) {
   }
 }
 
+/* The scene's state block, zeroed (setup and restore). */
+int grn__scene_state(grn_world *w) {
+  if (w->impl->state_size > 0) {
+    w->ss = grn__alloc(w, w->impl->state_size);
+    if (!w->ss) {
+      return GRN_E_NOMEM;
+    }
+    memset(w->ss, 0, w->impl->state_size);
+  }
+  return GRN_OK;
+}
+
 int grn__world_setup(grn_world *w) {
+  if (grn__scene_state(w) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
   grn__model_init(w);
   grn__rng_seed(w->rng, w->seed);
   w->gravity = (grn_vec3){0.0, -GRN_G, 0.0};
@@ -546,8 +563,7 @@ int grn__granular_step(grn_world *w) {
     grn__gather_integrate(w);
   }
   /* sleep once every grain has stayed calm for 1 s with nothing poured or pushed */
-  const bool busy =
-      w->pouring || w->geom.tool || w->t < w->settle || w->dam_pulling || w->phi != w->phi_target;
+  const bool busy = w->geom.tool || w->t < w->settle || (w->impl->busy && w->impl->busy(w));
   w->still = (w->vmax < w->impl->calm && !busy) ? w->still + GRN_H : 0.0;
   if (w->still > 1.0 && w->allow_sleep) {
     w->sleeping = true;
@@ -578,7 +594,7 @@ int grn_world_step(grn_world *w, int steps) {
     }
     w->steps++;
     w->t = (double)w->steps * GRN_H;
-    if (w->fill == GRN_FILL_SCENE) {
+    if (w->fill == GRN_FILL_SCENE && w->impl->script) {
       w->impl->script(w);
     }
     if (w->steps % GRN_MEASURE_EVERY == 0) {
@@ -624,7 +640,7 @@ int grn_world_act(grn_world *w, const grn_action *a, grn_error *err) {
     break;
   }
   default:
-    rc = w->impl->act(w, a, err);
+    rc = w->impl->act ? w->impl->act(w, a, err) : grn__no_act(w, a, err);
     if (rc != GRN_OK) {
       return rc;
     }
@@ -655,10 +671,8 @@ int grn_world_set_param(grn_world *w, const char *name, double value, grn_error 
   if (w->model->changed) {
     w->model->changed(w);
   }
-  if (id == GRN_P_SPOUT_X) {
-    w->spout_x = value;
-  } else if (id == GRN_P_SPOUT_Z) {
-    w->spout_z = value;
+  if (w->impl->param_set) {
+    w->impl->param_set(w, (grn_param_id)id, value);
   }
   wake(w);
   return GRN_OK;
@@ -703,7 +717,13 @@ void grn_world_geometry(const grn_world *w, grn_geometry *out) {
   *out = (grn_geometry){g->floor_y, g->fx0,     g->fx1,      g->fz0,      g->fz1,      g->box,
                         g->xmin,    g->xmax,    g->zmin,     g->zmax,     g->silo_r,   g->plate,
                         g->plugged, g->plate_y, g->hole_r,   g->dam,      g->dam_x,    g->dam_edge,
-                        g->tool,    g->tool_r,  g->tool_p.x, g->tool_p.y, g->tool_p.z, w->phi};
+                        g->tool,    g->tool_r,  g->tool_p.x, g->tool_p.y, g->tool_p.z, 0.0};
+  if (w->impl->geometry) {
+    w->impl->geometry(w, out);
+  }
+  if (w->impl->geometry) {
+    w->impl->geometry(w, out);
+  }
 }
 
 void grn_world_height_map(const grn_world *w, grn_height_map *out) {

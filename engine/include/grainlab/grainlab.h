@@ -25,8 +25,10 @@ extern "C" {
 #define GRN_SAMPLE_STEPS 60
 /* Bumped whenever a change alters trajectories or the saved-state layout.
  * 4: each model saves its own block (N-body: the initial energy), no longer a field of every
- *    world; trajectories unchanged. */
-#define GRN_ENGINE_STATE_VERSION 4u
+ *    world; trajectories unchanged.
+ * 5: each scene saves its own state block (spout, dam, tilt, silo log, softening pass) after the
+ *    world's scalars, instead of ~25 mixed fields among them; trajectories unchanged. */
+#define GRN_ENGINE_STATE_VERSION 5u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
 #define GRN_STATUS_TABLE(X)                                                                        \

@@ -1,6 +1,7 @@
 /* SPH scenes: `dambreak` (a column of width a and height 2a released against the left wall of a
  * tank 5a long, the classic Martin–Moyce experiment) and `drop` (a ball of water into a pool). */
 #include "../model.h"
+#include "params.h"
 
 /* ---- dambreak ------------------------------------------------------------------------------- */
 /* Particles across the column for quality 0, 1, 2; the tank is half a column deep (a slab). */
@@ -58,16 +59,27 @@ static int dambreak_setup(grn_world *w) {
   return GRN_OK;
 }
 
-static void no_script(grn_world *w) {
-  (void)w;
-}
+static const grn_param_id dambreak_params[] = {GRN_P_WIDTH, GRN_P_QUALITY, GRN_P_VISC};
+static const grn_param_info dambreak_info[] = {
+    P_WIDTH, P_FQUALITY("0, 1, 2: 8, 12, 16 particles across the column"), P_VISC};
+SAME_LEN(dambreak_params, dambreak_info);
+static const char *const reset_only[] = {"reset"};
+#define ENERGIES                                                                                   \
+  PLOT("Energy, J: kinetic, potential, total", S(GRN_M_KINETIC), S(GRN_M_POTENTIAL),               \
+       REF(GRN_M_ENERGY))
+static const grn_plot_info dambreak_plots[] = {
+    PLOT("Surge front and water height at the wall, m", S(GRN_M_FRONT), S(GRN_M_HEIGHT)), ENERGIES};
 
-const grn_scene_impl grn__scene_dambreak = {.setup = dambreak_setup,
-                                            .script = no_script,
-                                            .act = grn__no_act,
-                                            .bed = grn__sph_bed,
-                                            .count = dambreak_count,
-                                            .derive = dambreak_derive};
+const grn_scene grn__scene_dambreak = {
+    .info = {"dambreak", GRN_MODEL_FLUID,
+             "SPH water: a column of width a and height 2a against the left wall of a tank 5a "
+             "long, released at t = 0",
+             LEN(dambreak_params), dambreak_params, dambreak_info, LEN(reset_only), reset_only,
+             MEASURES(WATER M(GRN_M_FRONT) M(GRN_M_HEIGHT)), PLOTS(dambreak_plots)},
+    .setup = dambreak_setup,
+    .bed = grn__sph_bed,
+    .count = dambreak_count,
+    .derive = dambreak_derive};
 
 /* ---- drop ----------------------------------------------------------------------------------- */
 #define TANK_X 1.0
@@ -141,8 +153,16 @@ static int drop_setup(grn_world *w) {
   return drop_layout(w, w->sph.s) < 0 ? GRN_E_NOMEM : GRN_OK;
 }
 
-const grn_scene_impl grn__scene_drop = {.setup = drop_setup,
-                                        .script = no_script,
-                                        .act = grn__no_act,
-                                        .count = drop_count,
-                                        .derive = drop_derive};
+static const grn_param_id drop_params[] = {GRN_P_QUALITY, GRN_P_VISC};
+static const grn_param_info drop_info[] = {P_FQUALITY("0, 1, 2: particle spacing 5, 4, 3 cm"),
+                                           P_VISC};
+SAME_LEN(drop_params, drop_info);
+static const grn_plot_info drop_plots[] = {ENERGIES, PLOT("Top of the water, m", S(GRN_M_TOP))};
+
+const grn_scene grn__scene_drop = {
+    .info = {"drop", GRN_MODEL_FLUID, "SPH water: a ball of water falls into a pool and splashes",
+             LEN(drop_params), drop_params, drop_info, LEN(reset_only), reset_only,
+             MEASURES(WATER M(GRN_M_TOP)), PLOTS(drop_plots)},
+    .setup = drop_setup,
+    .count = drop_count,
+    .derive = drop_derive};
