@@ -82,6 +82,9 @@ typedef struct grn_geom {
   double mu_wall;
   double mu_floor, mur_floor; /* MU_FLOOR, MUR_FLOOR; tests may switch them off */
   double silo_r;              /* 0: none */
+  /* a horizontal drum: a cylinder about the z axis through (0, drum_y), radius drum_r (0: none),
+   * turning at drum_w rad/s (counter-clockwise seen from +z), wall friction drum_mu */
+  double drum_r, drum_y, drum_w, drum_mu;
   bool plate;
   double plate_y, hole_r;
   bool plugged; /* plug lies in the hole: the plate is whole */

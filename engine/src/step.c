@@ -444,6 +444,17 @@ static void boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
       wall_contact(w, i, v3(-p.x / rho, 0, -p.z / rho), rho - lim, g->mu_wall, still, f, t);
     }
   }
+  if (g->drum_r > 0.0) {
+    /* inside a turning cylinder: the wall meets the grain where the radius through its centre
+     * crosses it, moving there at w × (R·e), e the outward radial unit */
+    const double dx = p.x, dy = p.y - g->drum_y, lim = g->drum_r - r;
+    const double rho2 = dx * dx + dy * dy;
+    if (rho2 > lim * lim) {
+      const double rho = sqrt(rho2), ex = dx / rho, ey = dy / rho;
+      const grn_vec3 wall_v = v3(-g->drum_w * g->drum_r * ey, g->drum_w * g->drum_r * ex, 0.0);
+      wall_contact(w, i, v3(-ex, -ey, 0), rho - lim, g->drum_mu, wall_v, f, t);
+    }
+  }
   if (g->tool) {
     const grn_vec3 d = sub(p, g->tool_p);
     const double rr = g->tool_r + r, d2 = dot(d, d);
@@ -454,12 +465,13 @@ static void boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
   }
 }
 
-/* Whether boundaries() would leave grain i alone: no plate, dam, silo or tool in the scene, no
+/* Whether boundaries() would leave grain i alone: no plate, dam, silo, drum or tool, no
  * floor history to clear, above the floor and inside the box walls, by the very tests it makes.
  * Most grains of a bed are, and the call costs more than these comparisons. */
 static inline bool clear_of_walls(const grain_ctx *w, int i) {
   const grn_geom *g = &w->geom;
-  if (g->plate || g->dam || g->silo_r > 0.0 || g->tool || (w->flags[i] & GRN_F_FLOOR)) {
+  if (g->plate || g->dam || g->silo_r > 0.0 || g->drum_r > 0.0 || g->tool ||
+      (w->flags[i] & GRN_F_FLOOR)) {
     return false;
   }
   const grn_vec3 p = w->pos[i];

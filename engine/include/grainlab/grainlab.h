@@ -27,8 +27,10 @@ extern "C" {
  * 4: each model saves its own block (N-body: the initial energy), no longer a field of every
  *    world; trajectories unchanged.
  * 5: each scene saves its own state block (spout, dam, tilt, silo log, softening pass) after the
- *    world's scalars, instead of ~25 mixed fields among them; trajectories unchanged. */
-#define GRN_ENGINE_STATE_VERSION 5u
+ *    world's scalars, instead of ~25 mixed fields among them; trajectories unchanged.
+ * 6: the saved geometry holds a rotating drum wall (radius, axis height, speed, friction);
+ *    trajectories unchanged. */
+#define GRN_ENGINE_STATE_VERSION 6u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
 #define GRN_STATUS_TABLE(X)                                                                        \
