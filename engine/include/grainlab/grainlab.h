@@ -29,8 +29,9 @@ extern "C" {
  * 5: each scene saves its own state block (spout, dam, tilt, silo log, softening pass) after the
  *    world's scalars, instead of ~25 mixed fields among them; trajectories unchanged.
  * 6: the saved geometry holds a rotating drum wall (radius, axis height, speed, friction);
- *    trajectories unchanged. */
-#define GRN_ENGINE_STATE_VERSION 6u
+ *    trajectories unchanged.
+ * 7: one more parameter (rpm) in the saved parameter array; trajectories unchanged. */
+#define GRN_ENGINE_STATE_VERSION 7u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
 #define GRN_STATUS_TABLE(X)                                                                        \
@@ -95,6 +96,7 @@ typedef enum grn_param_id {
   GRN_P_BODIES,    /* N-body: number of bodies */
   GRN_P_SPEED,     /* orbit: initial speed as a multiple of the circular speed */
   GRN_P_VCAP,      /* N-body speed cap; 0: none */
+  GRN_P_RPM,       /* drum: rotation speed, revolutions per minute */
   GRN_PARAM_COUNT
 } grn_param_id;
 
@@ -131,6 +133,7 @@ typedef enum grn_measure_key {
   GRN_M_ENERGY_DRIFT,     /* (E − E(0)) / |E(0)| */
   GRN_M_ANGULAR_MOMENTUM, /* |Σ m r × v| about the origin */
   GRN_M_VIRIAL,           /* 2K / |W| */
+  GRN_M_FROUDE,           /* drum: Froude number w²R/g of its rotation */
   GRN_MEASURE_COUNT
 } grn_measure_key;
 

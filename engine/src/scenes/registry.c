@@ -15,7 +15,8 @@
   X(drop)                                                                                          \
   X(orbit)                                                                                         \
   X(softening)                                                                                     \
-  X(cluster)
+  X(cluster)                                                                                       \
+  /* one line per scene above, each ending in a backslash */
 // clang-format on
 
 #define DECLARE(name) extern const grn_scene grn__scene_##name;
