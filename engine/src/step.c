@@ -389,6 +389,64 @@ static bool floor_contact(const grain_ctx *w, int i, double ground, grn_vec3 *f,
   return true;
 }
 
+/* The wall of a drum turning at drum_w about the z axis through (0, drum_y): a grain beyond
+ * drum_r − r meets it where the radius through its centre crosses it. Like the floor, a rough
+ * wall (grains glued on, as in experiments) with springs that give static friction, so the bed
+ * turns with the drum instead of slipping: tangential spring u and rolling angle theta in the
+ * wall's tangent basis (t1 = z × e along the turn, t2 = z), kept in the grain's floor history,
+ * MU = drum_mu, rolling stiffness 4·KR, damping 2·CR, limit MUR_FLOOR·r·N. The contact point
+ * moves with the wall at w × (R·e); the wall spins at w about z. */
+static bool drum_contact(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
+  const grn_geom *g = &w->geom;
+  const double r = w->rad[i];
+  const grn_vec3 p = w->pos[i], v = w->vel[i], sp = w->spin[i];
+  const double dx = p.x, dy = p.y - g->drum_y, lim = g->drum_r - r;
+  const double rho2 = dx * dx + dy * dy;
+  if (!(rho2 > lim * lim)) {
+    return false;
+  }
+  const double rho = sqrt(rho2), over = rho - lim;
+  const grn_vec3 e = v3(dx / rho, dy / rho, 0.0), t1 = v3(-e.y, e.x, 0.0);
+  const grn_vec3 wall_v = scale(t1, g->drum_w * g->drum_r);
+  /* the grain's contact point relative to the wall */
+  const grn_vec3 vc = sub(add(v, scale(cross(sp, e), r)), wall_v);
+  const double vn = -dot(vc, e); /* along n = −e, from the wall to the grain */
+  double fn = GRN_KN * over - w->k.cn * vn;
+  fn = fn > 0.0 ? fn : 0.0;
+  double *hf = &w->hf[4 * (size_t)i];
+  const double v1 = dot(vc, t1), v2 = vc.z;
+  grn_vec3 u = v3(hf[0] + v1 * GRN_H, hf[1] + v2 * GRN_H, 0.0); /* (t1, t2) components */
+  grn_vec3 ft = scale(u, -GRN_KT);
+  const double flim = g->drum_mu * fn;
+  if (cap_to(&ft, flim)) {
+    u = scale(ft, -1.0 / GRN_KT);
+  } else {
+    ft = sub(ft, scale(v3(v1, v2, 0.0), w->k.ct));
+    cap_to(&ft, flim);
+  }
+  hf[0] = u.x;
+  hf[1] = u.y;
+  const grn_vec3 fw = add(scale(t1, ft.x), v3(0.0, 0.0, ft.y));
+  *f = add(*f, add(scale(e, -fn), fw));
+  *t = add(*t, scale(cross(e, fw), r));
+  /* rolling: the grain's spin relative to the wall's, in the tangent plane */
+  const grn_vec3 wr = sub(sp, v3(0.0, 0.0, g->drum_w));
+  const double w1 = dot(wr, t1), w2 = wr.z;
+  grn_vec3 th = v3(hf[2] + w1 * GRN_H, hf[3] + w2 * GRN_H, 0.0);
+  grn_vec3 mom = scale(th, -w->k.krf);
+  const double ml = g->mur_floor * r * fn;
+  if (cap_to(&mom, ml)) {
+    th = scale(mom, -1.0 / w->k.krf);
+  } else {
+    mom = sub(mom, scale(v3(w1, w2, 0.0), w->k.crf));
+    cap_to(&mom, ml);
+  }
+  hf[2] = th.x;
+  hf[3] = th.y;
+  *t = add(*t, add(scale(t1, mom.x), v3(0.0, 0.0, mom.y)));
+  return true;
+}
+
 static void boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
   const grn_geom *g = &w->geom;
   const grn_vec3 p = w->pos[i];
@@ -413,7 +471,9 @@ static void boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
       }
     }
   }
-  if (flat && floor_contact(w, i, ground, f, t)) {
+  /* the floor's springs hold the grain on the floor, or on the drum's wall (a drum has no floor) */
+  if ((flat && floor_contact(w, i, ground, f, t)) ||
+      (g->drum_r > 0.0 && drum_contact(w, i, f, t))) {
     w->flags[i] |= GRN_F_FLOOR;
   } else if (w->flags[i] & GRN_F_FLOOR) {
     w->flags[i] &= (uint8_t)~GRN_F_FLOOR;
@@ -442,17 +502,6 @@ static void boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
     if (rho2 > lim * lim) {
       const double rho = sqrt(rho2);
       wall_contact(w, i, v3(-p.x / rho, 0, -p.z / rho), rho - lim, g->mu_wall, still, f, t);
-    }
-  }
-  if (g->drum_r > 0.0) {
-    /* inside a turning cylinder: the wall meets the grain where the radius through its centre
-     * crosses it, moving there at w × (R·e), e the outward radial unit */
-    const double dx = p.x, dy = p.y - g->drum_y, lim = g->drum_r - r;
-    const double rho2 = dx * dx + dy * dy;
-    if (rho2 > lim * lim) {
-      const double rho = sqrt(rho2), ex = dx / rho, ey = dy / rho;
-      const grn_vec3 wall_v = v3(-g->drum_w * g->drum_r * ey, g->drum_w * g->drum_r * ex, 0.0);
-      wall_contact(w, i, v3(-ex, -ey, 0), rho - lim, g->drum_mu, wall_v, f, t);
     }
   }
   if (g->tool) {
