@@ -147,6 +147,15 @@ static const golden_case cases[] = {
      {{15, "theta=0.4"}},
      0x64a024e957debb0eull,
      0x0209c8feab2ee119ull},
+    /* added with the scene (issue 15): its settle, its first turn and a live speed change */
+    {"drum",
+     "quality=0,amount=20",
+     0,
+     GRN_FILL_SCENE,
+     720,
+     {{600, "rpm=8"}},
+     0x8e74caf88031dcd0ull,
+     0x659bf9ea805fb470ull},
 };
 enum { NCASES = (int)(sizeof cases / sizeof cases[0]) };
 

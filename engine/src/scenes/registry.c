@@ -16,6 +16,7 @@
   X(orbit)                                                                                         \
   X(softening)                                                                                     \
   X(cluster)                                                                                       \
+  X(drum)                                                                                          \
   /* one line per scene above, each ending in a backslash */
 // clang-format on
 
