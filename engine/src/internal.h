@@ -186,7 +186,7 @@ struct grn_world {
   double nmargin;   /* INFINITY: every listed pair is near */
   double ndisp; /* sum over steps of the top speed of the other grains, ·H, since the refresh */
   double ngap;  /* reach gap the near list was made for */
-  /* fused step (step.c): block buffers and bands of rows over the near list, and running sums,
+  /* fused step (fused.c): block buffers and bands of rows over the near list, and running sums,
    * planned at each refresh */
   bool fused, no_fuse;
   int span, ring_rows, ringcap; /* ring: block buffers (ring_rows rows per thread), then bands */
@@ -261,7 +261,7 @@ int grn__check_param(const grn_scene_info *scene, const char *name, double value
 void grn__rng_seed(uint64_t s[4], uint64_t seed);
 double grn__rng_uniform(uint64_t s[4]); /* [0, 1) */
 
-/* grains */
+/* grains (grains.c) */
 int grn__reserve_grains(grn_world *w, int need);
 int grn__add_grain(grn_world *w, double x, double y, double z, double r, grn_vec3 v);
 void grn__kill(grn_world *w, int i);
@@ -270,6 +270,9 @@ int grn__fill_lattice(grn_world *w, int count, double x0, double x1, double z0, 
                       double y0);               /* also sets w->settle */
 grn_state grn__plain_state(const grn_world *w); /* asleep, settling or running */
 double grn__settle_time(double lattice_height);
+
+/* contact law constants (contact.c) */
+void grn__consts_init(grn_consts *k);
 
 /* pair list (pairs.c) */
 int grn__rebuild(grn_world *w);
@@ -282,7 +285,8 @@ bool grn__near_stale(const grn_world *w);
 int grn__near_refresh(grn_world *w);
 void grn__near_refs(grn_world *w); /* after grn__plan_fused decided whether the step is fused */
 
-/* one step (step.c) */
+/* one step: the pair pass (forces.c), the gather and integration (integrate.c), the fused step
+ * (fused.c) */
 int grn__forces(grn_world *w);
 int grn__step_near(grn_world *w); /* both passes over the near list (when fused is off) */
 void grn__gather_integrate(grn_world *w);

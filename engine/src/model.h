@@ -1,8 +1,8 @@
-/* The particle models behind one interface (issue 15): granular DEM (step.c), SPH water (fluid.c)
- * and softened N-body gravity (gravity.c). The world and the catalogue reach a model only through
- * its ops table; no other engine code branches on grn_model. Each model owns its block in the
- * world (grn_sph, grn_nbody in internal.h; the granular model's arrays are the world's own pair
- * machinery) and frees it itself. */
+/* The particle models behind one interface (issue 15): granular DEM (forces.c, walls.c,
+ * integrate.c, fused.c), SPH water (fluid.c) and softened N-body gravity (gravity.c). The world and
+ * the catalogue reach a model only through its ops table; no other engine code branches on
+ * grn_model. Each model owns its block in the world (grn_sph, grn_nbody in internal.h; the granular
+ * model's arrays are the world's own pair machinery) and frees it itself. */
 #ifndef GRAINLAB_MODEL_H
 #define GRAINLAB_MODEL_H
 
