@@ -1,5 +1,6 @@
-/* The one scene catalogue and parameter table (style rule 3/10): the validator, the CLI, the API
- * and the docs all read these entries; plus status names, strict number and action parsing. */
+/* Status names, strict number parsing, parameter validation against a scene's catalogue entry,
+ * measurement names and action parsing. The scenes themselves (with their parameter tables) are
+ * in scenes/, listed once in scenes/registry.c. */
 #include "internal.h"
 
 #include <errno.h>
@@ -7,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 const char *grn_status_name(int status) {
   switch (status) {
@@ -64,238 +67,6 @@ int grn_parse_number(const char *text, double *out) {
   return GRN_OK;
 }
 
-/* ---- parameters --------------------------------------------------------------------------- */
-#define P_MU                                                                                       \
-  { "mu", "", 0.0, 1.5, 0.5, false, false, "sliding friction between grains" }
-#define P_MUR                                                                                      \
-  { "mur", "", 0.0, 0.5, 0.1, false, false, "rolling friction between grains" }
-#define P_COH(def)                                                                                 \
-  { "coh", "N", 0.0, 400.0, def, false, false, "liquid-bridge cohesion at contact (wet sand > 0)" }
-#define P_AMOUNT                                                                                   \
-  { "amount", "%", 10.0, 400.0, 100.0, false, true, "grain count as % of the quality's base" }
-#define P_QUALITY                                                                                  \
-  { "quality", "", 0.0, 2.0, 2.0, true, true, "0, 1, 2: base 750, 1500, 3000 grains" }
-#define P_SPOUT_X                                                                                  \
-  { "spout_x", "m", -5.0, 5.0, 0.0, false, false, "spout position across the table" }
-#define P_SPOUT_Z                                                                                  \
-  { "spout_z", "m", -5.0, 5.0, 0.0, false, false, "spout position along the table" }
-#define P_RATE                                                                                     \
-  { "rate", "grains/s", 12.0, 2400.0, 120.0, false, false, "pour rate from the spout" }
-
-#define P_HOLE                                                                                     \
-  {                                                                                                \
-    "hole", "m", 0.3, 1.6, 0.9, false, false,                                                      \
-        "silo hole diameter (4.5 grain diameters by default)"                                      \
-  }
-#define P_ASPECT                                                                                   \
-  { "aspect", "", 0.5, 4.0, 2.0, false, false, "slump: column height over its length" }
-#define P_TILT_RATE                                                                                \
-  {                                                                                                \
-    "tilt_rate", "deg/s", 0.1, 20.0, 2.0, false, false,                                            \
-        "tilt: turning speed when an action gives none"                                            \
-  }
-
-#define P_WIDTH                                                                                    \
-  { "width", "m", 0.1, 1.0, 0.3, false, true, "water column width a (height 2a, tank 5a long)" }
-#define P_FQUALITY(what)                                                                           \
-  { "quality", "", 0.0, 2.0, 1.0, true, true, what }
-#define P_VISC                                                                                     \
-  {                                                                                                \
-    "visc", "Pa s", 0.0, 20.0, 5.0, false, false,                                                  \
-        "SPH dynamic viscosity (numerical: damps particle noise)"                                  \
-  }
-#define P_EPS(def)                                                                                 \
-  { "eps", "", 0.0, 1.0, def, false, false, "softening length: 1/r^2 becomes 1/(r^2 + eps^2) near" }
-#define P_THETA                                                                                    \
-  {                                                                                                \
-    "theta", "", 0.0, 1.0, 0.5, false, false,                                                      \
-        "Barnes-Hut opening angle above 2048 bodies; 0: direct sum"                                \
-  }
-#define P_BODIES                                                                                   \
-  {                                                                                                \
-    "bodies", "", 16.0, 200000.0, 2000.0, true, true,                                              \
-        "bodies in the Plummer sphere (total mass 1)"                                              \
-  }
-#define P_SPEED                                                                                    \
-  { "speed", "", 0.2, 1.3, 1.0, false, true, "initial speed over the circular speed (1: circle)" }
-#define P_VCAP(def)                                                                                \
-  { "vcap", "", 0.0, 100.0, def, false, false, "speed cap applied after each kick; 0: none" }
-
-#define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
-#define SAME_LEN(a, b) _Static_assert(sizeof(a) / sizeof((a)[0]) == sizeof(b) / sizeof((b)[0]), #a)
-
-static const grn_param_id pour_params[] = {GRN_P_MU,      GRN_P_MUR,     GRN_P_COH,
-                                           GRN_P_AMOUNT,  GRN_P_QUALITY, GRN_P_SPOUT_X,
-                                           GRN_P_SPOUT_Z, GRN_P_RATE};
-static const grn_param_info pour_info[] = {P_MU,      P_MUR,     P_COH(0.0), P_AMOUNT,
-                                           P_QUALITY, P_SPOUT_X, P_SPOUT_Z,  P_RATE};
-SAME_LEN(pour_params, pour_info);
-/* wet sand: the same pour with liquid bridges (the reference's wet-sand slider default) */
-static const grn_param_info wet_info[] = {P_MU,      P_MUR,     P_COH(150.0), P_AMOUNT,
-                                          P_QUALITY, P_SPOUT_X, P_SPOUT_Z,    P_RATE};
-SAME_LEN(pour_params, wet_info);
-static const char *const pour_actions[] = {"spout", "pour", "tool", "tool_off", "reset"};
-
-static const grn_param_id slump_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
-                                            GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_ASPECT};
-static const grn_param_info slump_info[] = {P_MU, P_MUR, P_COH(0.0), P_AMOUNT, P_QUALITY, P_ASPECT};
-SAME_LEN(slump_params, slump_info);
-static const char *const slump_actions[] = {"pull_dam", "tool", "tool_off", "reset"};
-
-static const grn_param_id tilt_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
-                                           GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_TILT_RATE};
-static const grn_param_info tilt_info[] = {P_MU,     P_MUR,     P_COH(0.0),
-                                           P_AMOUNT, P_QUALITY, P_TILT_RATE};
-SAME_LEN(tilt_params, tilt_info);
-static const char *const tilt_actions[] = {"tilt", "tool", "tool_off", "reset"};
-
-static const grn_param_id silo_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
-                                           GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_HOLE};
-static const grn_param_info silo_info[] = {P_MU, P_MUR, P_COH(0.0), P_AMOUNT, P_QUALITY, P_HOLE};
-SAME_LEN(silo_params, silo_info);
-static const char *const silo_actions[] = {"open_hole", "plug_hole", "tool", "tool_off", "reset"};
-
-static const grn_param_id dambreak_params[] = {GRN_P_WIDTH, GRN_P_QUALITY, GRN_P_VISC};
-static const grn_param_info dambreak_info[] = {
-    P_WIDTH, P_FQUALITY("0, 1, 2: 8, 12, 16 particles across the column"), P_VISC};
-SAME_LEN(dambreak_params, dambreak_info);
-static const grn_param_id drop_params[] = {GRN_P_QUALITY, GRN_P_VISC};
-static const grn_param_info drop_info[] = {P_FQUALITY("0, 1, 2: particle spacing 5, 4, 3 cm"),
-                                           P_VISC};
-SAME_LEN(drop_params, drop_info);
-static const char *const reset_only[] = {"reset"};
-
-static const grn_param_id orbit_params[] = {GRN_P_EPS, GRN_P_SPEED};
-static const grn_param_info orbit_info[] = {P_EPS(0.0), P_SPEED};
-SAME_LEN(orbit_params, orbit_info);
-static const grn_param_id softening_params[] = {GRN_P_EPS, GRN_P_VCAP};
-static const grn_param_info softening_info[] = {P_EPS(0.2), P_VCAP(3.0)};
-SAME_LEN(softening_params, softening_info);
-static const grn_param_id cluster_params[] = {GRN_P_BODIES, GRN_P_EPS, GRN_P_THETA, GRN_P_VCAP};
-static const grn_param_info cluster_info[] = {P_BODIES, P_EPS(0.02), P_THETA, P_VCAP(0.0)};
-SAME_LEN(cluster_params, cluster_info);
-
-#define MEASURES(...) (0u __VA_ARGS__)
-#define M(k) | (1u << (k))
-#define COMMON M(GRN_M_T) M(GRN_M_OVER_MAX) M(GRN_M_FLOWING) M(GRN_M_ALIVE)
-#define WATER M(GRN_M_T) M(GRN_M_ALIVE) M(GRN_M_KINETIC) M(GRN_M_POTENTIAL) M(GRN_M_ENERGY)
-#define GRAVITY WATER M(GRN_M_ENERGY_DRIFT) M(GRN_M_ANGULAR_MOMENTUM) M(GRN_M_VIRIAL)
-#define PILE COMMON M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_CX) M(GRN_M_CZ)
-
-#define PLOT(title, ...)                                                                           \
-  {                                                                                                \
-    title, LEN(((const grn_plot_series[]){__VA_ARGS__})), (const grn_plot_series[]) {              \
-      __VA_ARGS__                                                                                  \
-    }                                                                                              \
-  }
-#define S(key)                                                                                     \
-  { key, false, false }
-#define RIGHT(key)                                                                                 \
-  { key, true, false }
-#define REF(key)                                                                                   \
-  { key, false, true }
-static const grn_plot_info angle_plots[] = {PLOT("Angle of repose, deg", S(GRN_M_ANGLE))};
-static const grn_plot_info slump_plots[] = {
-    PLOT("Angle, deg · runout front, m", S(GRN_M_ANGLE), RIGHT(GRN_M_FRONT))};
-static const grn_plot_info silo_plots[] = {
-    PLOT("Flow, kg/s (dashed: Beverloo)", S(GRN_M_FLOW), REF(GRN_M_BEVERLOO))};
-#define ENERGIES                                                                                   \
-  PLOT("Energy, J: kinetic, potential, total", S(GRN_M_KINETIC), S(GRN_M_POTENTIAL),               \
-       REF(GRN_M_ENERGY))
-static const grn_plot_info dambreak_plots[] = {
-    PLOT("Surge front and water height at the wall, m", S(GRN_M_FRONT), S(GRN_M_HEIGHT)), ENERGIES};
-static const grn_plot_info drop_plots[] = {ENERGIES, PLOT("Top of the water, m", S(GRN_M_TOP))};
-/* N-body: kinetic and potential trade while their sum stays flat; the relative drift of that sum
- * from t = 0, on its own axis, shows how well it is conserved */
-static const grn_plot_info gravity_plots[] = {
-    PLOT("Energy (G = 1 units): kinetic, potential, total · drift of the total", S(GRN_M_KINETIC),
-         S(GRN_M_POTENTIAL), REF(GRN_M_ENERGY), RIGHT(GRN_M_ENERGY_DRIFT)),
-    PLOT("Virial ratio 2K/|W| · angular momentum", S(GRN_M_VIRIAL), RIGHT(GRN_M_ANGULAR_MOMENTUM))};
-#define PLOTS(a) LEN(a), a
-
-static const grn_scene_info scenes[] = {
-    {"pour", GRN_MODEL_GRANULAR,
-     "grains fall from a spout onto a table and build a cone; the spout rides 0.6 m above the "
-     "pile",
-     LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions, MEASURES(PILE),
-     PLOTS(angle_plots)},
-    {"wet", GRN_MODEL_GRANULAR,
-     "the pour with wet sand: liquid bridges hold grains together and the cone stands steeper",
-     LEN(pour_params), pour_params, wet_info, LEN(pour_actions), pour_actions, MEASURES(PILE),
-     PLOTS(angle_plots)},
-    {"chains", GRN_MODEL_GRANULAR,
-     "a poured pile showing its force chains: the strongest contacts behind a vertical cut",
-     LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions, MEASURES(PILE),
-     PLOTS(angle_plots)},
-    {"slump", GRN_MODEL_GRANULAR,
-     "a column of grains behind a dam in a channel; pull the dam and the column collapses",
-     LEN(slump_params), slump_params, slump_info, LEN(slump_actions), slump_actions,
-     MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_FRONT)), PLOTS(slump_plots)},
-    {"tilt", GRN_MODEL_GRANULAR,
-     "a box partly filled with grains, tilted about its bottom axis until the surface avalanches",
-     LEN(tilt_params), tilt_params, tilt_info, LEN(tilt_actions), tilt_actions,
-     MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP)), PLOTS(angle_plots)},
-    {"silo", GRN_MODEL_GRANULAR,
-     "a cylinder with a plugged hole in its floor plate; open it and the grains drain",
-     LEN(silo_params), silo_params, silo_info, LEN(silo_actions), silo_actions,
-     MEASURES(COMMON M(GRN_M_FLOW) M(GRN_M_MASS_ABOVE) M(GRN_M_FILL) M(GRN_M_BEVERLOO)),
-     PLOTS(silo_plots)},
-    {"dambreak", GRN_MODEL_FLUID,
-     "SPH water: a column of width a and height 2a against the left wall of a tank 5a long, "
-     "released at t = 0",
-     LEN(dambreak_params), dambreak_params, dambreak_info, LEN(reset_only), reset_only,
-     MEASURES(WATER M(GRN_M_FRONT) M(GRN_M_HEIGHT)), PLOTS(dambreak_plots)},
-    {"drop", GRN_MODEL_FLUID, "SPH water: a ball of water falls into a pool and splashes",
-     LEN(drop_params), drop_params, drop_info, LEN(reset_only), reset_only,
-     MEASURES(WATER M(GRN_M_TOP)), PLOTS(drop_plots)},
-    {"orbit", GRN_MODEL_GRAVITY,
-     "two equal bodies on a circular orbit (speed 1) or an ellipse; units with G = 1",
-     LEN(orbit_params), orbit_params, orbit_info, LEN(reset_only), reset_only, MEASURES(GRAVITY),
-     PLOTS(gravity_plots)},
-    {"softening", GRN_MODEL_GRAVITY,
-     "two bodies pass each other nearly head-on; the softening length decides how hard they "
-     "swing, the speed cap keeps the step bounded",
-     LEN(softening_params), softening_params, softening_info, LEN(reset_only), reset_only,
-     MEASURES(GRAVITY), PLOTS(gravity_plots)},
-    {"cluster", GRN_MODEL_GRAVITY,
-     "a Plummer sphere of many bodies in virial equilibrium (total mass 1, energy -1/4)",
-     LEN(cluster_params), cluster_params, cluster_info, LEN(reset_only), reset_only,
-     MEASURES(GRAVITY), PLOTS(gravity_plots)},
-};
-
-static const grn_scene_impl *const impls[] = {
-    &grn__scene_pour,  &grn__scene_pour,      &grn__scene_pour,     &grn__scene_slump,
-    &grn__scene_tilt,  &grn__scene_silo,      &grn__scene_dambreak, &grn__scene_drop,
-    &grn__scene_orbit, &grn__scene_softening, &grn__scene_cluster};
-_Static_assert(sizeof scenes / sizeof scenes[0] == sizeof impls / sizeof impls[0],
-               "every scene needs an implementation");
-
-int grn_scene_count(void) {
-  return (int)(sizeof scenes / sizeof scenes[0]);
-}
-
-const grn_scene_info *grn_scene_at(int index) {
-  return index >= 0 && index < grn_scene_count() ? &scenes[index] : NULL;
-}
-
-const grn_scene_info *grn_scene_find(const char *name) {
-  for (int i = 0; name && i < grn_scene_count(); i++) {
-    if (strcmp(scenes[i].name, name) == 0) {
-      return &scenes[i];
-    }
-  }
-  return NULL;
-}
-
-const grn_scene_impl *grn__scene_impl(const grn_scene_info *info) {
-  for (int i = 0; i < grn_scene_count(); i++) {
-    if (&scenes[i] == info) {
-      return impls[i];
-    }
-  }
-  return NULL;
-}
-
 /* Units follow spec §1 (SI); N-body energies and momenta are in its G = 1 model units. */
 static const grn_measure_info measures[] = {{"t", "s", "time"},
                                             {"angle", "deg", "angle of repose"},
@@ -316,7 +87,8 @@ static const grn_measure_info measures[] = {{"t", "s", "time"},
                                             {"energy", "J", "total energy"},
                                             {"energy_drift", "", "relative energy drift"},
                                             {"angular_momentum", "", "angular momentum"},
-                                            {"virial", "", "virial ratio 2K/|W|"}};
+                                            {"virial", "", "virial ratio 2K/|W|"},
+                                            {"froude", "", "Froude number w^2 R/g"}};
 _Static_assert(sizeof measures / sizeof measures[0] == GRN_MEASURE_COUNT,
                "a name for every measurement");
 
@@ -327,19 +99,6 @@ const grn_measure_info *grn_measure_info_of(grn_measure_key key) {
 const char *grn_measure_name(grn_measure_key key) {
   const grn_measure_info *info = grn_measure_info_of(key);
   return info ? info->name : "";
-}
-
-const char *grn_model_name(grn_model model) {
-  switch (model) {
-  case GRN_MODEL_GRANULAR:
-    return "granular";
-  case GRN_MODEL_FLUID:
-    return "fluid";
-  case GRN_MODEL_GRAVITY:
-    return "gravity";
-  default:
-    return "";
-  }
 }
 
 int grn__no_act(grn_world *w, const grn_action *a, grn_error *err) {

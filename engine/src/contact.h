@@ -1,5 +1,6 @@
-/* The pair pass shared by the scalar reference (step.c) and the AVX2 kernel (contact_avx2.c):
- * both apply the same IEEE operations in the same order, so their results are bit-identical. */
+/* The pair pass shared by the scalar reference (contact_law.h) and the AVX2 kernel
+ * (contact_avx2.c): both apply the same IEEE operations in the same order, so their results are
+ * bit-identical. */
 #ifndef GRAINLAB_CONTACT_H
 #define GRAINLAB_CONTACT_H
 

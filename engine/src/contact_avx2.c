@@ -1,5 +1,5 @@
-/* AVX2 contact kernel: the scalar contact law of step.c for four touching pairs at a time, with
- * the same IEEE operations in the same order (no FMA), so results are bit-identical to the
+/* AVX2 contact kernel: the scalar contact law of contact_law.h for four touching pairs at a time,
+ * with the same IEEE operations in the same order (no FMA), so results are bit-identical to the
  * scalar reference. Branches of the scalar code become computed-both-ways-and-selected lanes. */
 #include "contact.h"
 
@@ -50,7 +50,7 @@ AVX2 static inline v3 vcross(v3 a, v3 b) {
 AVX2 static inline v3 vpick(v4l m, v3 a, v3 b) {
   return (v3){pick(m, a.x, b.x), pick(m, a.y, b.y), pick(m, a.z, b.z)};
 }
-/* The two branches of step.c's Coulomb-type limit at once: `slip` is the spring alone (k·x),
+/* The two branches of contact_law.h's Coulomb-type limit at once: `slip` is the spring alone (k·x),
  * `stick` the spring with its dashpot. Lanes where the spring alone exceeds lim slip (scaled
  * down to lim, *slipped set); the others take the dashpot sum, scaled down only if it exceeds
  * lim. One square root and division serve both, and only in a group where one of `lanes` (those

@@ -1,7 +1,7 @@
 /* SPH water (spec §4, references 002 and 004): Müller–Charypar–Gross kernels, p = k(ρ − ρ0),
  * symmetrised pressure and viscosity, a density pass strictly before the force pass, penalty walls
  * and semi-implicit Euler, on the granular engine's particle store, pair list and gather layout. */
-#include "internal.h"
+#include "model.h"
 
 #include <string.h>
 
@@ -21,8 +21,8 @@
  *  - the sub-step is the least of CFL·h/c, the viscous limit h²/(8ν) and a tenth of the wall's
  *    period, so the whole step is fixed by the scene's parameters (and reproducible). */
 void grn__sph_derive(grn_world *w) {
-  const double s = w->sph_s, h = 2.0 * s, fall = w->sph_fall;
-  w->sph_h = h;
+  const double s = w->sph.s, h = 2.0 * s, fall = w->sph.fall;
+  w->sph.h = h;
   w->skin = 0.25 * h;
   w->cell_rmin = 0.0;
   double sum = 0.0;
@@ -37,13 +37,13 @@ void grn__sph_derive(grn_world *w) {
       }
     }
   }
-  w->sph_m = RHO0 / (315.0 / (64.0 * GRN_PI * pow(h, 9.0)) * sum);
+  w->sph.m = RHO0 / (315.0 / (64.0 * GRN_PI * pow(h, 9.0)) * sum);
   const double v = sqrt(2.0 * GRN_G * fall), c = v / MACH;
-  w->sph_k = c * c;
+  w->sph.k = c * c;
   const double k_load = 4.0 * GRN_G * fall / (s * s), k_hit = (v / (0.5 * s)) * (v / (0.5 * s));
-  w->wall_k = k_load > k_hit ? k_load : k_hit;
-  const double omega = sqrt(w->wall_k);
-  w->wall_c = omega;
+  w->sph.wall_k = k_load > k_hit ? k_load : k_hit;
+  const double omega = sqrt(w->sph.wall_k);
+  w->sph.wall_c = omega;
   const double nu = w->param[GRN_P_VISC] / RHO0;
   double dt = CFL * h / c;
   if (nu > 0.0 && 0.125 * h * h / nu < dt) {
@@ -53,22 +53,23 @@ void grn__sph_derive(grn_world *w) {
     dt = 0.2 / omega;
   }
   const int sub = (int)ceil(GRN_H / dt - 1e-9);
-  w->substeps = sub < 1 ? 1 : sub;
+  w->sph.substeps = sub < 1 ? 1 : sub;
 }
 
 /* A water particle: radius h/2, so the pair list (reach r_a + r_b + skin) holds every pair
  * closer than h; the drawn sphere is that radius too. */
 int grn__sph_add(grn_world *w, double x, double y, double z) {
   const grn_vec3 v0 = {0.0, 0.0, 0.0};
-  const int rc = grn__add_grain(w, x, y, z, 0.5 * w->sph_h, v0);
+  const int rc = grn__add_grain(w, x, y, z, 0.5 * w->sph.h, v0);
   if (rc == GRN_OK) {
-    w->inv_m[w->n - 1] = 1.0 / w->sph_m;
+    w->inv_m[w->n - 1] = 1.0 / w->sph.m;
   }
   return rc;
 }
 
-int grn__model_arrays(grn_world *w) {
-  if (w->n > w->xcap) {
+/* Room for the per-particle arrays and one table row per listed pair. */
+static int sph_arrays(grn_world *w) {
+  if (w->n > w->sph.cap) {
     const int nc = w->n + w->n / 4 + 16;
     grn_vec3 *acc = grn__alloc(w, sizeof(grn_vec3) * (size_t)nc);
     double *rho = grn__alloc(w, sizeof(double) * (size_t)nc);
@@ -79,25 +80,24 @@ int grn__model_arrays(grn_world *w) {
       grn__free(w, prs, sizeof(double) * (size_t)nc);
       return GRN_E_NOMEM;
     }
-    grn__free(w, w->acc, sizeof(grn_vec3) * (size_t)w->xcap);
-    grn__free(w, w->rho, sizeof(double) * (size_t)w->xcap);
-    grn__free(w, w->prs, sizeof(double) * (size_t)w->xcap);
-    w->acc = acc;
-    w->rho = rho;
-    w->prs = prs;
-    w->xcap = nc;
+    grn__free(w, w->sph.acc, sizeof(grn_vec3) * (size_t)w->sph.cap);
+    grn__free(w, w->sph.rho, sizeof(double) * (size_t)w->sph.cap);
+    grn__free(w, w->sph.prs, sizeof(double) * (size_t)w->sph.cap);
+    w->sph.acc = acc;
+    w->sph.rho = rho;
+    w->sph.prs = prs;
+    w->sph.cap = nc;
   }
-  /* SPH: 3 per listed pair; N-body: 4 planes of n for the direct sum */
-  const int rows = w->scene->model == GRN_MODEL_GRAVITY ? (4 * w->n + 2) / 3 : w->m;
-  if (rows > w->ptcap) {
+  const int rows = w->m; /* 3 per listed pair */
+  if (rows > w->sph.tcap) {
     const int nc = rows + rows / 4 + 64;
     double *t = grn__alloc(w, 3 * sizeof(double) * (size_t)nc);
     if (!t) {
       return GRN_E_NOMEM;
     }
-    grn__free(w, w->ptab, 3 * sizeof(double) * (size_t)w->ptcap);
-    w->ptab = t;
-    w->ptcap = nc;
+    grn__free(w, w->sph.tab, 3 * sizeof(double) * (size_t)w->sph.tcap);
+    w->sph.tab = t;
+    w->sph.tcap = nc;
   }
   return GRN_OK;
 }
@@ -108,13 +108,13 @@ int grn__model_arrays(grn_world *w) {
  * them in registers (the loops ran at 20 cycles a pair through w->). */
 static void density_pass(grn_world *w) {
   const int nl = w->nl, n = w->n, nthreads = w->threads;
-  const double h2 = w->sph_h * w->sph_h;
-  const double coef = w->sph_m * 315.0 / (64.0 * GRN_PI * pow(w->sph_h, 9.0));
-  const double k = w->sph_k;
+  const double h2 = w->sph.h * w->sph.h;
+  const double coef = w->sph.m * 315.0 / (64.0 * GRN_PI * pow(w->sph.h, 9.0));
+  const double k = w->sph.k;
   const grn_vec3 *restrict pos = w->pos;
   const int32_t *restrict pstart = w->pstart, *restrict pb = w->pb, *restrict rstart = w->rstart,
                           *restrict rref = w->rref;
-  double *restrict tab = w->ptab, *restrict rho = w->rho, *restrict prs = w->prs;
+  double *restrict tab = w->sph.tab, *restrict rho = w->sph.rho, *restrict prs = w->sph.prs;
   (void)nthreads;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < nl; a++) {
@@ -165,13 +165,13 @@ static inline double wall(double pen, double vn, double k, double c) {
  * needs twice the hydrostatic pressure to carry its weight (measured: 2.1 ρ0·g per metre). */
 static void force_pass(grn_world *w) {
   const int nl = w->nl, n = w->n, nthreads = w->threads;
-  const double h = w->sph_h, m = w->sph_m, mu = w->param[GRN_P_VISC];
+  const double h = w->sph.h, m = w->sph.m, mu = w->param[GRN_P_VISC];
   const double kern = 45.0 / (GRN_PI * pow(h, 6.0)); /* spiky gradient and viscosity Laplacian */
   (void)nthreads;
   const grn_vec3 *restrict pos = w->pos, *restrict vel = w->vel;
   const int32_t *restrict pstart = w->pstart, *restrict pb = w->pb;
-  const double *restrict rho = w->rho, *restrict prs = w->prs;
-  double *restrict tab = w->ptab;
+  const double *restrict rho = w->sph.rho, *restrict prs = w->sph.prs;
+  double *restrict tab = w->sph.tab;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < nl; a++) {
     const grn_vec3 pa = pos[a], va = vel[a];
@@ -191,19 +191,19 @@ static void force_pass(grn_world *w) {
     }
   }
   const grn_geom *g = &w->geom;
-  const double rp = 0.5 * w->sph_s, kw = w->wall_k, cw = w->wall_c;
+  const double rp = 0.5 * w->sph.s, kw = w->sph.wall_k, cw = w->sph.wall_c;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int i = 0; i < n; i++) {
     grn_vec3 acc = w->gravity;
     if (i < nl) {
       for (int p = w->pstart[i]; p < w->pstart[i + 1]; p++) {
-        const double *t = &w->ptab[3 * (size_t)p];
+        const double *t = &tab[3 * (size_t)p];
         acc.x += t[0];
         acc.y += t[1];
         acc.z += t[2];
       }
       for (int q = w->rstart[i]; q < w->rstart[i + 1]; q++) {
-        const double *t = &w->ptab[3 * (size_t)w->rref[q]];
+        const double *t = &tab[3 * (size_t)w->rref[q]];
         acc.x -= t[0];
         acc.y -= t[1];
         acc.z -= t[2];
@@ -219,7 +219,7 @@ static void force_pass(grn_world *w) {
       acc.z += wall(rp - (p.z - g->zmin), v.z, kw, cw);
       acc.z -= wall(rp - (g->zmax - p.z), -v.z, kw, cw);
     }
-    w->acc[i] = acc;
+    w->sph.acc[i] = acc;
   }
 }
 
@@ -232,9 +232,9 @@ static void integrate(grn_world *w, double dt, bool settling) {
 #pragma omp parallel for schedule(static) num_threads(nthreads) reduction(max : vmax2)
   for (int i = 0; i < n; i++) {
     grn_vec3 v = w->vel[i];
-    v.x += w->acc[i].x * dt;
-    v.y += w->acc[i].y * dt;
-    v.z += w->acc[i].z * dt;
+    v.x += w->sph.acc[i].x * dt;
+    v.y += w->sph.acc[i].y * dt;
+    v.z += w->sph.acc[i].z * dt;
     if (settling) {
       v.x *= SETTLE_DRAG;
       v.y *= SETTLE_DRAG;
@@ -266,7 +266,7 @@ static int density_now(grn_world *w) {
       return rc;
     }
   }
-  const int rc = grn__model_arrays(w);
+  const int rc = sph_arrays(w);
   if (rc != GRN_OK) {
     return rc;
   }
@@ -275,18 +275,18 @@ static int density_now(grn_world *w) {
 }
 
 static int refresh_density(grn_world *w) {
-  if (w->acc_valid) {
+  if (w->sph.valid) {
     return GRN_OK;
   }
   const int rc = density_now(w);
-  w->acc_valid = rc == GRN_OK;
+  w->sph.valid = rc == GRN_OK;
   return rc;
 }
 
-int grn__sph_step(grn_world *w) {
-  const double dt = GRN_H / w->substeps;
+static int sph_step(grn_world *w) {
+  const double dt = GRN_H / w->sph.substeps;
   const bool settling = w->t < w->settle;
-  for (int k = 0; k < w->substeps; k++) {
+  for (int k = 0; k < w->sph.substeps; k++) {
     const int rc = density_now(w);
     if (rc != GRN_OK) {
       return rc;
@@ -294,7 +294,7 @@ int grn__sph_step(grn_world *w) {
     force_pass(w);
     integrate(w, dt, settling);
   }
-  w->acc_valid = false; /* rho belongs to the positions before the last drift */
+  w->sph.valid = false; /* rho belongs to the positions before the last drift */
   return GRN_OK;
 }
 
@@ -321,11 +321,11 @@ void grn__sph_measure(grn_world *w) {
   }
   double k, u;
   grn__sph_energy(w, &k, &u);
-  const double rp = 0.5 * w->sph_s, wall_band = w->geom.xmin + 2.0 * w->sph_s;
+  const double rp = 0.5 * w->sph.s, wall_band = w->geom.xmin + 2.0 * w->sph.s;
   const double y0 = w->geom.floor_y;
   double front = -INFINITY, height = y0, top = y0;
   for (int i = 0; i < w->n; i++) {
-    if (!(w->flags[i] & GRN_F_ALIVE) || w->rho[i] < 0.5 * RHO0) {
+    if (!(w->flags[i] & GRN_F_ALIVE) || w->sph.rho[i] < 0.5 * RHO0) {
       continue;
     }
     const grn_vec3 p = w->pos[i];
@@ -375,7 +375,7 @@ int grn__sph_bed(grn_world *w) {
   const int n = w->n_target;
   int nxz, ny;
   bed_dims(n, &nxz, &ny);
-  const double s = w->sph_s;
+  const double s = w->sph.s;
   grn_geom *g = &w->geom;
   g->floor_y = 0.0;
   g->box = true;
@@ -396,13 +396,38 @@ int grn__sph_bed(grn_world *w) {
   return GRN_OK;
 }
 
-void grn__models_free(grn_world *w) {
-  grn__free(w, w->acc, sizeof(grn_vec3) * (size_t)w->xcap);
-  grn__free(w, w->rho, sizeof(double) * (size_t)w->xcap);
-  grn__free(w, w->prs, sizeof(double) * (size_t)w->xcap);
-  grn__free(w, w->ptab, 3 * sizeof(double) * (size_t)w->ptcap);
-  w->acc = NULL;
-  w->rho = w->prs = w->ptab = NULL;
-  w->xcap = w->ptcap = 0;
-  grn__nbody_free(w);
+static void sph_free(grn_world *w) {
+  grn__free(w, w->sph.acc, sizeof(grn_vec3) * (size_t)w->sph.cap);
+  grn__free(w, w->sph.rho, sizeof(double) * (size_t)w->sph.cap);
+  grn__free(w, w->sph.prs, sizeof(double) * (size_t)w->sph.cap);
+  grn__free(w, w->sph.tab, 3 * sizeof(double) * (size_t)w->sph.tcap);
+  w->sph.acc = NULL;
+  w->sph.rho = w->sph.prs = w->sph.tab = NULL;
+  w->sph.cap = w->sph.tcap = 0;
 }
+
+static void sph_changed(grn_world *w) {
+  w->sph.valid = false; /* densities of the old parameters */
+}
+
+static void sph_stats(const grn_world *w, grn_world_stats *out) {
+  out->substeps = w->sph.substeps;
+  out->tree = false;
+}
+
+/* 7 µs per particle on a slow machine: density and force sums over ~30 neighbours, and CFL
+ * sub-steps (the daemon's pacing figure). */
+static double sph_cost(const grn_world_def *def, int n) {
+  (void)def;
+  return 70.0 * n;
+}
+
+const grn_model_ops grn__model_fluid = {.kind = GRN_MODEL_FLUID,
+                                        .name = "fluid",
+                                        .pairs = true,
+                                        .step = sph_step,
+                                        .measure = grn__sph_measure,
+                                        .changed = sph_changed,
+                                        .stats = sph_stats,
+                                        .free = sph_free,
+                                        .cost = sph_cost};

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- Constants (spec/engine.md §1, reference 000) ------------------------------------------ */
 #define GRN_G 9.8
@@ -81,6 +82,9 @@ typedef struct grn_geom {
   double mu_wall;
   double mu_floor, mur_floor; /* MU_FLOOR, MUR_FLOOR; tests may switch them off */
   double silo_r;              /* 0: none */
+  /* a horizontal drum: a cylinder about the z axis through (0, drum_y), radius drum_r (0: none),
+   * turning at drum_w rad/s (counter-clockwise seen from +z), wall friction drum_mu */
+  double drum_r, drum_y, drum_w, drum_mu;
   bool plate;
   double plate_y, hole_r;
   bool plugged; /* plug lies in the hole: the plate is whole */
@@ -92,7 +96,41 @@ typedef struct grn_geom {
   double kill_y;
 } grn_geom;
 
-typedef struct grn_scene_impl grn_scene_impl;
+/* ---- model blocks (model.h): each model's own constants and buffers -------------------------- */
+/* SPH (fluid.c): constants derived from the scene's spacing and fall height, and per-particle and
+ * per-pair buffers of the last density pass. */
+typedef struct grn_sph {
+  double s, fall;        /* particle spacing and the height water can fall, m (the scene's) */
+  double h, m, k;        /* kernel radius, particle mass, EOS stiffness */
+  double wall_k, wall_c; /* penalty walls */
+  int substeps;          /* sub-steps per step of H, from the CFL condition */
+  int cap;               /* capacity of acc, rho, prs */
+  grn_vec3 *acc;         /* acceleration of the last force pass */
+  double *rho, *prs;     /* density and pressure of the last density pass */
+  double *tab;           /* per-pair table (reference 001 layout), 3 per pair */
+  int tcap;              /* pairs tab holds */
+  bool valid;            /* rho and prs match the positions and the parameters */
+} grn_sph;
+
+/* N-body (gravity.c): accelerations, the direct sum's planes and the Barnes–Hut tree. */
+typedef struct grn_nbody {
+  double e0;                 /* total energy at t = 0 (energy_drift); saved */
+  double theta;              /* opening angle the tree was built for; 0: direct sum */
+  int cap;                   /* capacity of acc, mass, phi */
+  grn_vec3 *acc;             /* acceleration at the current positions */
+  double *mass, *phi;        /* each body's mass; its potential from the tree walk */
+  double *soa;               /* direct sum: x, y, z and mass planes of n (cap each) */
+  bool acc_valid;            /* acc matches the positions and the parameters */
+  struct grn_bh_node *nodes; /* Barnes–Hut tree of the current positions */
+  int nnode, nodecap;
+  struct grn_bh_key *keys; /* bodies sorted by Morton key */
+  int keycap;
+  double *lists; /* per-thread interaction lists of the grouped tree walk */
+  size_t listcap;
+  bool tree_valid;
+} grn_nbody;
+
+typedef struct grn_scene grn_scene; /* scene.h */
 
 struct grn_world {
   /* allocator */
@@ -106,7 +144,8 @@ struct grn_world {
 
   /* inputs that determine the run */
   const grn_scene_info *scene;
-  const grn_scene_impl *impl;
+  const grn_scene *impl;             /* the scene object (scene.h) */
+  const struct grn_model_ops *model; /* the scene's model (model.h) */
   double param[GRN_PARAM_COUNT];
   uint64_t seed;
   int n_target; /* grains the scene creates in all */
@@ -147,7 +186,7 @@ struct grn_world {
   double nmargin;   /* INFINITY: every listed pair is near */
   double ndisp; /* sum over steps of the top speed of the other grains, ·H, since the refresh */
   double ngap;  /* reach gap the near list was made for */
-  /* fused step (step.c): block buffers and bands of rows over the near list, and running sums,
+  /* fused step (fused.c): block buffers and bands of rows over the near list, and running sums,
    * planned at each refresh */
   bool fused, no_fuse;
   int span, ring_rows, ringcap; /* ring: block buffers (ring_rows rows per thread), then bands */
@@ -185,44 +224,17 @@ struct grn_world {
 
   grn_geom geom;
 
-  /* scene script state */
-  bool pouring;
-  int poured; /* grains inserted so far */
-  double pour_acc;
-  double spout_x, spout_y, spout_z;
-  /* slump: channel half-width, column length and the dam being pulled */
-  double ch_wz, ch_l0, dam_top, dam_speed;
-  bool dam_pulling;
-  /* tilt: box half-length, tilt angle now, its target and speed (rad, rad/s) */
-  double box_lx, phi, phi_target, phi_rate;
-  /* silo: when the hole was opened (−1: never), the verdict, mass above the plate every 0.25 s */
-  double opened;
-  bool jam, done;
-  double above_log[9];
-  int log_n;
+  /* the scene's own state block (scene.h): impl->state_size bytes, saved as one block */
+  void *ss;
 
-  /* fluid and gravity models (fluid.c, gravity.c); the granular step leaves these alone */
-  double skin;            /* pair-list skin: GRN_SKIN for grains, a quarter kernel for SPH */
-  double cell_rmin;       /* smallest radius the pair grid is planned for */
-  int substeps;           /* SPH: sub-steps per step of H, from the CFL condition */
-  double sph_s, sph_fall; /* SPH: particle spacing and the height water can fall, m */
-  double sph_h, sph_m, sph_k, wall_k, wall_c; /* kernel radius, mass, EOS stiffness, walls */
-  int xcap;                                   /* capacity of the per-particle arrays below */
-  grn_vec3 *acc;                              /* N-body: acceleration at the current positions */
-  double *rho, *prs;         /* SPH: density and pressure of the last density pass */
-  double *ptab;              /* SPH: per-pair table (reference 001 layout), 3 per pair */
-  int ptcap;                 /* pairs ptab holds */
-  bool acc_valid;            /* acc matches the positions and the parameters */
-  double e0;                 /* N-body: total energy at t = 0 (energy_drift) */
-  double pass_t0;            /* softening: when the current pass began */
-  double bh_theta;           /* opening angle the tree was built for; 0: direct sum */
-  struct grn_bh_node *nodes; /* Barnes–Hut tree of the current positions (gravity.c) */
-  int nnode, nodecap;
-  struct grn_bh_key *keys; /* bodies sorted by Morton key */
-  int keycap;
-  double *lists; /* per-thread interaction lists of the grouped tree walk */
-  size_t listcap;
-  bool tree_valid;
+  /* pair-list settings of the model (grains by default; SPH derives its own) */
+  double skin;      /* pair-list skin: GRN_SKIN for grains, a quarter kernel for SPH */
+  double cell_rmin; /* smallest radius the pair grid is planned for */
+  /* the block of the world's model, owned by it (model.h): only the active member is used */
+  union {
+    grn_sph sph;
+    grn_nbody nbody;
+  };
 
   /* measurements */
   grn_measurements meas;
@@ -231,19 +243,6 @@ struct grn_world {
   double hx0, hz0;
   double bin[GRN_NBIN];
   int binn[GRN_NBIN];
-};
-
-/* A scene's behaviour; the catalogue (grn_scene_info) is its public face. */
-struct grn_scene_impl {
-  int (*setup)(grn_world *w);    /* geometry and initial grains */
-  void (*script)(grn_world *w);  /* after each step */
-  void (*measure)(grn_world *w); /* every GRN_MEASURE_EVERY steps */
-  int (*act)(grn_world *w, const grn_action *a, grn_error *err);
-  double calm;               /* sleep speed, m/s */
-  int (*bed)(grn_world *w);  /* GRN_FILL_BED workload; NULL: the scene has none */
-  int (*step)(grn_world *w); /* one step of H for another model; NULL: the granular step */
-  int (*count)(const grn_world_def *def); /* particles the definition makes; NULL: grain rule */
-  void (*derive)(grn_world *w); /* model constants from the parameters (setup, restore, set) */
 };
 
 /* allocation (counted) */
@@ -262,7 +261,7 @@ int grn__check_param(const grn_scene_info *scene, const char *name, double value
 void grn__rng_seed(uint64_t s[4], uint64_t seed);
 double grn__rng_uniform(uint64_t s[4]); /* [0, 1) */
 
-/* grains */
+/* grains (grains.c) */
 int grn__reserve_grains(grn_world *w, int need);
 int grn__add_grain(grn_world *w, double x, double y, double z, double r, grn_vec3 v);
 void grn__kill(grn_world *w, int i);
@@ -272,6 +271,9 @@ int grn__fill_lattice(grn_world *w, int count, double x0, double x1, double z0, 
 grn_state grn__plain_state(const grn_world *w); /* asleep, settling or running */
 double grn__settle_time(double lattice_height);
 
+/* contact law constants (contact.c) */
+void grn__consts_init(grn_consts *k);
+
 /* pair list (pairs.c) */
 int grn__rebuild(grn_world *w);
 int grn__grow_pairs(grn_world *w, int need);
@@ -280,9 +282,11 @@ double grn__reach_gap(const grn_world *w);
 
 /* near list (pairs.c) */
 bool grn__near_stale(const grn_world *w);
-int grn__near_refresh(grn_world *w); /* also plans the fused step */
+int grn__near_refresh(grn_world *w);
+void grn__near_refs(grn_world *w); /* after grn__plan_fused decided whether the step is fused */
 
-/* one step (step.c) */
+/* one step: the pair pass (forces.c), the gather and integration (integrate.c), the fused step
+ * (fused.c) */
 int grn__forces(grn_world *w);
 int grn__step_near(grn_world *w); /* both passes over the near list (when fused is off) */
 void grn__gather_integrate(grn_world *w);
@@ -295,48 +299,23 @@ int grn__hmap_init(grn_world *w, double x0, double z0, int nx, int nz);
 void grn__surface(grn_world *w, double y0, double only_above);
 double grn__top_at(const grn_world *w, double x, double z);
 void grn__pile_angle(grn_world *w);
-void grn__channel_profile(grn_world *w);
-void grn__tray_profile(grn_world *w);
+void grn__channel_profile(grn_world *w, double half_width);
+void grn__tray_profile(grn_world *w, double half_length, double half_width, double tilt);
 void grn__common_measures(grn_world *w);
 
 /* scenes */
-extern const grn_scene_impl grn__scene_pour;
-extern const grn_scene_impl grn__scene_slump;
-extern const grn_scene_impl grn__scene_tilt;
-extern const grn_scene_impl grn__scene_silo;
-const grn_scene_impl *grn__scene_impl(const grn_scene_info *info);
+const grn_scene *grn__scene_impl(const grn_scene_info *info); /* NULL: not a catalogue entry */
 int grn__world_setup(grn_world *w);
+int grn__scene_state(grn_world *w); /* allocates the scene's zeroed state block */
 void grn__model_init(grn_world *w);
+int grn__granular_step(grn_world *w);
+void grn__measure(grn_world *w);
+const struct grn_model_ops *grn__model_of(grn_model kind);
 bool grn__must_rebuild(const grn_world *w);
 grn_world *grn__world_new(const grn_world_def *def); /* empty world with allocator and threads */
 void grn__world_clear(grn_world *w);
 
-/* fluid (fluid.c) and gravity (gravity.c) models, their scenes in scenes/water.c, scenes/bodies.c
- */
-int grn__sph_step(grn_world *w);
-void grn__sph_derive(grn_world *w);
-int grn__sph_add(grn_world *w, double x, double y, double z);
-void grn__sph_energy(const grn_world *w, double *kinetic, double *potential);
-int grn__sph_bed(grn_world *w);
-double grn__sph_bed_depth(int n);
-double grn__sph_bed_spacing(void);
-void grn__sph_measure(grn_world *w);
-int grn__model_arrays(grn_world *w);
-void grn__nbody_free(grn_world *w);
-int grn__nbody_step(grn_world *w);
-void grn__nbody_derive(grn_world *w);
-int grn__nbody_forces(grn_world *w);
-void grn__nbody_measure(grn_world *w);
-int grn__nbody_add(grn_world *w, double m, double x, double y, double z, grn_vec3 v);
-int grn__plummer(grn_world *w, int n);
-void grn__models_free(grn_world *w);
 int grn__no_act(grn_world *w, const grn_action *a, grn_error *err);
-extern const grn_scene_impl grn__scene_dambreak;
-extern const grn_scene_impl grn__scene_drop;
-extern const grn_scene_impl grn__scene_orbit;
-extern const grn_scene_impl grn__scene_softening;
-extern const grn_scene_impl grn__scene_cluster;
-
 /* geometry of the bench bed, shared by scenes that accept GRN_FILL_BED */
 int grn__setup_bed(grn_world *w);
 

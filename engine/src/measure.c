@@ -178,10 +178,10 @@ static double profile_bins(grn_world *w, double half_w) {
 /* Slump (spec §3): front = farthest x where the mean height across the channel exceeds 0.1 m,
  * reported from the channel's back wall; slope fitted from the peak outward between 20 % and
  * 80 % of the peak. */
-void grn__channel_profile(grn_world *w) {
+void grn__channel_profile(grn_world *w, double half_width) {
   const double cs = GRN_CELL_MAP;
   grn__surface(w, w->geom.floor_y, -INFINITY);
-  profile_bins(w, w->ch_wz);
+  profile_bins(w, half_width);
   double peak = 0.0, front = 0.0;
   int kp = 0;
   for (int k = 0; k < w->hnx && k < GRN_NBIN; k++) {
@@ -205,18 +205,19 @@ void grn__channel_profile(grn_world *w) {
   m[GRN_M_ANGLE] = isnan(slope) ? NAN : -atan(slope) * 180.0 / GRN_PI;
 }
 
-/* Tilt (spec §3): fit over the middle 70 % of the box, in box coordinates; the surface angle
- * relative to the horizontal is the box tilt minus the fitted slope's angle. */
-void grn__tray_profile(grn_world *w) {
-  const double cs = GRN_CELL_MAP, lx = w->box_lx;
+/* Tilt (spec §3): fit over the middle 70 % of the box (half-length lx, half-width wz), in box
+ * coordinates; the surface angle relative to the horizontal is the box tilt phi minus the fitted
+ * slope's angle. */
+void grn__tray_profile(grn_world *w, double lx, double wz, double phi) {
+  const double cs = GRN_CELL_MAP;
   grn__surface(w, w->geom.floor_y, -INFINITY);
-  w->meas.value[GRN_M_TOP] = profile_bins(w, w->ch_wz);
+  w->meas.value[GRN_M_TOP] = profile_bins(w, wz);
   int k0 = (int)ceil((-lx + 0.15 * 2.0 * lx - w->hx0) / cs);
   int k1 = (int)floor((lx - 0.15 * 2.0 * lx - w->hx0) / cs);
   k0 = k0 < 0 ? 0 : k0;
   k1 = k1 > GRN_NBIN ? GRN_NBIN : k1;
   const double slope = fit_bins(w, k0, k1, -1.0, 1e9, w->hx0, cs);
-  w->meas.value[GRN_M_ANGLE] = isnan(slope) ? NAN : (w->phi - atan(slope)) * 180.0 / GRN_PI;
+  w->meas.value[GRN_M_ANGLE] = isnan(slope) ? NAN : (phi - atan(slope)) * 180.0 / GRN_PI;
 }
 
 void grn__common_measures(grn_world *w) {

@@ -533,11 +533,13 @@ int grn__near_refresh(grn_world *w) {
   w->ndisp = 0.0;
   w->ngap = grn__reach_gap(w);
   w->near_valid = true;
-  const int rc = grn__plan_fused(w);
-  /* reference lists of the near pairs: the fused step gathers through them only at thread
-   * boundaries, the two-pass near step everywhere */
+  return GRN_OK;
+}
+
+/* Reference lists of the near pairs, once the fused step is planned (or not): the fused step
+ * gathers through them only at thread boundaries, the two-pass near step everywhere. */
+void grn__near_refs(grn_world *w) {
   if (w->threads > 1 || !w->fused) {
-    refs_of(n, nm, w->nb, w->nrstart, w->nrref, w->newidx);
+    refs_of(w->n, w->nm, w->nb, w->nrstart, w->nrref, w->newidx);
   }
-  return rc;
 }

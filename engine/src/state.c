@@ -1,7 +1,8 @@
 /* Save and restore of the complete world state, contact history included, so that a restored run
  * continues bit-identically (spec §5). Saved states are outside input: restore checks everything
  * that could index memory before using it. */
-#include "internal.h"
+#include "model.h"
+#include "scene.h"
 
 #include <string.h>
 
@@ -43,10 +44,7 @@ static void get(stream *s, void *p, size_t n) {
 #define SCALARS(X)                                                                                 \
   X(seed) X(n_target) X(fill) X(param) X(gravity) X(steps) X(t) X(settle) X(disp) X(dirty)         \
   X(vmax) X(over_max) X(flowing) X(alive) X(contacts) X(rebuilds) X(still) X(sleeping)             \
-  X(next_id) X(rng) X(geom) X(pouring) X(poured) X(pour_acc) X(spout_x) X(spout_y) X(spout_z)      \
-  X(meas) X(hnx) X(hnz) X(hx0) X(hz0) X(n) X(nl) X(m) X(ch_wz) X(ch_l0) X(dam_top)     \
-  X(dam_speed) X(dam_pulling) X(box_lx) X(phi) X(phi_target) X(phi_rate) X(opened) X(jam)          \
-  X(done) X(above_log) X(log_n) X(e0) X(pass_t0)
+  X(next_id) X(rng) X(geom) X(meas) X(hnx) X(hnz) X(hx0) X(hz0) X(n) X(nl) X(m)
 // clang-format on
 
 static void write_all(const grn_world *w, stream *s) {
@@ -59,6 +57,10 @@ static void write_all(const grn_world *w, stream *s) {
 #define X(f) put(s, &w->f, sizeof w->f);
   SCALARS(X)
 #undef X
+  if (w->model->state_size > 0) { /* the model's saved block (model.h) */
+    put(s, (const char *)w + w->model->state_offset, w->model->state_size);
+  }
+  put(s, w->ss, w->impl->state_size); /* the scene's block (scene.h) */
   const size_t n = (size_t)w->n, m = (size_t)w->m;
   put(s, w->pos, sizeof(grn_vec3) * n);
   put(s, w->vel, sizeof(grn_vec3) * n);
@@ -147,9 +149,17 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   }
   w->scene = scene;
   w->impl = grn__scene_impl(scene);
+  w->model = grn__model_of(scene->model);
 #define X(f) get(&s, &w->f, sizeof w->f);
   SCALARS(X)
 #undef X
+  if (w->model->state_size > 0) {
+    get(&s, (char *)w + w->model->state_offset, w->model->state_size);
+  }
+  if (grn__scene_state(w) != GRN_OK) {
+    return corrupt(w, err, "out of memory");
+  }
+  get(&s, w->ss, w->impl->state_size);
   if (!s.ok) {
     return corrupt(w, err, "truncated");
   }
@@ -159,18 +169,18 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
     }
   }
   /* a bool holding anything but 0 or 1 is undefined behaviour to read: check the bytes */
-  const bool *flags_[] = {&w->dirty,       &w->sleeping,     &w->pouring,  &w->geom.box,
-                          &w->geom.plate,  &w->geom.plugged, &w->geom.dam, &w->geom.tool,
-                          &w->dam_pulling, &w->jam,          &w->done};
+  const bool *flags_[] = {&w->dirty,        &w->sleeping, &w->geom.box, &w->geom.plate,
+                          &w->geom.plugged, &w->geom.dam, &w->geom.tool};
   for (size_t k = 0; k < sizeof flags_ / sizeof flags_[0]; k++) {
-    unsigned char byte;
-    memcpy(&byte, flags_[k], 1);
-    if (byte > 1) {
+    if (!grn__bool_ok(flags_[k])) {
       return corrupt(w, err, "bad flag");
     }
   }
+  if (w->impl->state_ok && !w->impl->state_ok(w)) {
+    return corrupt(w, err, "bad scene state");
+  }
   const int n = w->n, nl = w->nl, m = w->m, hnx = w->hnx, hnz = w->hnz;
-  if (n < 0 || n > GRN_MAX_GRAINS || nl < 0 || nl > n || m < 0 || w->n_target < 0 || w->log_n < 0 ||
+  if (n < 0 || n > GRN_MAX_GRAINS || nl < 0 || nl > n || m < 0 || w->n_target < 0 ||
       w->n_target > GRN_MAX_GRAINS || hnx < 0 || hnz < 0 || hnx > 20000 || hnz > 20000 ||
       (int64_t)hnx * hnz > 4000000 || !isfinite(w->hx0) || !isfinite(w->hz0) ||
       (w->fill != GRN_FILL_SCENE && w->fill != GRN_FILL_BED)) {

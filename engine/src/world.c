@@ -1,7 +1,10 @@
-/* World lifecycle: definitions and validation, counted allocation, grain storage, the step loop,
- * actions, live parameters, sleep and wake, and read-out. */
+/* World lifecycle: counted allocation, the seeded RNG, definitions and validation, create, reset
+ * and destroy, the step loop with sleep and wake, actions and live parameters. Grain storage is in
+ * grains.c, read-out in query.c, the contact law's constants in contact.c. */
 #include "contact.h"
 #include "internal.h"
+#include "model.h"
+#include "scene.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -133,7 +136,7 @@ int grn_world_def_set_text(grn_world_def *def, const char *name, const char *val
 static const int base_count[3] = {750, 1500, 3000};
 
 int grn_world_def_grains(const grn_world_def *def) {
-  const grn_scene_impl *impl = def->scene ? grn__scene_impl(def->scene) : NULL;
+  const grn_scene *impl = def->scene ? grn__scene_impl(def->scene) : NULL;
   if (impl && impl->count) {
     return impl->count(def);
   }
@@ -176,140 +179,11 @@ int grn_world_def_validate(const grn_world_def *def, grn_error *err) {
   return GRN_OK;
 }
 
-/* ---- grains ------------------------------------------------------------------------------ */
-int grn__reserve_grains(grn_world *w, int need) {
-  if (need <= w->cap) {
-    return GRN_OK;
-  }
-  int nc = w->cap > 0 ? w->cap + w->cap / 2 : 64;
-  nc = nc < need ? need : nc;
-  const int oc = w->cap;
-  /* per-grain arrays; pstart and rstart hold one more (the end of the last range) */
-  struct {
-    void **p;
-    size_t elem;
-    int extra;
-    void *fresh;
-  } a[] = {/* one spare vector each: the SIMD kernel loads 32 bytes at every 24-byte grn_vec3 */
-           {(void **)&w->pos, sizeof(grn_vec3), 1, NULL},
-           {(void **)&w->vel, sizeof(grn_vec3), 1, NULL},
-           {(void **)&w->spin, sizeof(grn_vec3), 1, NULL},
-           {(void **)&w->rad, sizeof(double), 0, NULL},
-           {(void **)&w->inv_m, sizeof(double), 0, NULL},
-           {(void **)&w->inv_i, sizeof(double), 0, NULL},
-           {(void **)&w->hf, 4 * sizeof(double), 0, NULL},
-           {(void **)&w->id, sizeof(uint32_t), 0, NULL},
-           {(void **)&w->flags, sizeof(uint8_t), 0, NULL},
-           {(void **)&w->nfast, sizeof(uint8_t), 0, NULL},
-           {(void **)&w->pstart, sizeof(int32_t), 1, NULL},
-           {(void **)&w->rstart, sizeof(int32_t), 1, NULL},
-           {(void **)&w->nstart, sizeof(int32_t), 1, NULL},
-           {(void **)&w->nrstart, sizeof(int32_t), 1, NULL},
-           {(void **)&w->cell, sizeof(int32_t), 0, NULL},
-           {(void **)&w->perm, sizeof(int32_t), 0, NULL},
-           {(void **)&w->newidx, sizeof(int32_t), 0, NULL}};
-  const size_t count = sizeof a / sizeof a[0];
-  /* all or nothing: allocate every new array before touching the old ones */
-  for (size_t k = 0; k < count; k++) {
-    a[k].fresh = grn__alloc(w, a[k].elem * (size_t)(nc + a[k].extra));
-    if (!a[k].fresh) {
-      for (size_t j = 0; j < k; j++) {
-        grn__free(w, a[j].fresh, a[j].elem * (size_t)(nc + a[j].extra));
-      }
-      return GRN_E_NOMEM;
-    }
-  }
-  for (size_t k = 0; k < count; k++) {
-    if (oc > 0) {
-      memcpy(a[k].fresh, *a[k].p, a[k].elem * (size_t)(oc + a[k].extra));
-      grn__free(w, *a[k].p, a[k].elem * (size_t)(oc + a[k].extra));
-    }
-    *a[k].p = a[k].fresh;
-  }
-  if (oc == 0) {
-    w->pstart[0] = 0;
-    w->rstart[0] = 0;
-    w->nstart[0] = 0;
-    w->nrstart[0] = 0;
-  }
-  w->cap = nc;
-  return GRN_OK;
-}
-
-double grn__random_radius(grn_world *w) {
-  /* diameters uniform in [0.85 D0, 1.15 D0]: equal spheres would crystallise */
-  return 0.5 * GRN_D0 * (1.0 - GRN_SPREAD + 2.0 * GRN_SPREAD * grn__rng_uniform(w->rng));
-}
-
-int grn__add_grain(grn_world *w, double x, double y, double z, double r, grn_vec3 v) {
-  if (grn__reserve_grains(w, w->n + 1) != GRN_OK) {
-    return GRN_E_NOMEM;
-  }
-  const int i = w->n++;
-  const double m = GRN_RHO * 4.0 / 3.0 * GRN_PI * r * r * r;
-  w->pos[i] = (grn_vec3){x, y, z};
-  w->vel[i] = v;
-  w->spin[i] = (grn_vec3){0.0, 0.0, 0.0};
-  w->rad[i] = r;
-  w->inv_m[i] = 1.0 / m;
-  w->inv_i[i] = 1.0 / (0.4 * m * r * r);
-  memset(&w->hf[4 * (size_t)i], 0, 4 * sizeof(double));
-  w->id[i] = w->next_id++;
-  w->flags[i] = GRN_F_ALIVE;
-  w->alive++;
-  w->dirty = true;
-  return GRN_OK;
-}
-
-void grn__kill(grn_world *w, int i) {
-  if (w->flags[i] & GRN_F_ALIVE) {
-    w->flags[i] = 0;
-    w->alive--;
-    w->dirty = true;
-  }
-}
-
-/* Layers of LAT_A × LAT_A sites, LAT_G apart, every other layer shifted by half a spacing; the
- * settle time follows from the lattice's height. */
-int grn__fill_lattice(grn_world *w, int count, double x0, double x1, double z0, double z1,
-                      double y0) {
-  const int nx = (int)floor((x1 - x0) / GRN_LAT_A), nz = (int)floor((z1 - z0) / GRN_LAT_A);
-  if (nx < 1 || nz < 1) {
-    return GRN_E_INVALID;
-  }
-  if (grn__reserve_grains(w, w->n + count) != GRN_OK) {
-    return GRN_E_NOMEM;
-  }
-  int placed = 0;
-  double top = y0;
-  for (int layer = 0; placed < count; layer++) {
-    const double sh = (layer & 1) ? 0.5 * GRN_LAT_A : 0.0;
-    const int mx = (layer & 1) ? nx - 1 : nx, mz = (layer & 1) ? nz - 1 : nz;
-    for (int b = 0; b < mz && placed < count; b++) {
-      for (int a = 0; a < mx && placed < count; a++) {
-        const double x = x0 + (a + 0.5) * GRN_LAT_A + sh, z = z0 + (b + 0.5) * GRN_LAT_A + sh;
-        const grn_vec3 v0 = {0.0, 0.0, 0.0};
-        if (grn__add_grain(w, x, y0 + layer * GRN_LAT_G, z, grn__random_radius(w), v0) != GRN_OK) {
-          return GRN_E_NOMEM;
-        }
-        placed++;
-      }
-    }
-    top = y0 + layer * GRN_LAT_G;
-  }
-  w->settle = grn__settle_time(top);
-  return GRN_OK;
-}
-
-/* A lattice packs down at the drag's terminal speed (0.97/step gives ≈1.3 m/s), so the settle
- * time grows with its height: a 100k-grain lattice given a flat 1 s crashed through the floor. */
-double grn__settle_time(double lattice_height) {
-  return 1.0 + 1.0 * lattice_height;
-}
-
 /* ---- lifecycle --------------------------------------------------------------------------- */
 void grn__world_clear(grn_world *w) {
-  grn__models_free(w);
+  if (w->model->free) {
+    w->model->free(w);
+  }
   grn__free(w, w->pos, sizeof(grn_vec3) * (size_t)(w->cap + 1));
   grn__free(w, w->vel, sizeof(grn_vec3) * (size_t)(w->cap + 1));
   grn__free(w, w->spin, sizeof(grn_vec3) * (size_t)(w->cap + 1));
@@ -341,6 +215,7 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->cstart, sizeof(int32_t) * (size_t)w->ncell_cap);
   grn__free(w, w->scratch, w->scratch_bytes);
   grn__free(w, w->hmap, sizeof(double) * (size_t)w->hnx * (size_t)w->hnz);
+  grn__free(w, w->ss, w->impl->state_size);
   /* keep allocator, threads, inputs; drop everything derived from them */
   grn_world keep = *w;
   const size_t off = offsetof(grn_world, n);
@@ -358,7 +233,22 @@ void grn__model_init(grn_world *w) {
   }
 }
 
+/* The scene's state block, zeroed (setup and restore). */
+int grn__scene_state(grn_world *w) {
+  if (w->impl->state_size > 0) {
+    w->ss = grn__alloc(w, w->impl->state_size);
+    if (!w->ss) {
+      return GRN_E_NOMEM;
+    }
+    memset(w->ss, 0, w->impl->state_size);
+  }
+  return GRN_OK;
+}
+
 int grn__world_setup(grn_world *w) {
+  if (grn__scene_state(w) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
   grn__model_init(w);
   grn__rng_seed(w->rng, w->seed);
   w->gravity = (grn_vec3){0.0, -GRN_G, 0.0};
@@ -377,66 +267,13 @@ int grn__world_setup(grn_world *w) {
   }
   w->meas.present = w->scene->measures;
   int rc = w->fill == GRN_FILL_BED ? w->impl->bed(w) : w->impl->setup(w);
-  if (rc == GRN_OK && w->n > 0 && w->scene->model != GRN_MODEL_GRAVITY) {
+  if (rc == GRN_OK && w->n > 0 && w->model->pairs) {
     rc = grn__rebuild(w);
   }
   if (rc == GRN_OK) {
-    w->impl->measure(w);
+    grn__measure(w);
   }
   return rc;
-}
-
-/* Restitution of a head-on collision of two mean grains under the engine's own integrator
- * (semi-implicit Euler at H, normal force clipped at zero), for a normal dashpot cn, when the
- * contact begins at fraction `phase` of a step. The contact law is linear, so speed drops out. */
-static double collision_restitution(double cn, double phase) {
-  const double meff = 0.5 * GRN_M0;
-  double d = -phase * GRN_H, v = 1.0; /* overlap and closing speed of the relative coordinate */
-  for (int s = 0; s < 10000; s++) {
-    double f = d > 0.0 ? GRN_KN * d + cn * v : 0.0;
-    f = f > 0.0 ? f : 0.0;
-    v -= f / meff * GRN_H;
-    d += v * GRN_H;
-    if (d < 0.0 && v < 0.0) {
-      return -v;
-    }
-  }
-  return 0.0;
-}
-
-/* The textbook CN = 2·ln(1/e)/hypot(π, ln(1/e))·sqrt(KN·M0/2) gives e = 0.3 only for a dashpot
- * that may pull and a contact resolved by many steps. Here the normal force never pulls (which
- * lifts e) and a collision lasts ≈ 8 steps of H (so e depends on where in a step it begins:
- * 0.25..0.35). Restitution is the physical property the spec fixes, so CN is solved (bisection,
- * deterministic) for a mean e = 0.3 over entry phases with the law as integrated: ≈ 1.29 ×
- * textbook. */
-#define CN_PHASES 64
-static double calibrated_cn(void) {
-  const double le = log(1.0 / 0.3);
-  const double textbook = 2.0 * (le / hypot(GRN_PI, le)) * sqrt(GRN_KN * GRN_M0 / 2.0);
-  double lo = 0.5 * textbook, hi = 4.0 * textbook;
-  for (int it = 0; it < 50; it++) {
-    const double mid = 0.5 * (lo + hi);
-    double e = 0.0;
-    for (int k = 0; k < CN_PHASES; k++) {
-      e += collision_restitution(mid, (k + 0.5) / CN_PHASES);
-    }
-    if (e / CN_PHASES > 0.3) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  return 0.5 * (lo + hi);
-}
-
-static void consts_init(grn_consts *k) {
-  k->cn = calibrated_cn();
-  k->ct = 0.2 * sqrt(GRN_KT * GRN_M0 / 2.0);
-  k->kr = GRN_KT * (GRN_D0 / 4.0) * (GRN_D0 / 4.0);
-  k->cr = 0.2 * sqrt(k->kr * 0.4 * GRN_M0 * (GRN_D0 / 2.0) * (GRN_D0 / 2.0));
-  k->krf = 4.0 * k->kr;
-  k->crf = 2.0 * k->cr;
 }
 
 grn_world *grn__world_new(const grn_world_def *def) {
@@ -455,7 +292,7 @@ grn_world *grn__world_new(const grn_world_def *def) {
   w->threads = def ? def->threads : 1;
   w->allow_sleep = def ? def->allow_sleep : true;
   w->simd = (def ? def->simd : true) && grn__simd_available();
-  consts_init(&w->k);
+  grn__consts_init(&w->k);
   return w;
 }
 
@@ -470,6 +307,7 @@ int grn_world_create(const grn_world_def *def, grn_world **out, grn_error *err) 
   }
   w->scene = def->scene;
   w->impl = grn__scene_impl(def->scene);
+  w->model = grn__model_of(def->scene->model);
   memcpy(w->param, def->param, sizeof w->param);
   w->seed = def->seed;
   w->n_target = grn_world_def_grains(def);
@@ -507,47 +345,64 @@ static void wake(grn_world *w) {
   w->still = 0.0;
 }
 
+/* The granular model's step of H (spec §2): the pair list and near list kept fresh, one of the
+ * three equivalent force paths, then the sleep check. */
+int grn__granular_step(grn_world *w) {
+  if (w->sleeping) {
+    return GRN_OK;
+  }
+  if (grn__must_rebuild(w)) {
+    const int rc = grn__rebuild(w);
+    if (rc != GRN_OK) {
+      return rc;
+    }
+  }
+  if (!w->no_fuse && grn__near_stale(w)) {
+    /* with no room for it, near_valid and fused stay false: the reference passes need
+     * neither */
+    if (grn__near_refresh(w) == GRN_OK) {
+      (void)grn__plan_fused(w);
+      grn__near_refs(w);
+    }
+  }
+  if (w->fused) {
+    grn__step_fused(w);
+  } else if (w->near_valid && !w->no_fuse) {
+    const int rc = grn__step_near(w);
+    if (rc != GRN_OK) {
+      return rc;
+    }
+  } else {
+    const int rc = grn__forces(w);
+    if (rc != GRN_OK) {
+      return rc;
+    }
+    grn__gather_integrate(w);
+  }
+  /* sleep once every grain has stayed calm for 1 s with nothing poured or pushed */
+  const bool busy = w->geom.tool || w->t < w->settle || (w->impl->busy && w->impl->busy(w));
+  w->still = (w->vmax < w->impl->calm && !busy) ? w->still + GRN_H : 0.0;
+  if (w->still > 1.0 && w->allow_sleep) {
+    w->sleeping = true;
+    w->flowing = 0.0;
+  }
+  return GRN_OK;
+}
+
+/* The scene's measurement, or its model's where the scene has none. */
+void grn__measure(grn_world *w) {
+  if (w->impl->measure) {
+    w->impl->measure(w);
+  } else {
+    w->model->measure(w);
+  }
+}
+
 int grn_world_step(grn_world *w, int steps) {
   for (int s = 0; s < steps; s++) {
-    if (w->impl->step) {
-      const int rc = w->impl->step(w);
-      if (rc != GRN_OK) {
-        return rc;
-      }
-    } else if (!w->sleeping) {
-      if (grn__must_rebuild(w)) {
-        const int rc = grn__rebuild(w);
-        if (rc != GRN_OK) {
-          return rc;
-        }
-      }
-      if (!w->no_fuse && grn__near_stale(w)) {
-        /* with no room for it, near_valid and fused stay false: the reference passes need
-         * neither */
-        (void)grn__near_refresh(w);
-      }
-      if (w->fused) {
-        grn__step_fused(w);
-      } else if (w->near_valid && !w->no_fuse) {
-        const int rc = grn__step_near(w);
-        if (rc != GRN_OK) {
-          return rc;
-        }
-      } else {
-        const int rc = grn__forces(w);
-        if (rc != GRN_OK) {
-          return rc;
-        }
-        grn__gather_integrate(w);
-      }
-      /* sleep once every grain has stayed calm for 1 s with nothing poured or pushed */
-      const bool busy = w->pouring || w->geom.tool || w->t < w->settle || w->dam_pulling ||
-                        w->phi != w->phi_target;
-      w->still = (w->vmax < w->impl->calm && !busy) ? w->still + GRN_H : 0.0;
-      if (w->still > 1.0 && w->allow_sleep) {
-        w->sleeping = true;
-        w->flowing = 0.0;
-      }
+    const int rc = w->model->step(w);
+    if (rc != GRN_OK) {
+      return rc;
     }
     if (w->geom.tool) {
       w->geom.tool_p.x += w->geom.tool_v.x * GRN_H;
@@ -556,11 +411,11 @@ int grn_world_step(grn_world *w, int steps) {
     }
     w->steps++;
     w->t = (double)w->steps * GRN_H;
-    if (w->fill == GRN_FILL_SCENE) {
+    if (w->fill == GRN_FILL_SCENE && w->impl->script) {
       w->impl->script(w);
     }
     if (w->steps % GRN_MEASURE_EVERY == 0) {
-      w->impl->measure(w);
+      grn__measure(w);
     }
   }
   return GRN_OK;
@@ -602,7 +457,7 @@ int grn_world_act(grn_world *w, const grn_action *a, grn_error *err) {
     break;
   }
   default:
-    rc = w->impl->act(w, a, err);
+    rc = w->impl->act ? w->impl->act(w, a, err) : grn__no_act(w, a, err);
     if (rc != GRN_OK) {
       return rc;
     }
@@ -629,153 +484,13 @@ int grn_world_set_param(grn_world *w, const char *name, double value, grn_error 
   }
   if (w->impl->derive) {
     w->impl->derive(w);
-    w->acc_valid = false; /* forces of the old softening or opening angle */
   }
-  if (id == GRN_P_SPOUT_X) {
-    w->spout_x = value;
-  } else if (id == GRN_P_SPOUT_Z) {
-    w->spout_z = value;
+  if (w->model->changed) {
+    w->model->changed(w);
+  }
+  if (w->impl->param_set) {
+    w->impl->param_set(w, (grn_param_id)id, value);
   }
   wake(w);
   return GRN_OK;
-}
-
-/* ---- read-out ---------------------------------------------------------------------------- */
-static const char *const state_names[] = {"settling", "filling", "running", "asleep",
-                                          "flowing",  "jammed",  "drained"};
-
-const char *grn_state_name(grn_state s) {
-  return (int)s >= 0 && s <= GRN_STATE_DRAINED ? state_names[s] : "";
-}
-
-void grn_world_measurements(const grn_world *w, grn_measurements *out) {
-  *out = w->meas;
-}
-
-uint64_t grn_world_step_count(const grn_world *w) {
-  return w->steps;
-}
-
-double grn_world_time(const grn_world *w) {
-  return w->t;
-}
-
-bool grn_world_asleep(const grn_world *w) {
-  return w->sleeping;
-}
-
-void grn_world_grains(const grn_world *w, grn_grains_view *out) {
-  out->count = w->n;
-  out->pos = (const double *)w->pos;
-  out->vel = (const double *)w->vel;
-  out->spin = (const double *)w->spin;
-  out->radius = w->rad;
-  out->id = w->id;
-  out->alive = w->flags; /* GRN_F_ALIVE is bit 0 */
-}
-
-void grn_world_geometry(const grn_world *w, grn_geometry *out) {
-  const grn_geom *g = &w->geom;
-  *out = (grn_geometry){g->floor_y, g->fx0,     g->fx1,      g->fz0,      g->fz1,      g->box,
-                        g->xmin,    g->xmax,    g->zmin,     g->zmax,     g->silo_r,   g->plate,
-                        g->plugged, g->plate_y, g->hole_r,   g->dam,      g->dam_x,    g->dam_edge,
-                        g->tool,    g->tool_r,  g->tool_p.x, g->tool_p.y, g->tool_p.z, w->phi};
-}
-
-void grn_world_height_map(const grn_world *w, grn_height_map *out) {
-  out->nx = w->hnx;
-  out->nz = w->hnz;
-  out->x0 = w->hx0;
-  out->z0 = w->hz0;
-  out->cell = GRN_CELL_MAP;
-  out->top = w->hmap;
-}
-
-void grn_world_get_stats(const grn_world *w, grn_world_stats *out) {
-  out->alive = w->alive;
-  out->pairs = w->m;
-  out->contacts = w->contacts;
-  out->rebuilds = w->rebuilds;
-  out->max_speed = w->vmax;
-  out->over_max = w->over_max;
-  out->bytes_live = w->bytes_live;
-  out->substeps = w->scene->model == GRN_MODEL_FLUID ? w->substeps : 1;
-  out->tree = w->tree_valid;
-}
-
-uint64_t grn_world_digest(const grn_world *w) {
-  /* FNV-1a over the bit patterns: any difference in any bit shows */
-  uint64_t h = 0xcbf29ce484222325ull;
-  const unsigned char *parts[3] = {(const unsigned char *)w->pos, (const unsigned char *)w->vel,
-                                   (const unsigned char *)w->spin};
-  for (int i = 0; i < w->n; i++) {
-    if (!(w->flags[i] & GRN_F_ALIVE)) {
-      continue;
-    }
-    for (int k = 0; k < 3; k++) {
-      const unsigned char *b = parts[k] + sizeof(grn_vec3) * (size_t)i;
-      for (size_t j = 0; j < sizeof(grn_vec3); j++) {
-        h = (h ^ b[j]) * 0x100000001b3ull;
-      }
-    }
-  }
-  return h;
-}
-
-/* ---- contacts and force chains ----------------------------------------------------------- */
-int grn_world_contacts(const grn_world *w, grn_contact *out, int cap) {
-  int k = 0;
-  for (int a = 0; a < w->nl; a++) {
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      if (w->pfn[p] > 0.0f && (w->flags[a] & w->flags[w->pb[p]] & GRN_F_ALIVE)) {
-        if (k < cap) {
-          out[k] = (grn_contact){w->id[a], w->id[w->pb[p]], w->pfn[p]};
-        }
-        k++;
-      }
-    }
-  }
-  return k;
-}
-
-int grn_world_chains(const grn_world *w, double px, double pz, double nx, double nz,
-                     grn_contact *out, int cap) {
-  const double l = hypot(nx, nz);
-  if (!(l > 0.0) || !isfinite(l) || !isfinite(px) || !isfinite(pz)) {
-    return GRN_E_INVALID;
-  }
-  nx /= l;
-  nz /= l;
-  double sum = 0.0;
-  int c = 0;
-  for (int p = 0; p < w->m; p++) {
-    if (w->pfn[p] > 0.0f) {
-      sum += w->pfn[p];
-      c++;
-    }
-  }
-  if (c == 0) {
-    return 0;
-  }
-  const double strong = 1.6 * sum / c, slab = 3.0 * GRN_D0;
-  int k = 0;
-  for (int a = 0; a < w->nl; a++) {
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      const int b = w->pb[p];
-      if (w->pfn[p] <= strong || !(w->flags[a] & w->flags[b] & GRN_F_ALIVE)) {
-        continue;
-      }
-      /* depth of the contact's midpoint in front of the plane: behind it is [−slab, 0] */
-      const double depth = (0.5 * (w->pos[a].x + w->pos[b].x) - px) * nx +
-                           (0.5 * (w->pos[a].z + w->pos[b].z) - pz) * nz;
-      if (depth > 0.0 || depth < -slab) {
-        continue;
-      }
-      if (k < cap) {
-        out[k] = (grn_contact){w->id[a], w->id[b], w->pfn[p]};
-      }
-      k++;
-    }
-  }
-  return k;
 }

@@ -4,7 +4,7 @@
  * save → restore. One part per run (argv[1]) so ctest spreads them over the cores. */
 #include "../support/check.h"
 #include "grainlab/grainlab.h"
-#include "internal.h"
+#include "model.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +65,7 @@ static void part_rest(void) {
   const int steps = (int)ceil((w->settle + 1.0) / GRN_H);
   step(w, steps);
   grn__sph_measure(w); /* densities of the final positions */
-  const double h = w->sph_h, s = w->sph_s;
+  const double h = w->sph.h, s = w->sph.s;
   double top = -INFINITY, ymin = INFINITY, v2 = 0.0;
   for (int i = 0; i < w->n; i++) {
     top = fmax(top, w->pos[i].y);
@@ -81,7 +81,7 @@ static void part_rest(void) {
         p.y > top - h) {
       continue;
     }
-    const double err = fabs(w->rho[i] / 1000.0 - 1.0), depth = top - p.y, pr = w->prs[i];
+    const double err = fabs(w->sph.rho[i] / 1000.0 - 1.0), depth = top - p.y, pr = w->sph.prs[i];
     worst = fmax(worst, err);
     cnt++;
     const int layer = (int)(depth / s);
@@ -170,16 +170,16 @@ static void part_dambreak(void) {
     grn__sph_measure(w);
     const double f = w->meas.value[GRN_M_FRONT], t = w->t;
     worst_back = fmax(worst_back, last - f);
-    worst_fast = fmax(worst_fast, (f - a) - (ritter * t + w->sph_s));
+    worst_fast = fmax(worst_fast, (f - a) - (ritter * t + w->sph.s));
     last = f;
-    if (f >= far - w->sph_s) {
+    if (f >= far - w->sph.s) {
       reached = t;
     }
   }
   printf("initial height %.3f m, front at far wall after %.3f s (Ritter: %.3f s), largest "
          "retreat %.4f m, closest to Ritter's bound %.4f m\n",
          h0, reached, (far - a) / ritter, worst_back, worst_fast);
-  CHECK_NEAR("column starts 2a high", h0, 2.0 * a, w->sph_s);
+  CHECK_NEAR("column starts 2a high", h0, 2.0 * a, w->sph.s);
   CHECK_RANGE("front never retreats (m)", worst_back, 0.0, 0.0);
   CHECK_RANGE("front never faster than Ritter's ideal dam break (m)", worst_fast, -INFINITY, 0.0);
   CHECK_RANGE("front reaches the far wall (s)", reached, 0.0, 1.0);
@@ -226,7 +226,7 @@ static void part_orbit(void) {
 static void part_bh(void) {
   grn_world *w = make("cluster", GRN_FILL_SCENE, 10000, 2, 4,
                       (const char *const[]){"theta", "0.5", "eps", "0.01"});
-  if (grn__nbody_forces(w) != GRN_OK || !w->tree_valid) {
+  if (grn__nbody_forces(w) != GRN_OK || !w->nbody.tree_valid) {
     printf("tree forces failed\n");
     exit(1);
   }
@@ -246,14 +246,14 @@ static void part_bh(void) {
       ay += f * dy;
       az += f * dz;
     }
-    const grn_vec3 t = w->acc[i];
+    const grn_vec3 t = w->nbody.acc[i];
     err[i] = sqrt((t.x - ax) * (t.x - ax) + (t.y - ay) * (t.y - ay) + (t.z - az) * (t.z - az)) /
              sqrt(ax * ax + ay * ay + az * az);
   }
   qsort(err, (size_t)n, sizeof(double), cmp_double);
   printf("%d bodies, %d tree nodes: relative force error median %.3e, 90%% %.3e, 99%% %.3e, max "
          "%.3e\n",
-         n, w->nnode, err[n / 2], err[n * 9 / 10], err[n * 99 / 100], err[n - 1]);
+         n, w->nbody.nnode, err[n / 2], err[n * 9 / 10], err[n * 99 / 100], err[n - 1]);
   CHECK_RANGE("median relative force error", err[n / 2], 0.0, 0.01);
   free(err);
   grn_world_destroy(w);

@@ -1,5 +1,6 @@
 /* Whole-pile checks: no contact in a pour ever carries more tangential force than mu·N (dry and
  * wet), a NaN grain is removed while the rest go on, and a free cluster conserves momentum. */
+#include "../../engine/src/scene.h"
 #include "../support/check.h"
 #include "../support/lab.h"
 

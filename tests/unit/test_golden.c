@@ -147,6 +147,15 @@ static const golden_case cases[] = {
      {{15, "theta=0.4"}},
      0x64a024e957debb0eull,
      0x0209c8feab2ee119ull},
+    /* added with the scene (issue 15): its settle, its first turn and a live speed change */
+    {"drum",
+     "quality=0,amount=20",
+     0,
+     GRN_FILL_SCENE,
+     720,
+     {{600, "rpm=8"}},
+     0x8e74caf88031dcd0ull,
+     0x659bf9ea805fb470ull},
 };
 enum { NCASES = (int)(sizeof cases / sizeof cases[0]) };
 
@@ -209,6 +218,9 @@ static uint64_t measure_hash(const grn_world *w) {
   uint64_t h = 1469598103934665603ull;
   for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
     uint64_t bits = 0;
+    if (k > GRN_M_VIRIAL && !(m.present & (1u << k))) {
+      continue; /* a key added after the recording, absent here: the recorded hash had no slot */
+    }
     if (m.present & (1u << k)) {
       memcpy(&bits, &m.value[k], sizeof bits);
     }

@@ -23,8 +23,15 @@ extern "C" {
  * The daemon, the CLI and the store read these; nothing else spells the numbers. */
 #define GRN_STEP_SECONDS (1.0 / 240.0)
 #define GRN_SAMPLE_STEPS 60
-/* Bumped whenever a change alters trajectories or the saved-state layout. */
-#define GRN_ENGINE_STATE_VERSION 3u
+/* Bumped whenever a change alters trajectories or the saved-state layout.
+ * 4: each model saves its own block (N-body: the initial energy), no longer a field of every
+ *    world; trajectories unchanged.
+ * 5: each scene saves its own state block (spout, dam, tilt, silo log, softening pass) after the
+ *    world's scalars, instead of ~25 mixed fields among them; trajectories unchanged.
+ * 6: the saved geometry holds a rotating drum wall (radius, axis height, speed, friction);
+ *    trajectories unchanged.
+ * 7: one more parameter (rpm) in the saved parameter array; trajectories unchanged. */
+#define GRN_ENGINE_STATE_VERSION 7u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
 #define GRN_STATUS_TABLE(X)                                                                        \
@@ -89,6 +96,7 @@ typedef enum grn_param_id {
   GRN_P_BODIES,    /* N-body: number of bodies */
   GRN_P_SPEED,     /* orbit: initial speed as a multiple of the circular speed */
   GRN_P_VCAP,      /* N-body speed cap; 0: none */
+  GRN_P_RPM,       /* drum: rotation speed, revolutions per minute */
   GRN_PARAM_COUNT
 } grn_param_id;
 
@@ -125,6 +133,7 @@ typedef enum grn_measure_key {
   GRN_M_ENERGY_DRIFT,     /* (E − E(0)) / |E(0)| */
   GRN_M_ANGULAR_MOMENTUM, /* |Σ m r × v| about the origin */
   GRN_M_VIRIAL,           /* 2K / |W| */
+  GRN_M_FROUDE,           /* drum: Froude number w²R/g of its rotation */
   GRN_MEASURE_COUNT
 } grn_measure_key;
 
@@ -215,6 +224,11 @@ GRN_API int grn_world_def_set_text(grn_world_def *def, const char *name, const c
 GRN_API int grn_world_def_validate(const grn_world_def *def, grn_error *err);
 /* Grain count the definition will create. */
 GRN_API int grn_world_def_grains(const grn_world_def *def);
+/* Estimated cost of one step of H for the definition, in µs on a slow machine (a pacing figure,
+ * not a measurement): granular 2 µs per grain; SPH 70 µs per particle (sub-steps included);
+ * N-body 0.015 µs per pair summed directly (theta 0, or up to 2048 bodies), else 70 µs per body
+ * through the tree. Each model gives its own figure. 0 for a definition without a scene. */
+GRN_API double grn_world_def_step_cost(const grn_world_def *def);
 
 /* ---- Actions ------------------------------------------------------------------------------ */
 /* One catalogue of actions (grn_action_info_of): each has one name, spelled the same over REST

@@ -1,10 +1,15 @@
 /* N-body scenes (reference 003), units with G = 1: `orbit` (two bodies), `softening` (a near
  * head-on pass that repeats, softening and speed cap live) and `cluster` (a Plummer sphere). */
-#include "../internal.h"
+#include "../model.h"
+#include "params.h"
 
-static void no_script(grn_world *w) {
-  (void)w;
-}
+static const char *const reset_only[] = {"reset"};
+/* N-body: kinetic and potential trade while their sum stays flat; the relative drift of that sum
+ * from t = 0, on its own axis, shows how well it is conserved */
+static const grn_plot_info gravity_plots[] = {
+    PLOT("Energy (G = 1 units): kinetic, potential, total · drift of the total", S(GRN_M_KINETIC),
+         S(GRN_M_POTENTIAL), REF(GRN_M_ENERGY), RIGHT(GRN_M_ENERGY_DRIFT)),
+    PLOT("Virial ratio 2K/|W| · angular momentum", S(GRN_M_VIRIAL), RIGHT(GRN_M_ANGULAR_MOMENTUM))};
 
 static int two_bodies(const grn_world_def *def) {
   return def->grains > 0 ? -1 : 2;
@@ -26,28 +31,41 @@ static int orbit_setup(grn_world *w) {
   return GRN_OK;
 }
 
-const grn_scene_impl grn__scene_orbit = {.setup = orbit_setup,
-                                         .script = no_script,
-                                         .measure = grn__nbody_measure,
-                                         .act = grn__no_act,
-                                         .step = grn__nbody_step,
-                                         .count = two_bodies,
-                                         .derive = grn__nbody_derive};
+static const grn_param_id orbit_params[] = {GRN_P_EPS, GRN_P_SPEED};
+static const grn_param_info orbit_info[] = {P_EPS(0.0), P_SPEED};
+SAME_LEN(orbit_params, orbit_info);
+
+const grn_scene grn__scene_orbit = {
+    .info = {"orbit", GRN_MODEL_GRAVITY,
+             "two equal bodies on a circular orbit (speed 1) or an ellipse; units with G = 1",
+             LEN(orbit_params), orbit_params, orbit_info, LEN(reset_only), reset_only,
+             MEASURES(GRAVITY), PLOTS(gravity_plots)},
+    .setup = orbit_setup,
+    .count = two_bodies,
+    .derive = grn__nbody_derive};
 
 /* ---- softening ------------------------------------------------------------------------------ */
 /* Two unit masses 6 apart closing at 1.2 with an impact parameter of 0.1: without softening they
  * swing round each other sharply, with it they pass through. Once they are 8 apart again, or 15 s
  * after it began (a pair the speed cap has bound never separates), the pass starts over and
  * energy_drift is measured from that new start. */
+typedef struct softening_state {
+  double pass_t0; /* when the current pass began */
+} softening_state;
+
+static softening_state *st(const grn_world *w) {
+  return w->ss;
+}
+
 static void place_pair(grn_world *w) {
   const grn_vec3 pa = {-3.0, -0.05, 0.0}, pb = {3.0, 0.05, 0.0};
   w->pos[0] = pa;
   w->pos[1] = pb;
   w->vel[0] = (grn_vec3){0.6, 0.0, 0.0};
   w->vel[1] = (grn_vec3){-0.6, 0.0, 0.0};
-  w->acc_valid = false;
-  w->e0 = NAN;
-  w->pass_t0 = w->t;
+  w->nbody.acc_valid = false;
+  w->nbody.e0 = NAN;
+  st(w)->pass_t0 = w->t;
 }
 
 static int softening_setup(grn_world *w) {
@@ -70,18 +88,26 @@ static void softening_script(grn_world *w) {
                dz = w->pos[1].z - w->pos[0].z;
   const double recede = dx * (w->vel[1].x - w->vel[0].x) + dy * (w->vel[1].y - w->vel[0].y) +
                         dz * (w->vel[1].z - w->vel[0].z);
-  if ((dx * dx + dy * dy + dz * dz > 64.0 && recede > 0.0) || w->t - w->pass_t0 >= 15.0) {
+  if ((dx * dx + dy * dy + dz * dz > 64.0 && recede > 0.0) || w->t - st(w)->pass_t0 >= 15.0) {
     place_pair(w);
   }
 }
 
-const grn_scene_impl grn__scene_softening = {.setup = softening_setup,
-                                             .script = softening_script,
-                                             .measure = grn__nbody_measure,
-                                             .act = grn__no_act,
-                                             .step = grn__nbody_step,
-                                             .count = two_bodies,
-                                             .derive = grn__nbody_derive};
+static const grn_param_id softening_params[] = {GRN_P_EPS, GRN_P_VCAP};
+static const grn_param_info softening_info[] = {P_EPS(0.2), P_VCAP(3.0)};
+SAME_LEN(softening_params, softening_info);
+
+const grn_scene grn__scene_softening = {
+    .info = {"softening", GRN_MODEL_GRAVITY,
+             "two bodies pass each other nearly head-on; the softening length decides how hard "
+             "they swing, the speed cap keeps the step bounded",
+             LEN(softening_params), softening_params, softening_info, LEN(reset_only), reset_only,
+             MEASURES(GRAVITY), PLOTS(gravity_plots)},
+    .state_size = sizeof(softening_state),
+    .setup = softening_setup,
+    .script = softening_script,
+    .count = two_bodies,
+    .derive = grn__nbody_derive};
 
 /* ---- cluster -------------------------------------------------------------------------------- */
 static int cluster_count(const grn_world_def *def) {
@@ -93,11 +119,16 @@ static int cluster_setup(grn_world *w) {
   return grn__plummer(w, w->n_target);
 }
 
-const grn_scene_impl grn__scene_cluster = {.setup = cluster_setup,
-                                           .script = no_script,
-                                           .measure = grn__nbody_measure,
-                                           .act = grn__no_act,
-                                           .bed = cluster_setup,
-                                           .step = grn__nbody_step,
-                                           .count = cluster_count,
-                                           .derive = grn__nbody_derive};
+static const grn_param_id cluster_params[] = {GRN_P_BODIES, GRN_P_EPS, GRN_P_THETA, GRN_P_VCAP};
+static const grn_param_info cluster_info[] = {P_BODIES, P_EPS(0.02), P_THETA, P_VCAP(0.0)};
+SAME_LEN(cluster_params, cluster_info);
+
+const grn_scene grn__scene_cluster = {
+    .info = {"cluster", GRN_MODEL_GRAVITY,
+             "a Plummer sphere of many bodies in virial equilibrium (total mass 1, energy -1/4)",
+             LEN(cluster_params), cluster_params, cluster_info, LEN(reset_only), reset_only,
+             MEASURES(GRAVITY), PLOTS(gravity_plots)},
+    .setup = cluster_setup,
+    .bed = cluster_setup,
+    .count = cluster_count,
+    .derive = grn__nbody_derive};

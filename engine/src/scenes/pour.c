@@ -1,6 +1,18 @@
 /* Scene "pour" (spec §3): grains fall from a spout onto a 12·sc m square table and build a cone;
  * the spout rides 0.6 m above the pile (at least 0.9 m). Also the packed bed of the benchmark. */
-#include "../internal.h"
+#include "params.h"
+
+/* The pour's state (also the packed bed's, which has nothing to pour). */
+typedef struct pour_state {
+  bool pouring;
+  int poured; /* grains inserted so far */
+  double pour_acc;
+  double spout_x, spout_y, spout_z;
+} pour_state;
+
+static pour_state *ps(const grn_world *w) {
+  return w->ss;
+}
 
 #define LAYER_STEPS 20    /* a layer leaves the spout every 1/12 s ... */
 #define POUR_SPEED 3.0    /* ... at 3 m/s, so layers start 0.25 m apart: more than a diameter */
@@ -16,12 +28,12 @@ static int pour_setup(grn_world *w) {
   w->geom.fx0 = w->geom.fz0 = -half;
   w->geom.fx1 = w->geom.fz1 = half;
   w->geom.kill_y = -1.0; /* grains that fall off the table are gone */
-  w->spout_x = w->param[GRN_P_SPOUT_X];
-  w->spout_z = w->param[GRN_P_SPOUT_Z];
-  w->spout_y = 0.9;
-  w->pouring = true;
-  w->poured = 0;
-  w->pour_acc = 0.0;
+  ps(w)->spout_x = w->param[GRN_P_SPOUT_X];
+  ps(w)->spout_z = w->param[GRN_P_SPOUT_Z];
+  ps(w)->spout_y = 0.9;
+  ps(w)->pouring = true;
+  ps(w)->poured = 0;
+  ps(w)->pour_acc = 0.0;
   w->settle = 0.0;
   int rc = grn__reserve_grains(w, w->n_target);
   if (rc == GRN_OK) {
@@ -51,15 +63,15 @@ static void hex_site(int k, double *x, double *z) {
 }
 
 static void pour_layer(grn_world *w) {
-  const int left = w->n_target - w->poured;
-  w->pour_acc += w->param[GRN_P_RATE] * LAYER_STEPS * GRN_H;
-  int want = (int)floor(w->pour_acc);
+  const int left = w->n_target - ps(w)->poured;
+  ps(w)->pour_acc += w->param[GRN_P_RATE] * LAYER_STEPS * GRN_H;
+  int want = (int)floor(ps(w)->pour_acc);
   want = want < left ? want : left;
   if (want <= 0) {
     return;
   }
   /* grains near the spout, to keep new ones from overlapping them */
-  const double sx = w->spout_x, sy = w->spout_y, sz = w->spout_z;
+  const double sx = ps(w)->spout_x, sy = ps(w)->spout_y, sz = ps(w)->spout_z;
   const double reach = SITE_SPACING * (1.0 + sqrt((double)want / 3.0)) + 0.5;
   int near[256];
   int nn = 0;
@@ -99,30 +111,30 @@ static void pour_layer(grn_world *w) {
     if (grn__add_grain(w, x, sy, z, r, v) != GRN_OK) {
       return; /* out of memory: stop pouring this layer, try again at the next */
     }
-    w->poured++;
-    w->pour_acc -= 1.0;
+    ps(w)->poured++;
+    ps(w)->pour_acc -= 1.0;
     want--;
   }
 }
 
 static void pour_script(grn_world *w) {
-  if (w->pouring && w->steps % LAYER_STEPS == 0) {
+  if (ps(w)->pouring && w->steps % LAYER_STEPS == 0) {
     pour_layer(w);
-    if (w->poured >= w->n_target) {
-      w->pouring = false;
+    if (ps(w)->poured >= w->n_target) {
+      ps(w)->pouring = false;
     }
   }
 }
 
 static void pour_measure(grn_world *w) {
   grn__pile_angle(w);
-  if (w->pouring) {
-    const double h = grn__top_at(w, w->spout_x, w->spout_z) - w->geom.floor_y;
-    w->spout_y = w->geom.floor_y + (h + 0.6 > 0.9 ? h + 0.6 : 0.9);
+  if (ps(w)->pouring) {
+    const double h = grn__top_at(w, ps(w)->spout_x, ps(w)->spout_z) - w->geom.floor_y;
+    ps(w)->spout_y = w->geom.floor_y + (h + 0.6 > 0.9 ? h + 0.6 : 0.9);
   }
   grn__common_measures(w);
   w->meas.state = w->sleeping        ? GRN_STATE_ASLEEP
-                  : w->pouring       ? GRN_STATE_FILLING
+                  : ps(w)->pouring   ? GRN_STATE_FILLING
                   : w->t < w->settle ? GRN_STATE_SETTLING
                                      : GRN_STATE_RUNNING;
 }
@@ -130,17 +142,17 @@ static void pour_measure(grn_world *w) {
 static int pour_act(grn_world *w, const grn_action *a, grn_error *err) {
   switch (a->kind) {
   case GRN_A_SPOUT:
-    w->spout_x = w->param[GRN_P_SPOUT_X] = a->args[0];
-    w->spout_z = w->param[GRN_P_SPOUT_Z] = a->args[1];
+    ps(w)->spout_x = w->param[GRN_P_SPOUT_X] = a->args[0];
+    ps(w)->spout_z = w->param[GRN_P_SPOUT_Z] = a->args[1];
     return GRN_OK;
   case GRN_A_POUR:
     if (w->fill != GRN_FILL_SCENE) {
       return grn__fail(err, GRN_E_UNSUPPORTED, "pour", "a packed bed has no spout");
     }
-    if (a->args[0] != 0.0 && w->poured >= w->n_target) {
+    if (a->args[0] != 0.0 && ps(w)->poured >= w->n_target) {
       return grn__fail(err, GRN_E_INVALID, "pour", "all %d grains are poured already", w->n_target);
     }
-    w->pouring = a->args[0] != 0.0;
+    ps(w)->pouring = a->args[0] != 0.0;
     return GRN_OK;
   default:
     return grn__fail(err, GRN_E_UNSUPPORTED, grn_action_name(a->kind),
@@ -148,12 +160,63 @@ static int pour_act(grn_world *w, const grn_action *a, grn_error *err) {
   }
 }
 
-const grn_scene_impl grn__scene_pour = {.setup = pour_setup,
-                                        .script = pour_script,
-                                        .measure = pour_measure,
-                                        .act = pour_act,
-                                        .calm = 0.02,
-                                        .bed = grn__setup_bed};
+static bool pour_busy(const grn_world *w) {
+  return ps(w)->pouring;
+}
+
+static void pour_param_set(grn_world *w, grn_param_id id, double value) {
+  if (id == GRN_P_SPOUT_X) {
+    ps(w)->spout_x = value;
+  } else if (id == GRN_P_SPOUT_Z) {
+    ps(w)->spout_z = value;
+  }
+}
+
+static bool pour_state_ok(const grn_world *w) {
+  return grn__bool_ok(&ps(w)->pouring) && ps(w)->poured >= 0;
+}
+
+static const grn_param_id pour_params[] = {GRN_P_MU,      GRN_P_MUR,     GRN_P_COH,
+                                           GRN_P_AMOUNT,  GRN_P_QUALITY, GRN_P_SPOUT_X,
+                                           GRN_P_SPOUT_Z, GRN_P_RATE};
+static const grn_param_info pour_info[] = {P_MU,      P_MUR,     P_COH(0.0), P_AMOUNT,
+                                           P_QUALITY, P_SPOUT_X, P_SPOUT_Z,  P_RATE};
+SAME_LEN(pour_params, pour_info);
+/* wet sand: the same pour with liquid bridges (the reference's wet-sand slider default) */
+static const grn_param_info wet_info[] = {P_MU,      P_MUR,     P_COH(150.0), P_AMOUNT,
+                                          P_QUALITY, P_SPOUT_X, P_SPOUT_Z,    P_RATE};
+SAME_LEN(pour_params, wet_info);
+static const char *const pour_actions[] = {"spout", "pour", "tool", "tool_off", "reset"};
+static const grn_plot_info angle_plots[] = {PLOT("Angle of repose, deg", S(GRN_M_ANGLE))};
+
+/* pour, wet and chains are one script with three catalogue entries */
+#define POUR_HOOKS                                                                                 \
+  .state_size = sizeof(pour_state), .setup = pour_setup, .script = pour_script,                    \
+  .measure = pour_measure, .act = pour_act, .calm = 0.02, .bed = grn__setup_bed,                   \
+  .busy = pour_busy, .param_set = pour_param_set, .state_ok = pour_state_ok
+
+const grn_scene grn__scene_pour = {
+    .info = {"pour", GRN_MODEL_GRANULAR,
+             "grains fall from a spout onto a table and build a cone; the spout rides 0.6 m above "
+             "the pile",
+             LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions,
+             MEASURES(PILE), PLOTS(angle_plots)},
+    POUR_HOOKS};
+
+const grn_scene grn__scene_wet = {
+    .info = {"wet", GRN_MODEL_GRANULAR,
+             "the pour with wet sand: liquid bridges hold grains together and the cone stands "
+             "steeper",
+             LEN(pour_params), pour_params, wet_info, LEN(pour_actions), pour_actions,
+             MEASURES(PILE), PLOTS(angle_plots)},
+    POUR_HOOKS};
+
+const grn_scene grn__scene_chains = {
+    .info = {"chains", GRN_MODEL_GRANULAR,
+             "a poured pile showing its force chains: the strongest contacts behind a vertical cut",
+             LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions,
+             MEASURES(PILE), PLOTS(angle_plots)},
+    POUR_HOOKS};
 
 /* Packed bed: a square box of side 4·sc packed from the lattice, the benchmark's workload. */
 int grn__setup_bed(grn_world *w) {
@@ -165,8 +228,8 @@ int grn__setup_bed(grn_world *w) {
   w->geom.xmin = w->geom.zmin = -half;
   w->geom.xmax = w->geom.zmax = half;
   w->geom.kill_y = -1.0;
-  w->pouring = false;
-  w->poured = w->n_target;
+  ps(w)->pouring = false;
+  ps(w)->poured = w->n_target;
   int rc =
       grn__hmap_init(w, -half, -half, grn__hmap_cells(2.0 * half), grn__hmap_cells(2.0 * half));
   if (rc == GRN_OK) {

@@ -1,9 +1,22 @@
 /* Scene "silo" (spec §3): a cylinder whose floor plate has a central hole, plugged until the user
  * opens it; grains drain onto a floor below. Measured: mass above the plate, the discharge over
  * the last 2 s, the fill height, the Beverloo prediction, and whether the flow jammed or ended. */
-#include "../internal.h"
+#include "params.h"
 
 #define LOG 9 /* mass samples 0.25 s apart: 2 s of history */
+
+/* The silo's state: when the hole was opened (−1: never), the verdict, and the mass above the
+ * plate every 0.25 s. */
+typedef struct silo_state {
+  double opened;
+  bool jam, done;
+  double above_log[LOG];
+  int log_n;
+} silo_state;
+
+static silo_state *st(const grn_world *w) {
+  return w->ss;
+}
 
 /* Beverloo: W = C·ρb·√g·(D − k·d)^(5/2) with C = 0.58, k = 1.5 (spec §3). */
 static double beverloo(double hole) {
@@ -30,9 +43,9 @@ static int silo_setup(grn_world *w) {
   g->fx0 = g->fz0 = -6.0 * sc;
   g->fx1 = g->fz1 = 6.0 * sc;
   g->kill_y = g->floor_y - 1.0;
-  w->opened = -1.0;
-  w->jam = w->done = false;
-  w->log_n = 0;
+  st(w)->opened = -1.0;
+  st(w)->jam = st(w)->done = false;
+  st(w)->log_n = 0;
   int rc = grn__hmap_init(w, -rs, -rs, grn__hmap_cells(2.0 * rs), grn__hmap_cells(2.0 * rs));
   if (rc != GRN_OK || (rc = grn__reserve_grains(w, w->n_target)) != GRN_OK) {
     return rc;
@@ -67,10 +80,6 @@ static int silo_setup(grn_world *w) {
   return GRN_OK;
 }
 
-static void silo_script(grn_world *w) {
-  (void)w;
-}
-
 static void silo_measure(grn_world *w) {
   double *m = w->meas.value;
   double mass = 0.0;
@@ -81,11 +90,12 @@ static void silo_measure(grn_world *w) {
   }
   m[GRN_M_MASS_ABOVE] = mass;
   /* flow: the drop of that mass over the last 2 s (less right after opening) */
-  w->above_log[w->log_n % LOG] = mass;
-  w->log_n++;
-  const double old = w->log_n >= LOG ? w->above_log[w->log_n % LOG] : w->above_log[0];
-  const double span = ((w->log_n < LOG ? w->log_n : LOG) - 1) * 0.25;
-  const bool open = !w->geom.plugged && w->opened >= 0.0;
+  st(w)->above_log[st(w)->log_n % LOG] = mass;
+  st(w)->log_n++;
+  const double old =
+      st(w)->log_n >= LOG ? st(w)->above_log[st(w)->log_n % LOG] : st(w)->above_log[0];
+  const double span = ((st(w)->log_n < LOG ? st(w)->log_n : LOG) - 1) * 0.25;
+  const bool open = !w->geom.plugged && st(w)->opened >= 0.0;
   m[GRN_M_FLOW] = open && span > 0.0 ? fmax(0.0, old - mass) / span : 0.0;
   /* fill: mean surface height above the plate inside 0.8·R */
   grn__surface(w, w->geom.plate_y, w->geom.plate_y);
@@ -105,17 +115,17 @@ static void silo_measure(grn_world *w) {
   m[GRN_M_BEVERLOO] = beverloo(w->param[GRN_P_HOLE]);
   /* at least 3 s after opening, once the flow has (nearly) stopped: grains standing higher than
    * the slope from the hole's rim to the wall arched over the hole; lower, the silo drained */
-  if (open && !w->jam && !w->done && w->t > w->opened + 3.0 && m[GRN_M_FLOW] < 5.0 &&
+  if (open && !st(w)->jam && !st(w)->done && w->t > st(w)->opened + 3.0 && m[GRN_M_FLOW] < 5.0 &&
       w->flowing < 0.02) {
     if (m[GRN_M_FILL] > 0.8 * (w->geom.silo_r - w->geom.hole_r)) {
-      w->jam = true;
+      st(w)->jam = true;
     } else {
-      w->done = true;
+      st(w)->done = true;
     }
   }
   grn__common_measures(w);
-  w->meas.state = w->jam             ? GRN_STATE_JAMMED
-                  : w->done          ? GRN_STATE_DRAINED
+  w->meas.state = st(w)->jam         ? GRN_STATE_JAMMED
+                  : st(w)->done      ? GRN_STATE_DRAINED
                   : open             ? GRN_STATE_FLOWING
                   : w->sleeping      ? GRN_STATE_ASLEEP
                   : w->t < w->settle ? GRN_STATE_SETTLING
@@ -129,16 +139,16 @@ static int silo_act(grn_world *w, const grn_action *a, grn_error *err) {
       return grn__fail(err, GRN_E_INVALID, "open_hole", "the hole is open already");
     }
     w->geom.plugged = false;
-    w->opened = w->t;
-    w->jam = w->done = false;
-    w->log_n = 0;
+    st(w)->opened = w->t;
+    st(w)->jam = st(w)->done = false;
+    st(w)->log_n = 0;
     return GRN_OK;
   case GRN_A_PLUG_HOLE:
     if (w->geom.plugged) {
       return grn__fail(err, GRN_E_INVALID, "plug_hole", "the hole is plugged already");
     }
     w->geom.plugged = true;
-    w->opened = -1.0;
+    st(w)->opened = -1.0;
     return GRN_OK;
   default:
     return grn__fail(err, GRN_E_UNSUPPORTED, grn_action_name(a->kind),
@@ -146,8 +156,27 @@ static int silo_act(grn_world *w, const grn_action *a, grn_error *err) {
   }
 }
 
-const grn_scene_impl grn__scene_silo = {.setup = silo_setup,
-                                        .script = silo_script,
-                                        .measure = silo_measure,
-                                        .act = silo_act,
-                                        .calm = 0.02};
+static bool silo_state_ok(const grn_world *w) {
+  return grn__bool_ok(&st(w)->jam) && grn__bool_ok(&st(w)->done) && st(w)->log_n >= 0;
+}
+
+static const grn_param_id silo_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
+                                           GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_HOLE};
+static const grn_param_info silo_info[] = {P_MU, P_MUR, P_COH(0.0), P_AMOUNT, P_QUALITY, P_HOLE};
+SAME_LEN(silo_params, silo_info);
+static const char *const silo_actions[] = {"open_hole", "plug_hole", "tool", "tool_off", "reset"};
+static const grn_plot_info silo_plots[] = {
+    PLOT("Flow, kg/s (dashed: Beverloo)", S(GRN_M_FLOW), REF(GRN_M_BEVERLOO))};
+
+const grn_scene grn__scene_silo = {
+    .info = {"silo", GRN_MODEL_GRANULAR,
+             "a cylinder with a plugged hole in its floor plate; open it and the grains drain",
+             LEN(silo_params), silo_params, silo_info, LEN(silo_actions), silo_actions,
+             MEASURES(COMMON M(GRN_M_FLOW) M(GRN_M_MASS_ABOVE) M(GRN_M_FILL) M(GRN_M_BEVERLOO)),
+             PLOTS(silo_plots)},
+    .state_size = sizeof(silo_state),
+    .setup = silo_setup,
+    .measure = silo_measure,
+    .act = silo_act,
+    .calm = 0.02,
+    .state_ok = silo_state_ok};

@@ -1,6 +1,16 @@
 /* Scene "slump" (spec §3): a column of grains behind a dam in a channel; pulling the dam up lets
  * the column collapse. Measured: runout front, height, slope angle of the deposit. */
-#include "../internal.h"
+#include "params.h"
+
+/* The slump's state: the channel's half-width and column length, and the dam being pulled. */
+typedef struct slump_state {
+  double ch_wz, ch_l0, dam_top, dam_speed;
+  bool dam_pulling;
+} slump_state;
+
+static slump_state *st(const grn_world *w) {
+  return w->ss;
+}
 
 #define PULL_SPEED 1.5 /* m/s: the dam leaves the column in well under its free-fall time */
 
@@ -12,8 +22,8 @@ static int slump_setup(grn_world *w) {
   l0 = l0 < 2.0 * GRN_LAT_A ? 2.0 * GRN_LAT_A : l0;
   /* runout grows about linearly with the aspect ratio (≈ 1–2 × a·L0): room for 3 × a·L0 */
   const double x1 = l0 * (2.0 + 3.0 * aspect);
-  w->ch_wz = wz;
-  w->ch_l0 = l0;
+  st(w)->ch_wz = wz;
+  st(w)->ch_l0 = l0;
   grn_geom *g = &w->geom;
   g->floor_y = 0.0;
   g->fx0 = -l0;
@@ -30,8 +40,8 @@ static int slump_setup(grn_world *w) {
   g->dam = true;
   g->dam_x = 0.0;
   g->dam_edge = -1.0; /* closed: it holds every grain */
-  w->dam_pulling = false;
-  w->dam_speed = PULL_SPEED;
+  st(w)->dam_pulling = false;
+  st(w)->dam_speed = PULL_SPEED;
   int rc = grn__hmap_init(w, -l0, -wz, grn__hmap_cells(l0 + x1), grn__hmap_cells(2.0 * wz));
   if (rc == GRN_OK) {
     rc = grn__fill_lattice(w, w->n_target, -l0, 0.0, -wz, wz, 0.12);
@@ -44,22 +54,22 @@ static int slump_setup(grn_world *w) {
   for (int i = 0; i < w->n; i++) {
     top = w->pos[i].y > top ? w->pos[i].y : top;
   }
-  w->dam_top = top + 0.5;
+  st(w)->dam_top = top + 0.5;
   return GRN_OK;
 }
 
 static void slump_script(grn_world *w) {
-  if (w->dam_pulling) {
-    w->geom.dam_edge += w->dam_speed * GRN_H;
-    if (w->geom.dam_edge > w->dam_top) {
+  if (st(w)->dam_pulling) {
+    w->geom.dam_edge += st(w)->dam_speed * GRN_H;
+    if (w->geom.dam_edge > st(w)->dam_top) {
       w->geom.dam = false;
-      w->dam_pulling = false;
+      st(w)->dam_pulling = false;
     }
   }
 }
 
 static void slump_measure(grn_world *w) {
-  grn__channel_profile(w);
+  grn__channel_profile(w, st(w)->ch_wz);
   grn__common_measures(w);
   w->meas.state = grn__plain_state(w);
 }
@@ -72,16 +82,40 @@ static int slump_act(grn_world *w, const grn_action *a, grn_error *err) {
   if (!w->geom.dam) {
     return grn__fail(err, GRN_E_INVALID, "pull_dam", "the dam is already gone");
   }
-  w->dam_pulling = true;
-  w->dam_speed = a->nargs == 1 ? a->args[0] : PULL_SPEED;
+  st(w)->dam_pulling = true;
+  st(w)->dam_speed = a->nargs == 1 ? a->args[0] : PULL_SPEED;
   if (w->geom.dam_edge < 0.0) {
     w->geom.dam_edge = 0.0;
   }
   return GRN_OK;
 }
 
-const grn_scene_impl grn__scene_slump = {.setup = slump_setup,
-                                         .script = slump_script,
-                                         .measure = slump_measure,
-                                         .act = slump_act,
-                                         .calm = 0.08};
+static bool slump_busy(const grn_world *w) {
+  return st(w)->dam_pulling;
+}
+
+static bool slump_state_ok(const grn_world *w) {
+  return grn__bool_ok(&st(w)->dam_pulling);
+}
+
+static const grn_param_id slump_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
+                                            GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_ASPECT};
+static const grn_param_info slump_info[] = {P_MU, P_MUR, P_COH(0.0), P_AMOUNT, P_QUALITY, P_ASPECT};
+SAME_LEN(slump_params, slump_info);
+static const char *const slump_actions[] = {"pull_dam", "tool", "tool_off", "reset"};
+static const grn_plot_info slump_plots[] = {
+    PLOT("Angle, deg · runout front, m", S(GRN_M_ANGLE), RIGHT(GRN_M_FRONT))};
+
+const grn_scene grn__scene_slump = {
+    .info = {"slump", GRN_MODEL_GRANULAR,
+             "a column of grains behind a dam in a channel; pull the dam and the column collapses",
+             LEN(slump_params), slump_params, slump_info, LEN(slump_actions), slump_actions,
+             MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_FRONT)), PLOTS(slump_plots)},
+    .state_size = sizeof(slump_state),
+    .setup = slump_setup,
+    .script = slump_script,
+    .measure = slump_measure,
+    .act = slump_act,
+    .calm = 0.08,
+    .busy = slump_busy,
+    .state_ok = slump_state_ok};

@@ -1,18 +1,28 @@
 /* Scene "tilt" (spec §3): a box partly filled with grains, tilted about its bottom axis. The box
  * stays axis-aligned and gravity turns instead, gradually; the surface angle is measured
  * relative to the horizontal. */
-#include "../internal.h"
+#include "params.h"
+
+/* The tilt's state: the box's half-length and half-width; the tilt now, its target and speed
+ * (rad, rad/s). */
+typedef struct tilt_state {
+  double box_lx, ch_wz, phi, phi_target, phi_rate;
+} tilt_state;
+
+static tilt_state *st(const grn_world *w) {
+  return w->ss;
+}
 
 static void set_gravity(grn_world *w) {
   /* the +x end goes down as phi grows: in box coordinates gravity leans toward +x */
-  w->gravity = (grn_vec3){GRN_G * sin(w->phi), -GRN_G * cos(w->phi), 0.0};
+  w->gravity = (grn_vec3){GRN_G * sin(st(w)->phi), -GRN_G * cos(st(w)->phi), 0.0};
 }
 
 static int tilt_setup(grn_world *w) {
   const double sc = cbrt((double)w->n_target / 3000.0);
   const double lx = 3.0 * sc, wz = 1.0 * sc;
-  w->box_lx = lx;
-  w->ch_wz = wz;
+  st(w)->box_lx = lx;
+  st(w)->ch_wz = wz;
   grn_geom *g = &w->geom;
   g->floor_y = 0.0;
   g->fx0 = -lx;
@@ -26,8 +36,8 @@ static int tilt_setup(grn_world *w) {
   g->zmax = wz;
   g->mu_wall = w->param[GRN_P_MU];
   g->kill_y = -1.0;
-  w->phi = w->phi_target = 0.0;
-  w->phi_rate = w->param[GRN_P_TILT_RATE] * GRN_PI / 180.0;
+  st(w)->phi = st(w)->phi_target = 0.0;
+  st(w)->phi_rate = w->param[GRN_P_TILT_RATE] * GRN_PI / 180.0;
   set_gravity(w);
   int rc = grn__hmap_init(w, -lx, -wz, grn__hmap_cells(2.0 * lx), grn__hmap_cells(2.0 * wz));
   if (rc == GRN_OK) {
@@ -37,15 +47,15 @@ static int tilt_setup(grn_world *w) {
 }
 
 static void tilt_script(grn_world *w) {
-  if (w->phi != w->phi_target) {
-    const double step = w->phi_rate * GRN_H, d = w->phi_target - w->phi;
-    w->phi = fabs(d) <= step ? w->phi_target : w->phi + (d > 0.0 ? step : -step);
+  if (st(w)->phi != st(w)->phi_target) {
+    const double step = st(w)->phi_rate * GRN_H, d = st(w)->phi_target - st(w)->phi;
+    st(w)->phi = fabs(d) <= step ? st(w)->phi_target : st(w)->phi + (d > 0.0 ? step : -step);
     set_gravity(w);
   }
 }
 
 static void tilt_measure(grn_world *w) {
-  grn__tray_profile(w);
+  grn__tray_profile(w, st(w)->box_lx, st(w)->ch_wz, st(w)->phi);
   grn__common_measures(w);
   w->meas.state = grn__plain_state(w);
 }
@@ -55,13 +65,38 @@ static int tilt_act(grn_world *w, const grn_action *a, grn_error *err) {
     return grn__fail(err, GRN_E_UNSUPPORTED, grn_action_name(a->kind),
                      "scene 'tilt' has no action '%s'", grn_action_name(a->kind));
   }
-  w->phi_target = a->args[0] * GRN_PI / 180.0;
-  w->phi_rate = (a->nargs == 2 ? a->args[1] : w->param[GRN_P_TILT_RATE]) * GRN_PI / 180.0;
+  st(w)->phi_target = a->args[0] * GRN_PI / 180.0;
+  st(w)->phi_rate = (a->nargs == 2 ? a->args[1] : w->param[GRN_P_TILT_RATE]) * GRN_PI / 180.0;
   return GRN_OK;
 }
 
-const grn_scene_impl grn__scene_tilt = {.setup = tilt_setup,
-                                        .script = tilt_script,
-                                        .measure = tilt_measure,
-                                        .act = tilt_act,
-                                        .calm = 0.08};
+static bool tilt_busy(const grn_world *w) {
+  return st(w)->phi != st(w)->phi_target;
+}
+
+static void tilt_geometry(const grn_world *w, grn_geometry *out) {
+  out->tilt = st(w)->phi;
+}
+
+static const grn_param_id tilt_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
+                                           GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_TILT_RATE};
+static const grn_param_info tilt_info[] = {P_MU,     P_MUR,     P_COH(0.0),
+                                           P_AMOUNT, P_QUALITY, P_TILT_RATE};
+SAME_LEN(tilt_params, tilt_info);
+static const char *const tilt_actions[] = {"tilt", "tool", "tool_off", "reset"};
+static const grn_plot_info angle_plots[] = {PLOT("Angle of repose, deg", S(GRN_M_ANGLE))};
+
+const grn_scene grn__scene_tilt = {
+    .info = {"tilt", GRN_MODEL_GRANULAR,
+             "a box partly filled with grains, tilted about its bottom axis until the surface "
+             "avalanches",
+             LEN(tilt_params), tilt_params, tilt_info, LEN(tilt_actions), tilt_actions,
+             MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP)), PLOTS(angle_plots)},
+    .state_size = sizeof(tilt_state),
+    .setup = tilt_setup,
+    .script = tilt_script,
+    .measure = tilt_measure,
+    .act = tilt_act,
+    .calm = 0.08,
+    .busy = tilt_busy,
+    .geometry = tilt_geometry};

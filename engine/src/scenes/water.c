@@ -1,6 +1,7 @@
 /* SPH scenes: `dambreak` (a column of width a and height 2a released against the left wall of a
  * tank 5a long, the classic Martin–Moyce experiment) and `drop` (a ball of water into a pool). */
-#include "../internal.h"
+#include "../model.h"
+#include "params.h"
 
 /* ---- dambreak ------------------------------------------------------------------------------- */
 /* Particles across the column for quality 0, 1, 2; the tank is half a column deep (a slab). */
@@ -10,11 +11,11 @@ static int across(double quality) {
 
 static void dambreak_derive(grn_world *w) {
   if (w->fill == GRN_FILL_BED) {
-    w->sph_s = grn__sph_bed_spacing();
-    w->sph_fall = grn__sph_bed_depth(w->n_target);
+    w->sph.s = grn__sph_bed_spacing();
+    w->sph.fall = grn__sph_bed_depth(w->n_target);
   } else {
-    w->sph_s = w->param[GRN_P_WIDTH] / across(w->param[GRN_P_QUALITY]);
-    w->sph_fall = 2.0 * w->param[GRN_P_WIDTH];
+    w->sph.s = w->param[GRN_P_WIDTH] / across(w->param[GRN_P_QUALITY]);
+    w->sph.fall = 2.0 * w->param[GRN_P_WIDTH];
   }
   grn__sph_derive(w);
 }
@@ -31,7 +32,7 @@ static int dambreak_count(const grn_world_def *def) {
 }
 
 static int dambreak_setup(grn_world *w) {
-  const double a = w->param[GRN_P_WIDTH], s = w->sph_s;
+  const double a = w->param[GRN_P_WIDTH], s = w->sph.s;
   const int k = across(w->param[GRN_P_QUALITY]), layers = k / 2;
   grn_geom *g = &w->geom;
   g->floor_y = 0.0;
@@ -58,18 +59,27 @@ static int dambreak_setup(grn_world *w) {
   return GRN_OK;
 }
 
-static void no_script(grn_world *w) {
-  (void)w;
-}
+static const grn_param_id dambreak_params[] = {GRN_P_WIDTH, GRN_P_QUALITY, GRN_P_VISC};
+static const grn_param_info dambreak_info[] = {
+    P_WIDTH, P_FQUALITY("0, 1, 2: 8, 12, 16 particles across the column"), P_VISC};
+SAME_LEN(dambreak_params, dambreak_info);
+static const char *const reset_only[] = {"reset"};
+#define ENERGIES                                                                                   \
+  PLOT("Energy, J: kinetic, potential, total", S(GRN_M_KINETIC), S(GRN_M_POTENTIAL),               \
+       REF(GRN_M_ENERGY))
+static const grn_plot_info dambreak_plots[] = {
+    PLOT("Surge front and water height at the wall, m", S(GRN_M_FRONT), S(GRN_M_HEIGHT)), ENERGIES};
 
-const grn_scene_impl grn__scene_dambreak = {.setup = dambreak_setup,
-                                            .script = no_script,
-                                            .measure = grn__sph_measure,
-                                            .act = grn__no_act,
-                                            .bed = grn__sph_bed,
-                                            .step = grn__sph_step,
-                                            .count = dambreak_count,
-                                            .derive = dambreak_derive};
+const grn_scene grn__scene_dambreak = {
+    .info = {"dambreak", GRN_MODEL_FLUID,
+             "SPH water: a column of width a and height 2a against the left wall of a tank 5a "
+             "long, released at t = 0",
+             LEN(dambreak_params), dambreak_params, dambreak_info, LEN(reset_only), reset_only,
+             MEASURES(WATER M(GRN_M_FRONT) M(GRN_M_HEIGHT)), PLOTS(dambreak_plots)},
+    .setup = dambreak_setup,
+    .bed = grn__sph_bed,
+    .count = dambreak_count,
+    .derive = dambreak_derive};
 
 /* ---- drop ----------------------------------------------------------------------------------- */
 #define TANK_X 1.0
@@ -117,8 +127,8 @@ static int drop_layout(grn_world *w, double s) {
 }
 
 static void drop_derive(grn_world *w) {
-  w->sph_s = drop_spacing(w->param[GRN_P_QUALITY]);
-  w->sph_fall = BALL_Y + BALL_R;
+  w->sph.s = drop_spacing(w->param[GRN_P_QUALITY]);
+  w->sph.fall = BALL_Y + BALL_R;
   grn__sph_derive(w);
 }
 
@@ -140,13 +150,19 @@ static int drop_setup(grn_world *w) {
     return GRN_E_NOMEM;
   }
   w->settle = 0.0;
-  return drop_layout(w, w->sph_s) < 0 ? GRN_E_NOMEM : GRN_OK;
+  return drop_layout(w, w->sph.s) < 0 ? GRN_E_NOMEM : GRN_OK;
 }
 
-const grn_scene_impl grn__scene_drop = {.setup = drop_setup,
-                                        .script = no_script,
-                                        .measure = grn__sph_measure,
-                                        .act = grn__no_act,
-                                        .step = grn__sph_step,
-                                        .count = drop_count,
-                                        .derive = drop_derive};
+static const grn_param_id drop_params[] = {GRN_P_QUALITY, GRN_P_VISC};
+static const grn_param_info drop_info[] = {P_FQUALITY("0, 1, 2: particle spacing 5, 4, 3 cm"),
+                                           P_VISC};
+SAME_LEN(drop_params, drop_info);
+static const grn_plot_info drop_plots[] = {ENERGIES, PLOT("Top of the water, m", S(GRN_M_TOP))};
+
+const grn_scene grn__scene_drop = {
+    .info = {"drop", GRN_MODEL_FLUID, "SPH water: a ball of water falls into a pool and splashes",
+             LEN(drop_params), drop_params, drop_info, LEN(reset_only), reset_only,
+             MEASURES(WATER M(GRN_M_TOP)), PLOTS(drop_plots)},
+    .setup = drop_setup,
+    .count = drop_count,
+    .derive = drop_derive};

@@ -1,0 +1,161 @@
+/* The granular pair pass (spec §2, reference 001): every listed pair's contact law into its row
+ * of the contact-force table, in pair order, scalar or four at a time by the AVX2 kernel. */
+#include "step.h"
+
+#include <string.h>
+
+/* Listed pairs a thread collects for the AVX2 kernel: (owner, pair, row slot) triples. */
+#define TOUCH_BATCH 256
+typedef struct batch {
+  int32_t item[3 * TOUCH_BATCH];
+  int n;
+} batch;
+
+static inline void law_one(const pair_ctx *c, const int32_t *it, pass_sums *sum) {
+  const double over = pair_force(c, it[0], it[1], &c->table[it[2]]);
+  if (over > 0.0) {
+    sum->touching++;
+    sum->omax = over > sum->omax ? over : sum->omax;
+  }
+}
+
+/* The kernel takes the pairs four at a time and hands the doubtful ones (parting, a liquid
+ * bridge, within rounding of first touch) back to the scalar law; each pair's result depends on
+ * its own inputs only, so which code computes it, and when, does not matter. */
+static void batch_flush(const pair_ctx *c, batch *bt, pass_sums *sum) {
+  const int full = bt->n & ~3;
+  int32_t slow[TOUCH_BATCH];
+  int nslow = 0;
+  if (full > 0) {
+    const double o = grn__contacts_avx2(c, bt->item, full, &sum->touching, slow, &nslow);
+    sum->omax = o > sum->omax ? o : sum->omax;
+  }
+  for (int k = 0; k < nslow; k++) {
+    law_one(c, &bt->item[3 * slow[k]], sum);
+  }
+  for (int k = full; k < bt->n; k++) {
+    law_one(c, &bt->item[3 * k], sum);
+  }
+  bt->n = 0;
+}
+
+/* Forces of the near pairs q0 .. q1 − 1 (the fused step's block, rows at base + q): the kernel
+ * takes them in place, four at a time. */
+void grn__range_forces(const pair_ctx *c, const int32_t *restrict owner, int32_t q0, int32_t q1,
+                       int32_t base, bool simd, pass_sums *sum) {
+  int32_t slow[TOUCH_BATCH];
+  int32_t q = q0;
+  while (simd && q1 - q >= 4) {
+    const int k = q1 - q < TOUCH_BATCH ? (q1 - q) & ~3 : TOUCH_BATCH;
+    int nslow = 0;
+    const double o = grn__contacts_range_avx2(c, owner, q, base, k, &sum->touching, slow, &nslow);
+    sum->omax = o > sum->omax ? o : sum->omax;
+    for (int j = 0; j < nslow; j++) {
+      const int32_t it[3] = {owner[q + slow[j]], q + slow[j], base + q + slow[j]};
+      law_one(c, it, sum);
+    }
+    q += k;
+  }
+  for (; q < q1; q++) {
+    const int32_t it[3] = {owner[q], q, base + q};
+    law_one(c, it, sum);
+  }
+}
+
+/* Forces of every pair owned by grain a: with SIMD they are queued for the kernel. */
+static inline void owner_forces(const pair_ctx *c, const int32_t *restrict pstart, int a,
+                                const slots *s, batch *bt, bool simd, pass_sums *sum) {
+  const int p1 = pstart[a + 1];
+  for (int p = pstart[a]; p < p1; p++) {
+    if (!simd) {
+      const int32_t it[3] = {a, p, slot_of(s, p)};
+      law_one(c, it, sum);
+      continue;
+    }
+    int32_t *it = &bt->item[3 * bt->n];
+    it[0] = a;
+    it[1] = p;
+    it[2] = slot_of(s, p);
+    if (++bt->n == TOUCH_BATCH) {
+      batch_flush(c, bt, sum);
+    }
+  }
+}
+
+pair_ctx grn__pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring) {
+  const pair_ctx c = {w->pos,
+                      w->vel,
+                      w->spin,
+                      w->rad,
+                      ring ? w->nb : w->pb,
+                      ring ? w->np : NULL,
+                      w->hist,
+                      w->pfn,
+                      rows,
+                      w->param[GRN_P_MU],
+                      w->param[GRN_P_MUR],
+                      w->param[GRN_P_COH],
+                      grn__reach_gap(w),
+                      w->k.cn,
+                      w->k.ct,
+                      w->k.kr,
+                      w->k.cr,
+                      ring};
+  return c;
+}
+
+/* The force pass over a table of rows: the reference over the whole list and a full table (also
+ * what tests inspect), or (near) over the near list, row q of the table for near pair q. Inactive
+ * rows of the full table must read as zero: after a rebuild, a fused or a near step it is
+ * cleared once; near rows of apart pairs are zeroed every time. */
+int grn__forces_pass(grn_world *w, bool near) {
+  const int rows = near ? w->nm : w->m;
+  if (w->tcap < rows) {
+    grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->tcap);
+    w->tcap = 0;
+    const int want = w->m + w->m / 4 + 64;
+    w->table = grn__alloc(w, sizeof(grn_force_row) * (size_t)want);
+    if (!w->table) {
+      return GRN_E_NOMEM;
+    }
+    w->tcap = want;
+    w->table_valid = false;
+  }
+  if (near) {
+    w->table_valid = false;
+  } else if (!w->table_valid && w->m > 0) {
+    memset(w->table, 0, sizeof(grn_force_row) * (size_t)w->m);
+    w->table_valid = true;
+  }
+  const pair_ctx c = grn__pair_ctx_of(w, w->table, near);
+  const int32_t *restrict pstart = near ? w->nstart : w->pstart;
+  const int n = w->n, nthreads = w->threads;
+  const bool simd = w->simd;
+  const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
+  double omax = 0.0;
+  int touching = 0;
+  (void)nthreads;
+  /* Pairs whose grains were removed never reach here: a removal marks the list dirty and the
+   * next step rebuilds before computing forces. */
+#pragma omp parallel num_threads(nthreads) reduction(max : omax) reduction(+ : touching)
+  {
+    const pair_ctx lc = c; /* thread-local copy: its address never escapes, so no aliasing */
+    batch bt;
+    bt.n = 0;
+    pass_sums sum = {0};
+#pragma omp for schedule(static)
+    for (int a = 0; a < n; a++) {
+      owner_forces(&lc, pstart, a, &s, &bt, simd, &sum);
+    }
+    batch_flush(&lc, &bt, &sum);
+    omax = sum.omax > omax ? sum.omax : omax;
+    touching += sum.touching;
+  }
+  w->over_max = omax;
+  w->contacts = touching;
+  return GRN_OK;
+}
+
+int grn__forces(grn_world *w) {
+  return grn__forces_pass(w, false);
+}

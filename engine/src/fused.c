@@ -1,0 +1,230 @@
+/* The fused granular step and its planning: forces and sums in one sweep over the near list. */
+#include "step.h"
+
+#include <string.h>
+
+/* ---- fused step ----------------------------------------------------------------------------
+ * Forces and sums in one sweep over the near list, so that no table of rows is kept. Grains are
+ * in cell order, so every pair (a, b) has |a − b| ≤ S (the span, measured at each refresh). The
+ * sweep makes the rows of a block of owners, then adds each row, in pair order, to the running
+ * sums of both its grains: that is the order in which every grain sums its rows (sum_rows), so the
+ * sums are the gather's to the bit, while a row is used once, in cache, the moment it is made.
+ * Grain g is complete once the owners up to g + S are done (no later owner has g as a partner):
+ * it is then integrated and its running sum cleared for the next step. Threads take contiguous
+ * chunks; a grain within S of a chunk boundary has rows from two threads, so it is integrated
+ * after a barrier by gathering its rows, in the same order, from bands of rows kept for the
+ * owners within 2S of each boundary. */
+#define GATHER_BLOCK 64
+
+static int32_t chunk_lo(const grn_world *w, int t) {
+  return (int32_t)((int64_t)w->n * t / w->threads);
+}
+
+/* Plan the fused step after a refresh; fused stays off when chunks are too small for bands. */
+int grn__plan_fused(grn_world *w) {
+  w->fused = false;
+  const int n = w->n, nt = w->threads;
+  int span = 0;
+  for (int a = 0; a < n; a++) {
+    for (int p = w->nstart[a]; p < w->nstart[a + 1]; p++) {
+      const int d = a > w->nb[p] ? a - w->nb[p] : w->nb[p] - a;
+      span = d > span ? d : span;
+    }
+  }
+  if (w->no_fuse || n < 64 || n / nt < 4 * span + 2 * GATHER_BLOCK) {
+    return GRN_OK;
+  }
+  /* each thread's block buffer: the rows of any GATHER_BLOCK consecutive owners */
+  int block = 64;
+  for (int a = 0; a < n; a++) {
+    const int e = a + GATHER_BLOCK;
+    const int k = w->nstart[e < n ? e : n] - w->nstart[a];
+    block = k > block ? k : block;
+  }
+  /* bands around each inner chunk boundary: owners [B − 2S, B + 2S) */
+  int64_t rows = (int64_t)block * nt;
+  for (int k = 1; k < nt; k++) {
+    const int b = chunk_lo(w, k);
+    rows += w->nstart[b + 2 * span] - w->nstart[b - 2 * span];
+  }
+  if (rows > INT32_MAX / 2) {
+    return GRN_OK;
+  }
+  if (rows > w->ringcap) {
+    const int64_t want = rows + rows / 4;
+    grn_force_row *q = grn__alloc(w, sizeof(grn_force_row) * (size_t)want);
+    if (!q) {
+      return GRN_OK; /* the reference passes need no rows kept: carry on without fusing */
+    }
+    grn__free(w, w->ring, sizeof(grn_force_row) * (size_t)w->ringcap);
+    w->ring = q;
+    w->ringcap = (int)want;
+  }
+  /* running sums, in a ring per thread: grain g's sum is in use from owner g − S (its first row)
+   * to g + S + GATHER_BLOCK (its integration), so a ring wider than that never holds two grains
+   * at once, and it stays in cache where a sum per grain would stream through memory. Zero
+   * between steps: the sweep clears each sum once its grain is integrated. */
+  int sums = 64;
+  while (sums < 2 * span + 2 * GATHER_BLOCK + 64) {
+    sums *= 2;
+  }
+  if ((int64_t)sums * nt > w->fsumcap) {
+    const int want = sums * nt;
+    double *f = grn__alloc(w, 6 * sizeof(double) * (size_t)want);
+    if (!f) {
+      return GRN_OK;
+    }
+    grn__free(w, w->fsum, 6 * sizeof(double) * (size_t)w->fsumcap);
+    w->fsum = f;
+    w->fsumcap = want;
+  }
+  memset(w->fsum, 0, 6 * sizeof(double) * (size_t)w->fsumcap);
+  w->fsum_mask = sums - 1;
+  w->span = span;
+  w->ring_rows = block;
+  w->fused = true;
+  return GRN_OK;
+}
+
+/* Band k's rows: its pair range and where it starts in the row buffer. */
+static void band_of(const grn_world *w, int k, int32_t *p0, int32_t *p1, int32_t *off) {
+  int32_t o = w->ring_rows * w->threads;
+  for (int j = 1; j < k; j++) {
+    const int b = chunk_lo(w, j);
+    o += w->nstart[b + 2 * w->span] - w->nstart[b - 2 * w->span];
+  }
+  const int b = chunk_lo(w, k);
+  *p0 = w->nstart[b - 2 * w->span];
+  *p1 = w->nstart[b + 2 * w->span];
+  *off = o;
+}
+
+/* Add the rows of owners [a0, a1) (in the block buffer at base + q) to the running sums of the
+ * grains in [ilo, ihi), in pair order, and copy those that bands keep. */
+static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_force_row *rows,
+                      int32_t base, double *restrict fsum, int32_t fm, int a0, int a1, int ilo,
+                      int ihi, const slots *bands, grn_force_row *keep) {
+  for (int a = a0; a < a1; a++) {
+    const int p0 = c->pstart[a], p1 = c->pstart[a + 1];
+    if (a >= ilo && a < ihi) {
+      double *sa = &fsum[6 * (size_t)(a & fm)];
+      double fx = sa[0], fy = sa[1], fz = sa[2], tx = sa[3], ty = sa[4], tz = sa[5];
+      for (int p = p0; p < p1; p++) {
+        const grn_force_row *row = &rows[base + p];
+        fx -= row->f[0];
+        fy -= row->f[1];
+        fz -= row->f[2];
+        tx += row->ta[0];
+        ty += row->ta[1];
+        tz += row->ta[2];
+      }
+      sa[0] = fx;
+      sa[1] = fy;
+      sa[2] = fz;
+      sa[3] = tx;
+      sa[4] = ty;
+      sa[5] = tz;
+    }
+    for (int p = p0; p < p1; p++) {
+      const int b = nb[p];
+      if (b >= ilo && b < ihi) {
+        const grn_force_row *row = &rows[base + p];
+        double *sb = &fsum[6 * (size_t)(b & fm)];
+        sb[0] += row->f[0];
+        sb[1] += row->f[1];
+        sb[2] += row->f[2];
+        sb[3] += row->tb[0];
+        sb[4] += row->tb[1];
+        sb[5] += row->tb[2];
+      }
+    }
+  }
+  const int q0 = c->pstart[a0], q1 = c->pstart[a1];
+  for (int k = 0; k < bands->nb; k++) {
+    const int lo = q0 > bands->p0[k] ? q0 : bands->p0[k];
+    const int hi = q1 < bands->p1[k] ? q1 : bands->p1[k];
+    if (lo < hi) {
+      memcpy(&keep[bands->off[k] + (lo - bands->p0[k])], &rows[base + lo],
+             sizeof(grn_force_row) * (size_t)(hi - lo));
+    }
+  }
+}
+
+/* Integrate grain g from its running sum, and clear the sum for the next step. */
+static inline void finish_sum(const grain_ctx *c, double *restrict fsum, int32_t fm, int g,
+                              const grn_world *w, pass_sums *sum) {
+  double *sg = &fsum[6 * (size_t)(g & fm)];
+  finish_one(c, g, sg, w, sum);
+  memset(sg, 0, 6 * sizeof(double));
+}
+
+void grn__step_fused(grn_world *w) {
+  const pair_ctx pc = grn__pair_ctx_of(w, w->ring, true);
+  const grain_ctx gc = grn__grain_ctx_of(w, true);
+  const int32_t *restrict pstart = w->nstart;
+  const int nt = w->threads, span = w->span;
+  const bool simd = w->simd;
+  const int32_t fm = w->fsum_mask;
+  double omax = 0.0, vm2 = 0.0, vm2_slow = 0.0;
+  int touching = 0, moving = 0, count = 0, killed = 0;
+  w->table_valid = false; /* the full table is not maintained here */
+#pragma omp parallel num_threads(nt) reduction(max : omax, vm2, vm2_slow)                       \
+    reduction(+ : touching, moving, count, killed)
+  {
+    const pair_ctx lc = pc;
+    const grain_ctx lg = gc;
+    pass_sums sum = {0};
+    /* phase 1: each chunk sweeps its owners and integrates its interior grains behind them */
+#pragma omp for schedule(static, 1)
+    for (int t = 0; t < nt; t++) {
+      const int lo = chunk_lo(w, t), hi = chunk_lo(w, t + 1);
+      slots bands = {0, 0, 0, {0, 0}, {0, 0}, {0, 0}};
+      if (t > 0) {
+        band_of(w, t, &bands.p0[bands.nb], &bands.p1[bands.nb], &bands.off[bands.nb]);
+        bands.nb++;
+      }
+      if (t < nt - 1) {
+        band_of(w, t + 1, &bands.p0[bands.nb], &bands.p1[bands.nb], &bands.off[bands.nb]);
+        bands.nb++;
+      }
+      const int ilo = t > 0 ? lo + span : lo, ihi = t < nt - 1 ? hi - span : hi;
+      double *fsum = w->fsum + 6 * (size_t)(fm + 1) * (size_t)t;
+      int g = ilo;
+      for (int a0 = lo; a0 < hi; a0 += GATHER_BLOCK) {
+        const int a1 = a0 + GATHER_BLOCK < hi ? a0 + GATHER_BLOCK : hi;
+        const int32_t base = t * w->ring_rows - pstart[a0];
+        grn__range_forces(&lc, w->na, pstart[a0], pstart[a1], base, simd, &sum);
+        add_block(&lg, w->nb, w->ring, base, fsum, fm, a0, a1, ilo, ihi, &bands, w->ring);
+        for (; g < ihi && g + span < a1; g++) {
+          finish_sum(&lg, fsum, fm, g, w, &sum);
+        }
+      }
+      for (; g < ihi; g++) {
+        finish_sum(&lg, fsum, fm, g, w, &sum);
+      }
+    }
+    /* phase 2 (after the loop's barrier): grains within S of each inner boundary */
+#pragma omp for schedule(static, 1)
+    for (int k = 1; k < nt; k++) {
+      slots s = {0, 0, 1, {0, 0}, {0, 0}, {0, 0}};
+      band_of(w, k, &s.p0[0], &s.p1[0], &s.off[0]);
+      const int b = chunk_lo(w, k);
+      for (int i = b - span; i < b + span; i++) {
+        double ft[6];
+        sum_rows(&lg, w->ring, &s, i, ft);
+        finish_one(&lg, i, ft, w, &sum);
+      }
+    }
+    omax = sum.omax > omax ? sum.omax : omax;
+    vm2 = sum.vm2 > vm2 ? sum.vm2 : vm2;
+    vm2_slow = sum.vm2_slow > vm2_slow ? sum.vm2_slow : vm2_slow;
+    touching += sum.touching;
+    moving += sum.moving;
+    count += sum.count;
+    killed += sum.killed;
+  }
+  w->over_max = omax;
+  w->contacts = touching;
+  const pass_sums total = {omax, vm2, vm2_slow, touching, moving, count, killed};
+  grn__finish_pass(w, &total);
+}

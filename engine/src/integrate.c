@@ -1,0 +1,76 @@
+/* Integration of the granular step (spec §2): each grain's rows summed in pair order (the same
+ * bits for any thread count), boundaries, semi-implicit Euler, and the pass's figures. */
+#include "step.h"
+
+/* The reference pass reads the whole list; the fused step its near pairs. */
+grain_ctx grn__grain_ctx_of(const grn_world *w, bool near) {
+  const grain_ctx c = {w->pos,
+                       w->vel,
+                       w->spin,
+                       w->rad,
+                       w->inv_m,
+                       w->inv_i,
+                       w->hf,
+                       w->flags,
+                       near ? w->nstart : w->pstart,
+                       near ? w->nrstart : w->rstart,
+                       near ? w->nrref : w->rref,
+                       near ? w->nfast : NULL,
+                       w->geom,
+                       w->k};
+  return c;
+}
+
+void grn__finish_pass(grn_world *w, const pass_sums *sum) {
+  w->flowing = sum->count > 0 ? (double)sum->moving / sum->count : 0.0;
+  w->vmax = sqrt(sum->vm2);
+  w->disp += w->vmax * GRN_H;
+  w->ndisp += sqrt(sum->vm2_slow) * GRN_H;
+  if (sum->killed > 0) {
+    w->dirty = true;
+  }
+  w->alive -= sum->killed;
+}
+
+/* The grain pass over the table of forces_pass. */
+static void gather_pass(grn_world *w, bool near) {
+  const int n = w->n, nthreads = w->threads;
+  const grain_ctx shared = grn__grain_ctx_of(w, near);
+  const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
+  double vm2 = 0.0, vm2_slow = 0.0;
+  int moving = 0, count = 0, killed = 0;
+  (void)nthreads;
+#pragma omp parallel num_threads(nthreads) reduction(max : vm2, vm2_slow)                      \
+    reduction(+ : moving, count, killed)
+  {
+    const grain_ctx c = shared;
+    pass_sums sum = {0};
+#pragma omp for schedule(static)
+    for (int i = 0; i < n; i++) {
+      double ft[6];
+      sum_rows(&c, w->table, &s, i, ft);
+      finish_one(&c, i, ft, w, &sum);
+    }
+    vm2 = sum.vm2 > vm2 ? sum.vm2 : vm2;
+    vm2_slow = sum.vm2_slow > vm2_slow ? sum.vm2_slow : vm2_slow;
+    moving += sum.moving;
+    count += sum.count;
+    killed += sum.killed;
+  }
+  const pass_sums total = {0.0, vm2, vm2_slow, 0, moving, count, killed};
+  grn__finish_pass(w, &total);
+}
+
+void grn__gather_integrate(grn_world *w) {
+  gather_pass(w, false);
+}
+
+/* Both passes over the near list: for worlds whose thread chunks are too short for the fused
+ * step's bands (a few thousand grains on two threads). Same bits as the reference. */
+int grn__step_near(grn_world *w) {
+  const int rc = grn__forces_pass(w, true);
+  if (rc == GRN_OK) {
+    gather_pass(w, true);
+  }
+  return rc;
+}

@@ -1,0 +1,44 @@
+/* The model registry: one ops table per grn_model (model.h), the granular model's table, and the
+ * public read-outs that depend on the model (its name, the cost of a step). */
+#include "model.h"
+
+static void granular_stats(const grn_world *w, grn_world_stats *out) {
+  (void)w;
+  out->substeps = 1;
+  out->tree = false;
+}
+
+/* 2 µs per grain on a slow machine: about six contacts each (the daemon's pacing figure). */
+static double granular_cost(const grn_world_def *def, int n) {
+  (void)def;
+  return 2.0 * n;
+}
+
+/* The granular model's buffers are the world's grain and pair machinery (freed by the world). */
+const grn_model_ops grn__model_granular = {.kind = GRN_MODEL_GRANULAR,
+                                           .name = "granular",
+                                           .pairs = true,
+                                           .step = grn__granular_step,
+                                           .measure = grn__common_measures,
+                                           .stats = granular_stats,
+                                           .cost = granular_cost};
+
+static const grn_model_ops *const models[] = {
+    [GRN_MODEL_GRANULAR] = &grn__model_granular,
+    [GRN_MODEL_FLUID] = &grn__model_fluid,
+    [GRN_MODEL_GRAVITY] = &grn__model_gravity,
+};
+
+const grn_model_ops *grn__model_of(grn_model kind) {
+  return (int)kind >= 0 && (size_t)kind < sizeof models / sizeof models[0] ? models[kind] : NULL;
+}
+
+const char *grn_model_name(grn_model model) {
+  const grn_model_ops *m = grn__model_of(model);
+  return m ? m->name : "";
+}
+
+double grn_world_def_step_cost(const grn_world_def *def) {
+  const grn_model_ops *m = def && def->scene ? grn__model_of(def->scene->model) : NULL;
+  return m ? m->cost(def, grn_world_def_grains(def)) : 0.0;
+}

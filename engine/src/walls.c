@@ -1,0 +1,202 @@
+/* Walls and boundaries (spec §2 "Walls, floor and tool"): the generic frictional wall contact,
+ * the floor and plate with their springs, the hole's rim, box walls, the dam, the silo's cylinder,
+ * the turning drum and the user's tool. */
+#include "step.h"
+
+#include <string.h>
+
+/* Frictional wall contact (no spring): n points from the wall to the grain. Friction is viscous
+ * (CW·|vt|) when slow, Coulomb (mu·N) when fast, and never more than what stops the contact point
+ * within this step (its effective mass is 2/7·m): CW·H/(2/7·m) > 2 for grains under ≈ 8.75 kg,
+ * and an uncapped viscous branch would flip the slip every step and grow. */
+static void wall_contact(const grain_ctx *w, int i, grn_vec3 n, double over, double mu,
+                         grn_vec3 wall_v, grn_vec3 *f, grn_vec3 *t) {
+  const double r = w->rad[i];
+  const grn_vec3 vc = sub(sub(w->vel[i], wall_v), scale(cross(w->spin[i], n), r));
+  const double vn = dot(vc, n);
+  const double fn = GRN_KN * over - w->k.cn * vn;
+  if (fn <= 0.0) {
+    return;
+  }
+  grn_vec3 ff = scale(n, fn);
+  const grn_vec3 vt = sub(vc, scale(n, vn));
+  const double ts = sqrt(dot(vt, vt));
+  if (ts > 1e-9 && mu > 0.0) {
+    double ft = GRN_CW * ts;
+    const double lim = mu * fn, stop = (2.0 / 7.0) * ts / (w->inv_m[i] * GRN_H);
+    ft = ft < lim ? ft : lim;
+    ft = ft < stop ? ft : stop;
+    const grn_vec3 fv = scale(vt, -ft / ts);
+    ff = add(ff, fv);
+    *t = sub(*t, scale(cross(n, fv), r));
+  }
+  *f = add(*f, ff);
+}
+
+/* Flat floor or plate at height `ground`: per-grain tangential and rolling springs like a grain
+ * contact, with MU_FLOOR and MUR_FLOOR, rolling stiffness 4·KR and damping 2·CR. */
+static bool floor_contact(const grain_ctx *w, int i, double ground, grn_vec3 *f, grn_vec3 *t) {
+  const double r = w->rad[i];
+  const grn_vec3 p = w->pos[i], v = w->vel[i], sp = w->spin[i];
+  const double over = ground + r - p.y;
+  if (over <= 0.0) {
+    return false;
+  }
+  double fn = GRN_KN * over - w->k.cn * v.y;
+  fn = fn > 0.0 ? fn : 0.0;
+  double *hf = &w->hf[4 * (size_t)i];
+  const grn_vec3 vc = v3(v.x + r * sp.z, 0.0, v.z - r * sp.x);
+  grn_vec3 u = v3(hf[0] + vc.x * GRN_H, 0.0, hf[1] + vc.z * GRN_H);
+  grn_vec3 ft = scale(u, -GRN_KT);
+  const double lim = w->geom.mu_floor * fn;
+  if (cap_to(&ft, lim)) {
+    u = scale(ft, -1.0 / GRN_KT);
+  } else {
+    ft = sub(ft, scale(vc, w->k.ct));
+    cap_to(&ft, lim);
+  }
+  hf[0] = u.x;
+  hf[1] = u.z;
+  *f = add(*f, v3(ft.x, fn, ft.z));
+  t->x -= r * ft.z;
+  t->z += r * ft.x;
+  grn_vec3 th = v3(hf[2] + sp.x * GRN_H, 0.0, hf[3] + sp.z * GRN_H);
+  grn_vec3 mom = scale(th, -w->k.krf);
+  const double ml = w->geom.mur_floor * r * fn;
+  if (cap_to(&mom, ml)) {
+    th = scale(mom, -1.0 / w->k.krf);
+  } else {
+    mom = sub(mom, scale(v3(sp.x, 0.0, sp.z), w->k.crf));
+    cap_to(&mom, ml);
+  }
+  hf[2] = th.x;
+  hf[3] = th.z;
+  t->x += mom.x;
+  t->z += mom.z;
+  return true;
+}
+
+/* The wall of a drum turning at drum_w about the z axis through (0, drum_y): a grain beyond
+ * drum_r − r meets it where the radius through its centre crosses it. Like the floor, a rough
+ * wall (grains glued on, as in experiments) with springs that give static friction, so the bed
+ * turns with the drum instead of slipping: tangential spring u and rolling angle theta in the
+ * wall's tangent basis (t1 = z × e along the turn, t2 = z), kept in the grain's floor history,
+ * MU = drum_mu, rolling stiffness 4·KR, damping 2·CR, limit MUR_FLOOR·r·N. The contact point
+ * moves with the wall at w × (R·e); the wall spins at w about z. */
+static bool drum_contact(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
+  const grn_geom *g = &w->geom;
+  const double r = w->rad[i];
+  const grn_vec3 p = w->pos[i], v = w->vel[i], sp = w->spin[i];
+  const double dx = p.x, dy = p.y - g->drum_y, lim = g->drum_r - r;
+  const double rho2 = dx * dx + dy * dy;
+  if (!(rho2 > lim * lim)) {
+    return false;
+  }
+  const double rho = sqrt(rho2), over = rho - lim;
+  const grn_vec3 e = v3(dx / rho, dy / rho, 0.0), t1 = v3(-e.y, e.x, 0.0);
+  const grn_vec3 wall_v = scale(t1, g->drum_w * g->drum_r);
+  /* the grain's contact point relative to the wall */
+  const grn_vec3 vc = sub(add(v, scale(cross(sp, e), r)), wall_v);
+  const double vn = -dot(vc, e); /* along n = −e, from the wall to the grain */
+  double fn = GRN_KN * over - w->k.cn * vn;
+  fn = fn > 0.0 ? fn : 0.0;
+  double *hf = &w->hf[4 * (size_t)i];
+  const double v1 = dot(vc, t1), v2 = vc.z;
+  grn_vec3 u = v3(hf[0] + v1 * GRN_H, hf[1] + v2 * GRN_H, 0.0); /* (t1, t2) components */
+  grn_vec3 ft = scale(u, -GRN_KT);
+  const double flim = g->drum_mu * fn;
+  if (cap_to(&ft, flim)) {
+    u = scale(ft, -1.0 / GRN_KT);
+  } else {
+    ft = sub(ft, scale(v3(v1, v2, 0.0), w->k.ct));
+    cap_to(&ft, flim);
+  }
+  hf[0] = u.x;
+  hf[1] = u.y;
+  const grn_vec3 fw = add(scale(t1, ft.x), v3(0.0, 0.0, ft.y));
+  *f = add(*f, add(scale(e, -fn), fw));
+  *t = add(*t, scale(cross(e, fw), r));
+  /* rolling: the grain's spin relative to the wall's, in the tangent plane */
+  const grn_vec3 wr = sub(sp, v3(0.0, 0.0, g->drum_w));
+  const double w1 = dot(wr, t1), w2 = wr.z;
+  grn_vec3 th = v3(hf[2] + w1 * GRN_H, hf[3] + w2 * GRN_H, 0.0);
+  grn_vec3 mom = scale(th, -w->k.krf);
+  const double ml = g->mur_floor * r * fn;
+  if (cap_to(&mom, ml)) {
+    th = scale(mom, -1.0 / w->k.krf);
+  } else {
+    mom = sub(mom, scale(v3(w1, w2, 0.0), w->k.crf));
+    cap_to(&mom, ml);
+  }
+  hf[2] = th.x;
+  hf[3] = th.y;
+  *t = add(*t, add(scale(t1, mom.x), v3(0.0, 0.0, mom.y)));
+  return true;
+}
+
+void grn__boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
+  const grn_geom *g = &w->geom;
+  const grn_vec3 p = w->pos[i];
+  const double r = w->rad[i];
+  const grn_vec3 still = v3(0.0, 0.0, 0.0);
+  double ground = g->floor_y;
+  bool flat = p.x >= g->fx0 && p.x <= g->fx1 && p.z >= g->fz0 && p.z <= g->fz1;
+  if (g->plate && p.y > g->plate_y - 0.5 * r) {
+    const double rho2 = p.x * p.x + p.z * p.z;
+    if (g->plugged || rho2 >= g->hole_r * g->hole_r) {
+      ground = g->plate_y;
+      flat = true;
+    } else {
+      /* centre over the hole: the grain meets the hole's rim, a ring */
+      flat = false;
+      const double rho = sqrt(rho2) + 1e-12, e = g->hole_r - rho, dy = p.y - g->plate_y;
+      const double dd = e * e + dy * dy;
+      if (dd < r * r) {
+        const double dist = sqrt(dd) + 1e-12;
+        wall_contact(w, i, v3(-p.x / rho * e / dist, dy / dist, -p.z / rho * e / dist), r - dist,
+                     g->mu_wall, still, f, t);
+      }
+    }
+  }
+  /* the floor's springs hold the grain on the floor, or on the drum's wall (a drum has no floor) */
+  if ((flat && floor_contact(w, i, ground, f, t)) ||
+      (g->drum_r > 0.0 && drum_contact(w, i, f, t))) {
+    w->flags[i] |= GRN_F_FLOOR;
+  } else if (w->flags[i] & GRN_F_FLOOR) {
+    w->flags[i] &= (uint8_t)~GRN_F_FLOOR;
+    memset(&w->hf[4 * (size_t)i], 0, 4 * sizeof(double));
+  }
+  if (g->box) {
+    if (p.x - r < g->xmin) {
+      wall_contact(w, i, v3(1, 0, 0), g->xmin - p.x + r, g->mu_wall, still, f, t);
+    }
+    if (p.x + r > g->xmax) {
+      wall_contact(w, i, v3(-1, 0, 0), p.x + r - g->xmax, g->mu_wall, still, f, t);
+    }
+    if (p.z - r < g->zmin) {
+      wall_contact(w, i, v3(0, 0, 1), g->zmin - p.z + r, g->mu_wall, still, f, t);
+    }
+    if (p.z + r > g->zmax) {
+      wall_contact(w, i, v3(0, 0, -1), p.z + r - g->zmax, g->mu_wall, still, f, t);
+    }
+  }
+  /* the dam holds only grains above its (lifted) lower edge */
+  if (g->dam && p.x + r > g->dam_x && p.y > g->dam_edge) {
+    wall_contact(w, i, v3(-1, 0, 0), p.x + r - g->dam_x, g->mu_wall, still, f, t);
+  }
+  if (g->silo_r > 0.0 && p.y > g->plate_y - r) {
+    const double rho2 = p.x * p.x + p.z * p.z, lim = g->silo_r - r;
+    if (rho2 > lim * lim) {
+      const double rho = sqrt(rho2);
+      wall_contact(w, i, v3(-p.x / rho, 0, -p.z / rho), rho - lim, g->mu_wall, still, f, t);
+    }
+  }
+  if (g->tool) {
+    const grn_vec3 d = sub(p, g->tool_p);
+    const double rr = g->tool_r + r, d2 = dot(d, d);
+    if (d2 < rr * rr && d2 > 1e-12) {
+      const double dl = sqrt(d2);
+      wall_contact(w, i, scale(d, 1.0 / dl), rr - dl, 0.3, g->tool_v, f, t);
+    }
+  }
+}
