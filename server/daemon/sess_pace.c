@@ -15,30 +15,10 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Engine time one step of 1/240 s may take on a slow core, µs: ten times what the engine
- * measures on one core of the development machine, by model. Grains: 0.2 µs each (contacts of a
- * few neighbours). SPH: 7 µs per particle (density and force sums over ~30 neighbours, and CFL
- * sub-steps). N-body: 1.5 ns per pair when every pair is summed (theta 0, or the engine's direct
- * sum up to 2048 bodies), 7 µs per body through the Barnes-Hut tree. */
-static double step_cost_us(const grn_world_def *def) {
-  const double n = (double)grn_world_def_grains(def);
-  switch (def->scene->model) {
-  case GRN_MODEL_FLUID:
-    return 70.0 * n;
-  case GRN_MODEL_GRAVITY:
-    return n <= 2048.0 || grn_scene_param_index(def->scene, "theta") < 0 ||
-                   def->param[GRN_P_THETA] == 0.0
-               ? 0.015 * n * n
-               : 70.0 * n;
-  default:
-    return 2.0 * n;
-  }
-}
-
-/* How long a command may take: the heartbeat plus the work asked for at a slow machine's pace,
- * so a long "step" is not mistaken for a hang. */
+/* How long a command may take: the heartbeat plus the work asked for at a slow machine's pace
+ * (the engine's own estimate, per model), so a long "step" is not mistaken for a hang. */
 int sess__timeout_for(const session *s, int steps) {
-  const double ms = WORKER_TIMEOUT_MS + 0.001 * steps * step_cost_us(&s->def);
+  const double ms = WORKER_TIMEOUT_MS + 0.001 * steps * grn_world_def_step_cost(&s->def);
   return ms < 600000.0 ? (int)ms : 600000;
 }
 
@@ -46,7 +26,7 @@ int sess__timeout_for(const session *s, int steps) {
  * for costlier worlds so one tick holds the session's lock (and its GET) for well under a
  * second, never fewer than real time would take. */
 static int fast_steps(const session *s) {
-  const double k = 6e6 / step_cost_us(&s->def);
+  const double k = 6e6 / grn_world_def_step_cost(&s->def);
   return k >= 960.0 ? 960 : k <= 4.0 ? 4 : (int)k;
 }
 
