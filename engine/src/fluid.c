@@ -20,7 +20,7 @@
  *    particle arriving at v stops within s/2; damped at half the critical rate;
  *  - the sub-step is the least of CFL·h/c, the viscous limit h²/(8ν) and a tenth of the wall's
  *    period, so the whole step is fixed by the scene's parameters (and reproducible). */
-void grn__sph_derive(grn_world *w) {
+static void sph_derive(grn_world *w) {
   const double s = w->sph.s, h = 2.0 * s, fall = w->sph.fall;
   w->sph.h = h;
   w->skin = 0.25 * h;
@@ -425,6 +425,7 @@ static double sph_cost(const grn_world_def *def, int n) {
 const grn_model_ops grn__model_fluid = {.kind = GRN_MODEL_FLUID,
                                         .name = "fluid",
                                         .pairs = true,
+                                        .derive = sph_derive,
                                         .step = sph_step,
                                         .measure = grn__sph_measure,
                                         .changed = sph_changed,

@@ -23,7 +23,7 @@ typedef struct grn_bh_key {
   int32_t idx;
 } grn_bh_key;
 
-void grn__nbody_derive(grn_world *w) {
+static void nbody_derive(grn_world *w) {
   w->nbody.theta = w->param[GRN_P_THETA]; /* 0 for scenes without a tree */
 }
 
@@ -621,6 +621,7 @@ static double nbody_cost(const grn_world_def *def, int count) {
 const grn_model_ops grn__model_gravity = {.kind = GRN_MODEL_GRAVITY,
                                           .name = "gravity",
                                           .pairs = false,
+                                          .derive = nbody_derive,
                                           .step = nbody_step,
                                           .measure = grn__nbody_measure,
                                           .changed = nbody_changed,

@@ -8,6 +8,16 @@ static void granular_stats(const grn_world *w, grn_world_stats *out) {
   out->tree = false;
 }
 
+/* N = round(BASE[quality]·amount/100) (spec §1), or exactly the definition's grains. */
+static int granular_count(const grn_world_def *def) {
+  static const int base_count[3] = {750, 1500, 3000};
+  if (def->grains > 0) {
+    return def->grains;
+  }
+  const int q = (int)def->param[GRN_P_QUALITY];
+  return (int)lround(base_count[q < 0 ? 0 : q > 2 ? 2 : q] * def->param[GRN_P_AMOUNT] / 100.0);
+}
+
 /* 2 µs per grain on a slow machine: about six contacts each (the daemon's pacing figure). */
 static double granular_cost(const grn_world_def *def, int n) {
   (void)def;
@@ -18,6 +28,7 @@ static double granular_cost(const grn_world_def *def, int n) {
 const grn_model_ops grn__model_granular = {.kind = GRN_MODEL_GRANULAR,
                                            .name = "granular",
                                            .pairs = true,
+                                           .count = granular_count,
                                            .step = grn__granular_step,
                                            .measure = grn__common_measures,
                                            .stats = granular_stats,

@@ -12,6 +12,11 @@ typedef struct grn_model_ops {
   grn_model kind;
   const char *name; /* grn_model_name */
   bool pairs;       /* uses the pair list: it is built after the scene's setup */
+  /* Model constants from the parameters, after the scene's derive hook (setup, restore, a live
+   * change); NULL: none. */
+  void (*derive)(grn_world *w);
+  /* Particles a definition makes when its scene has no count hook; NULL: the scene must say. */
+  int (*count)(const grn_world_def *def);
   /* One step of H (all sub-steps). GRN_OK or GRN_E_NOMEM. */
   int (*step)(grn_world *w);
   /* Default measurement when the scene has none of its own (every GRN_MEASURE_EVERY steps). */
@@ -33,8 +38,8 @@ extern const grn_model_ops grn__model_granular;
 extern const grn_model_ops grn__model_fluid;
 extern const grn_model_ops grn__model_gravity;
 
-/* SPH (fluid.c): constants from w->sph.s and w->sph.fall (set by the scene first) */
-void grn__sph_derive(grn_world *w);
+/* SPH (fluid.c): the model derives its constants from w->sph.s and w->sph.fall, which the
+ * scene's derive hook sets first */
 int grn__sph_add(grn_world *w, double x, double y, double z);
 void grn__sph_energy(const grn_world *w, double *kinetic, double *potential);
 int grn__sph_bed(grn_world *w);
@@ -43,7 +48,6 @@ double grn__sph_bed_spacing(void);
 void grn__sph_measure(grn_world *w);
 
 /* N-body (gravity.c) */
-void grn__nbody_derive(grn_world *w);
 int grn__nbody_forces(grn_world *w);
 void grn__nbody_measure(grn_world *w);
 int grn__nbody_add(grn_world *w, double m, double x, double y, double z, grn_vec3 v);

@@ -19,8 +19,10 @@ struct grn_scene {
   int (*act)(grn_world *w, const grn_action *a, grn_error *err);
   double calm;                            /* sleep speed, m/s */
   int (*bed)(grn_world *w);               /* GRN_FILL_BED workload; NULL: the scene has none */
-  int (*count)(const grn_world_def *def); /* particles the definition makes; NULL: grain rule */
-  void (*derive)(grn_world *w); /* model constants from the parameters (setup, restore, set) */
+  int (*count)(const grn_world_def *def); /* particles the definition makes; NULL: the model's */
+  /* Scene constants from the parameters, before the model derives its own (setup, restore, a live
+   * change): the SPH spacing and fall height; NULL: none. */
+  void (*derive)(grn_world *w);
   /* Keeps the world awake (something is poured, pulled or turned); NULL: never. */
   bool (*busy)(const grn_world *w);
   /* Side effect of a live parameter change, after it is stored in w->param; NULL: none. */

@@ -133,18 +133,13 @@ int grn_world_def_set_text(grn_world_def *def, const char *name, const char *val
   return grn_world_def_set(def, name, v, err);
 }
 
-static const int base_count[3] = {750, 1500, 3000};
-
 int grn_world_def_grains(const grn_world_def *def) {
   const grn_scene *impl = def->scene ? grn__scene_impl(def->scene) : NULL;
   if (impl && impl->count) {
     return impl->count(def);
   }
-  if (def->grains > 0) {
-    return def->grains;
-  }
-  const int q = (int)def->param[GRN_P_QUALITY];
-  return (int)lround(base_count[q < 0 ? 0 : q > 2 ? 2 : q] * def->param[GRN_P_AMOUNT] / 100.0);
+  const grn_model_ops *m = impl ? grn__model_of(impl->info.model) : &grn__model_granular;
+  return m->count ? m->count(def) : -1;
 }
 
 int grn_world_def_validate(const grn_world_def *def, grn_error *err) {
@@ -230,6 +225,9 @@ void grn__model_init(grn_world *w) {
   w->cell_rmin = 0.5 * GRN_D0;
   if (w->impl->derive) {
     w->impl->derive(w);
+  }
+  if (w->model->derive) {
+    w->model->derive(w);
   }
 }
 
@@ -484,6 +482,9 @@ int grn_world_set_param(grn_world *w, const char *name, double value, grn_error 
   }
   if (w->impl->derive) {
     w->impl->derive(w);
+  }
+  if (w->model->derive) {
+    w->model->derive(w);
   }
   if (w->model->changed) {
     w->model->changed(w);

@@ -41,8 +41,7 @@ const grn_scene grn__scene_orbit = {
              LEN(orbit_params), orbit_params, orbit_info, LEN(reset_only), reset_only,
              MEASURES(GRAVITY), PLOTS(gravity_plots)},
     .setup = orbit_setup,
-    .count = two_bodies,
-    .derive = grn__nbody_derive};
+    .count = two_bodies};
 
 /* ---- softening ------------------------------------------------------------------------------ */
 /* Two unit masses 6 apart closing at 1.2 with an impact parameter of 0.1: without softening they
@@ -106,8 +105,7 @@ const grn_scene grn__scene_softening = {
     .state_size = sizeof(softening_state),
     .setup = softening_setup,
     .script = softening_script,
-    .count = two_bodies,
-    .derive = grn__nbody_derive};
+    .count = two_bodies};
 
 /* ---- cluster -------------------------------------------------------------------------------- */
 static int cluster_count(const grn_world_def *def) {
@@ -130,5 +128,4 @@ const grn_scene grn__scene_cluster = {
              MEASURES(GRAVITY), PLOTS(gravity_plots)},
     .setup = cluster_setup,
     .bed = cluster_setup,
-    .count = cluster_count,
-    .derive = grn__nbody_derive};
+    .count = cluster_count};

@@ -17,7 +17,6 @@ static void dambreak_derive(grn_world *w) {
     w->sph.s = w->param[GRN_P_WIDTH] / across(w->param[GRN_P_QUALITY]);
     w->sph.fall = 2.0 * w->param[GRN_P_WIDTH];
   }
-  grn__sph_derive(w);
 }
 
 static int dambreak_count(const grn_world_def *def) {
@@ -129,7 +128,6 @@ static int drop_layout(grn_world *w, double s) {
 static void drop_derive(grn_world *w) {
   w->sph.s = drop_spacing(w->param[GRN_P_QUALITY]);
   w->sph.fall = BALL_Y + BALL_R;
-  grn__sph_derive(w);
 }
 
 static int drop_count(const grn_world_def *def) {
