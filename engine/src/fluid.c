@@ -413,6 +413,7 @@ static void sph_changed(grn_world *w) {
 static void sph_stats(const grn_world *w, grn_world_stats *out) {
   out->substeps = w->sph.substeps;
   out->tree = false;
+  out->forces = "pairs";
 }
 
 /* 7 µs per particle on a slow machine: density and force sums over ~30 neighbours, and CFL
@@ -423,7 +424,7 @@ static double sph_cost(const grn_world_def *def, int n) {
 }
 
 const grn_model_ops grn__model_fluid = {.kind = GRN_MODEL_FLUID,
-                                        .name = "fluid",
+                                        .info = {"fluid", "water particles", false},
                                         .pairs = true,
                                         .derive = sph_derive,
                                         .step = sph_step,

@@ -606,6 +606,7 @@ static void nbody_changed(grn_world *w) {
 static void nbody_stats(const grn_world *w, grn_world_stats *out) {
   out->substeps = 1;
   out->tree = w->nbody.tree_valid;
+  out->forces = out->tree ? "tree" : "direct";
 }
 
 /* On a slow machine: 1.5 ns per pair when every pair is summed (theta 0, or the direct sum up to
@@ -619,7 +620,7 @@ static double nbody_cost(const grn_world_def *def, int count) {
 }
 
 const grn_model_ops grn__model_gravity = {.kind = GRN_MODEL_GRAVITY,
-                                          .name = "gravity",
+                                          .info = {"gravity", "bodies", false},
                                           .pairs = false,
                                           .derive = nbody_derive,
                                           .step = nbody_step,

@@ -6,6 +6,7 @@ static void granular_stats(const grn_world *w, grn_world_stats *out) {
   (void)w;
   out->substeps = 1;
   out->tree = false;
+  out->forces = "pairs";
 }
 
 /* N = round(BASE[quality]·amount/100) (spec §1), or exactly the definition's grains. */
@@ -26,7 +27,7 @@ static double granular_cost(const grn_world_def *def, int n) {
 
 /* The granular model's buffers are the world's grain and pair machinery (freed by the world). */
 const grn_model_ops grn__model_granular = {.kind = GRN_MODEL_GRANULAR,
-                                           .name = "granular",
+                                           .info = {"granular", "grains", true},
                                            .pairs = true,
                                            .count = granular_count,
                                            .step = grn__granular_step,
@@ -46,7 +47,12 @@ const grn_model_ops *grn__model_of(grn_model kind) {
 
 const char *grn_model_name(grn_model model) {
   const grn_model_ops *m = grn__model_of(model);
-  return m ? m->name : "";
+  return m ? m->info.name : "";
+}
+
+const grn_model_info *grn_model_info_of(grn_model model) {
+  const grn_model_ops *m = grn__model_of(model);
+  return m ? &m->info : NULL;
 }
 
 double grn_world_def_step_cost(const grn_world_def *def) {

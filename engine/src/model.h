@@ -10,8 +10,8 @@
 
 typedef struct grn_model_ops {
   grn_model kind;
-  const char *name; /* grn_model_name */
-  bool pairs;       /* uses the pair list: it is built after the scene's setup */
+  grn_model_info info; /* grn_model_info_of: its name, its particles, whether it settles */
+  bool pairs;          /* uses the pair list: it is built after the scene's setup */
   /* Model constants from the parameters, after the scene's derive hook (setup, restore, a live
    * change); NULL: none. */
   void (*derive)(grn_world *w);
@@ -23,7 +23,7 @@ typedef struct grn_model_ops {
   void (*measure)(grn_world *w);
   /* A parameter changed (after the scene derived its constants): drop cached forces. */
   void (*changed)(grn_world *w);
-  /* Model figures of grn_world_get_stats: substeps and tree. */
+  /* Model figures of grn_world_get_stats: substeps, tree and forces. */
   void (*stats)(const grn_world *w, grn_world_stats *out);
   /* Free the model's block (world clear and destroy). */
   void (*free)(grn_world *w);

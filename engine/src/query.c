@@ -70,6 +70,7 @@ void grn_world_get_stats(const grn_world *w, grn_world_stats *out) {
   out->bytes_live = w->bytes_live;
   out->substeps = 1;
   out->tree = false;
+  out->forces = "pairs";
   if (w->model->stats) {
     w->model->stats(w, out);
   }

@@ -142,8 +142,15 @@ json_t *api_scenes_json(void) {
     json_array_append_new(measures, json_pack("{s:s, s:s, s:s}", "name", m->name, "unit", m->unit,
                                               "label", m->label));
   }
-  return json_pack("{s:o, s:o, s:o, s:f, s:i}", "scenes", a, "actions", actions, "measurements",
-                   measures, "step_seconds", GRN_STEP_SECONDS, "sample_steps", GRN_SAMPLE_STEPS);
+  json_t *models = json_array();
+  for (int k = 0; grn_model_info_of((grn_model)k); k++) {
+    const grn_model_info *m = grn_model_info_of((grn_model)k);
+    json_array_append_new(models, json_pack("{s:s, s:s, s:b}", "name", m->name, "particles",
+                                            m->particles, "settles", m->settles));
+  }
+  return json_pack("{s:o, s:o, s:o, s:o, s:f, s:i}", "scenes", a, "models", models, "actions",
+                   actions, "measurements", measures, "step_seconds", GRN_STEP_SECONDS,
+                   "sample_steps", GRN_SAMPLE_STEPS);
 }
 
 int api_read_action(const json_t *body, api_action *out, api_error *err) {

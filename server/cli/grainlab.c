@@ -400,8 +400,8 @@ static int cmd_bench(int argc, char **argv) {
   grn_world_measurements(w, &m);
   /* grains pack down first; water starts at its rest density on the lattice and a Plummer sphere
    * in equilibrium, so both are timed from the start (settling 100 000 particles of water would
-   * take an hour) */
-  const bool settle = o.def.scene->model == GRN_MODEL_GRANULAR;
+   * take an hour): the model says which */
+  const bool settle = grn_model_info_of(o.def.scene->model)->settles;
   while (settle && (m.state == GRN_STATE_SETTLING || grn_world_time(w) < 0.5)) {
     if (grn_world_step(w, GRN_SAMPLE_STEPS) != GRN_OK) {
       fprintf(stderr, "grainlab: error: out of memory while settling\n");
@@ -434,8 +434,7 @@ static int cmd_bench(int argc, char **argv) {
          after.rebuilds - before.rebuilds, dt, 1e9 * dt / gs, gs / dt, peak_rss_bytes(),
          (double)peak_rss_bytes() / after.alive, after.bytes_live, settle_wall, after.max_speed,
          grn_model_name(o.def.scene->model), after.substeps, gs * after.substeps / dt,
-         (double)o.steps / dt,
-         o.def.scene->model == GRN_MODEL_GRAVITY ? (after.tree ? "tree" : "direct") : "pairs");
+         (double)o.steps / dt, after.forces);
   grn_world_destroy(w);
   return 0;
 }

@@ -38,20 +38,13 @@ static const char *count_param(const grn_scene_info *scene) {
   return "scene";
 }
 
-/* What a scene's particles are called in messages. */
-static const char *particles(const grn_scene_info *scene) {
-  return scene->model == GRN_MODEL_FLUID     ? "water particles"
-         : scene->model == GRN_MODEL_GRAVITY ? "bodies"
-                                             : "grains";
-}
-
 /* The server's limit on particles per session; 0 or an error. */
 int sess__check_count(const sess_registry *r, const grn_world_def *def, sess_error *err) {
   const int n = grn_world_def_grains(def);
   if (n > r->limits.max_grains) {
     api_fail(err, 422, "too_many_grains", count_param(def->scene),
-             "%d %s exceed this server's limit of %d", n, particles(def->scene),
-             r->limits.max_grains);
+             "%d %s exceed this server's limit of %d", n,
+             grn_model_info_of(def->scene->model)->particles, r->limits.max_grains);
     return -1;
   }
   return 0;

@@ -165,6 +165,11 @@ static void check_catalogue(void) {
   CHECK(name, text && strcmp(text, "{\"name\":\"flow\",\"unit\":\"kg/s\",\"label\":"
                                    "\"discharge rate\"}") == 0);
   free(text);
+  CHECK("catalogue: every model with its particles",
+        json_array_size(json_object_get(j, "models")) == 3 &&
+            strcmp(json_string_value(json_object_get(
+                       json_array_get(json_object_get(j, "models"), GRN_MODEL_FLUID), "particles")),
+                   "water particles") == 0);
   CHECK("catalogue: the step length and the sample interval",
         json_real_value(json_object_get(j, "step_seconds")) == GRN_STEP_SECONDS &&
             json_integer_value(json_object_get(j, "sample_steps")) == GRN_SAMPLE_STEPS);

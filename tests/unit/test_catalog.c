@@ -156,6 +156,15 @@ static void action_catalogue(void) {
               strcmp(grn_measure_name((grn_measure_key)k), m->name) == 0);
   }
   CHECK("no measurement past the last", grn_measure_info_of(GRN_MEASURE_COUNT) == NULL);
+  const grn_model_info *g = grn_model_info_of(GRN_MODEL_GRANULAR),
+                       *f = grn_model_info_of(GRN_MODEL_FLUID),
+                       *b = grn_model_info_of(GRN_MODEL_GRAVITY);
+  CHECK("every model says what its particles are and whether it settles",
+        g && f && b && strcmp(g->particles, "grains") == 0 && g->settles &&
+            strcmp(f->particles, "water particles") == 0 && !f->settles &&
+            strcmp(b->particles, "bodies") == 0 && !b->settles &&
+            strcmp(b->name, grn_model_name(GRN_MODEL_GRAVITY)) == 0);
+  CHECK("no model past the last", grn_model_info_of((grn_model)3) == NULL);
 }
 
 static void live_changes(void) {

@@ -16,7 +16,6 @@ if (!controlToken) document.body.classList.add('viewer');
 $('role').textContent = controlToken ? 'controller' : 'viewer';
 
 const view = new View($('view'));
-const NOUN = { granular: 'grains', fluid: 'water particles', gravity: 'bodies' };
 window.grainlabView = view; // for scripting and tests
 let session = null, scene = null, link = null, decoder = null, frames = 0;
 let plots = []; // per plot of the scene: {keys, data, uplot, div}
@@ -263,6 +262,7 @@ async function start() {
   const actionInfo = Object.fromEntries(catalogue.actions.map((a) => [a.name, a]));
   session = await api('GET', `/api/sessions/${id}`, undefined, token);
   scene = catalogue.scenes.find((s) => s.name === session.scene);
+  const particles = catalogue.models.find((m) => m.name === scene.model)?.particles || 'particles';
   $('title').textContent = `${session.scene}${session.label ? ' — ' + session.label : ''}`;
   $('join').textContent = session.join_code;
   $('viewer-link').value = `${location.origin}/s/${session.id}${viewToken ? '#view=' + viewToken : ''}`;
@@ -277,7 +277,7 @@ async function start() {
       if (info.kind === CHAINS) { view.showChains(info, d); return; }
       frames++;
       view.update(d);
-      $('badge').textContent = `t = ${info.t.toFixed(2)} s · ${d.count} ${NOUN[scene.model] || 'grains'}`;
+      $('badge').textContent = `t = ${info.t.toFixed(2)} s · ${d.count} ${particles}`;
       document.body.dataset.frames = frames;
     },
     onText(msg) {

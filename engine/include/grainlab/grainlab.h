@@ -76,6 +76,18 @@ typedef enum grn_model {
 /* "granular", "fluid" or "gravity"; "" for anything else. */
 GRN_API const char *grn_model_name(grn_model model);
 
+/* What a model is, for every client: its name, what its particles are called ("grains", "water
+ * particles", "bodies"), and whether its scenes first pack down under a settling drag (state
+ * `settling`), which timed runs wait out. */
+typedef struct grn_model_info {
+  const char *name;
+  const char *particles;
+  bool settles;
+} grn_model_info;
+
+/* NULL for a model out of range. */
+GRN_API const grn_model_info *grn_model_info_of(grn_model model);
+
 /* Every user parameter any scene takes; a scene lists the subset it accepts. */
 typedef enum grn_param_id {
   GRN_P_MU = 0,    /* sliding friction between grains */
@@ -370,14 +382,16 @@ GRN_API void grn_world_height_map(const grn_world *world, grn_height_map *out);
 
 typedef struct grn_world_stats {
   int alive;
-  int pairs;         /* listed pairs */
-  int contacts;      /* touching pairs */
-  uint64_t rebuilds; /* pair-list rebuilds so far */
-  double max_speed;  /* m/s, last step */
-  double over_max;   /* largest grain overlap of the last step, m */
-  size_t bytes_live; /* bytes the world holds through its allocator */
-  int substeps;      /* model steps per step of H: SPH sub-steps from its CFL condition, else 1 */
-  bool tree;         /* N-body: the last forces came from the Barnes–Hut tree */
+  int pairs;          /* listed pairs */
+  int contacts;       /* touching pairs */
+  uint64_t rebuilds;  /* pair-list rebuilds so far */
+  double max_speed;   /* m/s, last step */
+  double over_max;    /* largest grain overlap of the last step, m */
+  size_t bytes_live;  /* bytes the world holds through its allocator */
+  int substeps;       /* model steps per step of H: SPH sub-steps from its CFL condition, else 1 */
+  bool tree;          /* N-body: the last forces came from the Barnes–Hut tree */
+  const char *forces; /* how the last forces were found: "pairs", "direct" (every pair of
+                         bodies) or "tree" */
 } grn_world_stats;
 
 GRN_API void grn_world_get_stats(const grn_world *world, grn_world_stats *out);
