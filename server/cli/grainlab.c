@@ -354,7 +354,7 @@ static int cmd_run(int argc, char **argv) {
   grn_world_get_stats(w, &st);
   fputs("{\"final\":", stdout);
   print_measurements(&m);
-  if (strcmp(o.def.scene->name, "chains") == 0) {
+  if (o.def.scene->chains) {
     /* force chains behind the vertical cut through the pile centre, seen from +z */
     const double px = isfinite(m.value[GRN_M_CX]) ? m.value[GRN_M_CX] : 0.0;
     const double pz = isfinite(m.value[GRN_M_CZ]) ? m.value[GRN_M_CZ] : 0.0;

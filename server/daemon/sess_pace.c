@@ -44,7 +44,7 @@ static void stream(session *s, bool samples) {
   bool want_key = false;
   const int viewers = chan_viewers(&s->ch, &want_key);
   if (viewers > 0 && (s->dirty || want_key) && s->state != SESS_FAILED) {
-    const bool chains = strcmp(s->def.scene->name, "chains") == 0;
+    const bool chains = s->def.scene->chains;
     const double cx = s->last.meas.value[GRN_M_CX], cz = s->last.meas.value[GRN_M_CZ];
     /* the chains' cut plane: through the pile's centre, facing a viewer on +z */
     const double plane[4] = {isfinite(cx) ? cx : 0.0, isfinite(cz) ? cz : 0.0, 0.0, 1.0};

@@ -184,6 +184,8 @@ typedef struct grn_scene_info {
   uint32_t measures;          /* bit (1u << grn_measure_key) per reported key */
   int plot_count;
   const grn_plot_info *plots;
+  bool chains; /* shows its force chains (grn_world_chains) behind a vertical cut through the
+                  pile's centre (cx, cz), seen from +z: viewers get them with every frame */
 } grn_scene_info;
 
 GRN_API int grn_scene_count(void);

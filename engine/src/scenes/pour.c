@@ -215,7 +215,7 @@ const grn_scene grn__scene_chains = {
     .info = {"chains", GRN_MODEL_GRANULAR,
              "a poured pile showing its force chains: the strongest contacts behind a vertical cut",
              LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions,
-             MEASURES(PILE), PLOTS(angle_plots)},
+             MEASURES(PILE), PLOTS(angle_plots), .chains = true},
     POUR_HOOKS};
 
 /* Packed bed: a square box of side 4·sc packed from the lattice, the benchmark's workload. */
