@@ -34,7 +34,9 @@ metric() { curl -s "$base/metrics" | sed -n "s/^$1 //p"; }
 create pour '{"amount":10}'
 P=$sid
 PT=$token
-(sleep 2.5 && curl -s -o /dev/null -X PATCH "$base/api/sessions/$P/params" \
+# the REST change comes once the probe has joined (a change before it would be unknown to its twin)
+(for _ in $(seq 100); do [ "$(session_field "$P" viewers)" -ge 1 ] 2>/dev/null && break; sleep 0.05; done
+  sleep 1 && curl -s -o /dev/null -X PATCH "$base/api/sessions/$P/params" \
   -H "Authorization: Bearer $PT" --data-binary '{"mu":0.7}') &
 patchpid=$!
 "$probe" --port "$wsport" --session "$P" --seconds 5 --verify \
@@ -43,9 +45,10 @@ patchpid=$!
   >"$tmp/verify" &
 vpid=$!
 sleep 3
-"$probe" --port "$wsport" --session "$P" --seconds 1.5 >"$tmp/late" &
+"$probe" --port "$wsport" --session "$P" --seconds 2.5 >"$tmp/late" &
 lpid=$!
-sleep 0.7
+# both probes are in once the session counts two (a probe may take a while to start under load)
+for _ in $(seq 40); do [ "$(session_field "$P" viewers)" = 2 ] && break; sleep 0.05; done
 viewers_rest=$(session_field "$P" viewers)
 viewers_metric=$(metric grainlab_viewers)
 wait "$vpid" "$lpid" "$patchpid"
