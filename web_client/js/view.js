@@ -5,11 +5,15 @@
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 
-// per model: slow and fast colour (shade is speed), background, lit or not
+// How each model is drawn, in one table (the only place the view names a model): slow and fast
+// colour (shade is speed), background, lit or self-lit, the material's roughness, shadows; `tank`:
+// its box walls stand a little above the particles (water), not 2.5 m high; `framed`: the camera
+// frames the particles at the first keyframe even over a floor; `swarm`: many bodies framed
+// around their median, with a minimum drawn radius so distant ones stay visible.
 const LOOKS = {
-  granular: { slow: 0xd9b98a, fast: 0xff5a1f, background: 0x1b2330, lit: true },
-  fluid: { slow: 0x2f7fd0, fast: 0xd8f1ff, background: 0x1b2330, lit: true },
-  gravity: { slow: 0xfff1c4, fast: 0x9fd4ff, background: 0x04060b, lit: false },
+  granular: { slow: 0xd9b98a, fast: 0xff5a1f, background: 0x1b2330, lit: true, roughness: 0.85, shadows: true },
+  fluid: { slow: 0x2f7fd0, fast: 0xd8f1ff, background: 0x1b2330, lit: true, roughness: 0.35, shadows: true, tank: true, framed: true },
+  gravity: { slow: 0xfff1c4, fast: 0x9fd4ff, background: 0x04060b, lit: false, shadows: false, framed: true, swarm: true },
 };
 
 export class View {
@@ -39,7 +43,7 @@ export class View {
     this.sphere = new THREE.SphereGeometry(1, 12, 8);
     this.coarse = new THREE.SphereGeometry(1, 8, 6); /* thousands of grains: fewer triangles each */
     this.material = new THREE.MeshStandardMaterial({ roughness: 0.85, metalness: 0.0 });
-    this.model = 'granular';
+    this.look = LOOKS.granular;
     this.slow = new THREE.Color(LOOKS.granular.slow);
     this.fast = new THREE.Color(LOOKS.granular.fast);
     this.framed = false; // the camera has been aimed at the particles (scenes without a floor)
@@ -83,12 +87,12 @@ export class View {
   // The scene's model ("granular", "fluid", "gravity"): colours, material, lights and framing.
   setModel(model) {
     const look = LOOKS[model] || LOOKS.granular;
-    this.model = LOOKS[model] ? model : 'granular';
+    this.look = look;
     this.slow.set(look.slow);
     this.fast.set(look.fast);
     this.scene.background = new THREE.Color(look.background);
     this.material = look.lit
-      ? new THREE.MeshStandardMaterial({ roughness: this.model === 'fluid' ? 0.35 : 0.85, metalness: 0.0 })
+      ? new THREE.MeshStandardMaterial({ roughness: look.roughness, metalness: 0.0 })
       : new THREE.MeshBasicMaterial(); // self-lit: bright points against the dark
     if (!look.lit) this.renderer.shadowMap.enabled = false; // nothing to cast a shadow on
     if (this.grains) this.grains.material = this.material;
@@ -100,7 +104,7 @@ export class View {
   // shrink the rest to dots.
   frame(particles, count, g) {
     let p = particles, n = count;
-    const tank = this.model === 'fluid' && g && g.box && [g.floorY, g.boxX0, g.boxX1, g.boxZ0, g.boxZ1].every(Number.isFinite);
+    const tank = this.look.tank && g && g.box && [g.floorY, g.boxX0, g.boxX1, g.boxZ0, g.boxZ1].every(Number.isFinite);
     if (tank) {
       const top = this.top(p, n);
       const corners = [];
@@ -110,7 +114,7 @@ export class View {
     }
     if (n === 0) return;
     const axis = (a) => Float32Array.from({ length: n }, (_, k) => p[3 * k + a]).sort();
-    const many = n > 50 && this.model === 'gravity';
+    const many = n > 50 && this.look.swarm;
     const c = [0, 1, 2].map((a) => {
       const v = axis(a);
       return many ? v[n >> 1] : (v[0] + v[n - 1]) / 2;
@@ -125,7 +129,7 @@ export class View {
     this.camera.far = dist * 100;
     this.camera.updateProjectionMatrix();
     this.controls.update();
-    if (this.model === 'gravity') this.minRadius = 0.004 * r;
+    if (this.look.swarm) this.minRadius = 0.004 * r;
     this.framed = true;
     this.dirty = true;
   }
@@ -178,8 +182,8 @@ export class View {
     this.capacity = Math.max(n, 1);
     this.grains = new THREE.InstancedMesh(n > 2000 ? this.coarse : this.sphere, this.material, this.capacity);
     this.grains.instanceMatrix.setUsage(THREE.DynamicDrawUsage);
-    this.grains.castShadow = this.model !== 'gravity';
-    this.grains.receiveShadow = this.model !== 'gravity';
+    this.grains.castShadow = this.look.shadows;
+    this.grains.receiveShadow = this.look.shadows;
     this.grains.count = n;
     this.grains.frustumCulled = false;
     this.world.add(this.grains);
@@ -190,7 +194,7 @@ export class View {
     const p = decoder.positions, r = decoder.radius, shade = decoder.shade;
     // a scene without a floor (or water in its tank) has no fixed place to look at: frame the
     // particles once, at the first keyframe; the user's own camera moves stay after that
-    if (!this.framed && (this.model !== 'granular' || !Number.isFinite(decoder.geometry?.floorY))) this.frame(p, n, decoder.geometry);
+    if (!this.framed && (this.look.framed || !Number.isFinite(decoder.geometry?.floorY))) this.frame(p, n, decoder.geometry);
     if (this.quality === 0) {
       this.ensurePoints(n);
       const g = this.points.geometry, pos = g.attributes.position, col = g.attributes.color, size = g.attributes.size;
@@ -245,7 +249,7 @@ export class View {
     }
     if (g.box && hasFloor) {
       // grains: walls well above any pile; water: a tank a little higher than the water stands
-      const water = this.model === 'fluid' && Number.isFinite(top);
+      const water = this.look.tank && Number.isFinite(top);
       const bx0 = finite(g.boxX0, x0), bx1 = finite(g.boxX1, x1), bz0 = finite(g.boxZ0, z0), bz1 = finite(g.boxZ1, z1);
       const h = water ? Math.max(1.25 * (top - g.floorY), 0.1) : 2.5;
       const wall = (w, px, pz, ry) => {
@@ -288,7 +292,7 @@ export class View {
 
   // The water's highest point at the first keyframe: the height of its tank's walls.
   top(p, n) {
-    if (this.model !== 'fluid') return NaN;
+    if (!this.look.tank) return NaN;
     if (this.tankTop === undefined && n > 0) {
       let y = -Infinity;
       for (let k = 0; k < n; k++) y = Math.max(y, p[3 * k + 1]);
