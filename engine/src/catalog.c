@@ -67,7 +67,8 @@ int grn_parse_number(const char *text, double *out) {
   return GRN_OK;
 }
 
-/* Units follow spec §1 (SI); N-body energies and momenta are in its G = 1 model units. */
+/* Units follow spec §1 (SI); a model that is not in SI units (N-body, G = 1) says so in its
+ * grn_model_info, and its figures carry no SI unit. */
 static const grn_measure_info measures[] = {{"t", "s", "time"},
                                             {"angle", "deg", "angle of repose"},
                                             {"top", "m", "top height"},

@@ -424,7 +424,7 @@ static double sph_cost(const grn_world_def *def, int n) {
 }
 
 const grn_model_ops grn__model_fluid = {.kind = GRN_MODEL_FLUID,
-                                        .info = {"fluid", "water particles", false},
+                                        .info = {"fluid", "water particles", false, true},
                                         .pairs = true,
                                         .derive = sph_derive,
                                         .step = sph_step,

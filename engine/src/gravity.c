@@ -620,7 +620,7 @@ static double nbody_cost(const grn_world_def *def, int count) {
 }
 
 const grn_model_ops grn__model_gravity = {.kind = GRN_MODEL_GRAVITY,
-                                          .info = {"gravity", "bodies", false},
+                                          .info = {"gravity", "bodies", false, false},
                                           .pairs = false,
                                           .derive = nbody_derive,
                                           .step = nbody_step,

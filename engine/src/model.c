@@ -27,7 +27,7 @@ static double granular_cost(const grn_world_def *def, int n) {
 
 /* The granular model's buffers are the world's grain and pair machinery (freed by the world). */
 const grn_model_ops grn__model_granular = {.kind = GRN_MODEL_GRANULAR,
-                                           .info = {"granular", "grains", true},
+                                           .info = {"granular", "grains", true, true},
                                            .pairs = true,
                                            .count = granular_count,
                                            .step = grn__granular_step,

@@ -145,8 +145,8 @@ json_t *api_scenes_json(void) {
   json_t *models = json_array();
   for (int k = 0; grn_model_info_of((grn_model)k); k++) {
     const grn_model_info *m = grn_model_info_of((grn_model)k);
-    json_array_append_new(models, json_pack("{s:s, s:s, s:b}", "name", m->name, "particles",
-                                            m->particles, "settles", m->settles));
+    json_array_append_new(models, json_pack("{s:s, s:s, s:b, s:b}", "name", m->name, "particles",
+                                            m->particles, "settles", m->settles, "si", m->si));
   }
   return json_pack("{s:o, s:o, s:o, s:o, s:f, s:i}", "scenes", a, "models", models, "actions",
                    actions, "measurements", measures, "step_seconds", GRN_STEP_SECONDS,

@@ -162,7 +162,7 @@ static void action_catalogue(void) {
   CHECK("every model says what its particles are and whether it settles",
         g && f && b && strcmp(g->particles, "grains") == 0 && g->settles &&
             strcmp(f->particles, "water particles") == 0 && !f->settles &&
-            strcmp(b->particles, "bodies") == 0 && !b->settles &&
+            strcmp(b->particles, "bodies") == 0 && !b->settles && g->si && f->si && !b->si &&
             strcmp(b->name, grn_model_name(GRN_MODEL_GRAVITY)) == 0);
   CHECK("no model past the last", grn_model_info_of((grn_model)3) == NULL);
 }

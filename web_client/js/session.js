@@ -262,7 +262,10 @@ async function start() {
   const actionInfo = Object.fromEntries(catalogue.actions.map((a) => [a.name, a]));
   session = await api('GET', `/api/sessions/${id}`, undefined, token);
   scene = catalogue.scenes.find((s) => s.name === session.scene);
-  const particles = catalogue.models.find((m) => m.name === scene.model)?.particles || 'particles';
+  const model = catalogue.models.find((m) => m.name === scene.model) || { particles: 'particles', si: true };
+  const particles = model.particles;
+  // model units (N-body, G = 1): no SI unit applies to any figure
+  if (!model.si) for (const k of Object.keys(measureInfo)) measureInfo[k] = { ...measureInfo[k], unit: '' };
   $('title').textContent = `${session.scene}${session.label ? ' — ' + session.label : ''}`;
   $('join').textContent = session.join_code;
   $('viewer-link').value = `${location.origin}/s/${session.id}${viewToken ? '#view=' + viewToken : ''}`;

@@ -77,12 +77,14 @@ typedef enum grn_model {
 GRN_API const char *grn_model_name(grn_model model);
 
 /* What a model is, for every client: its name, what its particles are called ("grains", "water
- * particles", "bodies"), and whether its scenes first pack down under a settling drag (state
- * `settling`), which timed runs wait out. */
+ * particles", "bodies"), whether its scenes first pack down under a settling drag (state
+ * `settling`), which timed runs wait out, and whether its figures are in SI units (the
+ * measurements' units, grn_measure_info) or, for N-body gravity, in model units with G = 1. */
 typedef struct grn_model_info {
   const char *name;
   const char *particles;
   bool settles;
+  bool si;
 } grn_model_info;
 
 /* NULL for a model out of range. */
