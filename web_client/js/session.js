@@ -193,6 +193,8 @@ function actionButtons(actionInfo) {
       input.addEventListener('change', () => act({ type: name, [g.name]: Number(input.value) }));
     }
   }
+  // a scene whose only action is reset (under Run) has no Actions section
+  box.parentElement.style.display = box.children.length ? '' : 'none';
 }
 
 function toggleDrag(mode, button) {
