@@ -32,7 +32,9 @@ for h in "${harnesses[@]}"; do
   echo "== $h: building with $cc"
   "$cc" "${flags[@]}" -o "$dir/fuzz_$h" "tests/fuzz/fuzz_$h.c" "${engine[@]}" -lm
   # the seeds are read, never written: new inputs go to the harness's own corpus folder
+  # inputs as long as the largest seed, and never under 4 KiB (the text harness's seeds are short)
   max_len=$(find "tests/fuzz/corpus/$h" -type f -printf '%s\n' | sort -n | tail -1)
+  max_len=$((${max_len:-0} > 4096 ? max_len : 4096))
   echo "== $h: fuzzing for $secs s (seeds: tests/fuzz/corpus/$h, crashes: $dir/crashes)"
   # parallel workers write fuzz-N.log into the working folder: run from the harness's own
   par=()
@@ -40,7 +42,7 @@ for h in "${harnesses[@]}"; do
     par=(-jobs="$jobs" -workers="$jobs")
   fi
   if ! (cd "$dir" && "./fuzz_$h" -max_total_time="$secs" "${par[@]}" \
-    -max_len="${max_len:-4096}" -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
+    -max_len="$max_len" -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
     -artifact_prefix="$dir/crashes/" "$dir/corpus" "$root/tests/fuzz/corpus/$h" \
     >"$dir/log.txt" 2>&1); then
     status=1
