@@ -25,8 +25,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   }
   free(again);
-  if (grn_world_step(w, 3) != GRN_OK) {
-    abort(); /* a restored world has its memory: stepping it allocates little */
+  /* out of memory is a defined answer: grains piled on one spot make a pair list of n² */
+  const int rc = grn_world_step(w, 3);
+  if (rc != GRN_OK && rc != GRN_E_NOMEM) {
+    abort();
   }
   grn_world_stats st;
   grn_world_get_stats(w, &st);
