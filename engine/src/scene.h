@@ -33,6 +33,30 @@ struct grn_scene {
   void (*geometry)(const grn_world *w, grn_geometry *out);
 };
 
+/* Bounds on what a saved state may hold (issue 16): restore refuses a state beyond them, so every
+ * state it accepts steps safely. Nothing a scene builds comes near them: the largest scene (a pour
+ * of GRN_MAX_GRAINS) spans 66 m, the water tanks a few metres, bodies start within a few units of
+ * the origin, and every speed the engine gives is far below GRN_STATE_FAST.
+ *  - GRN_STATE_FAR, m: a grain's |x|, |y|, |z|. The default kill depth (w->geom.kill_y) is
+ *    1e9 m; beyond it the pair grid's extent can overflow to infinity, and plan_grid (pairs.c)
+ *    would grow its cells forever.
+ *  - GRN_STATE_SIZE, m: every length of the scene's geometry (walls, table, height map). A length
+ *    over GRN_CELL_MAP is cast to int for the height-map bins: 1e6 / 0.2 fits with room.
+ *  - GRN_STATE_FAST, m/s: a grain's speed, 10^4 times the tool's top speed; spin, a grain at that
+ *    speed rolling on 1 mm. Ten steps move a grain by at most 12.5 km, well inside the grid.
+ *  - GRN_STATE_COUNT: a counter's ceiling (poured, log_n, pour_acc), so that adding to it cannot
+ *    overflow an int (2^30: at one per step, 52 days of simulated time). */
+#define GRN_STATE_FAR 1e9
+#define GRN_STATE_SIZE 1e6
+#define GRN_STATE_FAST (1e4 * GRN_VMAX)
+#define GRN_STATE_SPIN (GRN_STATE_FAST / 1e-3)
+#define GRN_STATE_COUNT (1 << 30)
+
+/* |v| <= limit, false for NaN */
+static inline bool grn__within(double v, double limit) {
+  return fabs(v) <= limit;
+}
+
 /* Whether the byte of a bool read from outside input is 0 or 1 (anything else is undefined
  * behaviour to read as a bool). */
 static inline bool grn__bool_ok(const bool *b) {

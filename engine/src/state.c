@@ -95,6 +95,89 @@ int grn_world_save(const grn_world *w, void *buf, size_t size, grn_error *err) {
   return GRN_OK;
 }
 
+/* The world's own scalars (issue 16): every double finite and within the bounds of scene.h, every
+ * count in range, every enum a member. Returns what is wrong, NULL when sane. Fields not checked
+ * here are safe at any value: seed, rebuilds and next_id are unsigned counters (wrapping is
+ * defined, ids only order grains and feed the digest); rng may hold any bits (xoshiro stuck at zero
+ * still returns numbers in [0, 1)); meas.value and meas.line may hold anything (NaN is their
+ * normal "none", and the next sample overwrites them); the model's block (nbody.e0) is measured
+ * again when it is not finite (gravity.c). */
+static const char *scalars_bad(const grn_world *w) {
+  const double far = GRN_STATE_SIZE;
+  for (int p = 0; p < GRN_PARAM_COUNT; p++) { /* the scene's own are checked against their range */
+    if (!grn__within(w->param[p], far)) {
+      return "parameter not finite";
+    }
+  }
+  /* t is steps·H after every step (world.c) */
+  if (w->t != (double)w->steps * GRN_H || !(w->settle >= 0.0 && w->settle <= far) ||
+      !(w->disp >= 0.0 && w->disp <= far) || !(w->vmax >= 0.0 && w->vmax <= GRN_STATE_FAST) ||
+      !grn__within(w->over_max, far) || !(w->flowing >= 0.0 && w->flowing <= 1.0) ||
+      !(w->still >= 0.0 && w->still <= far) || w->contacts < 0) {
+    return "bad clock or counters";
+  }
+  if (!grn__within(w->gravity.x, GRN_G) || !grn__within(w->gravity.y, GRN_G) ||
+      !grn__within(w->gravity.z, GRN_G)) {
+    return "bad gravity";
+  }
+  const grn_geom *g = &w->geom;
+  /* walls and floor extents may be infinite (none); nothing else may */
+  const double open[] = {g->floor_y, g->fx0,  g->fx1,  g->fz0, g->fz1,
+                         g->xmin,    g->xmax, g->zmin, g->zmax};
+  for (size_t k = 0; k < sizeof open / sizeof open[0]; k++) {
+    if (!(isinf(open[k]) || grn__within(open[k], far))) {
+      return "bad walls";
+    }
+  }
+  const double len[] = {g->silo_r, g->drum_r, g->hole_r, g->tool_r};
+  for (size_t k = 0; k < sizeof len / sizeof len[0]; k++) {
+    if (!(len[k] >= 0.0 && len[k] <= far)) {
+      return "bad geometry";
+    }
+  }
+  const double at[] = {g->drum_y,   g->plate_y,  g->dam_x,   g->dam_edge,
+                       g->tool_p.x, g->tool_p.y, g->tool_p.z};
+  for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+    if (!grn__within(at[k], GRN_STATE_FAR)) { /* the tool and the dam edge move */
+      return "bad geometry";
+    }
+  }
+  const double mu[] = {g->mu_wall, g->mu_floor, g->mur_floor, g->drum_mu};
+  for (size_t k = 0; k < sizeof mu / sizeof mu[0]; k++) {
+    if (!(mu[k] >= 0.0 && mu[k] <= 100.0)) {
+      return "bad friction";
+    }
+  }
+  if (!grn__within(g->drum_w, 1e3) || !grn__within(g->tool_v.x, GRN_VMAX) ||
+      !grn__within(g->tool_v.y, GRN_VMAX) || !grn__within(g->tool_v.z, GRN_VMAX) ||
+      !(g->kill_y >= -GRN_STATE_FAR && g->kill_y <= far)) {
+    return "bad geometry";
+  }
+  if ((int)w->meas.state < 0 || w->meas.state > GRN_STATE_DRAINED ||
+      w->meas.present != w->scene->measures) {
+    return "bad measurement state";
+  }
+  if (!grn__within(w->hx0, far) || !grn__within(w->hz0, far)) {
+    return "bad height map";
+  }
+  return NULL;
+}
+
+/* Grain i (issue 16): finite and within the bounds of scene.h, only known flags. */
+static bool grain_ok(const grn_world *w, int i) {
+  const grn_vec3 p = w->pos[i], v = w->vel[i], s = w->spin[i];
+  const double far = GRN_STATE_FAR, fast = GRN_STATE_FAST, spin = GRN_STATE_SPIN;
+  for (int k = 0; k < 4; k++) {
+    if (!grn__within(w->hf[4 * (size_t)i + k], GRN_STATE_SIZE)) {
+      return false;
+    }
+  }
+  return grn__within(p.x, far) && grn__within(p.y, far) && grn__within(p.z, far) &&
+         grn__within(v.x, fast) && grn__within(v.y, fast) && grn__within(v.z, fast) &&
+         grn__within(s.x, spin) && grn__within(s.y, spin) && grn__within(s.z, spin) &&
+         (w->flags[i] & ~(GRN_F_ALIVE | GRN_F_FIXED | GRN_F_FLOOR)) == 0;
+}
+
 static int corrupt(grn_world *w, grn_error *err, const char *what) {
   grn_world_destroy(w);
   return grn__fail(err, GRN_E_BAD_STATE, "state", "saved state rejected: %s", what);
@@ -176,6 +259,10 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
       return corrupt(w, err, "bad flag");
     }
   }
+  const char *bad = scalars_bad(w);
+  if (bad) {
+    return corrupt(w, err, bad);
+  }
   if (w->impl->state_ok && !w->impl->state_ok(w)) {
     return corrupt(w, err, "bad scene state");
   }
@@ -219,16 +306,21 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
       return corrupt(w, err, "bad pair index");
     }
   }
+  int alive = 0;
   for (int i = 0; i < n; i++) {
     if (!(w->rad[i] > 0.0 && w->rad[i] < 1.0 && w->inv_m[i] > 0.0 && w->inv_i[i] > 0.0 &&
           isfinite(w->inv_m[i] + w->inv_i[i]))) {
       return corrupt(w, err, "bad grain size or mass");
     }
-    /* a non-finite grain would poison its neighbours' forces before it could be removed */
-    if (!isfinite(w->pos[i].x + w->pos[i].y + w->pos[i].z + w->vel[i].x + w->vel[i].y +
-                  w->vel[i].z + w->spin[i].x + w->spin[i].y + w->spin[i].z)) {
-      return corrupt(w, err, "non-finite grain state");
+    /* a non-finite grain would poison its neighbours' forces before it could be removed; one
+     * too far or too fast would overflow the pair grid (scene.h) */
+    if (!grain_ok(w, i)) {
+      return corrupt(w, err, "grain state out of bounds");
     }
+    alive += (w->flags[i] & GRN_F_ALIVE) != 0;
+  }
+  if (alive != w->alive) { /* the world counts its alive grains on every add and kill */
+    return corrupt(w, err, "bad alive count");
   }
   /* the pair arrays: the rebuild path's growth keeps all five the same capacity */
   {
@@ -249,6 +341,12 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
       if (w->pb[p] < 0 || w->pb[p] >= nl || w->pb[p] == a) {
         return corrupt(w, err, "bad pair partner");
       }
+    }
+  }
+  for (int p = 0; p < m; p++) { /* a non-finite spring or force would poison both grains */
+    const grn_hist *h = &w->hist[p];
+    if (!isfinite(h->u[0] + h->u[1] + h->u[2] + h->th[0] + h->th[1] + h->th[2] + w->pfn[p])) {
+      return corrupt(w, err, "non-finite contact history");
     }
   }
   w->nl = nl;

@@ -422,7 +422,11 @@ GRN_API uint64_t grn_world_digest(const grn_world *world);
 GRN_API size_t grn_world_save_size(const grn_world *world);
 GRN_API int grn_world_save(const grn_world *world, void *buf, size_t size, grn_error *err);
 /* Rebuild a world from a saved state. `def` supplies only threads, sleep and allocator (it may be
- * NULL for one thread and malloc); scene, parameters and seed come from the state. */
+ * NULL for one thread and malloc); scene, parameters and seed come from the state. The state is
+ * treated as untrusted input: one that is truncated, from another version, or holds any value
+ * that could not step safely (a count or index out of range, a non-finite number, a grain farther
+ * than 1e9 m or faster than 3e5 m/s, a scene's counter beyond its range) is refused with
+ * GRN_E_BAD_STATE; every state it accepts steps without undefined behaviour. */
 GRN_API int grn_world_restore(const grn_world_def *def, const void *buf, size_t size,
                               grn_world **out, grn_error *err);
 

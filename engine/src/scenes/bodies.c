@@ -92,6 +92,11 @@ static void softening_script(grn_world *w) {
   }
 }
 
+/* Restore (issue 16): the pass began at a finite time. */
+static bool softening_state_ok(const grn_world *w) {
+  return grn__within(st(w)->pass_t0, 1e15);
+}
+
 static const grn_param_id softening_params[] = {GRN_P_EPS, GRN_P_VCAP};
 static const grn_param_info softening_info[] = {P_EPS(0.2), P_VCAP(3.0)};
 SAME_LEN(softening_params, softening_info);
@@ -105,6 +110,7 @@ const grn_scene grn__scene_softening = {
     .state_size = sizeof(softening_state),
     .setup = softening_setup,
     .script = softening_script,
+    .state_ok = softening_state_ok,
     .count = two_bodies};
 
 /* ---- cluster -------------------------------------------------------------------------------- */

@@ -65,8 +65,9 @@ static void hex_site(int k, double *x, double *z) {
 static void pour_layer(grn_world *w) {
   const int left = w->n_target - ps(w)->poured;
   ps(w)->pour_acc += w->param[GRN_P_RATE] * LAYER_STEPS * GRN_H;
-  int want = (int)floor(ps(w)->pour_acc);
-  want = want < left ? want : left;
+  /* compared before the cast: a long-blocked spout's share can exceed an int */
+  const double share = floor(ps(w)->pour_acc);
+  const int want = share < left ? (int)share : left;
   if (want <= 0) {
     return;
   }
@@ -85,7 +86,8 @@ static void pour_layer(grn_world *w) {
   const double ct = cos(turn), st = sin(turn);
   const int sites = want + 6;
   const int first = w->n;
-  for (int k = 0; k < sites && want > 0; k++) {
+  int placed = 0;
+  for (int k = 0; k < sites && placed < want; k++) {
     double hx, hz;
     hex_site(k, &hx, &hz);
     const double jx = 0.01 * (2.0 * grn__rng_uniform(w->rng) - 1.0);
@@ -113,7 +115,7 @@ static void pour_layer(grn_world *w) {
     }
     ps(w)->poured++;
     ps(w)->pour_acc -= 1.0;
-    want--;
+    placed++;
   }
 }
 
@@ -172,8 +174,15 @@ static void pour_param_set(grn_world *w, grn_param_id id, double value) {
   }
 }
 
+/* Restore (issue 16): poured counts up to n_target; pour_acc only grows by a layer's share and
+ * drops by one per grain placed out of its whole part, so it stays >= 0 (a blocked spout lets it
+ * grow: GRN_STATE_COUNT is years of that); the spout lies over the table. */
 static bool pour_state_ok(const grn_world *w) {
-  return grn__bool_ok(&ps(w)->pouring) && ps(w)->poured >= 0;
+  const pour_state *p = ps(w);
+  return grn__bool_ok(&p->pouring) && p->poured >= 0 && p->poured <= w->n_target &&
+         p->pour_acc >= 0.0 && p->pour_acc <= GRN_STATE_COUNT &&
+         grn__within(p->spout_x, GRN_STATE_SIZE) && grn__within(p->spout_y, GRN_STATE_SIZE) &&
+         grn__within(p->spout_z, GRN_STATE_SIZE);
 }
 
 static const grn_param_id pour_params[] = {GRN_P_MU,      GRN_P_MUR,     GRN_P_COH,

@@ -156,8 +156,17 @@ static int silo_act(grn_world *w, const grn_action *a, grn_error *err) {
   }
 }
 
+/* Restore (issue 16): log_n indexes the log modulo LOG and counts up by one per sample, so it must
+ * be >= 0 and leave room to count (GRN_STATE_COUNT); the log and the opening time are finite. */
 static bool silo_state_ok(const grn_world *w) {
-  return grn__bool_ok(&st(w)->jam) && grn__bool_ok(&st(w)->done) && st(w)->log_n >= 0;
+  const silo_state *s = st(w);
+  for (int k = 0; k < LOG; k++) {
+    if (!grn__within(s->above_log[k], 1e30)) {
+      return false;
+    }
+  }
+  return grn__bool_ok(&s->jam) && grn__bool_ok(&s->done) && s->log_n >= 0 &&
+         s->log_n <= GRN_STATE_COUNT && grn__within(s->opened, 1e15);
 }
 
 static const grn_param_id silo_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,

@@ -94,8 +94,12 @@ static bool slump_busy(const grn_world *w) {
   return st(w)->dam_pulling;
 }
 
+/* Restore (issue 16): the channel's lengths and the dam's top and speed are finite scene sizes. */
 static bool slump_state_ok(const grn_world *w) {
-  return grn__bool_ok(&st(w)->dam_pulling);
+  const slump_state *s = st(w);
+  return grn__bool_ok(&s->dam_pulling) && s->ch_wz > 0.0 && s->ch_wz <= GRN_STATE_SIZE &&
+         s->ch_l0 > 0.0 && s->ch_l0 <= GRN_STATE_SIZE && grn__within(s->dam_top, GRN_STATE_SIZE) &&
+         grn__within(s->dam_speed, GRN_STATE_SIZE);
 }
 
 static const grn_param_id slump_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,

@@ -74,6 +74,16 @@ static bool tilt_busy(const grn_world *w) {
   return st(w)->phi != st(w)->phi_target;
 }
 
+/* Restore (issue 16): box_lx and ch_wz are cast to int in the profile's bins (measure.c), so they
+ * must be finite scene sizes; the tilt within a turn, its rate not negative (it would turn away
+ * from its target for ever). */
+static bool tilt_state_ok(const grn_world *w) {
+  const tilt_state *s = st(w);
+  return s->box_lx > 0.0 && s->box_lx <= GRN_STATE_SIZE && s->ch_wz > 0.0 &&
+         s->ch_wz <= GRN_STATE_SIZE && grn__within(s->phi, 2.0 * GRN_PI) &&
+         grn__within(s->phi_target, 2.0 * GRN_PI) && s->phi_rate >= 0.0 && s->phi_rate <= 1e3;
+}
+
 static void tilt_geometry(const grn_world *w, grn_geometry *out) {
   out->tilt = st(w)->phi;
 }
@@ -99,4 +109,5 @@ const grn_scene grn__scene_tilt = {
     .act = tilt_act,
     .calm = 0.08,
     .busy = tilt_busy,
+    .state_ok = tilt_state_ok,
     .geometry = tilt_geometry};
