@@ -217,6 +217,7 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
   if (rc != 0) {
     s->state = SESS_FAILED;
     snprintf(s->reason, sizeof s->reason, "%.199s", err->message);
+    api_utf8_clean(s->reason); /* the cut may split a character */
   }
   if (rc == 0) {
     sess__run_started(s);

@@ -179,6 +179,12 @@ PATCH|@S/params|A|{"mu":"x","amount":50}|400|wrong_type
 POST|/api/scenes/|none|-|404|not_found
 GET|/api/runs/abc|none|-|404|not_found
 POST|/api/runs/1/nothing|none|{}|405|method_not_allowed
+POST|/api/sessions|none|{"scene":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaé"}|400|unknown_scene
+POST|/api/sessions|none|{"scene":"pour","aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaé":1}|400|unknown_field
+POST|/api/sessions|none|{"scene":"pour","params":{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaé":"x"}}|400|wrong_type
+GET|/api/runs?aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%C3%A9=1|none|-|400|unknown_field
+GET|/api/runs?scene=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%C3%A9|none|-|400|unknown_scene
+GET|/api/sessions/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%C3%A9|none|-|404|not_found
 TABLE
 after=$(fingerprint)
 [ "$before" = "$after" ] && ok "none of the bad requests changed the session" || bad "session changed: $before / $after"
