@@ -210,6 +210,7 @@ int main(int argc, char **argv) {
 #ifdef GRAINLAB_TEST_COMMANDS
   limit(WORKER_CMD_TEST_HOG, "allocating past the memory limit ends the worker", "memory limit");
   limit(WORKER_CMD_TEST_SYSCALL, "a forbidden system call ends the worker", "forbidden system");
+  limit(WORKER_CMD_TEST_PRLIMIT, "prlimit64 on another pid ends the worker", "forbidden system");
   limit(WORKER_CMD_TEST_HANG, "a worker that stops answering is ended", "no heartbeat");
 #else
   printf("limit tests need -DGRAINLAB_TEST_COMMANDS=ON\n");
