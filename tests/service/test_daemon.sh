@@ -11,6 +11,8 @@ test_commands=${2:-}
 mkdir -p "$tmp/static/sub"
 echo '<!doctype html><title>grainlab</title>' >"$tmp/static/index.html"
 echo 'secret' >"$tmp/outside.txt"
+printf 'PNG\0\0\1binary\0tail' >"$tmp/static/bin.png"
+printf '<!doctype html><script type="importmap">{ "imports": { "a": "/a.js" } }</script>' >"$tmp/static/map.html"
 echo 'adminadminadmin-0123456789' >"$tmp/admin"
 start_daemon "$daemon" --static-dir "$tmp/static" --admin-token-file "$tmp/admin" \
   --max-sessions 3 --max-grains 4000
@@ -66,6 +68,22 @@ req GET /metrics ""
 grep -q '^grainlab_sessions 1$' <<<"$body" && ok "metrics count the session" || bad "metrics: $body"
 req GET / ""
 [ "$code" = 200 ] && grep -q grainlab <<<"$body" && ok "static index.html" || bad "static: $code"
+curl -s -o "$tmp/bin" "$base/bin.png"
+cmp -s "$tmp/bin" "$tmp/static/bin.png" && ok "a binary static file comes whole (NULs included)" ||
+  bad "binary file: $(od -c "$tmp/bin" | head -2)"
+hdr() { curl -s -o /dev/null -D - "$base$1" | tr -d '\r'; }
+h_json=$(hdr /api/scenes)
+h_page=$(hdr /map.html)
+grep -qi '^x-content-type-options: nosniff$' <<<"$h_json" && grep -qi '^x-content-type-options: nosniff$' <<<"$h_page" &&
+  ok "JSON and pages say nosniff" || bad "nosniff: $h_json"
+grep -qi "^content-security-policy: default-src 'none'; frame-ancestors 'none'$" <<<"$h_json" &&
+  ok "JSON replies load nothing and are never framed" || bad "JSON CSP: $h_json"
+maphash=$(printf '{ "imports": { "a": "/a.js" } }' | openssl dgst -sha256 -binary | base64)
+csp=$(sed -n 's/^[Cc]ontent-[Ss]ecurity-[Pp]olicy: //p' <<<"$h_page")
+grep -qF "script-src 'self' 'sha256-$maphash';" <<<"$csp" && grep -qF "frame-ancestors 'none'" <<<"$csp" &&
+  grep -qF "connect-src 'self' ws://127.0.0.1:$wsport wss://127.0.0.1:$wsport;" <<<"$csp" &&
+  ok "a page's CSP allows its own scripts, its import map by hash and the websocket port" ||
+  bad "page CSP: $csp"
 req GET /api/scenes ""
 [ "$code" = 200 ] && grep -q '"name":"silo"' <<<"$body" && ok "scene catalogue" || bad "scenes: $code"
 python3 -c 'import json,sys
