@@ -307,7 +307,10 @@ req GET "/api/sessions/$B" ""
 
 # ---- SIGTERM ----------------------------------------------------------------------------------------
 workers=$(pgrep -P "$dpid" | tr '\n' ' ')
+# twice: the second arrives while the daemon is ending its sessions, and must not kill it
 kill -TERM "$dpid"
+sleep 0.02
+kill -TERM "$dpid" 2>/dev/null
 for _ in $(seq 100); do
   kill -0 "$dpid" 2>/dev/null || break
   sleep 0.05
@@ -320,6 +323,10 @@ if ! kill -0 "$dpid" 2>/dev/null; then
   for w in $workers; do kill -0 "$w" 2>/dev/null && left+=" $w"; done
   [ -z "$workers" ] && bad "no workers seen before SIGTERM"
   [ -z "$left" ] && ok "none of its workers ($workers) is left" || bad "workers left behind:$left"
+  open_runs=$(sqlite3 "$tmp/data/grainlab.db" 'SELECT count(*) FROM runs WHERE ended_at IS NULL')
+  all_runs=$(sqlite3 "$tmp/data/grainlab.db" 'SELECT count(*) FROM runs')
+  [ "$open_runs" = 0 ] && [ "$all_runs" -gt 0 ] && ok "every run ($all_runs) is closed" ||
+    bad "runs left open: $open_runs of $all_runs"
   dpid=
 else
   bad "daemon still running 5 s after SIGTERM"
