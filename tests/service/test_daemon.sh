@@ -304,6 +304,17 @@ req DELETE "/api/sessions/$B" "$(cat "$tmp/admin")"
 [ "$code" = 200 ] && ok "admin ends session B" || bad "admin delete: $code $body"
 req GET "/api/sessions/$B" ""
 [ "$code" = 404 ] && ok "B is gone" || bad "B still there: $code"
+req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+D=$(field id)
+TD=$(field control_token)
+req POST "/api/sessions/$D/actions" "$TD" '{"type":"finish"}'
+req POST "/api/sessions/$D/scene" "$TD" '{"scene":"silo","params":{"quality":0}}'
+ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
+req GET "/api/sessions/$D" ""
+[ "$ecode" = session_failed ] && [ "$(field state)" = ended ] && [ "$(field scene)" = pour ] &&
+  ok "a scene switch after finish is refused (409, the stream is closed) and changes nothing" ||
+  bad "switch after finish: $ecode $body"
+req DELETE "/api/sessions/$D" "$TD"
 
 # ---- SIGTERM ----------------------------------------------------------------------------------------
 workers=$(pgrep -P "$dpid" | tr '\n' ' ')
