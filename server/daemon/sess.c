@@ -152,7 +152,7 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
     pthread_mutex_unlock(&r->lock);
     api_fail(err, 429, "too_many_sessions", "", "this server runs at most %d sessions",
              r->limits.max_sessions);
-    free(s);
+    destroy(s); /* not yet seen by anyone; frees the script it took over */
     return NULL;
   }
   if (r->n == r->cap) {
@@ -161,7 +161,7 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
     if (!l) {
       pthread_mutex_unlock(&r->lock);
       api_fail(err, 503, "out_of_memory", "", "out of memory");
-      free(s);
+      destroy(s);
       return NULL;
     }
     r->list = l;

@@ -316,6 +316,18 @@ req GET "/api/sessions/$D" ""
   bad "switch after finish: $ecode $body"
 req DELETE "/api/sessions/$D" "$TD"
 
+# a replay refused at the session limit frees the run's event script (the ASan build's leak check
+# at exit, below, fails otherwise)
+req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+F=$(field id)
+TF=$(field control_token)
+req POST "/api/runs/$RUN_A/replay" "" "{}"
+ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
+[ "$code" = 429 ] && [ "$ecode" = too_many_sessions ] && ok "a replay at the limit: 429" || bad "replay at the limit: $code $body"
+req POST "/api/runs/$RUN_A/fork" "" '{"params":{"mu":0.3}}'
+[ "$code" = 429 ] && ok "a fork at the limit: 429" || bad "fork at the limit: $code $body"
+req DELETE "/api/sessions/$F" "$TF"
+
 # ---- SIGTERM ----------------------------------------------------------------------------------------
 workers=$(pgrep -P "$dpid" | tr '\n' ' ')
 # twice: the second arrives while the daemon is ending its sessions, and must not kill it
