@@ -328,6 +328,25 @@ req POST "/api/runs/$RUN_A/fork" "" '{"params":{"mu":0.3}}'
 [ "$code" = 429 ] && ok "a fork at the limit: 429" || bad "fork at the limit: $code $body"
 req DELETE "/api/sessions/$F" "$TF"
 
+# a scene switch racing a DELETE: whichever wins, no worker is left running for a deleted session
+race=${GRAINLAB_RACE_ROUNDS:-30}
+for _ in $(seq "$race"); do
+  req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+  R=$(field id)
+  TR=$(field control_token)
+  curl -s -o /dev/null -X DELETE -H "Authorization: Bearer $TR" "$base/api/sessions/$R" &
+  p1=$!
+  curl -s -o /dev/null -X POST -H "Authorization: Bearer $TR" --data-binary '{"scene":"tilt","params":{"quality":0}}' "$base/api/sessions/$R/scene" &
+  p2=$!
+  wait "$p1" "$p2" # not the daemon, also a child of this shell
+done
+sleep 0.5
+req GET /api/sessions ""
+live=$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))' <<<"$body")
+nworkers=$(pgrep -c -P "$dpid" grainlab-worke)
+[ "$nworkers" = "$live" ] && ok "$race switch/DELETE races: $nworkers workers for $live sessions" ||
+  bad "switch/DELETE races left $nworkers workers for $live sessions"
+
 # ---- SIGTERM ----------------------------------------------------------------------------------------
 workers=$(pgrep -P "$dpid" | tr '\n' ' ')
 # twice: the second arrives while the daemon is ending its sessions, and must not kill it
