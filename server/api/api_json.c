@@ -233,9 +233,14 @@ json_t *api_action_json(const api_action *a) {
 }
 
 json_t *api_error_object(const char *code, const char *field, const char *message) {
-  json_t *e = json_pack("{s:s, s:s}", "code", code, "message", message);
-  if (e && field && *field) {
-    json_object_set_new(e, "field", json_string(field));
+  /* cleaned copies: one byte of invalid UTF-8 would make jansson refuse the whole body */
+  char msg[512];
+  char fld[128];
+  snprintf(msg, sizeof msg, "%s", message);
+  snprintf(fld, sizeof fld, "%s", field ? field : "");
+  json_t *e = json_pack("{s:s, s:s}", "code", code, "message", api_utf8_clean(msg));
+  if (e && *fld) {
+    json_object_set_new(e, "field", json_string(api_utf8_clean(fld)));
   }
   return e;
 }

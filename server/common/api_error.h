@@ -11,6 +11,12 @@ typedef struct api_error {
   char field[64];
 } api_error;
 
+/* Make s valid UTF-8 in place: drop every byte that does not belong to a well-formed sequence
+ * (jansson refuses invalid UTF-8, and a refused string would leave an error body empty). Every
+ * truncation of user text (snprintf into a fixed buffer, "%.60s") may split a character; so may
+ * text decoded from a URL. Returns s. */
+char *api_utf8_clean(char *s);
+
 void api_fail(api_error *e, int status, const char *code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 

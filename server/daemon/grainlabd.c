@@ -184,6 +184,15 @@ int main(int argc, char **argv) {
                               (int)c.max_viewers};
   char dbpath[PATH_MAX + 16], why_db[300];
   snprintf(dbpath, sizeof dbpath, "%s/grainlab.db", c.data_dir);
+  /* SIGTERM and SIGINT are taken by sigwait below: blocked before any thread starts (the store's
+   * writer is the first), so that every thread inherits the mask. A thread that left them
+   * unblocked would take a second SIGTERM, which arrives while main no longer waits, and its
+   * default action would end the daemon mid-shutdown with runs still open. */
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, NULL);
   store *st = store_open(dbpath, why_db, sizeof why_db);
   if (!st) {
     fprintf(stderr, "grainlabd: error: store %s: %s\n", dbpath, why_db);
@@ -199,12 +208,6 @@ int main(int argc, char **argv) {
   struct sockaddr_in ha = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c.http_port)};
   inet_pton(AF_INET, c.bind, &ha.sin_addr);
   signal(SIGPIPE, SIG_IGN);
-  /* SIGTERM and SIGINT are taken by sigwait below: blocked in every thread started from here */
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, NULL);
   char why[160];
   ws_server *ws = ws_start(srv.reg, c.bind, (int)c.ws_port, why, sizeof why);
   if (!ws) {

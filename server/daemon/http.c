@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,10 +34,11 @@ typedef struct http_reply {
   const char *type;
   char allow[64];       /* for 405 */
   char disposition[64]; /* Content-Disposition, for downloads */
+  size_t len;           /* bytes of body when set (static files may hold NULs); else strlen */
 } http_reply;
 
 static http_reply json_reply(int status, json_t *j) {
-  http_reply r = {status, api_dumps(j), "application/json", "", ""};
+  http_reply r = {status, api_dumps(j), "application/json", "", "", 0};
   json_decref(j);
   return r;
 }
@@ -287,7 +290,7 @@ static http_reply h_metrics(const http_call *k) {
             ss.latency_max, (unsigned long long)ss.batches);
   }
   fclose(f);
-  http_reply r = {200, more, "text/plain; version=0.0.4", "", ""};
+  http_reply r = {200, more, "text/plain; version=0.0.4", "", "", 0};
   return r;
 }
 
@@ -421,7 +424,7 @@ static http_reply static_file(const http_server *srv, const char *url) {
     return error_reply(500, "io_error", "", "could not read the file");
   }
   buf[got] = '\0';
-  http_reply r = {200, buf, mime(real), "", ""};
+  http_reply r = {200, buf, mime(real), "", "", (size_t)got};
   return r;
 }
 
@@ -498,7 +501,7 @@ static http_reply h_run_samples(const http_call *k) {
   if (store_samples(k->srv->store, k->run, csv, &body, &len, &se) != STORE_OK) {
     return store_error_reply(&se);
   }
-  http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", ""};
+  http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", "", 0};
   if (csv) {
     snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"run-%lld.csv\"", k->run);
   }
@@ -693,6 +696,56 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
   return r;
 }
 
+/* The Content-Security-Policy of a reply. Anything but a page loads nothing and runs nothing.
+ * A page runs only the client's own scripts (same origin, where three.js and uPlot are served
+ * too) and its inline import maps, allowed by their SHA-256 (CSP3 hash-source, computed here from
+ * the page itself so no second copy of them exists); it connects to the API and to the
+ * websocket port that /api/config names, on the host the browser asked for; nobody frames it. */
+static void page_policy(const http_server *srv, struct MHD_Connection *c, const http_reply *r,
+                        char *out, size_t size) {
+  if (!r->type || strncmp(r->type, "text/html", 9) != 0 || !r->body) {
+    snprintf(out, size, "default-src 'none'; frame-ancestors 'none'");
+    return;
+  }
+  char hashes[512] = "";
+  size_t used = 0;
+  static const char open_tag[] = "<script type=\"importmap\">";
+  for (const char *p = strstr(r->body, open_tag); p; p = strstr(p, open_tag)) {
+    p += sizeof open_tag - 1;
+    const char *end = strstr(p, "</script>");
+    if (!end) {
+      break;
+    }
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)p, (size_t)(end - p), digest);
+    unsigned char b64[48];
+    EVP_EncodeBlock(b64, digest, sizeof digest);
+    const int n = snprintf(hashes + used, sizeof hashes - used, " 'sha256-%s'", (char *)b64);
+    if (n < 0 || (size_t)n >= sizeof hashes - used) {
+      break;
+    }
+    used += (size_t)n;
+    p = end;
+  }
+  /* the host the browser used, without its port; only plain host characters are echoed */
+  char ws[300] = "";
+  const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+  if (srv->ws_public_port > 0 && host && strlen(host) < 256 &&
+      strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") ==
+          strlen(host)) {
+    const char *colon = strrchr(host, ':');
+    const char *bracket = strrchr(host, ']');
+    const size_t n = colon && (!bracket || colon > bracket) ? (size_t)(colon - host) : strlen(host);
+    snprintf(ws, sizeof ws, " ws://%.*s:%d wss://%.*s:%d", (int)n, host, srv->ws_public_port,
+             (int)n, host, srv->ws_public_port);
+  }
+  snprintf(out, size,
+           "default-src 'self'; script-src 'self'%s; style-src 'self' 'unsafe-inline'; "
+           "img-src 'self' data:; connect-src 'self'%s; object-src 'none'; base-uri 'none'; "
+           "form-action 'self'; frame-ancestors 'none'",
+           hashes, ws);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls) {
@@ -730,7 +783,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r.status >= 100 && r.status < 600) {
     __atomic_add_fetch(&srv->by_status[r.status], 1, __ATOMIC_RELAXED);
   }
-  const size_t len = r.body ? strlen(r.body) : 0;
+  const size_t len = !r.body ? 0 : r.len ? r.len : strlen(r.body);
+  char csp[1024];
+  page_policy(srv, c, &r, csp, sizeof csp);
   struct MHD_Response *resp =
       r.body ? MHD_create_response_from_buffer(len, r.body, MHD_RESPMEM_MUST_FREE)
              : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
@@ -740,6 +795,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.type ? r.type : "text/plain");
   MHD_add_response_header(resp, "Cache-Control", "no-store");
+  MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+  MHD_add_response_header(resp, "Referrer-Policy", "same-origin");
+  MHD_add_response_header(resp, "Content-Security-Policy", csp);
   if (r.allow[0]) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r.allow);
   }

@@ -152,7 +152,7 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
     pthread_mutex_unlock(&r->lock);
     api_fail(err, 429, "too_many_sessions", "", "this server runs at most %d sessions",
              r->limits.max_sessions);
-    free(s);
+    destroy(s); /* not yet seen by anyone; frees the script it took over */
     return NULL;
   }
   if (r->n == r->cap) {
@@ -161,7 +161,7 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
     if (!l) {
       pthread_mutex_unlock(&r->lock);
       api_fail(err, 503, "out_of_memory", "", "out of memory");
-      free(s);
+      destroy(s);
       return NULL;
     }
     r->list = l;
@@ -170,6 +170,15 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
   r->list[r->n++] = s; /* hold the slot while the worker starts */
   pthread_mutex_unlock(&r->lock);
   if (sess__start_worker(s, err) != 0) {
+    /* While listed, a request or a websocket join may have found it and holds a reference: it
+     * ends (so nothing starts a worker in it again, sess_switch_scene refuses an ended session)
+     * and its viewers are sent away; the last reference frees it. */
+    pthread_mutex_lock(&s->lock);
+    s->state = SESS_ENDED;
+    snprintf(s->reason, sizeof s->reason, "%.199s", err->message);
+    api_utf8_clean(s->reason);
+    pthread_mutex_unlock(&s->lock);
+    chan_close(&s->ch);
     pthread_mutex_lock(&r->lock);
     for (int i = 0; i < r->n; i++) {
       if (r->list[i] == s) {
@@ -177,8 +186,12 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
         break;
       }
     }
+    s->refs -= 2; /* the registry's and the caller's */
+    const int left = s->refs;
     pthread_mutex_unlock(&r->lock);
-    destroy(s);
+    if (left == 0) {
+      destroy(s);
+    }
     return NULL;
   }
   pthread_mutex_lock(&r->lock);

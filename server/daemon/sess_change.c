@@ -210,6 +210,13 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
     return -1;
   }
   pthread_mutex_lock(&s->lock);
+  if (s->state == SESS_ENDED) {
+    /* finish closed the stream and sent its viewers away: a new worker here would run where
+     * nobody could watch it */
+    api_fail(err, 409, "session_failed", "", "the session has ended: %s", s->reason);
+    pthread_mutex_unlock(&s->lock);
+    return -1;
+  }
   sess__close_run(s, "switched");
   worker_stop(&s->wc, 2000);
   s->def = *def;
@@ -217,6 +224,7 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
   if (rc != 0) {
     s->state = SESS_FAILED;
     snprintf(s->reason, sizeof s->reason, "%.199s", err->message);
+    api_utf8_clean(s->reason); /* the cut may split a character */
   }
   if (rc == 0) {
     sess__run_started(s);

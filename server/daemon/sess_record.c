@@ -99,6 +99,7 @@ void sess__run_started(session *s) {
 void sess__failed(session *s) {
   s->state = SESS_FAILED;
   snprintf(s->reason, sizeof s->reason, "%s", s->wc.reason);
+  api_utf8_clean(s->reason); /* the worker's words, cut to fit */
   pthread_mutex_lock(&s->reg->lock);
   s->reg->worker_failures++;
   pthread_mutex_unlock(&s->reg->lock);

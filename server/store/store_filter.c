@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "store_internal.h"
 
+#include "api_error.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +22,8 @@ void store__fail(store_error *err, store_status status, const char *code, const 
   va_start(ap, fmt);
   vsnprintf(err->message, sizeof err->message, fmt, ap);
   va_end(ap);
+  api_utf8_clean(err->field); /* keys and values come from the URL: any bytes, cut anywhere */
+  api_utf8_clean(err->message);
 }
 
 void store_filter_default(store_runs_filter *f) {

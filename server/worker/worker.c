@@ -18,6 +18,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,8 +112,7 @@ static int lock_down(uint64_t memory_limit) {
                                 SCMP_SYS(exit),
                                 SCMP_SYS(exit_group),
                                 SCMP_SYS(close),
-                                SCMP_SYS(getrusage),
-                                SCMP_SYS(prlimit64)};
+                                SCMP_SYS(getrusage)};
   int rc = 0;
   for (size_t k = 0; k < sizeof allowed / sizeof allowed[0] && rc == 0; k++) {
     rc = seccomp_rule_add(f, SCMP_ACT_ALLOW, allowed[k], 0);
@@ -120,6 +120,11 @@ static int lock_down(uint64_t memory_limit) {
   if (rc == 0) {
     rc = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
                           SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+  }
+  if (rc == 0) {
+    /* getrlimit/setrlimit are prlimit64(0, ...) in glibc; any other pid could be the daemon,
+     * whose RLIMIT_FSIZE a compromised worker could otherwise set to 0 */
+    rc = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, SCMP_A0(SCMP_CMP_EQ, 0));
   }
   if (rc == 0) {
     /* clone3 hides its flags behind a pointer: say "not here" and glibc falls back to clone */
@@ -185,6 +190,15 @@ static void test_command(uint32_t type) {
   if (type == WORKER_CMD_TEST_SYSCALL) {
     const int fd = open("/etc/hostname", O_RDONLY); /* the filter kills before this returns */
     _exit(fd >= 0 ? WORKER_EXIT_OK : WORKER_EXIT_SETUP);
+  }
+  if (type == WORKER_CMD_TEST_PRLIMIT) {
+    struct rlimit mine, other;
+    if (getrlimit(RLIMIT_FSIZE, &mine) != 0) { /* prlimit64(0, ...): allowed */
+      _exit(WORKER_EXIT_SETUP);
+    }
+    /* pid 1 stands for any other process; reading only, and the filter kills before this */
+    const long r = syscall(SYS_prlimit64, 1, RLIMIT_FSIZE, NULL, &other);
+    _exit(r == 0 ? WORKER_EXIT_OK : WORKER_EXIT_SETUP);
   }
   if (type == WORKER_CMD_TEST_HANG) {
     for (;;) {

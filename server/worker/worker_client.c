@@ -127,6 +127,13 @@ static int receive(worker_client *wc, void *reply, size_t reply_size, int timeou
   }
 }
 
+/* A worker's text is outside input (a compromised worker sends any bytes): end it within its
+ * buffers before anything reads it with %s. */
+static void own_text(grn_error *e) {
+  e->field[sizeof e->field - 1] = '\0';
+  e->message[sizeof e->message - 1] = '\0';
+}
+
 /* Give up before any process exists: drop the frame memory, keep the reason. */
 static void abandon(worker_client *wc) {
   if (wc->frames) {
@@ -222,6 +229,7 @@ int worker_spawn(worker_client *wc, const char *exe, const worker_create *create
   if (type == WORKER_REPLY_ERROR) {
     worker_error e;
     memcpy(&e, buf, sizeof e);
+    own_text(&e.error);
     finish(wc, NULL);
     snprintf(wc->reason, sizeof wc->reason, "%s", e.error.message);
     return -1;
@@ -259,9 +267,7 @@ static int typed_call(worker_client *wc, const void *cmd, size_t size, int timeo
     out->status = reply.st;
   } else if (out->type == WORKER_REPLY_ERROR) {
     out->error = reply.er.error;
-    /* the worker's text is outside input here too: end it within its buffers */
-    out->error.field[sizeof out->error.field - 1] = '\0';
-    out->error.message[sizeof out->error.message - 1] = '\0';
+    own_text(&out->error);
   }
   return out->type;
 }

@@ -34,7 +34,8 @@ typedef enum worker_cmd {
   /* test-only (GRAINLAB_TEST_COMMANDS builds): prove that limits end the worker */
   WORKER_CMD_TEST_HOG = 100, /* allocate and touch memory until the limit stops it */
   WORKER_CMD_TEST_SYSCALL,   /* try to open a file: the filter must kill the process */
-  WORKER_CMD_TEST_HANG       /* stop answering */
+  WORKER_CMD_TEST_HANG,      /* stop answering */
+  WORKER_CMD_TEST_PRLIMIT    /* read another process's limits: the filter must kill */
 } worker_cmd;
 
 typedef enum worker_reply { WORKER_REPLY_STATUS = 1, WORKER_REPLY_ERROR } worker_reply;

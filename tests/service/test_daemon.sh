@@ -11,6 +11,8 @@ test_commands=${2:-}
 mkdir -p "$tmp/static/sub"
 echo '<!doctype html><title>grainlab</title>' >"$tmp/static/index.html"
 echo 'secret' >"$tmp/outside.txt"
+printf 'PNG\0\0\1binary\0tail' >"$tmp/static/bin.png"
+printf '<!doctype html><script type="importmap">{ "imports": { "a": "/a.js" } }</script>' >"$tmp/static/map.html"
 echo 'adminadminadmin-0123456789' >"$tmp/admin"
 start_daemon "$daemon" --static-dir "$tmp/static" --admin-token-file "$tmp/admin" \
   --max-sessions 3 --max-grains 4000
@@ -66,6 +68,22 @@ req GET /metrics ""
 grep -q '^grainlab_sessions 1$' <<<"$body" && ok "metrics count the session" || bad "metrics: $body"
 req GET / ""
 [ "$code" = 200 ] && grep -q grainlab <<<"$body" && ok "static index.html" || bad "static: $code"
+curl -s -o "$tmp/bin" "$base/bin.png"
+cmp -s "$tmp/bin" "$tmp/static/bin.png" && ok "a binary static file comes whole (NULs included)" ||
+  bad "binary file: $(od -c "$tmp/bin" | head -2)"
+hdr() { curl -s -o /dev/null -D - "$base$1" | tr -d '\r'; }
+h_json=$(hdr /api/scenes)
+h_page=$(hdr /map.html)
+grep -qi '^x-content-type-options: nosniff$' <<<"$h_json" && grep -qi '^x-content-type-options: nosniff$' <<<"$h_page" &&
+  ok "JSON and pages say nosniff" || bad "nosniff: $h_json"
+grep -qi "^content-security-policy: default-src 'none'; frame-ancestors 'none'$" <<<"$h_json" &&
+  ok "JSON replies load nothing and are never framed" || bad "JSON CSP: $h_json"
+maphash=$(printf '{ "imports": { "a": "/a.js" } }' | openssl dgst -sha256 -binary | base64)
+csp=$(sed -n 's/^[Cc]ontent-[Ss]ecurity-[Pp]olicy: //p' <<<"$h_page")
+grep -qF "script-src 'self' 'sha256-$maphash';" <<<"$csp" && grep -qF "frame-ancestors 'none'" <<<"$csp" &&
+  grep -qF "connect-src 'self' ws://127.0.0.1:$wsport wss://127.0.0.1:$wsport;" <<<"$csp" &&
+  ok "a page's CSP allows its own scripts, its import map by hash and the websocket port" ||
+  bad "page CSP: $csp"
 req GET /api/scenes ""
 [ "$code" = 200 ] && grep -q '"name":"silo"' <<<"$body" && ok "scene catalogue" || bad "scenes: $code"
 python3 -c 'import json,sys
@@ -179,6 +197,12 @@ PATCH|@S/params|A|{"mu":"x","amount":50}|400|wrong_type
 POST|/api/scenes/|none|-|404|not_found
 GET|/api/runs/abc|none|-|404|not_found
 POST|/api/runs/1/nothing|none|{}|405|method_not_allowed
+POST|/api/sessions|none|{"scene":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaé"}|400|unknown_scene
+POST|/api/sessions|none|{"scene":"pour","aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaé":1}|400|unknown_field
+POST|/api/sessions|none|{"scene":"pour","params":{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaé":"x"}}|400|wrong_type
+GET|/api/runs?aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%C3%A9=1|none|-|400|unknown_field
+GET|/api/runs?scene=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%C3%A9|none|-|400|unknown_scene
+GET|/api/sessions/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%C3%A9|none|-|404|not_found
 TABLE
 after=$(fingerprint)
 [ "$before" = "$after" ] && ok "none of the bad requests changed the session" || bad "session changed: $before / $after"
@@ -280,10 +304,55 @@ req DELETE "/api/sessions/$B" "$(cat "$tmp/admin")"
 [ "$code" = 200 ] && ok "admin ends session B" || bad "admin delete: $code $body"
 req GET "/api/sessions/$B" ""
 [ "$code" = 404 ] && ok "B is gone" || bad "B still there: $code"
+req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+D=$(field id)
+TD=$(field control_token)
+req POST "/api/sessions/$D/actions" "$TD" '{"type":"finish"}'
+req POST "/api/sessions/$D/scene" "$TD" '{"scene":"silo","params":{"quality":0}}'
+ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
+req GET "/api/sessions/$D" ""
+[ "$ecode" = session_failed ] && [ "$(field state)" = ended ] && [ "$(field scene)" = pour ] &&
+  ok "a scene switch after finish is refused (409, the stream is closed) and changes nothing" ||
+  bad "switch after finish: $ecode $body"
+req DELETE "/api/sessions/$D" "$TD"
+
+# a replay refused at the session limit frees the run's event script (the ASan build's leak check
+# at exit, below, fails otherwise)
+req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+F=$(field id)
+TF=$(field control_token)
+req POST "/api/runs/$RUN_A/replay" "" "{}"
+ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
+[ "$code" = 429 ] && [ "$ecode" = too_many_sessions ] && ok "a replay at the limit: 429" || bad "replay at the limit: $code $body"
+req POST "/api/runs/$RUN_A/fork" "" '{"params":{"mu":0.3}}'
+[ "$code" = 429 ] && ok "a fork at the limit: 429" || bad "fork at the limit: $code $body"
+req DELETE "/api/sessions/$F" "$TF"
+
+# a scene switch racing a DELETE: whichever wins, no worker is left running for a deleted session
+race=${GRAINLAB_RACE_ROUNDS:-30}
+for _ in $(seq "$race"); do
+  req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+  R=$(field id)
+  TR=$(field control_token)
+  curl -s -o /dev/null -X DELETE -H "Authorization: Bearer $TR" "$base/api/sessions/$R" &
+  p1=$!
+  curl -s -o /dev/null -X POST -H "Authorization: Bearer $TR" --data-binary '{"scene":"tilt","params":{"quality":0}}' "$base/api/sessions/$R/scene" &
+  p2=$!
+  wait "$p1" "$p2" # not the daemon, also a child of this shell
+done
+sleep 0.5
+req GET /api/sessions ""
+live=$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))' <<<"$body")
+nworkers=$(pgrep -c -P "$dpid" grainlab-worke)
+[ "$nworkers" = "$live" ] && ok "$race switch/DELETE races: $nworkers workers for $live sessions" ||
+  bad "switch/DELETE races left $nworkers workers for $live sessions"
 
 # ---- SIGTERM ----------------------------------------------------------------------------------------
 workers=$(pgrep -P "$dpid" | tr '\n' ' ')
+# twice: the second arrives while the daemon is ending its sessions, and must not kill it
 kill -TERM "$dpid"
+sleep 0.02
+kill -TERM "$dpid" 2>/dev/null
 for _ in $(seq 100); do
   kill -0 "$dpid" 2>/dev/null || break
   sleep 0.05
@@ -296,6 +365,10 @@ if ! kill -0 "$dpid" 2>/dev/null; then
   for w in $workers; do kill -0 "$w" 2>/dev/null && left+=" $w"; done
   [ -z "$workers" ] && bad "no workers seen before SIGTERM"
   [ -z "$left" ] && ok "none of its workers ($workers) is left" || bad "workers left behind:$left"
+  open_runs=$(sqlite3 "$tmp/data/grainlab.db" 'SELECT count(*) FROM runs WHERE ended_at IS NULL')
+  all_runs=$(sqlite3 "$tmp/data/grainlab.db" 'SELECT count(*) FROM runs')
+  [ "$open_runs" = 0 ] && [ "$all_runs" -gt 0 ] && ok "every run ($all_runs) is closed" ||
+    bad "runs left open: $open_runs of $all_runs"
   dpid=
 else
   bad "daemon still running 5 s after SIGTERM"

@@ -7,6 +7,7 @@
 
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -197,7 +198,60 @@ static void limit(worker_cmd cmd, const char *what, const char *want) {
 }
 #endif
 
+/* A hostile worker (this program run as "grainlab-worker"): every text it sends fills its
+ * buffer with no NUL. Scene "bad_spawn": the first reply is such an error; otherwise the first
+ * reply is a status and every command after it gets such an error. */
+static int hostile_worker(void) {
+  worker_create c;
+  if (recv(WORKER_CHANNEL_FD, &c, sizeof c, 0) != (ssize_t)sizeof c) {
+    return 1;
+  }
+  worker_error e;
+  memset(&e, 'A', sizeof e);
+  e.h = (worker_header){WORKER_REPLY_ERROR, sizeof e};
+  e.error.code = GRN_E_RANGE;
+  if (strncmp(c.scene, "bad_spawn", sizeof c.scene) != 0) {
+    worker_status st;
+    memset(&st, 0, sizeof st);
+    st.h = (worker_header){WORKER_REPLY_STATUS, sizeof st};
+    send(WORKER_CHANNEL_FD, &st, sizeof st, 0);
+    worker_header h;
+    if (recv(WORKER_CHANNEL_FD, &h, sizeof h, MSG_TRUNC) <= 0) {
+      return 1;
+    }
+  }
+  send(WORKER_CHANNEL_FD, &e, sizeof e, 0);
+  sleep(5); /* until the client stops it */
+  return 0;
+}
+
+/* Text from a worker is outside input: the client ends it within its buffers. */
+static void unterminated_text(void) {
+  worker_client wc;
+  worker_status st;
+  worker_create c = definition("pour", 0);
+  snprintf(c.scene, sizeof c.scene, "bad_spawn");
+  CHECK("a worker that refuses its definition is refused",
+        worker_spawn(&wc, "/proc/self/exe", &c, true, 5000, &st) == -1);
+  size_t n = strlen(wc.reason);
+  printf("first-reply error without a NUL: reason of %zu bytes (want %zu, all 'A')\n", n,
+         sizeof((grn_error *)0)->message - 1);
+  CHECK("the reason is the message's bytes and no more",
+        n == sizeof((grn_error *)0)->message - 1 && strspn(wc.reason, "A") == n);
+  c = definition("pour", 0);
+  CHECK("a hostile worker spawns", worker_spawn(&wc, "/proc/self/exe", &c, true, 5000, &st) == 0);
+  worker_result r;
+  CHECK("its error reply is an error", worker_call_step(&wc, 1, 5000, &r) == WORKER_REPLY_ERROR);
+  CHECK("the message ends within its buffer",
+        memchr(r.error.message, 0, sizeof r.error.message) != NULL &&
+            memchr(r.error.field, 0, sizeof r.error.field) != NULL);
+  worker_stop(&wc, 2000);
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 1 && strcmp(argv[0], "grainlab-worker") == 0) {
+    return hostile_worker();
+  }
   if (argc < 2) {
     fprintf(stderr, "usage: test_worker path/to/grainlab-worker\n");
     return 2;
@@ -207,9 +261,11 @@ int main(int argc, char **argv) {
   frames_through_shared_memory();
   refused_definition();
   kill_one();
+  unterminated_text();
 #ifdef GRAINLAB_TEST_COMMANDS
   limit(WORKER_CMD_TEST_HOG, "allocating past the memory limit ends the worker", "memory limit");
   limit(WORKER_CMD_TEST_SYSCALL, "a forbidden system call ends the worker", "forbidden system");
+  limit(WORKER_CMD_TEST_PRLIMIT, "prlimit64 on another pid ends the worker", "forbidden system");
   limit(WORKER_CMD_TEST_HANG, "a worker that stops answering is ended", "no heartbeat");
 #else
   printf("limit tests need -DGRAINLAB_TEST_COMMANDS=ON\n");
