@@ -22,9 +22,9 @@ char *api_dumps(const json_t *j);
  * description, params: [{name, unit, min, max, default, integer, restart, description}],
  * actions: [names], measurements: [keys], plots: [{title, series: [{key, axis, reference}]}]}],
  * "actions": [{name, description, session, args: [{name, unit, min, max, required, type,
- * description}]}], "models": [{name, particles, settles, si}], "measurements": [{name, unit, label}],
- * step_seconds, sample_steps}. Every
- * scene's action and measurement is described once, at the top. A new reference. */
+ * description}]}], "models": [{name, particles, settles, si}], "measurements": [{name, unit,
+ * label}], step_seconds, sample_steps}. Every scene's action and measurement is described once, at
+ * the top. A new reference. */
 json_t *api_scenes_json(void);
 
 /* ---- sessions -------------------------------------------------------------------------------- */
