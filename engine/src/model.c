@@ -22,7 +22,7 @@ static int granular_count(const grn_world_def *def) {
 /* 2 µs per grain on a slow machine: about six contacts each (the daemon's pacing figure). */
 static double granular_cost(const grn_world_def *def, int n) {
   (void)def;
-  return 2.0 * n;
+  return GRN_GRAIN_STEP_US * n;
 }
 
 /* The granular model's buffers are the world's grain and pair machinery (freed by the world). */

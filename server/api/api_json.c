@@ -62,13 +62,14 @@ static const grn_action_info own_actions[] = {
     {"resume", GRN_ACTION_COUNT, 0, NULL, false, "start the clock again"},
     {"step", GRN_ACTION_COUNT, 1, step_args, false, "advance a paused session by n steps"},
     {"finish", GRN_ACTION_COUNT, 0, NULL, false, "record the run as finished and end the session"},
+    {"cancel", GRN_ACTION_COUNT, 0, NULL, false, "stop a step in progress after its current call"},
 #ifdef GRAINLAB_TEST_COMMANDS
     {"test_hog", GRN_ACTION_COUNT, 0, NULL, false, ""},
     {"test_syscall", GRN_ACTION_COUNT, 0, NULL, false, ""},
     {"test_hang", GRN_ACTION_COUNT, 0, NULL, false, ""},
 #endif
 };
-enum { OWN_LISTED = 4 }; /* the test commands are not part of the catalogue */
+enum { OWN_LISTED = 5 }; /* the test commands are not part of the catalogue */
 
 const grn_action_info *api_session_actions(int *count) {
   *count = OWN_LISTED;

@@ -61,6 +61,7 @@ typedef enum api_own_action {
   API_ACT_RESUME,
   API_ACT_STEP,
   API_ACT_FINISH,
+  API_ACT_CANCEL,
   API_ACT_TEST /* test builds only: a worker command that breaks a limit on purpose */
 } api_own_action;
 

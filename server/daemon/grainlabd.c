@@ -179,9 +179,14 @@ int main(int argc, char **argv) {
   snprintf(srv.data_dir, sizeof srv.data_dir, "%s", c.data_dir);
   char worker[PATH_MAX];
   sibling(worker, sizeof worker, "grainlab-worker");
-  const sess_limits limits = {(int)c.max_sessions, (int)c.max_grains,
-                              (uint64_t)c.worker_memory_mb << 20, (int)c.worker_threads,
-                              (int)c.max_viewers};
+  const sess_limits limits = {(int)c.max_sessions,
+                              (int)c.max_grains,
+                              (uint64_t)c.worker_memory_mb << 20,
+                              (int)c.worker_threads,
+                              (int)c.max_viewers,
+                              0,
+                              2e7,
+                              1800};
   char dbpath[PATH_MAX + 16], why_db[300];
   snprintf(dbpath, sizeof dbpath, "%s/grainlab.db", c.data_dir);
   /* SIGTERM and SIGINT are taken by sigwait below: blocked before any thread starts (the store's

@@ -7,9 +7,11 @@
 #include "api_route.h"
 #include "log.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <stdarg.h>
@@ -75,6 +77,19 @@ static json_t *parse_object(const http_req *rq, http_reply *err) {
     *err = api_error_reply(&e);
   }
   return j;
+}
+
+/* The peer's address as text (the per-client limits' key); NULL when unknown. */
+static const char *client_address(struct MHD_Connection *c, char *out, size_t size) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+  const void *a =
+      !sa                         ? NULL
+      : sa->sa_family == AF_INET  ? (const void *)&((const struct sockaddr_in *)sa)->sin_addr
+      : sa->sa_family == AF_INET6 ? (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr
+                                  : NULL;
+  return a && inet_ntop(sa->sa_family, a, out, (socklen_t)size) ? out : NULL;
 }
 
 static const char *bearer(struct MHD_Connection *c) {
@@ -190,8 +205,9 @@ static http_reply h_sessions_create(const http_call *k) {
     return api_error_reply(&e);
   }
   json_decref(body);
-  char token[65], viewer_token[65];
-  session *s = sess_create(k->srv->reg, &cmd.def, cmd.label, cmd.private_, token, viewer_token, &e);
+  char token[65], viewer_token[65], client[48];
+  session *s = sess_create(k->srv->reg, &cmd.def, cmd.label, cmd.private_,
+                           client_address(k->c, client, sizeof client), token, viewer_token, &e);
   return s ? created(s, token, viewer_token) : api_error_reply(&e);
 }
 
@@ -521,11 +537,12 @@ static http_reply from_run(const http_call *k, bool fork) {
   if (api_read_from_run(body, fork, &cmd, &e) != 0) {
     r = api_error_reply(&e);
   } else {
-    char token[65], viewer_token[65];
+    char token[65], viewer_token[65], client[48];
     api_params params; /* a fork's new parameters (none given: none), checked by the session */
     api_params_read(cmd.params, &params);
-    session *s = sess_create_from_run(k->srv->reg, k->run, fork ? &params : NULL, cmd.label,
-                                      cmd.private_, token, viewer_token, &e);
+    session *s =
+        sess_create_from_run(k->srv->reg, k->run, fork ? &params : NULL, cmd.label, cmd.private_,
+                             client_address(k->c, client, sizeof client), token, viewer_token, &e);
     r = s ? created(s, token, viewer_token) : api_error_reply(&e);
   }
   json_decref(body);

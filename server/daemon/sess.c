@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 void sess_registry_set_notify(sess_registry *r, void (*notify)(void *), void *ctx) {
   r->notify = notify;
@@ -61,6 +64,8 @@ static void random_text(char *out, size_t len, const char *alphabet) {
   out[len] = '\0';
 }
 
+static void *reaper(void *arg);
+
 sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe, store *st) {
   sess_registry *r = calloc(1, sizeof *r);
   if (!r) {
@@ -71,6 +76,15 @@ sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_e
   snprintf(r->worker_exe, sizeof r->worker_exe, "%s", worker_exe);
   r->st = st;
   r->next_run = st ? (uint64_t)store_next_run_id(st) : 1;
+  pthread_mutex_init(&r->reaper_lock, NULL);
+  pthread_cond_init(&r->reaper_wake, NULL);
+  if (pthread_create(&r->reaper, NULL, reaper, r) != 0) {
+    pthread_mutex_destroy(&r->reaper_lock);
+    pthread_cond_destroy(&r->reaper_wake);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+    return NULL;
+  }
   return r;
 }
 
@@ -93,7 +107,12 @@ static worker_create create_msg(const sess_registry *r, const grn_world_def *def
 int sess__start_worker(session *s, sess_error *err) {
   const worker_create c = create_msg(s->reg, &s->def);
   worker_status st;
-  if (worker_spawn(&s->wc, s->reg->worker_exe, &c, false, WORKER_TIMEOUT_MS, &st) != 0) {
+  /* a world's first forces and measurements cost a few of its steps */
+  const int timeout = sess__timeout_for(s, 4);
+  pthread_mutex_unlock(&s->lock); /* building a world takes a while: nobody waits on it */
+  const int rc = worker_spawn(&s->wc, s->reg->worker_exe, &c, false, timeout, s->cancel_fd, &st);
+  pthread_mutex_lock(&s->lock);
+  if (rc != 0) {
     api_fail(err, 500, "worker_failed", "", "the session's worker did not start: %s", s->wc.reason);
     return -1;
   }
@@ -110,33 +129,129 @@ int sess__start_worker(session *s, sess_error *err) {
   pthread_mutex_unlock(&s->qlock);
   pthread_mutex_lock(&s->reg->lock);
   s->run_id = s->reg->next_run++;
+  s->live = true;
   pthread_mutex_unlock(&s->reg->lock);
+  return 0;
+}
+
+void sess__own(session *s) {
+  __atomic_add_fetch(&s->wanted, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_lock(&s->wlock);
+  __atomic_sub_fetch(&s->wanted, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_lock(&s->lock);
+}
+
+void sess__disown(session *s) {
+  pthread_mutex_unlock(&s->lock);
+  pthread_mutex_unlock(&s->wlock);
+}
+
+void sess__give_way(session *s) {
+  /* a mutex is not fair: wait until the waiter has it (bounded, should requests keep coming) */
+  for (int i = 0; i < 200 && __atomic_load_n(&s->wanted, __ATOMIC_ACQUIRE) > 0; i++) {
+    const struct timespec ts = {0, 250000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+void sess__let_in(session *s) {
+  if (__atomic_load_n(&s->wanted, __ATOMIC_ACQUIRE) == 0) {
+    return;
+  }
+  pthread_mutex_unlock(&s->lock);
+  pthread_mutex_unlock(&s->wlock);
+  sess__give_way(s);
+  pthread_mutex_lock(&s->wlock);
+  pthread_mutex_lock(&s->lock);
+}
+
+void sess__dead(session *s) {
+  s->died = sess__now();
+  pthread_mutex_lock(&s->reg->lock);
+  s->live = false;
+  pthread_mutex_unlock(&s->reg->lock);
+}
+
+void sess__touch(session *s) {
+  pthread_mutex_lock(&s->lock);
+  s->active = sess__now();
+  pthread_mutex_unlock(&s->lock);
+}
+
+/* Sessions holding a slot, all and this client's; under the registry lock. */
+static int live_count(const sess_registry *r, const char *client, int *mine) {
+  int n = 0;
+  *mine = 0;
+  for (int i = 0; i < r->n; i++) {
+    n += r->list[i]->live;
+    *mine += r->list[i]->live && client && strcmp(r->list[i]->client, client) == 0;
+  }
+  return n;
+}
+
+/* A slot for a session that starts (or starts again), or a refusal; under the registry lock. */
+int sess__take_slot(const sess_registry *r, const char *client, sess_error *err) {
+  int mine;
+  if (live_count(r, client, &mine) >= r->limits.max_sessions) {
+    api_fail(err, 429, "too_many_sessions", "", "this server runs at most %d sessions",
+             r->limits.max_sessions);
+    return -1;
+  }
+  if (client && r->limits.max_per_client > 0 && mine >= r->limits.max_per_client) {
+    api_fail(err, 429, "too_many_sessions", "",
+             "one client may run at most %d sessions at once here; end one first",
+             r->limits.max_per_client);
+    return -1;
+  }
   return 0;
 }
 
 static void destroy(session *s);
 
+/* Take a listed session off the registry's list; whether it was there. */
+static bool unlist(sess_registry *r, session *s) {
+  bool listed = false;
+  pthread_mutex_lock(&r->lock);
+  for (int i = 0; i < r->n; i++) {
+    if (r->list[i] == s) {
+      r->list[i] = r->list[--r->n];
+      listed = true;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&r->lock);
+  return listed;
+}
+
 /* A new session, under a script (taken over, freed on failure) or none. */
 static session *create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
-                       script *sc, char token_out[65], char viewer_token_out[65], sess_error *err) {
+                       const char *client, script *sc, char token_out[65],
+                       char viewer_token_out[65], sess_error *err) {
   const int grains = grn_world_def_grains(def);
   if (sess__check_count(r, def, err) != 0) {
     sess__free_script(sc);
     return NULL;
   }
   session *s = calloc(1, sizeof *s);
-  if (!s) {
+  const int cancel_fd = s ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
+  if (!s || cancel_fd < 0) {
     api_fail(err, 503, "out_of_memory", "", "out of memory");
     sess__free_script(sc);
+    free(s);
     return NULL;
   }
+  s->cancel_fd = cancel_fd;
   s->script = sc;
   s->reg = r;
   s->refs = 2; /* the registry's and the caller's */
   s->def = *def;
   s->speed = 1.0;
   s->wc.fd = -1;
+  s->wc.cancel_fd = -1;
+  s->active = sess__now();
   snprintf(s->label, sizeof s->label, "%s", label ? label : "");
+  snprintf(s->client, sizeof s->client, "%s", client ? client : "");
+  pthread_mutex_init(&s->wlock, NULL);
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->wake, NULL);
   pthread_mutex_init(&s->qlock, NULL);
@@ -148,10 +263,8 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
     random_text(s->viewer_token, 64, "0123456789abcdef");
   }
   pthread_mutex_lock(&r->lock);
-  if (r->n >= r->limits.max_sessions) {
+  if (sess__take_slot(r, client, err) != 0) {
     pthread_mutex_unlock(&r->lock);
-    api_fail(err, 429, "too_many_sessions", "", "this server runs at most %d sessions",
-             r->limits.max_sessions);
     destroy(s); /* not yet seen by anyone; frees the script it took over */
     return NULL;
   }
@@ -167,31 +280,25 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
     r->list = l;
     r->cap = cap;
   }
-  r->list[r->n++] = s; /* hold the slot while the worker starts */
+  s->live = true;      /* the slot is held while the worker starts */
+  r->list[r->n++] = s; /* listed: a DELETE may come before the worker is up */
   pthread_mutex_unlock(&r->lock);
+  sess__own(s);
   if (sess__start_worker(s, err) != 0) {
     /* While listed, a request or a websocket join may have found it and holds a reference: it
      * ends (so nothing starts a worker in it again, sess_switch_scene refuses an ended session)
      * and its viewers are sent away; the last reference frees it. */
-    pthread_mutex_lock(&s->lock);
     s->state = SESS_ENDED;
     snprintf(s->reason, sizeof s->reason, "%.199s", err->message);
     api_utf8_clean(s->reason);
-    pthread_mutex_unlock(&s->lock);
+    sess__dead(s);
+    sess__disown(s);
     chan_close(&s->ch);
-    pthread_mutex_lock(&r->lock);
-    for (int i = 0; i < r->n; i++) {
-      if (r->list[i] == s) {
-        r->list[i] = r->list[--r->n];
-        break;
-      }
+    /* a DELETE that came meanwhile took it off the list and drops the registry's reference */
+    if (unlist(r, s)) {
+      sess_release(s);
     }
-    s->refs -= 2; /* the registry's and the caller's */
-    const int left = s->refs;
-    pthread_mutex_unlock(&r->lock);
-    if (left == 0) {
-      destroy(s);
-    }
+    sess_release(s); /* the caller's */
     return NULL;
   }
   pthread_mutex_lock(&r->lock);
@@ -200,25 +307,28 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
   if (r->st) {
     store_session(r->st, s->id, s->join, s->label, private_);
   }
-  pthread_mutex_lock(&s->lock);
-  sess__run_started(s);
-  pthread_mutex_unlock(&s->lock);
+  if (!s->stop) {
+    /* else a DELETE came while the worker started: it stops the worker once this returns */
+    sess__run_started(s);
+    s->has_thread = pthread_create(&s->thread, NULL, sess__pace, s) == 0;
+  }
+  sess__disown(s);
   log_msg(LOG_INFO, "session_created", "session=%s run=%llu scene=%s grains=%d", s->id,
           (unsigned long long)s->run_id, s->def.scene->name, grains);
-  s->has_thread = pthread_create(&s->thread, NULL, sess__pace, s) == 0;
   memcpy(token_out, s->token, 65);
   memcpy(viewer_token_out, s->viewer_token, 65);
   return s;
 }
 
 session *sess_create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
-                     char token_out[65], char viewer_token_out[65], sess_error *err) {
-  return create(r, def, label, private_, NULL, token_out, viewer_token_out, err);
+                     const char *client, char token_out[65], char viewer_token_out[65],
+                     sess_error *err) {
+  return create(r, def, label, private_, client, NULL, token_out, viewer_token_out, err);
 }
 
 session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *fork_params,
-                              const char *label, bool private_, char token_out[65],
-                              char viewer_token_out[65], sess_error *err) {
+                              const char *label, bool private_, const char *client,
+                              char token_out[65], char viewer_token_out[65], sess_error *err) {
   if (!r->st) {
     api_fail(err, 503, "no_store", "", "this server keeps no record");
     return NULL;
@@ -267,7 +377,7 @@ session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *f
     label = name;
   }
   const grn_world_def def = sc->r.def;
-  return create(r, &def, label, private_, sc, token_out, viewer_token_out, err);
+  return create(r, &def, label, private_, client, sc, token_out, viewer_token_out, err);
 }
 
 session *sess_find(sess_registry *r, const char *id) {
@@ -286,8 +396,12 @@ session *sess_find(sess_registry *r, const char *id) {
 static void destroy(session *s) {
   sess__free_script(s->script);
   chan_destroy(&s->ch);
+  if (s->cancel_fd >= 0) {
+    close(s->cancel_fd);
+  }
   pthread_mutex_destroy(&s->qlock);
   pthread_mutex_destroy(&s->lock);
+  pthread_mutex_destroy(&s->wlock);
   pthread_cond_destroy(&s->wake);
   free(s);
 }
@@ -302,22 +416,37 @@ void sess_release(session *s) {
   }
 }
 
-/* Stop the pacing thread and the worker; the session stays allocated. */
+/* Stop the pacing thread and the worker; the session stays allocated. A worker busy with a long
+ * step is not waited for: the cancel cuts its call short and it is killed. */
 static void end(session *s, const char *reason) {
   pthread_mutex_lock(&s->lock);
   s->stop = true;
-  pthread_cond_signal(&s->wake);
+  s->ending = true;
+  s->step_cancel = true;
+  pthread_cond_broadcast(&s->wake);
+  const bool thread = s->has_thread;
+  s->has_thread = false;
   pthread_mutex_unlock(&s->lock);
-  if (s->has_thread) {
-    pthread_join(s->thread, NULL);
-    s->has_thread = false;
+  const uint64_t one = 1;
+  if (write(s->cancel_fd, &one, sizeof one) != (ssize_t)sizeof one) {
+    log_msg(LOG_WARN, "cancel_failed", "session=%s: the cancel did not go out", s->id);
   }
-  pthread_mutex_lock(&s->lock);
+  if (thread) {
+    pthread_join(s->thread, NULL);
+  }
+  sess__own(s);
+  const bool was_dead = s->state == SESS_FAILED || s->state == SESS_ENDED;
   sess__close_run(s, reason);
-  worker_stop(&s->wc, 2000);
-  s->state = SESS_ENDED;
-  sess__event(s, "session_ended", NULL);
   pthread_mutex_unlock(&s->lock);
+  worker_stop(&s->wc, STOP_GRACE_MS);
+  pthread_mutex_lock(&s->lock);
+  s->state = SESS_ENDED;
+  if (!was_dead) {
+    snprintf(s->reason, sizeof s->reason, "%s", reason);
+  }
+  sess__dead(s);
+  sess__event(s, "session_ended", json_pack("{s:s}", "reason", reason));
+  sess__disown(s);
   if (s->reg->st) {
     store_session_end(s->reg->st, s->id);
   }
@@ -326,24 +455,71 @@ static void end(session *s, const char *reason) {
   sess__notify(s);
 }
 
-void sess_delete(sess_registry *r, session *s) {
-  bool listed = false;
-  pthread_mutex_lock(&r->lock);
-  for (int i = 0; i < r->n; i++) {
-    if (r->list[i] == s) {
-      r->list[i] = r->list[--r->n];
-      listed = true;
-      break;
-    }
-  }
-  pthread_mutex_unlock(&r->lock);
-  if (listed) {
-    end(s, "deleted");
-    sess_release(s); /* the registry's reference */
+/* End a listed session and drop the registry's reference (once, whoever comes first). */
+static void forget(sess_registry *r, session *s, const char *reason) {
+  if (unlist(r, s)) {
+    end(s, reason);
+    sess_release(s);
   }
 }
 
+void sess_delete(sess_registry *r, session *s) {
+  forget(r, s, "deleted");
+}
+
+/* Every session's lifetime, once a second: a live one without viewers and without a controller's
+ * change for the idle timeout ends ("idle"); a failed or ended one without viewers is forgotten
+ * after DEAD_KEEP_S, or at once while more than twice the slots are listed. */
+static void reap(sess_registry *r) {
+  int n;
+  session **copy = sess__snapshot(r, &n);
+  const double now = sess__now(), idle = r->limits.idle_timeout_s;
+  for (int i = 0; i < n; i++) {
+    session *s = copy[i];
+    const int viewers = chan_viewers(&s->ch, NULL);
+    pthread_mutex_lock(&s->lock);
+    const bool dead = s->state == SESS_FAILED || s->state == SESS_ENDED;
+    if (viewers > 0) {
+      s->active = now; /* watched: the idle clock starts when the last viewer leaves */
+    }
+    const double quiet = now - s->active, gone = now - s->died;
+    pthread_mutex_unlock(&s->lock);
+    if (!dead && idle > 0 && viewers == 0 && quiet >= idle) {
+      log_msg(LOG_INFO, "session_idle", "session=%s: no viewer and no change for %.0f s", s->id,
+              quiet);
+      forget(r, s, "idle");
+    } else if (dead && viewers == 0 && (gone >= DEAD_KEEP_S || n > 2 * r->limits.max_sessions)) {
+      forget(r, s, "ended");
+    }
+    sess_release(s);
+  }
+  free(copy);
+}
+
+static void *reaper(void *arg) {
+  sess_registry *r = arg;
+  pthread_mutex_lock(&r->reaper_lock);
+  while (!r->reaper_stop) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 1;
+    pthread_cond_timedwait(&r->reaper_wake, &r->reaper_lock, &ts);
+    if (!r->reaper_stop) {
+      pthread_mutex_unlock(&r->reaper_lock);
+      reap(r);
+      pthread_mutex_lock(&r->reaper_lock);
+    }
+  }
+  pthread_mutex_unlock(&r->reaper_lock);
+  return NULL;
+}
+
 void sess_registry_free(sess_registry *r) {
+  pthread_mutex_lock(&r->reaper_lock);
+  r->reaper_stop = true;
+  pthread_cond_signal(&r->reaper_wake);
+  pthread_mutex_unlock(&r->reaper_lock);
+  pthread_join(r->reaper, NULL);
   for (;;) {
     /* take each session off the list, end it, and drop the registry's reference */
     pthread_mutex_lock(&r->lock);
@@ -356,6 +532,8 @@ void sess_registry_free(sess_registry *r) {
     sess_release(s);
   }
   free(r->list);
+  pthread_mutex_destroy(&r->reaper_lock);
+  pthread_cond_destroy(&r->reaper_wake);
   pthread_mutex_destroy(&r->lock);
   free(r);
 }
@@ -418,9 +596,9 @@ void sess_view(session *s, api_session_view *out) {
   pthread_mutex_unlock(&s->lock);
 }
 
-/* The live sessions, each referenced (release every one, then free the array); session locks
+/* The listed sessions, each referenced (release every one, then free the array); session locks
  * may be taken afterwards, since elsewhere the order is session, then registry. */
-static session **snapshot(sess_registry *r, int *n) {
+session **sess__snapshot(sess_registry *r, int *n) {
   pthread_mutex_lock(&r->lock);
   *n = r->n;
   session **copy = malloc(sizeof(session *) * (size_t)(r->n > 0 ? r->n : 1));
@@ -435,7 +613,7 @@ static session **snapshot(sess_registry *r, int *n) {
 
 api_session_view *sess_list(sess_registry *r, bool include_private, int *count) {
   int n;
-  session **copy = snapshot(r, &n);
+  session **copy = sess__snapshot(r, &n);
   api_session_view *views = malloc(sizeof *views * (size_t)(n > 0 ? n : 1));
   *count = 0;
   for (int i = 0; i < n; i++) {
@@ -456,7 +634,7 @@ void sess_get_totals(sess_registry *r, sess_totals *out) {
   out->steps = __atomic_load_n(&r->steps, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&r->lock);
   int n;
-  session **copy = snapshot(r, &n);
+  session **copy = sess__snapshot(r, &n);
   out->sessions = n;
   for (int i = 0; i < n; i++) {
     pthread_mutex_lock(&copy[i]->lock);
@@ -473,7 +651,7 @@ void sess_get_totals(sess_registry *r, sess_totals *out) {
 
 void sess_metrics(sess_registry *r, FILE *f) {
   int n;
-  session **copy = snapshot(r, &n);
+  session **copy = sess__snapshot(r, &n);
   fputs("# HELP grainlab_session_rt_factor Simulated seconds per wall-clock second, per session.\n"
         "# TYPE grainlab_session_rt_factor gauge\n",
         f);

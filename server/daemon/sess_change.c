@@ -5,11 +5,12 @@
 
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 int sess__live(const session *s, sess_error *err) {
-  if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
+  if (s->state == SESS_FAILED || s->state == SESS_ENDED || s->ending) {
     api_fail(err, 409, "session_failed", "", "the session has %s: %s",
-             s->state == SESS_FAILED ? "failed" : "ended", s->reason);
+             s->state == SESS_FAILED ? "failed" : "ended", s->ending ? "it is ending" : s->reason);
     return -1;
   }
   return 0;
@@ -27,7 +28,8 @@ int sess__reply(session *s, int type, const worker_result *r, bool set, sess_err
     return -1;
   }
   sess__failed(s);
-  api_fail(err, 409, "session_failed", "", "the session's worker ended: %s", s->reason);
+  api_fail(err, 409, "session_failed", "", "the session's worker ended: %s",
+           s->ending ? "the session is ending" : s->reason);
   return -1;
 }
 
@@ -38,7 +40,10 @@ int sess__act(session *s, const grn_action *a, sess_error *err) {
   /* reset rebuilds the scene: as much work as a few hundred steps */
   worker_result r;
   const int timeout = sess__timeout_for(s, a->kind == GRN_A_RESET ? 600 : 0);
-  return sess__reply(s, worker_call_act(&s->wc, a, timeout, &r), &r, false, err);
+  pthread_mutex_unlock(&s->lock);
+  const int type = worker_call_act(&s->wc, a, timeout, &r);
+  pthread_mutex_lock(&s->lock);
+  return sess__reply(s, type, &r, false, err);
 }
 
 /* A parameter the caller validated against the scene, set in the worker and then in the
@@ -50,9 +55,12 @@ int sess__set(session *s, const char *name, double value, sess_error *err) {
   const int k = grn_scene_param_index(s->def.scene, name);
   /* an id the scene does not take is refused by the worker */
   const grn_param_id id = k < 0 ? GRN_PARAM_COUNT : s->def.scene->params[k];
+  const int timeout = sess__timeout_for(s, 0);
   worker_result r;
-  if (sess__reply(s, worker_call_set(&s->wc, id, value, sess__timeout_for(s, 0), &r), &r, true,
-                  err) != 0) {
+  pthread_mutex_unlock(&s->lock);
+  const int type = worker_call_set(&s->wc, id, value, timeout, &r);
+  pthread_mutex_lock(&s->lock);
+  if (sess__reply(s, type, &r, true, err) != 0) {
     return -1;
   }
   grn_error e;
@@ -61,11 +69,12 @@ int sess__set(session *s, const char *name, double value, sess_error *err) {
 }
 
 int sess_set_params(session *s, const api_params *params, sess_error *err) {
-  pthread_mutex_lock(&s->lock);
+  sess__own(s);
+  s->active = sess__now();
   grn_world_def d = s->def;
   /* all or nothing: every value is checked before the first reaches the worker */
   if (api_params_apply(params, &d, API_PARAMS_LIVE, err) != 0) {
-    pthread_mutex_unlock(&s->lock);
+    sess__disown(s);
     return -1;
   }
   int rc = 0;
@@ -85,7 +94,7 @@ int sess_set_params(session *s, const api_params *params, sess_error *err) {
     sess__event(s, "parameter_changed", json_pack("{s:O}", "params", applied));
   }
   json_decref(applied);
-  pthread_mutex_unlock(&s->lock);
+  sess__disown(s);
   return rc;
 }
 
@@ -95,62 +104,183 @@ int sess_set_speed(session *s, double speed, sess_error *err) {
     return -1;
   }
   pthread_mutex_lock(&s->lock);
+  s->active = sess__now();
   s->speed = speed;
   sess__event(s, "speed_changed", json_pack("{s:f}", "speed", speed));
   pthread_mutex_unlock(&s->lock);
   return 0;
 }
 
+/* pause and resume: the clock only, never the worker; either ends a `step n` in progress. Under
+ * `lock`. */
+static int set_clock(session *s, bool pause, sess_error *err) {
+  if (s->state == SESS_FAILED || s->state == SESS_ENDED || s->ending) {
+    api_fail(err, 409, "session_failed", "", "the session has %s: %s",
+             s->state == SESS_FAILED ? "failed" : "ended", s->reason);
+    return -1;
+  }
+  s->state = pause ? SESS_PAUSED : SESS_RUNNING;
+  s->step_cancel = s->stepping > 0;
+  pthread_cond_signal(&s->wake);
+  return 0;
+}
+
+/* finish: the run is recorded as finished and the worker stopped, without waiting for a call in
+ * flight (the cancel cuts it short). */
+static int finish(session *s, sess_error *err) {
+  pthread_mutex_lock(&s->lock);
+  if (s->state == SESS_FAILED || s->state == SESS_ENDED || s->ending) {
+    api_fail(err, 409, "session_failed", "", "the session has %s already",
+             s->state == SESS_FAILED ? "failed" : "ended");
+    pthread_mutex_unlock(&s->lock);
+    return -1;
+  }
+  s->ending = true;
+  s->step_cancel = true;
+  pthread_mutex_unlock(&s->lock);
+  const uint64_t one = 1;
+  if (write(s->cancel_fd, &one, sizeof one) != (ssize_t)sizeof one) {
+    log_msg(LOG_WARN, "cancel_failed", "session=%s: the cancel did not go out", s->id);
+  }
+  sess__own(s);
+  sess__close_run(s, "finished");
+  pthread_mutex_unlock(&s->lock);
+  worker_stop(&s->wc, STOP_GRACE_MS);
+  pthread_mutex_lock(&s->lock);
+  s->state = SESS_ENDED;
+  snprintf(s->reason, sizeof s->reason, "finished by its controller");
+  sess__dead(s);
+  sess__event(s, "session_ended", json_pack("{s:s}", "reason", s->reason));
+  sess__disown(s);
+  chan_close(&s->ch); /* viewers are sent away: there is nothing more to see */
+  sess__notify(s);
+  return 0;
+}
+
+/* step n of a paused session: within the work budget, in calls of sess__chunk steps with the
+ * worker let go between them (frames, other requests and a DELETE go on meanwhile); pause,
+ * resume, cancel, finish or DELETE stop it after the call in flight. */
+static int step(session *s, const api_action *p, sess_error *err) {
+  const double n = p->action.args[0];
+  const grn_action_arg *arg = &p->info->args[0];
+  pthread_mutex_lock(&s->lock);
+  const double cost = grn_world_def_step_cost(&s->def) / GRN_GRAIN_STEP_US;
+  int rc = 0;
+  if (s->state != SESS_PAUSED) {
+    api_fail(err, 409, "not_paused", "type", "step works on a paused session");
+    rc = -1;
+  } else if (!(n >= arg->min && n <= arg->max && n == floor(n))) {
+    api_fail(err, 422, "out_of_range", "n", "n = %g must be a whole number in %g..%g", n, arg->min,
+             arg->max);
+    rc = -1;
+  } else if (n * cost > s->reg->limits.step_budget) {
+    const double most = floor(s->reg->limits.step_budget / cost);
+    api_fail(err, 422, "over_budget", "n",
+             "%g steps of this world are %.3g grain-steps of work, over this server's budget of "
+             "%.3g for one step request: ask for at most %.0f",
+             n, n * cost, s->reg->limits.step_budget, most);
+    rc = -1;
+  } else if (s->stepping > 0) {
+    api_fail(err, 409, "busy", "", "a step is in progress already (%d steps left)", s->stepping);
+    rc = -1;
+  } else {
+    rc = sess__live(s, err);
+  }
+  if (rc != 0) {
+    pthread_mutex_unlock(&s->lock);
+    return -1;
+  }
+  s->stepping = (int)n;
+  s->step_cancel = false;
+  s->active = sess__now();
+  pthread_mutex_unlock(&s->lock);
+  int done = 0;
+  sess__own(s);
+  while (rc == 0 && done < (int)n) {
+    if (s->step_cancel || s->state != SESS_PAUSED) {
+      break;
+    }
+    if ((rc = sess__live(s, err)) != 0) {
+      break;
+    }
+    const int want = (int)n - done < sess__chunk(s) ? (int)n - done : sess__chunk(s);
+    const int timeout = sess__timeout_for(s, want);
+    worker_result r;
+    pthread_mutex_unlock(&s->lock);
+    const int type = worker_call_step(&s->wc, want, timeout, &r);
+    pthread_mutex_lock(&s->lock);
+    if ((rc = sess__reply(s, type, &r, false, err)) != 0) {
+      break;
+    }
+    done += want;
+    s->stepping = (int)n - done;
+    s->dirty = true;
+    __atomic_add_fetch(&s->reg->steps, (uint64_t)want, __ATOMIC_RELAXED);
+    sess__disown(s); /* between calls the worker is free for the frames and other requests */
+    sess__own(s);
+  }
+  s->stepping = 0;
+  if (done > 0) {
+    /* what happened, as it happened: the record says the steps actually taken */
+    api_action taken = *p;
+    taken.action.args[0] = done;
+    json_t *detail = json_pack("{s:o, s:s}", "action", api_action_json(&taken), "via", "rest");
+    if (done < (int)n) {
+      json_object_set_new(detail, "asked", json_integer((json_int_t)n));
+    }
+    sess__event(s, "action", detail);
+  }
+  if (rc == 0 && done < (int)n) {
+    api_fail(err, 409, "cancelled", "", "the step was cancelled after %d of %.0f steps", done, n);
+    rc = -1;
+  }
+  sess__disown(s);
+  return rc;
+}
+
 int sess_action(session *s, const api_action *a, sess_error *err) {
   const api_action p = *a;
-  const double *args = p.action.args;
-  pthread_mutex_lock(&s->lock);
+  if (p.own == API_ACT_STEP) {
+    return step(s, &p, err);
+  }
+  if (p.own == API_ACT_FINISH) {
+    return finish(s, err);
+  }
+  if (p.own == API_ACT_PAUSE || p.own == API_ACT_RESUME || p.own == API_ACT_CANCEL) {
+    pthread_mutex_lock(&s->lock);
+    s->active = sess__now();
+    int rc = 0;
+    if (p.own == API_ACT_CANCEL) {
+      if (s->stepping == 0) {
+        api_fail(err, 409, "nothing_to_cancel", "type", "no step is in progress");
+        rc = -1;
+      }
+      s->step_cancel = true;
+    } else {
+      rc = set_clock(s, p.own == API_ACT_PAUSE, err);
+    }
+    if (rc == 0 && p.own != API_ACT_CANCEL) {
+      sess__event(s, "action",
+                  json_pack("{s:o, s:s}", "action", api_action_json(&p), "via", "rest"));
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+  }
+  sess__own(s);
+  s->active = sess__now();
   int rc = 0;
   json_t *engine = NULL; /* the engine's form of an engine action, for replays */
-  if (p.own == API_ACT_PAUSE || p.own == API_ACT_RESUME) {
-    if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
-      api_fail(err, 409, "session_failed", "", "the session has failed: %s", s->reason);
-      rc = -1;
-    } else {
-      s->state = p.own == API_ACT_PAUSE ? SESS_PAUSED : SESS_RUNNING;
-      pthread_cond_signal(&s->wake);
-    }
-  } else if (p.own == API_ACT_FINISH) {
-    if (s->state == SESS_FAILED || s->state == SESS_ENDED) {
-      api_fail(err, 409, "session_failed", "", "the session has %s already",
-               s->state == SESS_FAILED ? "failed" : "ended");
-      rc = -1;
-    } else {
-      sess__close_run(s, "finished");
-      worker_stop(&s->wc, 2000);
-      s->state = SESS_ENDED;
-      snprintf(s->reason, sizeof s->reason, "finished by its controller");
-    }
-  } else if (p.own == API_ACT_TEST) {
+  if (p.own == API_ACT_TEST) {
     const uint32_t cmd = strcmp(p.info->name, "test_hog") == 0       ? WORKER_CMD_TEST_HOG
                          : strcmp(p.info->name, "test_syscall") == 0 ? WORKER_CMD_TEST_SYSCALL
                                                                      : WORKER_CMD_TEST_HANG;
-    worker_result r;
     rc = sess__live(s, err);
-    rc = rc ? rc
-            : sess__reply(s, worker_call_bare(&s->wc, cmd, WORKER_TIMEOUT_MS, &r), &r, false, err);
-  } else if (p.own == API_ACT_STEP) {
-    if (s->state != SESS_PAUSED) {
-      api_fail(err, 409, "not_paused", "type", "step works on a paused session");
-      rc = -1;
-    } else if (!(args[0] >= p.info->args[0].min && args[0] <= p.info->args[0].max &&
-                 args[0] == floor(args[0]))) {
-      api_fail(err, 422, "out_of_range", "n", "n = %g must be a whole number in %g..%g", args[0],
-               p.info->args[0].min, p.info->args[0].max);
-      rc = -1;
-    } else {
+    if (rc == 0) {
       worker_result r;
-      rc = sess__live(s, err);
-      rc = rc ? rc
-              : sess__reply(
-                    s,
-                    worker_call_step(&s->wc, (int)args[0], sess__timeout_for(s, (int)args[0]), &r),
-                    &r, false, err);
+      pthread_mutex_unlock(&s->lock);
+      const int type = worker_call_bare(&s->wc, cmd, WORKER_TIMEOUT_MS, &r);
+      pthread_mutex_lock(&s->lock);
+      rc = sess__reply(s, type, &r, false, err);
     }
   } else {
     grn_error e;
@@ -162,11 +292,7 @@ int sess_action(session *s, const api_action *a, sess_error *err) {
       engine = rc == 0 ? sess__action_text(&p.action) : NULL;
     }
   }
-  if (rc == 0 && p.own == API_ACT_FINISH) {
-    sess__event(s, "session_ended", json_pack("{s:s}", "reason", s->reason));
-    chan_close(&s->ch); /* viewers are sent away: there is nothing more to see */
-    sess__notify(s);
-  } else if (rc == 0) {
+  if (rc == 0) {
     s->dirty = true;
     json_t *detail = json_pack("{s:o, s:s}", "action", api_action_json(&p), "via", "rest");
     if (engine) {
@@ -174,7 +300,7 @@ int sess_action(session *s, const api_action *a, sess_error *err) {
     }
     sess__event(s, "action", detail);
   }
-  pthread_mutex_unlock(&s->lock);
+  sess__disown(s);
   return rc;
 }
 
@@ -202,6 +328,9 @@ int sess_queue_action(session *s, const api_action *p, sess_error *err) {
     s->queue[s->queued++] = *p;
   }
   pthread_mutex_unlock(&s->qlock);
+  if (rc == 0) {
+    sess__touch(s);
+  }
   return rc;
 }
 
@@ -209,27 +338,43 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
   if (sess__check_count(r, def, err) != 0) {
     return -1;
   }
-  pthread_mutex_lock(&s->lock);
-  if (s->state == SESS_ENDED) {
+  sess__own(s);
+  s->active = sess__now();
+  if (s->state == SESS_ENDED || s->ending) {
     /* finish closed the stream and sent its viewers away: a new worker here would run where
      * nobody could watch it */
     api_fail(err, 409, "session_failed", "", "the session has ended: %s", s->reason);
-    pthread_mutex_unlock(&s->lock);
+    sess__disown(s);
     return -1;
   }
+  if (s->state == SESS_FAILED) {
+    /* a failed session gave its slot back: starting again needs one */
+    pthread_mutex_lock(&r->lock);
+    const int rc = sess__take_slot(r, s->client, err);
+    s->live = rc == 0;
+    pthread_mutex_unlock(&r->lock);
+    if (rc != 0) {
+      sess__disown(s);
+      return -1;
+    }
+  }
   sess__close_run(s, "switched");
-  worker_stop(&s->wc, 2000);
+  s->step_cancel = true;
+  pthread_mutex_unlock(&s->lock);
+  worker_stop(&s->wc, STOP_GRACE_MS);
+  pthread_mutex_lock(&s->lock);
   s->def = *def;
   const int rc = sess__start_worker(s, err);
   if (rc != 0) {
     s->state = SESS_FAILED;
     snprintf(s->reason, sizeof s->reason, "%.199s", err->message);
     api_utf8_clean(s->reason); /* the cut may split a character */
+    sess__dead(s);
   }
   if (rc == 0) {
     sess__run_started(s);
   }
   pthread_cond_signal(&s->wake);
-  pthread_mutex_unlock(&s->lock);
+  sess__disown(s);
   return rc;
 }

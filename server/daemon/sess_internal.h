@@ -11,6 +11,12 @@
 #define TICK_HZ 60             /* pacing ticks per second: 4 steps of 1/240 s each at speed 1 */
 #define WORKER_TIMEOUT_MS 5000 /* a worker silent this long (beyond its work) has hung */
 #define QUEUE_MAX 16           /* controller actions from the websocket waiting for a step */
+/* One worker call's work at most, in the engine's cost units (µs on a slow machine): a long
+ * `step n` or a fast tick goes in calls of this size, so a change waits for one of them at most
+ * (a single step of a heavier world is still one call). */
+#define CALL_BUDGET_US 50000.0
+#define STOP_GRACE_MS 500 /* a worker asked to quit is killed after this: DELETE ends in 1 s */
+#define DEAD_KEEP_S 600   /* a failed or ended session stays visible this long without viewers */
 
 /* A stored run played into a live session: its events at their steps, in real time (a replay) or
  * as fast as the worker goes up to the run's end and then new parameters (a fork). */
@@ -21,12 +27,24 @@ typedef struct script {
   timeline fork; /* a fork's new parameters, applied at the end */
 } script;
 
+/* Locking. `wlock` owns the worker channel (wc) and is held across worker calls; `lock` guards
+ * everything else and is never held while the worker works, so a reader (a GET, /metrics, a
+ * websocket join) waits only for another thread's few field updates. The one order is wlock,
+ * then lock: code that calls the worker takes both (sess__own) and lets `lock` go around each
+ * call, then looks at the session again, since a pause, a speed change or an ending may have
+ * come meanwhile. */
 struct session {
   sess_registry *reg;
-  int refs;                                          /* under the registry lock */
+  int refs;        /* under the registry lock */
+  bool live;       /* under the registry lock: holds a slot (not failed or ended) */
+  char client[48]; /* who created it, for the per-client limit */
   char id[17], join[7], token[65], viewer_token[65]; /* viewer_token empty: public */
   char label[64];
-  pthread_mutex_t lock; /* everything below, and the worker channel */
+  pthread_mutex_t wlock; /* the worker channel */
+  pthread_mutex_t lock;  /* everything below but wc */
+  int wanted;            /* __atomic: threads waiting for wlock; the pacing thread lets them in */
+  int cancel_fd;         /* eventfd, written once when the session ends: cuts a call short */
+  bool ending;           /* finish or delete under way: the worker's end is expected */
   pthread_cond_t wake;
   grn_world_def def;
   sess_state state;
@@ -50,6 +68,10 @@ struct session {
   double flow_sum; /* silo: flow samples while draining, for the run's mean flow */
   int flow_n;
   script *script; /* a replay or fork in progress (NULL: none) */
+  int stepping;   /* a `step n` in progress: its steps left (0: none) */
+  bool step_cancel;
+  double active; /* when a controller last changed something, or a viewer left (s) */
+  double died;   /* when it failed or ended (s) */
 };
 struct sess_registry {
   pthread_mutex_t lock;
@@ -62,6 +84,10 @@ struct sess_registry {
   store *st;
   void (*notify)(void *);
   void *notify_ctx;
+  pthread_t reaper; /* ends idle sessions and forgets dead ones */
+  pthread_mutex_t reaper_lock;
+  pthread_cond_t reaper_wake;
+  bool reaper_stop;
 };
 
 /* sess_record.c: the one place every change passes (under the session's lock): the stream's
@@ -77,7 +103,10 @@ void sess__failed(session *s);
 void sess__publish(session *s, bool samples);
 
 /* sess_pace.c */
+double sess__now(void);
 void *sess__pace(void *arg);
+/* Steps one worker call may take (CALL_BUDGET_US), at least one. */
+int sess__chunk(const session *s);
 int sess__timeout_for(const session *s, int steps);
 void sess__free_script(script *sc);
 
@@ -92,6 +121,22 @@ int sess__live(const session *s, sess_error *err);
 
 /* sess.c */
 int sess__check_count(const sess_registry *r, const grn_world_def *def, sess_error *err);
+/* Under both locks (lock let go while the worker starts). */
 int sess__start_worker(session *s, sess_error *err);
+/* The listed sessions, each referenced: release each, then free the array. */
+session **sess__snapshot(sess_registry *r, int *n);
+/* Take wlock then lock, ahead of the pacing thread's next call; and give both back. */
+void sess__own(session *s);
+void sess__disown(session *s);
+/* The pacing thread, between calls (both locks held): let a thread that waits for the worker go
+ * first; sess__give_way is the wait itself, with neither lock held. */
+void sess__let_in(session *s);
+void sess__give_way(session *s);
+/* A slot for a session that starts (or starts again), or a refusal; under the registry lock. */
+int sess__take_slot(const sess_registry *r, const char *client, sess_error *err);
+/* The session stops holding a slot (it failed or ended); under `lock`. */
+void sess__dead(session *s);
+/* A controller did something (the idle clock starts again). */
+void sess__touch(session *s);
 
 #endif

@@ -9,10 +9,15 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void) {
+double sess__now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int sess__chunk(const session *s) {
+  const double k = CALL_BUDGET_US / grn_world_def_step_cost(&s->def);
+  return k >= 14400.0 ? 14400 : k <= 1.0 ? 1 : (int)k;
 }
 
 /* How long a command may take: the heartbeat plus the work asked for at a slow machine's pace
@@ -23,8 +28,7 @@ int sess__timeout_for(const session *s, int steps) {
 }
 
 /* Steps a fork fast-forwards per tick: 4 s of simulated time for a few thousand grains, fewer
- * for costlier worlds so one tick holds the session's lock (and its GET) for well under a
- * second, never fewer than real time would take. */
+ * for costlier worlds so that frames keep coming, never fewer than real time would take. */
 static int fast_steps(const session *s) {
   const double k = 6e6 / grn_world_def_step_cost(&s->def);
   return k >= 960.0 ? 960 : k <= 4.0 ? 4 : (int)k;
@@ -41,6 +45,9 @@ void sess__free_script(script *sc) {
 /* The stream after a tick: a frame when someone watches and something changed (or a viewer
  * waits for a keyframe), then the new sample and state changes (sess__publish). */
 static void stream(session *s, bool samples) {
+  if (s->ending) {
+    return;
+  }
   bool want_key = false;
   const int viewers = chan_viewers(&s->ch, &want_key);
   if (viewers > 0 && (s->dirty || want_key) && s->state != SESS_FAILED) {
@@ -49,8 +56,10 @@ static void stream(session *s, bool samples) {
     /* the chains' cut plane: through the pile's centre, facing a viewer on +z */
     const double plane[4] = {isfinite(cx) ? cx : 0.0, isfinite(cz) ? cz : 0.0, 0.0, 1.0};
     worker_result r;
-    const int type =
-        worker_call_frame(&s->wc, want_key, chains ? plane : NULL, sess__timeout_for(s, 1), &r);
+    const int timeout = sess__timeout_for(s, 1);
+    pthread_mutex_unlock(&s->lock);
+    const int type = worker_call_frame(&s->wc, want_key, chains ? plane : NULL, timeout, &r);
+    pthread_mutex_lock(&s->lock);
     if (type == WORKER_REPLY_STATUS) {
       s->last = r.status;
       const size_t size = r.status.frame_size, at = (size + 7) & ~(size_t)7;
@@ -138,10 +147,11 @@ static void script_done(session *s) {
 static int script_steps(session *s, int k) {
   script *sc = s->script;
   const timeline_event *ev;
-  while (s->state != SESS_FAILED && (ev = timeline_due(&sc->r.events, s->last.steps)) != NULL) {
+  while (s->state != SESS_FAILED && !s->ending &&
+         (ev = timeline_due(&sc->r.events, s->last.steps)) != NULL) {
     script_event(s, ev);
   }
-  if (s->state == SESS_FAILED) {
+  if (s->state == SESS_FAILED || s->ending) {
     return 0;
   }
   if (timeline_done(&sc->r.events, s->last.steps)) {
@@ -153,32 +163,73 @@ static int script_steps(session *s, int k) {
   return (int)timeline_room(&sc->r.events, s->last.steps, want);
 }
 
+/* A tick's k steps, in calls of sess__chunk steps, a waiting request let in between them. */
+static void step_tick(session *s, int k) {
+  const uint64_t run = s->run_id;
+  while (k > 0 && (s->state == SESS_RUNNING || s->state == SESS_ASLEEP) && !s->ending) {
+    const int n = k < sess__chunk(s) ? k : sess__chunk(s);
+    const int timeout = sess__timeout_for(s, n);
+    worker_result r;
+    pthread_mutex_unlock(&s->lock);
+    const int type = worker_call_step(&s->wc, n, timeout, &r);
+    pthread_mutex_lock(&s->lock);
+    if (type != WORKER_REPLY_STATUS) {
+      sess__failed(s);
+      return;
+    }
+    s->last = r.status;
+    if (s->state == SESS_RUNNING || s->state == SESS_ASLEEP) { /* not paused meanwhile */
+      s->state = r.status.asleep ? SESS_ASLEEP : SESS_RUNNING;
+    }
+    s->dirty = true;
+    __atomic_add_fetch(&s->reg->steps, (uint64_t)n, __ATOMIC_RELAXED);
+    k -= n;
+    if (k > 0) {
+      sess__let_in(s);
+      if (s->run_id != run) {
+        return; /* the scene was switched meanwhile: a new world, a new tick */
+      }
+    }
+  }
+}
+
+/* Wait on the session's clock (or a wake-up) for up to `seconds`, under `lock`. */
+static void wait_for(session *s, double seconds) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const long ns = ts.tv_nsec + (long)(seconds * 1e9);
+  ts.tv_sec += ns / 1000000000;
+  ts.tv_nsec = ns % 1000000000;
+  pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+}
+
 /* Pacing: every tick, as many steps as real time × speed asks; the achieved real-time factor is
- * measured over windows of about a second. */
+ * measured over windows of about a second. The thread holds the worker only during a tick. */
 void *sess__pace(void *arg) {
   session *s = arg;
-  double next = now_s(), win_wall = next, win_sim = 0.0;
+  double next = sess__now(), win_wall = next, win_sim = 0.0;
   pthread_mutex_lock(&s->lock);
   win_sim = s->last.t;
+  pthread_mutex_unlock(&s->lock);
   for (;;) {
+    pthread_mutex_lock(&s->wlock);
+    pthread_mutex_lock(&s->lock);
     if (s->stop) {
+      sess__disown(s);
       break;
     }
-    if (s->state == SESS_PAUSED || s->state == SESS_FAILED || s->state == SESS_ENDED) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += 100000000;
-      if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-      }
-      pthread_cond_timedwait(&s->wake, &s->lock, &ts);
-      next = win_wall = now_s();
-      win_sim = s->last.t;
-      if (s->state == SESS_PAUSED) {
+    if (s->state == SESS_PAUSED || s->state == SESS_FAILED || s->state == SESS_ENDED || s->ending) {
+      if (s->state == SESS_PAUSED && !s->ending) {
         apply_queued(s);
         stream(s, false);
       }
+      pthread_mutex_unlock(&s->wlock); /* the wait holds `lock` only */
+      if (!s->stop) {
+        wait_for(s, 0.1);
+      }
+      next = win_wall = sess__now();
+      win_sim = s->last.t;
+      pthread_mutex_unlock(&s->lock);
       continue;
     }
     apply_queued(s);
@@ -189,36 +240,28 @@ void *sess__pace(void *arg) {
     if (s->script) {
       k = script_steps(s, k);
     }
-    if (k > 0 && s->state != SESS_PAUSED && s->state != SESS_FAILED) {
-      worker_result r;
-      if (worker_call_step(&s->wc, k, sess__timeout_for(s, k), &r) != WORKER_REPLY_STATUS) {
-        sess__failed(s);
-        continue;
-      }
-      s->last = r.status;
-      s->state = r.status.asleep ? SESS_ASLEEP : SESS_RUNNING;
-      s->dirty = true;
-      __atomic_add_fetch(&s->reg->steps, (uint64_t)k, __ATOMIC_RELAXED);
+    step_tick(s, k);
+    if (s->state != SESS_FAILED) {
+      stream(s, true);
     }
-    stream(s, true);
-    const double t = now_s();
+    const double t = sess__now();
     if (t - win_wall >= 1.0) {
       s->rt_factor = (s->last.t - win_sim) / (t - win_wall);
       win_wall = t;
       win_sim = s->last.t;
     }
-    pthread_mutex_unlock(&s->lock);
+    sess__disown(s);
     next += 1.0 / TICK_HZ;
     if (next < t || fast) {
       next = t; /* behind (or fast-forwarding): do not try to catch up in a burst */
     }
-    const double wait = next - now_s();
+    const double wait = next - sess__now();
     if (wait > 0) {
       const struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
       nanosleep(&ts, NULL);
+    } else {
+      sess__give_way(s); /* behind: requests waiting for the worker go first */
     }
-    pthread_mutex_lock(&s->lock);
   }
-  pthread_mutex_unlock(&s->lock);
   return NULL;
 }

@@ -97,7 +97,11 @@ void sess__run_started(session *s) {
 }
 
 void sess__failed(session *s) {
+  if (s->ending) {
+    return; /* finish or delete stopped the worker: it did not fail */
+  }
   s->state = SESS_FAILED;
+  sess__dead(s);
   snprintf(s->reason, sizeof s->reason, "%s", s->wc.reason);
   api_utf8_clean(s->reason); /* the worker's words, cut to fit */
   pthread_mutex_lock(&s->reg->lock);

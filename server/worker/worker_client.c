@@ -96,10 +96,14 @@ static int receive(worker_client *wc, void *reply, size_t reply_size, int timeou
   const int64_t deadline = now_ms() + timeout_ms;
   for (;;) {
     const int64_t left = deadline - now_ms();
-    struct pollfd p = {wc->fd, POLLIN, 0};
-    const int r = poll(&p, 1, left > 0 ? (int)left : 0);
+    struct pollfd p[2] = {{wc->fd, POLLIN, 0}, {wc->cancel_fd, POLLIN, 0}};
+    const int r = poll(p, wc->cancel_fd >= 0 ? 2 : 1, left > 0 ? (int)left : 0);
     if (r < 0 && errno == EINTR) {
       continue;
+    }
+    if (r > 0 && wc->cancel_fd >= 0 && (p[1].revents & POLLIN)) {
+      finish(wc, "worker stopped: its session ended");
+      return -1;
     }
     if (r <= 0) {
       finish(wc, "worker stopped answering (no heartbeat)");
@@ -151,9 +155,10 @@ size_t worker_frame_bytes(int grains) {
 }
 
 int worker_spawn(worker_client *wc, const char *exe, const worker_create *create, bool keep_stderr,
-                 int timeout_ms, worker_status *first) {
+                 int timeout_ms, int cancel_fd, worker_status *first) {
   memset(wc, 0, sizeof *wc);
   wc->fd = -1;
+  wc->cancel_fd = cancel_fd;
   int mem = -1;
   if (create->frame_bytes > 0) {
     /* the frame memory: created here, shared with the worker on fd 4, read-only on this side */

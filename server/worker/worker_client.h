@@ -15,6 +15,10 @@ typedef struct worker_client {
   size_t frame_bytes;
   bool ended;
   char reason[200]; /* why it ended, once ended */
+  /* Readable once the caller gives up on the worker (its session ends): a call in flight then
+   * returns at once and the worker is killed, since a long step cannot be interrupted otherwise.
+   * -1: none. */
+  int cancel_fd;
 } worker_client;
 
 /* Shared memory a worker needs for the frames of a world of `grains` grains: the compressed
@@ -23,10 +27,10 @@ size_t worker_frame_bytes(int grains);
 
 /* Start `exe` with only its channel (and, when create->frame_bytes > 0, the frame memory)
  * (stdin/stdout/stderr on /dev/null unless keep_stderr), send the definition, and wait for its
- * first status (timeout_ms). On failure the worker is reaped and `reason` says why; returns 0 or
- * -1. */
+ * first status (timeout_ms). cancel_fd (-1: none) cuts every wait short once readable. On failure
+ * the worker is reaped and `reason` says why; returns 0 or -1. */
 int worker_spawn(worker_client *wc, const char *exe, const worker_create *create, bool keep_stderr,
-                 int timeout_ms, worker_status *first);
+                 int timeout_ms, int cancel_fd, worker_status *first);
 
 /* Send one command and wait up to timeout_ms for its reply (a worker_status or worker_error in
  * `reply`, at most reply_size bytes). Returns the reply type, or -1 when the worker ended or did

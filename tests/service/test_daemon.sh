@@ -60,6 +60,40 @@ s0=$(field steps)
 req POST "/api/sessions/$A/actions" "$TA" '{"type":"step","n":10}'
 s1=$(field steps)
 [ "$code" = 200 ] && [ $((s1 - s0)) = 10 ] && ok "step 10 while paused ($s0 -> $s1)" || bad "step: $code $s0 $s1 $body"
+req POST "/api/sessions/$A/actions" "$TA" '{"type":"cancel"}'
+ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
+[ "$code" = 409 ] && [ "$ecode" = nothing_to_cancel ] && ok "cancel without a step: 409" || bad "cancel: $code $body"
+# a long step (the budget's most for 4000 bodies summed directly) cancelled while in flight
+req POST /api/sessions "" '{"scene":"cluster","params":{"bodies":4000,"theta":0}}'
+C=$(field id)
+TC=$(field control_token)
+req POST "/api/sessions/$C/actions" "$TC" '{"type":"pause"}'
+sleep 0.2
+req GET "/api/sessions/$C" ""
+c0=$(field steps)
+req POST "/api/sessions/$C/actions" "$TC" '{"type":"step","n":14400}'
+ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
+most=$(grep -o 'at most [0-9]*' <<<"$body" | grep -o '[0-9]*$')
+req GET "/api/sessions/$C" ""
+[ "$code" = 200 ] && [ "$ecode" = over_budget ] && [ -n "$most" ] && [ "$(field steps)" = "$c0" ] &&
+  ok "step 14400 of 4000 bodies summed directly is over the work budget: 422 (at most $most), nothing stepped" ||
+  bad "step budget: $ecode $body"
+curl -s -o "$tmp/stepped" -w '%{http_code}' -X POST -H "Authorization: Bearer $TC" \
+  --data-binary "{\"type\":\"step\",\"n\":$most}" "$base/api/sessions/$C/actions" >"$tmp/stepcode" &
+stepper=$!
+sleep 0.5
+req GET "/api/sessions/$C" ""
+[ "$code" = 200 ] && ok "GET answers while a step is in flight (steps $(field steps))" || bad "GET during step: $code"
+req POST "/api/sessions/$C/actions" "$TC" '{"type":"cancel"}'
+[ "$code" = 200 ] && ok "cancel a step in flight" || bad "cancel in flight: $code $body"
+wait "$stepper"
+req GET "/api/sessions/$C" ""
+c1=$(field steps)
+ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <"$tmp/stepped" 2>/dev/null)
+[ "$(cat "$tmp/stepcode")" = 409 ] && [ "$ecode" = cancelled ] && [ $((c1 - c0)) -lt "$most" ] &&
+  ok "the step answers 409 cancelled after $((c1 - c0)) of $most steps" ||
+  bad "cancelled step: $(cat "$tmp/stepcode") $(cat "$tmp/stepped") $c0 -> $c1 of $most"
+req DELETE "/api/sessions/$C" "$TC"
 req POST "/api/sessions/$A/actions" "$TA" '{"type":"resume"}'
 [ "$code" = 200 ] && ok "resume" || bad "resume: $code"
 req PATCH "/api/sessions/$A" "$TA" '{"speed":2}'
@@ -294,16 +328,56 @@ if [ "$test_commands" = --test-commands ]; then
   B=$(field id)
 fi
 
-# ---- the session limit ----------------------------------------------------------------------------
-req POST /api/sessions "" '{"scene":"tilt","params":{"quality":0}}'
-[ "$code" = 201 ] && ok "third session" || bad "third: $code $body"
-req POST /api/sessions "" '{"scene":"tilt","params":{"quality":0}}'
+# ---- the session limit: only live sessions hold a slot ------------------------------------------
+# fill: create sessions until the limit refuses one; their ids and control tokens land in
+# $extra_ids/$extra_tokens, the refusal in $code/$body
+extra_ids=()
+extra_tokens=()
+fill() {
+  for _ in 1 2 3 4; do
+    req POST /api/sessions "" '{"scene":"tilt","params":{"quality":0}}'
+    [ "$code" = 201 ] || return
+    extra_ids+=("$(field id)")
+    extra_tokens+=("$(field control_token)")
+  done
+}
+req GET /api/sessions "$(cat "$tmp/admin")"
+live=$(python3 -c 'import json,sys; print(sum(s["state"] not in ("failed", "ended") for s in json.load(sys.stdin)["sessions"]))' <<<"$body")
+fill
 wc_=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
-[ "$code" = 429 ] && [ "$wc_" = too_many_sessions ] && ok "a fourth is refused: 429 too_many_sessions" || bad "limit: $code $body"
+[ "$code" = 429 ] && [ "$wc_" = too_many_sessions ] && [ $((live + ${#extra_ids[@]})) = 3 ] &&
+  ok "with $live live (a failed one holds no slot), ${#extra_ids[@]} more, then 429 too_many_sessions" ||
+  bad "limit: $live live + ${#extra_ids[@]} made, then $code $body"
 req DELETE "/api/sessions/$B" "$(cat "$tmp/admin")"
 [ "$code" = 200 ] && ok "admin ends session B" || bad "admin delete: $code $body"
 req GET "/api/sessions/$B" ""
 [ "$code" = 404 ] && ok "B is gone" || bad "B still there: $code"
+fill
+last=$((${#extra_ids[@]} - 1))
+req POST "/api/sessions/${extra_ids[$last]}/actions" "${extra_tokens[$last]}" '{"type":"finish"}'
+req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+[ "$code" = 201 ] && ok "a finished session gives its slot back at once" || bad "after finish: $code $body"
+D=$(field id)
+TD=$(field control_token)
+wpid=$(pgrep -n -P "$dpid" grainlab-worke)
+kill -KILL "$wpid"
+for _ in $(seq 40); do
+  req GET "/api/sessions/$D" ""
+  [ "$(field state)" = failed ] && break
+  sleep 0.05
+done
+req POST /api/sessions "" '{"scene":"tilt","params":{"quality":0}}'
+[ "$code" = 201 ] && ok "a failed session gives its slot back at once" || bad "after a failure: $code $body"
+extra_ids+=("$(field id)")
+extra_tokens+=("$(field control_token)")
+req POST "/api/sessions/$D/scene" "$TD" '{"scene":"silo","params":{"quality":0}}'
+ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
+[ "$code" = 429 ] && [ "$ecode" = too_many_sessions ] &&
+  ok "a failed session starts again only with a free slot (429)" || bad "revive at the limit: $code $body"
+req DELETE "/api/sessions/$D" "$TD"
+last=$((${#extra_ids[@]} - 1))
+req DELETE "/api/sessions/${extra_ids[$last]}" "${extra_tokens[$last]}"
+unset "extra_ids[$last]" "extra_tokens[$last]"
 req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
 D=$(field id)
 TD=$(field control_token)
@@ -318,15 +392,15 @@ req DELETE "/api/sessions/$D" "$TD"
 
 # a replay refused at the session limit frees the run's event script (the ASan build's leak check
 # at exit, below, fails otherwise)
-req POST /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
-F=$(field id)
-TF=$(field control_token)
+fill
 req POST "/api/runs/$RUN_A/replay" "" "{}"
 ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
 [ "$code" = 429 ] && [ "$ecode" = too_many_sessions ] && ok "a replay at the limit: 429" || bad "replay at the limit: $code $body"
 req POST "/api/runs/$RUN_A/fork" "" '{"params":{"mu":0.3}}'
 [ "$code" = 429 ] && ok "a fork at the limit: 429" || bad "fork at the limit: $code $body"
-req DELETE "/api/sessions/$F" "$TF"
+for i in "${!extra_ids[@]}"; do
+  req DELETE "/api/sessions/${extra_ids[$i]}" "${extra_tokens[$i]}"
+done
 
 # a scene switch racing a DELETE: whichever wins, no worker is left running for a deleted session
 race=${GRAINLAB_RACE_ROUNDS:-30}

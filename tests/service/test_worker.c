@@ -5,8 +5,10 @@
 #include "frame.h"
 #include "worker_client.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,7 +50,7 @@ static void same_as_in_process(void) {
   worker_client wc;
   worker_status st;
   const worker_create c = definition("pour", 0);
-  CHECK("spawn a pour worker", worker_spawn(&wc, exe, &c, true, 5000, &st) == 0);
+  CHECK("spawn a pour worker", worker_spawn(&wc, exe, &c, true, 5000, -1, &st) == 0);
   CHECK("it reports step 0", st.steps == 0);
   CHECK("step 480 in the sandbox", step(&wc, 480, &st) == WORKER_REPLY_STATUS);
   grn_world_def d;
@@ -95,7 +97,7 @@ static void frames_through_shared_memory(void) {
   c.frame_bytes = worker_frame_bytes(750);
   worker_client wc;
   worker_status st;
-  CHECK("spawn with frame memory", worker_spawn(&wc, exe, &c, true, 5000, &st) == 0);
+  CHECK("spawn with frame memory", worker_spawn(&wc, exe, &c, true, 5000, -1, &st) == 0);
   grn_world_def d;
   grn_error e;
   grn_world_def_default(&d, "pour", &e);
@@ -150,7 +152,7 @@ static void refused_definition(void) {
   worker_client wc;
   worker_create c = definition("pour", 0);
   c.param[GRN_P_MU] = 9.0; /* as if a buggy daemon passed it on */
-  CHECK("a bad definition is refused", worker_spawn(&wc, exe, &c, true, 5000, NULL) != 0);
+  CHECK("a bad definition is refused", worker_spawn(&wc, exe, &c, true, 5000, -1, NULL) != 0);
   printf("reason: %s\n", wc.reason);
   CHECK("with the engine's message", strstr(wc.reason, "mu") != NULL);
 }
@@ -160,8 +162,8 @@ static void kill_one(void) {
   worker_client a, b;
   worker_status st;
   const worker_create c = definition("pour", 0);
-  worker_spawn(&a, exe, &c, true, 5000, &st);
-  worker_spawn(&b, exe, &c, true, 5000, &st);
+  worker_spawn(&a, exe, &c, true, 5000, -1, &st);
+  worker_spawn(&b, exe, &c, true, 5000, -1, &st);
   step(&a, 60, &st);
   step(&b, 60, &st);
   kill(a.pid, SIGKILL);
@@ -177,14 +179,41 @@ static void kill_one(void) {
   worker_stop(&b, 2000);
 }
 
+/* The cancel: a long step in flight ends at once (the daemon's DELETE within a second), the worker
+ * killed and reaped. */
+static void cancelled(void) {
+  worker_client wc;
+  worker_status st;
+  worker_create c = definition("pour", 0);
+  const int fd = eventfd(0, EFD_CLOEXEC);
+  CHECK("spawn with a cancel", worker_spawn(&wc, exe, &c, true, 5000, fd, &st) == 0);
+  const pid_t pid = wc.pid;
+  const uint64_t one = 1;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  /* the write comes while the longest step a call may ask for is in flight */
+  const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, WORKER_MAX_STEPS};
+  CHECK("the long step goes out", send(wc.fd, &cmd, sizeof cmd, MSG_NOSIGNAL) == sizeof cmd);
+  const struct timespec pause = {0, 50000000};
+  nanosleep(&pause, NULL);
+  CHECK("the cancel is written", write(fd, &one, sizeof one) == sizeof one);
+  CHECK("the call in flight returns -1", step(&wc, 1, &st) == -1);
+  const double took = seconds_since(&t0);
+  printf("cancelled: %s (%.3f s)\n", wc.reason, took);
+  CHECK("its reason says why", strstr(wc.reason, "session ended") != NULL);
+  CHECK_RANGE("soon after the cancel (generous: a loaded machine)", took, 0.0, 3.0);
+  CHECK("the worker is reaped", kill(pid, 0) == -1 && errno == ESRCH);
+  close(fd);
+}
+
 #ifdef GRAINLAB_TEST_COMMANDS
 static void limit(worker_cmd cmd, const char *what, const char *want) {
   worker_client a, b;
   worker_status st;
   worker_create c = definition("pour", 0);
   c.memory_limit = 256u << 20;
-  worker_spawn(&a, exe, &c, true, 5000, &st);
-  worker_spawn(&b, exe, &c, true, 5000, &st);
+  worker_spawn(&a, exe, &c, true, 5000, -1, &st);
+  worker_spawn(&b, exe, &c, true, 5000, -1, &st);
   const worker_header h = {cmd, sizeof h};
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -232,14 +261,15 @@ static void unterminated_text(void) {
   worker_create c = definition("pour", 0);
   snprintf(c.scene, sizeof c.scene, "bad_spawn");
   CHECK("a worker that refuses its definition is refused",
-        worker_spawn(&wc, "/proc/self/exe", &c, true, 5000, &st) == -1);
+        worker_spawn(&wc, "/proc/self/exe", &c, true, 5000, -1, &st) == -1);
   size_t n = strlen(wc.reason);
   printf("first-reply error without a NUL: reason of %zu bytes (want %zu, all 'A')\n", n,
          sizeof((grn_error *)0)->message - 1);
   CHECK("the reason is the message's bytes and no more",
         n == sizeof((grn_error *)0)->message - 1 && strspn(wc.reason, "A") == n);
   c = definition("pour", 0);
-  CHECK("a hostile worker spawns", worker_spawn(&wc, "/proc/self/exe", &c, true, 5000, &st) == 0);
+  CHECK("a hostile worker spawns",
+        worker_spawn(&wc, "/proc/self/exe", &c, true, 5000, -1, &st) == 0);
   worker_result r;
   CHECK("its error reply is an error", worker_call_step(&wc, 1, 5000, &r) == WORKER_REPLY_ERROR);
   CHECK("the message ends within its buffer",
@@ -261,6 +291,7 @@ int main(int argc, char **argv) {
   frames_through_shared_memory();
   refused_definition();
   kill_one();
+  cancelled();
   unterminated_text();
 #ifdef GRAINLAB_TEST_COMMANDS
   limit(WORKER_CMD_TEST_HOG, "allocating past the memory limit ends the worker", "memory limit");

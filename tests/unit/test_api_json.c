@@ -151,7 +151,7 @@ static void check_catalogue(void) {
   snprintf(name, sizeof name, "catalogue: %zu actions described, want the engine's %d + %d own",
            json_array_size(json_object_get(j, "actions")), GRN_ACTION_COUNT, own);
   CHECK(name, (int)json_array_size(json_object_get(j, "actions")) == GRN_ACTION_COUNT + own &&
-                  own == 4 && strcmp(mine[0].name, "pause") == 0);
+                  own == 5 && strcmp(mine[0].name, "pause") == 0);
   text = api_dumps(json_array_get(json_object_get(j, "actions"), GRN_A_TILT));
   snprintf(name, sizeof name, "tilt's description: %.300s", text ? text : "(null)");
   CHECK(name, text &&

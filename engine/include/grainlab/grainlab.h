@@ -245,6 +245,9 @@ GRN_API int grn_world_def_grains(const grn_world_def *def);
  * N-body 0.015 µs per pair summed directly (theta 0, or up to 2048 bodies), else 70 µs per body
  * through the tree. Each model gives its own figure. 0 for a definition without a scene. */
 GRN_API double grn_world_def_step_cost(const grn_world_def *def);
+/* The cost of one granular grain's step (the figure above): the unit of work budgets, in
+ * grain-steps. */
+#define GRN_GRAIN_STEP_US 2.0
 
 /* ---- Actions ------------------------------------------------------------------------------ */
 /* One catalogue of actions (grn_action_info_of): each has one name, spelled the same over REST
