@@ -184,7 +184,7 @@ static int live_count(const sess_registry *r, const char *client, int *mine) {
   *mine = 0;
   for (int i = 0; i < r->n; i++) {
     n += r->list[i]->live;
-    *mine += r->list[i]->live && client && strcmp(r->list[i]->client, client) == 0;
+    *mine += r->list[i]->live && client && *client && strcmp(r->list[i]->client, client) == 0;
   }
   return n;
 }
@@ -197,10 +197,11 @@ int sess__take_slot(const sess_registry *r, const char *client, sess_error *err)
              r->limits.max_sessions);
     return -1;
   }
-  if (client && r->limits.max_per_client > 0 && mine >= r->limits.max_per_client) {
-    api_fail(err, 429, "too_many_sessions", "",
-             "one client may run at most %d sessions at once here; end one first",
-             r->limits.max_per_client);
+  if (client && *client && r->limits.max_per_client > 0 && mine >= r->limits.max_per_client) {
+    api_fail(err, 429, "client_session_limit", "",
+             "%s has %d live sessions, the most one client may have (end one, or wait for one "
+             "to finish)",
+             client, mine);
     return -1;
   }
   return 0;
