@@ -223,10 +223,12 @@ json_t *api_action_json(const api_action *a) {
   for (int k = 0; k < a->action.nargs && k < a->info->arg_count; k++) {
     const grn_action_arg *g = &a->info->args[k];
     const double v = a->action.args[k];
-    /* whole numbers as integers, as a client writes them (step n, a spout at 1 m) */
-    json_t *value = g->boolean                                     ? json_boolean(v != 0.0)
-                    : fabs(v) < 9e15 && v == (double)(json_int_t)v ? json_integer((json_int_t)v)
-                                                                   : json_real(v);
+    /* whole numbers as integers, as a client writes them (step n, a spout at 1 m); but not −0,
+     * which an integer cannot carry and a replay must get back bit for bit (found by fuzzing) */
+    const bool whole = fabs(v) < 9e15 && v == (double)(json_int_t)v && !(v == 0.0 && signbit(v));
+    json_t *value = g->boolean ? json_boolean(v != 0.0)
+                    : whole    ? json_integer((json_int_t)v)
+                               : json_real(v);
     json_object_set_new(j, g->name, value);
   }
   return j;
