@@ -5,9 +5,9 @@
  * handful of action, parameter and runs-query inputs. Regenerate after a change of the state
  * format (GRN_ENGINE_STATE_VERSION), the frame format or the catalogue, from the repository root:
  *   cmake --build build --target make_corpus && build/make_corpus tests/fuzz/corpus
- * It writes only seed-* files. Beside them sit inputs a fuzzer found, which are kept: found-* (the
- * action corpus after `fuzz_action -merge=1`, 70 inputs that reach 195 more edges than the seeds)
- * and crash-* (regression inputs, named for what they hit; none so far). */
+ * It writes only seed-* files. Beside them sit inputs a fuzzer found, which are kept: found-* (a
+ * corpus after `fuzz_<h> -merge=1`: inputs that reach edges the seeds do not; bench/README.md says
+ * how many) and crash-* (regression inputs, named for what they hit). */
 #include "api_json.h"
 #include "frame.h"
 #include "grainlab/grainlab.h"
