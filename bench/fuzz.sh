@@ -25,12 +25,22 @@ flags=(-std=c17 -g -O1 -ffp-contract=off -fno-math-errno -fopenmp
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
   -Iengine/include -Iengine/src -DGRN_BUILDING_ENGINE -DGRN_SIMD=1)
 mapfile -t engine < <(ls engine/src/*.c engine/src/scenes/*.c)
+# what a harness feeds besides the engine: the server sources, include folders and libraries of
+# the library tests/CMakeLists.txt links its replay with
+extra_for() {
+  case $1 in
+  runs_filter) echo "server/store/store_filter.c server/common/api_error.c -Iserver/store -Iserver/common" ;;
+  ws_message | rest_body) echo "server/api/api_json.c server/common/api_error.c -Iserver/api -Iserver/common -ljansson" ;;
+  frame) echo "server/stream/frame.c -Iserver/stream -lzstd" ;;
+  esac
+}
 status=0
 for h in "${harnesses[@]}"; do
   dir=$out/$h
   mkdir -p "$dir/crashes" "$dir/corpus"
   echo "== $h: building with $cc"
-  "$cc" "${flags[@]}" -o "$dir/fuzz_$h" "tests/fuzz/fuzz_$h.c" "${engine[@]}" -lm
+  read -r -a extra <<<"$(extra_for "$h")"
+  "$cc" "${flags[@]}" -o "$dir/fuzz_$h" "tests/fuzz/fuzz_$h.c" "${engine[@]}" "${extra[@]}" -lm
   # the seeds are read, never written: new inputs go to the harness's own corpus folder
   # inputs as long as the largest seed, and never under 4 KiB (the text harness's seeds are short)
   max_len=$(find "tests/fuzz/corpus/$h" -type f -printf '%s\n' | sort -n | tail -1)

@@ -224,10 +224,12 @@ json_t *api_action_json(const api_action *a) {
   for (int k = 0; k < a->action.nargs && k < a->info->arg_count; k++) {
     const grn_action_arg *g = &a->info->args[k];
     const double v = a->action.args[k];
-    /* whole numbers as integers, as a client writes them (step n, a spout at 1 m) */
-    json_t *value = g->boolean                                     ? json_boolean(v != 0.0)
-                    : fabs(v) < 9e15 && v == (double)(json_int_t)v ? json_integer((json_int_t)v)
-                                                                   : json_real(v);
+    /* whole numbers as integers, as a client writes them (step n, a spout at 1 m); but not −0,
+     * which an integer cannot carry and a replay must get back bit for bit (found by fuzzing) */
+    const bool whole = fabs(v) < 9e15 && v == (double)(json_int_t)v && !(v == 0.0 && signbit(v));
+    json_t *value = g->boolean ? json_boolean(v != 0.0)
+                    : whole    ? json_integer((json_int_t)v)
+                               : json_real(v);
     json_object_set_new(j, g->name, value);
   }
   return j;
@@ -475,4 +477,48 @@ int api_read_from_run(const json_t *body, bool fork, api_from_run *out, api_erro
   }
   out->params = params;
   return 0;
+}
+
+int api_read_client_message(const char *text, size_t len, api_client_message *out, api_error *err) {
+  memset(out, 0, sizeof *out);
+  json_error_t jerr;
+  json_t *m = json_loadb(text ? text : "", text ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
+  if (!m || !json_is_object(m) || !json_is_string(json_object_get(m, "type"))) {
+    json_decref(m);
+    api_fail(err, 400, "bad_message", "type", "expected a JSON object with a \"type\" string");
+    return -1;
+  }
+  const char *type = json_string_value(json_object_get(m, "type"));
+  int rc = 0;
+  if (strcmp(type, "auth") == 0) {
+    static const char *const keys[] = {"type", "token", NULL};
+    out->kind = API_MSG_AUTH;
+    const json_t *token = json_object_get(m, "token");
+    if (api_only_keys(m, keys, err) != 0) {
+      snprintf(err->message, sizeof err->message, "auth takes only \"token\"");
+      rc = -1;
+    } else if (json_is_string(token) && json_string_length(token) <= API_TOKEN_MAX) {
+      out->has_token = true;
+      memcpy(out->token, json_string_value(token), json_string_length(token) + 1);
+    }
+  } else if (strcmp(type, "action") == 0) {
+    static const char *const keys[] = {"type", "action", NULL};
+    out->kind = API_MSG_ACTION;
+    const json_t *action = json_object_get(m, "action");
+    if (api_only_keys(m, keys, err) != 0) {
+      snprintf(err->message, sizeof err->message, "action takes only \"action\"");
+      rc = -1;
+    } else if (!json_is_object(action)) {
+      api_fail(err, 400, "bad_message", "action", "\"action\" must be an object");
+      rc = -1;
+    } else {
+      rc = api_read_action(action, &out->action, err);
+    }
+  } else {
+    out->kind = API_MSG_UNKNOWN;
+    api_fail(err, 400, "unknown_type", "type", "known types: auth, action");
+    rc = -1;
+  }
+  json_decref(m);
+  return rc;
 }

@@ -181,4 +181,34 @@ typedef struct api_from_run {
 } api_from_run;
 int api_read_from_run(const json_t *body, bool fork, api_from_run *out, api_error *err);
 
+/* ---- websocket client messages (schema/stream.md) ----------------------------------------- */
+
+/* What a client message is, as far as its text tells (API_MSG_NONE: not even a JSON object with a
+ * "type" string). */
+typedef enum api_msg_kind {
+  API_MSG_NONE = 0,
+  API_MSG_AUTH,
+  API_MSG_ACTION,
+  API_MSG_UNKNOWN /* a "type" the server does not take */
+} api_msg_kind;
+
+#define API_TOKEN_MAX 64 /* bytes of a session token (sess.c makes them) */
+
+/* One client message read and checked, without any session: whether the sender may do it is the
+ * caller's to decide (ws.c). `kind` is set as soon as the type is known, also on a refusal, so
+ * that the caller can put its own checks (authentication, control) before the message's. */
+typedef struct api_client_message {
+  api_msg_kind kind;
+  /* auth: the token, when it was a string of at most API_TOKEN_MAX bytes (anything else matches
+   * no session's token, and is refused as such by the caller) */
+  bool has_token;
+  char token[API_TOKEN_MAX + 1];
+  api_action action; /* action: read against the catalogue (api_read_action) */
+} api_client_message;
+
+/* {"type":"auth","token":...} or {"type":"action","action":{...}} from len bytes of text (not
+ * NUL-terminated). 0, or −1 with err: 400 bad_message (not a JSON object with a "type" string, or
+ * an action that is no object), unknown_type, unknown_field, or api_read_action's refusals. */
+int api_read_client_message(const char *text, size_t len, api_client_message *out, api_error *err);
+
 #endif

@@ -125,19 +125,8 @@ static void join(ws_server *ws, viewer *v) {
   reply(v, json_pack("{s:s, s:o}", "type", "hello", "session", api_session_json(&view)));
 }
 
-static bool only_keys(json_t *o, const char *a, const char *b, const char **bad) {
-  const char *key;
-  json_t *val;
-  json_object_foreach(o, key, val) {
-    if (strcmp(key, a) != 0 && strcmp(key, b) != 0) {
-      *bad = key;
-      return false;
-    }
-  }
-  return true;
-}
-
-/* One whole client message. */
+/* One whole client message: read by api_read_client_message, then judged here against this
+ * connection (authenticated, controller) before the message's own refusals count. */
 static int handle(ws_server *ws, viewer *v) {
   if (!v->joined && !v->awaiting) {
     return 0; /* on its way out */
@@ -148,59 +137,42 @@ static int handle(ws_server *ws, viewer *v) {
   if (v->rx_binary) {
     return reject(ws, v, "binary", "", "clients send JSON text messages only");
   }
-  json_error_t jerr;
-  json_t *m = json_loadb((const char *)v->rx, v->rx_len, JSON_REJECT_DUPLICATES, &jerr);
-  if (!m || !json_is_object(m) || !json_is_string(json_object_get(m, "type"))) {
-    json_decref(m);
-    return reject(ws, v, "bad_message", "type", "expected a JSON object with a \"type\" string");
-  }
-  const char *type = json_string_value(json_object_get(m, "type"));
-  const char *bad = NULL;
-  int rc = 0;
-  bool admitted = false;
-  if (strcmp(type, "auth") == 0) {
-    json_t *token = json_object_get(m, "token");
-    if (!only_keys(m, "type", "token", &bad)) {
-      rc = reject(ws, v, "unknown_field", bad, "auth takes only \"token\"");
-    } else if (json_is_string(token) && sess_token_ok(v->s, json_string_value(token))) {
+  api_client_message m;
+  sess_error err;
+  const int bad = api_read_client_message((const char *)v->rx, v->rx_len, &m, &err);
+  if (m.kind == API_MSG_AUTH && !bad) {
+    bool admitted = false;
+    if (m.has_token && sess_token_ok(v->s, m.token)) {
       v->controller = true;
       reply(v, json_pack("{s:s, s:s}", "type", "auth", "role", "controller"));
       admitted = true;
-    } else if (v->awaiting && json_is_string(token) &&
-               sess_viewer_ok(v->s, json_string_value(token))) {
+    } else if (v->awaiting && m.has_token && sess_viewer_ok(v->s, m.token)) {
       reply(v, json_pack("{s:s, s:s}", "type", "auth", "role", "viewer"));
       admitted = true;
-    } else {
-      rc = reject(ws, v, "bad_token", "token", "that is not a token of this session");
     }
-    if (admitted && v->awaiting) {
+    if (!admitted) {
+      return reject(ws, v, "bad_token", "token", "that is not a token of this session");
+    }
+    if (v->awaiting) {
       v->awaiting = false;
       lws_set_timeout(v->wsi, NO_PENDING_TIMEOUT, 0);
       join(ws, v);
     }
-  } else if (v->awaiting) {
-    rc = reject(ws, v, "unauthenticated", "type",
-                "this session is private: send {\"type\":\"auth\"} with its viewer token first");
-  } else if (strcmp(type, "action") == 0) {
-    json_t *action = json_object_get(m, "action");
-    sess_error err;
-    api_action a;
-    if (!only_keys(m, "type", "action", &bad)) {
-      rc = reject(ws, v, "unknown_field", bad, "action takes only \"action\"");
-    } else if (!v->controller) {
-      rc = reject(ws, v, "forbidden", "",
+    return 0;
+  }
+  if (m.kind != API_MSG_NONE && m.kind != API_MSG_AUTH && v->awaiting) {
+    return reject(ws, v, "unauthenticated", "type",
+                  "this session is private: send {\"type\":\"auth\"} with its viewer token first");
+  }
+  if (m.kind == API_MSG_ACTION && !v->controller) {
+    return reject(ws, v, "forbidden", "",
                   "viewers cannot control the session: send {\"type\":\"auth\"} with the "
                   "control token first");
-    } else if (!json_is_object(action)) {
-      rc = reject(ws, v, "bad_message", "action", "\"action\" must be an object");
-    } else if (api_read_action(action, &a, &err) != 0 || sess_queue_action(v->s, &a, &err) != 0) {
-      rc = reject(ws, v, err.code, err.field, err.message);
-    }
-  } else {
-    rc = reject(ws, v, "unknown_type", "type", "known types: auth, action");
   }
-  json_decref(m);
-  return rc;
+  if (bad || sess_queue_action(v->s, &m.action, &err) != 0) {
+    return reject(ws, v, err.code, err.field, err.message);
+  }
+  return 0;
 }
 
 static int on_writeable(ws_server *ws, viewer *v) {

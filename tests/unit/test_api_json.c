@@ -558,6 +558,65 @@ static void check_actions(void) {
   }
 }
 
+/* Websocket client messages (schema/stream.md): the kind is known also when the message is
+ * refused, so that ws.c can put authentication and control first. */
+static void check_client_messages(void) {
+  static const struct {
+    const char *text;
+    api_msg_kind kind;
+    const char *code; /* NULL: accepted */
+    const char *field;
+  } cases[] = {
+      {"this is not json", API_MSG_NONE, "bad_message", "type"},
+      {"[1,2,3]", API_MSG_NONE, "bad_message", "type"},
+      {"{\"type\":5}", API_MSG_NONE, "bad_message", "type"},
+      {"{\"type\":\"a\",\"type\":\"b\"}", API_MSG_NONE, "bad_message", "type"},
+      {"{\"type\":\"nope\"}", API_MSG_UNKNOWN, "unknown_type", "type"},
+      {"{\"type\":\"auth\",\"token\":\"x\",\"extra\":1}", API_MSG_AUTH, "unknown_field", "extra"},
+      {"{\"type\":\"auth\",\"token\":5}", API_MSG_AUTH, NULL, ""},
+      {"{\"type\":\"auth\",\"token\":\"abc\"}", API_MSG_AUTH, NULL, ""},
+      {"{\"type\":\"action\",\"action\":5}", API_MSG_ACTION, "bad_message", "action"},
+      {"{\"type\":\"action\",\"action\":{},\"x\":1}", API_MSG_ACTION, "unknown_field", "x"},
+      {"{\"type\":\"action\",\"action\":{\"type\":\"spout\",\"x\":\"left\",\"z\":0}}",
+       API_MSG_ACTION, "wrong_type", "x"},
+      {"{\"type\":\"action\",\"action\":{\"type\":\"spout\",\"x\":-1,\"z\":1}}", API_MSG_ACTION,
+       NULL, ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    api_client_message m;
+    api_error e;
+    memset(&e, 0, sizeof e);
+    const int rc = api_read_client_message(cases[i].text, strlen(cases[i].text), &m, &e);
+    const bool ok =
+        m.kind == cases[i].kind && (cases[i].code ? rc != 0 && strcmp(e.code, cases[i].code) == 0 &&
+                                                        strcmp(e.field, cases[i].field) == 0
+                                                  : rc == 0);
+    snprintf(name, sizeof name,
+             "client message %s: got kind %d rc %d %s field '%s', want kind %d %s", cases[i].text,
+             (int)m.kind, rc, rc ? e.code : "-", rc ? e.field : "", (int)cases[i].kind,
+             cases[i].code ? cases[i].code : "accepted");
+    CHECK(name, ok);
+  }
+  /* a token is kept only whole: a longer string matches no session's token */
+  char text[256];
+  api_client_message m;
+  api_error e;
+  snprintf(text, sizeof text, "{\"type\":\"auth\",\"token\":\"%0*d\"}", API_TOKEN_MAX, 0);
+  const int rc64 = api_read_client_message(text, strlen(text), &m, &e);
+  const bool kept = rc64 == 0 && m.has_token && strlen(m.token) == API_TOKEN_MAX;
+  snprintf(text, sizeof text, "{\"type\":\"auth\",\"token\":\"%0*d\"}", API_TOKEN_MAX + 1, 0);
+  const int rc65 = api_read_client_message(text, strlen(text), &m, &e);
+  snprintf(name, sizeof name,
+           "a %d-byte token is kept (%d), a %d-byte one is not (rc %d, has_token %d)",
+           API_TOKEN_MAX, kept, API_TOKEN_MAX + 1, rc65, m.has_token);
+  CHECK(name, kept && rc65 == 0 && !m.has_token);
+  /* len bytes, not up to a NUL: what lies after the message is not read */
+  static const char two[] = "{\"type\":\"auth\",\"token\":\"t\"}garbage";
+  const int rc_len = api_read_client_message(two, sizeof two - 1 - 7, &m, &e);
+  snprintf(name, sizeof name, "only len bytes are read: rc %d, token '%s'", rc_len, m.token);
+  CHECK(name, rc_len == 0 && strcmp(m.token, "t") == 0);
+}
+
 int main(void) {
   check_mapping();
   check_error_object();
@@ -569,5 +628,6 @@ int main(void) {
   check_params();
   check_from_run();
   check_actions();
+  check_client_messages();
   CHECK_DONE();
 }
