@@ -266,6 +266,11 @@ int frame_decode(frame_decoder *d, const uint8_t *buf, size_t len) {
       (!key && (h.key_seq != d->key_seq || h.count != d->count || !d->key_q))) {
     return -1;
   }
+  /* the compressed frame must say it holds exactly that much before anything is allocated for it:
+   * a few hostile bytes claiming 4 M grains would otherwise cost 160 MB */
+  if (ZSTD_getFrameContentSize(buf + FRAME_HEADER, h.payload_size) != (unsigned long long)want) {
+    return -1;
+  }
   uint8_t *raw = malloc(want + 1);
   if (!raw || grow_decoder(d, nn + 1) != 0) {
     free(raw);

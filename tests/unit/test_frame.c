@@ -126,6 +126,21 @@ int main(void) {
   frame_encode(enc, w, true, &buf, &len);
   CHECK("a forced keyframe starts a late joiner",
         frame_decode(&fresh, buf, len) == 0 && fresh.count == dec.count);
+  /* a keyframe header that claims the most grains over a tiny payload: refused before the
+   * decoder sizes anything for it (found by fuzz_frame: 64 bytes cost 160 MB) */
+  frame_decoder blank;
+  memset(&blank, 0, sizeof blank);
+  uint8_t claim[FRAME_HEADER + 16];
+  memcpy(claim, buf, FRAME_HEADER);
+  memcpy(claim + FRAME_HEADER, buf + FRAME_HEADER, 16);
+  frame_header ch;
+  memcpy(&ch, claim, sizeof ch);
+  ch.count = GRN_MAX_GRAINS;
+  ch.raw_size = 8u * GRN_MAX_GRAINS + (uint32_t)sizeof(grn_geometry);
+  ch.payload_size = 16;
+  memcpy(claim, &ch, sizeof ch);
+  CHECK("a huge claim over a few bytes is refused, nothing allocated",
+        frame_decode(&blank, claim, sizeof claim) != 0 && blank.pos == NULL);
   free(junk);
   frame_decoder_free(&dec);
   frame_decoder_free(&fresh);
