@@ -234,13 +234,12 @@ static int write_job(store *st, writer_stmts *w, job *j) {
     const char *name;
     json_t *v;
     json_object_foreach(json_object_get(j->j, "params"), name, v) {
-      if (rc != SQLITE_OK) {
-        break;
+      if (rc == SQLITE_OK) { /* after a transient failure the transaction is abandoned */
+        sqlite3_bind_int64(w->param, 1, j->run);
+        bind_text(w->param, 2, name);
+        sqlite3_bind_double(w->param, 3, json_number_value(v));
+        rc = run_stmt(st, w->param);
       }
-      sqlite3_bind_int64(w->param, 1, j->run);
-      bind_text(w->param, 2, name);
-      sqlite3_bind_double(w->param, 3, json_number_value(v));
-      rc = run_stmt(st, w->param);
     }
     return rc;
   }
@@ -275,10 +274,7 @@ static int write_job(store *st, writer_stmts *w, job *j) {
     const char *name;
     json_t *v;
     json_object_foreach(j->j, name, v) {
-      if (rc != SQLITE_OK) {
-        break;
-      }
-      if (json_is_number(v) && isfinite(json_number_value(v))) {
+      if (rc == SQLITE_OK && json_is_number(v) && isfinite(json_number_value(v))) {
         sqlite3_bind_int64(w->result, 1, j->run);
         bind_text(w->result, 2, name);
         sqlite3_bind_double(w->result, 3, json_number_value(v));
