@@ -35,3 +35,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
   bash tests/service/test_store.sh build-asan/daemon-check/grainlabd build/grainlab build/ws_probe
 TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_store.sh build-tsan/daemon-check/grainlabd \
   build/grainlab build/ws_probe
+# private runs and a disk that fills up (the writer's retries, readers told at once) under both;
+# test_disk.sh exits 77 where it may not mount its tmpfs
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  bash tests/service/test_privacy.sh build-asan/daemon-check/grainlabd
+TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_privacy.sh build-tsan/daemon-check/grainlabd
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  bash tests/service/test_disk.sh build-asan/daemon-check/grainlabd || [ $? = 77 ]
+TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_disk.sh build-tsan/daemon-check/grainlabd || [ $? = 77 ]

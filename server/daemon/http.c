@@ -147,10 +147,30 @@ static http_reply h_healthz(const http_call *k) {
   return json_reply(200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* Whether the store refuses a request that writes a new record (a session, a run) or needs what
+ * is queued: while it cannot write, a 503 store_unavailable in err. Waits for what is queued
+ * (bounded), so a refusal the disk has not reported yet is found before the request goes on. */
+static bool store_refuses(const http_server *srv, http_reply *err) {
+  char why[160];
+  if (!srv->store || store_sync(srv->store, 2000) == STORE_OK) {
+    return false;
+  }
+  store_writable(srv->store, why, sizeof why);
+  *err = error_reply(503, "store_unavailable", "",
+                     "the store cannot write now (%s); nothing recorded is lost, try again later",
+                     why[0] ? why : "unknown");
+  return true;
+}
+
 static http_reply h_readyz(const http_call *k) {
-  return __atomic_load_n(&k->srv->ready, __ATOMIC_ACQUIRE)
-             ? json_reply(200, json_pack("{s:b}", "ready", 1))
-             : error_reply(503, "not_ready", "", "starting or stopping");
+  char why[160];
+  if (!__atomic_load_n(&k->srv->ready, __ATOMIC_ACQUIRE)) {
+    return error_reply(503, "not_ready", "", "starting or stopping");
+  }
+  if (k->srv->store && !store_writable(k->srv->store, why, sizeof why)) {
+    return error_reply(503, "store_unavailable", "", "the store cannot write (%s)", why);
+  }
+  return json_reply(200, json_pack("{s:b}", "ready", 1));
 }
 
 static http_reply h_config(const http_call *k) {
@@ -205,6 +225,9 @@ static http_reply h_sessions_create(const http_call *k) {
     return api_error_reply(&e);
   }
   json_decref(body);
+  if (store_refuses(k->srv, &err)) {
+    return err;
+  }
   char token[65], viewer_token[65], client[48];
   session *s = sess_create(k->srv->reg, &cmd.def, cmd.label, cmd.private_,
                            client_address(k->c, client, sizeof client), token, viewer_token, &e);
@@ -301,9 +324,19 @@ static http_reply h_metrics(const http_call *k) {
             "# TYPE grainlab_store_write_latency_max_seconds gauge\n"
             "grainlab_store_write_latency_max_seconds %.6f\n"
             "# HELP grainlab_store_batches_total Transactions the writer committed.\n"
-            "# TYPE grainlab_store_batches_total counter\ngrainlab_store_batches_total %llu\n",
+            "# TYPE grainlab_store_batches_total counter\ngrainlab_store_batches_total %llu\n"
+            "# HELP grainlab_store_writable 1 while the store commits, 0 while the disk refuses "
+            "(records kept and retried).\n# TYPE grainlab_store_writable gauge\n"
+            "grainlab_store_writable %d\n"
+            "# HELP grainlab_store_write_failures_total Transactions the disk refused.\n"
+            "# TYPE grainlab_store_write_failures_total counter\n"
+            "grainlab_store_write_failures_total %llu\n"
+            "# HELP grainlab_store_dropped_total Samples and events not recorded (the store's "
+            "bounds).\n# TYPE grainlab_store_dropped_total counter\n"
+            "grainlab_store_dropped_total %llu\n",
             (unsigned long long)ss.queue_length, ss.latency_sum, (unsigned long long)ss.written,
-            ss.latency_max, (unsigned long long)ss.batches);
+            ss.latency_max, (unsigned long long)ss.batches, ss.writable ? 1 : 0,
+            (unsigned long long)ss.write_failures, (unsigned long long)ss.dropped);
   }
   fclose(f);
   http_reply r = {200, more, "text/plain; version=0.0.4", "", "", 0};
@@ -375,7 +408,13 @@ static http_reply h_session_scene(const http_call *k) {
   api_error e;
   const int rc = api_read_scene(body, &d, &e);
   json_decref(body);
-  if (rc != 0 || sess_switch_scene(k->srv->reg, k->s, &d, &e) != 0) {
+  if (rc != 0) {
+    return api_error_reply(&e);
+  }
+  if (store_refuses(k->srv, &err)) { /* a new run would start unrecorded */
+    return err;
+  }
+  if (sess_switch_scene(k->srv->reg, k->s, &d, &e) != 0) {
     return api_error_reply(&e);
   }
   return json_reply(200, session_json(k->s));
@@ -471,10 +510,20 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 
 /* A refusal of the store as the API's JSON error: the one place a store status becomes HTTP. */
 static http_reply store_error_reply(const store_error *e) {
-  const int status = e->status == STORE_E_NOT_FOUND    ? 404
-                     : e->status == STORE_E_BAD_FILTER ? 400
-                                                       : 500;
+  const int status = e->status == STORE_E_NOT_FOUND     ? 404
+                     : e->status == STORE_E_BAD_FILTER  ? 400
+                     : e->status == STORE_E_UNAVAILABLE ? 503
+                                                        : 500;
   return error_reply(status, e->code ? e->code : "store_error", e->field, "%s", e->message);
+}
+
+/* Who reads the record: a private session's runs need its viewer or control token, or the
+ * admin's (store.h); any other caller reads the public runs. */
+static store_access run_access(const http_call *k) {
+  store_access a;
+  const char *t = bearer(k->c);
+  store_access_init(&a, t, admin_ok(k->srv, t));
+  return a;
 }
 
 /* /api/runs?filters: the record, read-only */
@@ -493,15 +542,32 @@ static http_reply h_runs_list(const http_call *k) {
   if (rc != STORE_OK) {
     return store_error_reply(&se);
   }
-  return store_list_runs(k->srv->store, &filter, &out, &se) == STORE_OK ? json_reply(200, out)
-                                                                        : store_error_reply(&se);
+  const store_access a = run_access(k);
+  return store_list_runs(k->srv->store, &filter, &a, &out, &se) == STORE_OK
+             ? json_reply(200, out)
+             : store_error_reply(&se);
 }
 
+/* /api/runs/{id}?events_after=&events_limit=: the run and one page of its events */
 static http_reply h_run_get(const http_call *k) {
-  json_t *out = NULL;
+  query_args q = {NULL, 0, 0, false};
+  MHD_get_connection_values(k->c, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+  if (q.no_memory) {
+    free(q.args);
+    return error_reply(500, "store_error", "", "out of memory");
+  }
+  store_events_page page;
   store_error se;
-  return store_get_run(k->srv->store, k->run, &out, &se) == STORE_OK ? json_reply(200, out)
-                                                                     : store_error_reply(&se);
+  const store_status rc = store_events_page_parse(q.args, q.n, &page, &se);
+  free(q.args);
+  if (rc != STORE_OK) {
+    return store_error_reply(&se);
+  }
+  json_t *out = NULL;
+  const store_access a = run_access(k);
+  return store_get_run(k->srv->store, k->run, &a, &page, &out, &se) == STORE_OK
+             ? json_reply(200, out)
+             : store_error_reply(&se);
 }
 
 static http_reply h_run_samples(const http_call *k) {
@@ -514,7 +580,8 @@ static http_reply h_run_samples(const http_call *k) {
   char *body = NULL;
   size_t len = 0;
   store_error se;
-  if (store_samples(k->srv->store, k->run, csv, &body, &len, &se) != STORE_OK) {
+  const store_access a = run_access(k);
+  if (store_samples(k->srv->store, k->run, &a, csv, &body, &len, &se) != STORE_OK) {
     return store_error_reply(&se);
   }
   http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", "", 0};
@@ -524,8 +591,16 @@ static http_reply h_run_samples(const http_call *k) {
   return r;
 }
 
-/* POST /api/runs/{id}/replay {label?, private?} and /fork {params?, label?, private?} */
+/* POST /api/runs/{id}/replay {label?, private?} and /fork {params?, label?, private?}: a run the
+ * caller may read; a private session's run makes a private session (asking for a public one is
+ * refused, so what a viewer token reads is not republished to everyone). */
 static http_reply from_run(const http_call *k, bool fork) {
+  const store_access a = run_access(k);
+  store_error se;
+  bool source_private = false;
+  if (store_run_access(k->srv->store, k->run, &a, &source_private, &se) != STORE_OK) {
+    return store_error_reply(&se);
+  }
   http_reply err;
   json_t *body = parse_object(k->rq, &err);
   if (!body) {
@@ -536,7 +611,14 @@ static http_reply from_run(const http_call *k, bool fork) {
   http_reply r;
   if (api_read_from_run(body, fork, &cmd, &e) != 0) {
     r = api_error_reply(&e);
+  } else if (source_private && json_is_false(json_object_get(body, "private"))) {
+    r = error_reply(422, "private_run", "private",
+                    "run %lld is a private session's: its %s is private too", k->run,
+                    fork ? "fork" : "replay");
+  } else if (store_refuses(k->srv, &r)) {
+    /* r is the refusal */
   } else {
+    cmd.private_ = cmd.private_ || source_private;
     char token[65], viewer_token[65], client[48];
     api_params params; /* a fork's new parameters (none given: none), checked by the session */
     api_params_read(cmd.params, &params);

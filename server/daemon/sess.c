@@ -306,7 +306,7 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
   r->created++;
   pthread_mutex_unlock(&r->lock);
   if (r->st) {
-    store_session(r->st, s->id, s->join, s->label, private_);
+    store_session(r->st, s->id, s->join, s->label, private_, s->token, s->viewer_token);
   }
   if (!s->stop) {
     /* else a DELETE came while the worker started: it stops the worker once this returns */
@@ -653,6 +653,17 @@ void sess_get_totals(sess_registry *r, sess_totals *out) {
 void sess_metrics(sess_registry *r, FILE *f) {
   int n;
   session **copy = sess__snapshot(r, &n);
+  /* per-session series for public sessions only: /metrics is open to anyone, and a private
+   * session's id is its address (the totals count every session) */
+  int shown = 0;
+  for (int i = 0; i < n; i++) {
+    if (sess_private(copy[i])) {
+      sess_release(copy[i]);
+    } else {
+      copy[shown++] = copy[i];
+    }
+  }
+  n = shown;
   fputs("# HELP grainlab_session_rt_factor Simulated seconds per wall-clock second, per session.\n"
         "# TYPE grainlab_session_rt_factor gauge\n",
         f);

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "store_internal.h"
 
+#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,25 @@ const char *store_path(const store *st) {
 
 int store_interrupted(const store *st) {
   return st->interrupted;
+}
+
+/* Tokens are 256 random bits, so a plain SHA-256 cannot be reversed or guessed: no salt or slow
+ * hash is needed, and comparing hashes in SQL (not in constant time) tells a timing attacker
+ * nothing about the token. */
+void store_token_hash(const char *token, char out[65]) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256((const unsigned char *)token, strlen(token), digest);
+  for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+    snprintf(out + 2 * i, 3, "%02x", digest[i]);
+  }
+}
+
+void store_access_init(store_access *a, const char *token, bool admin) {
+  a->admin = admin;
+  a->token_sha256[0] = '\0';
+  if (token && *token && strlen(token) <= 256) { /* longer is no token of ours */
+    store_token_hash(token, a->token_sha256);
+  }
 }
 
 store_reader *store__take_reader(store *st) {

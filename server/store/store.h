@@ -28,8 +28,24 @@ const char *store_path(const store *st);
 /* Runs closed as interrupted at this start. */
 int store_interrupted(const store *st);
 
-/* Writes (queued; never block on the disk). */
-void store_session(store *st, const char *id, const char *join, const char *label, bool private_);
+/* Bounds on what the record holds and what waits in memory for it (issue 16):
+ * - a run records at most STORE_RUN_EVENTS_MAX events: the last one kept is "events_truncated"
+ *   ({"limit": n}), later ones are dropped and counted in the run's events_dropped, and a run
+ *   with dropped events cannot be replayed (its record no longer says everything that happened);
+ * - at most STORE_QUEUE_MAX records wait for the writer (a slow, full or read-only disk): past
+ *   it, new samples and events are dropped and counted in their run's samples_dropped and
+ *   events_dropped (logged as store_dropping); sessions, run starts and run ends are always
+ *   kept, and nothing already queued is ever dropped while grainlabd runs. */
+#define STORE_RUN_EVENTS_MAX 100000
+#define STORE_QUEUE_MAX 50000
+
+/* Writes (queued; never block on the disk). A write the disk refuses (full, read-only, I/O
+ * error) is kept queued and retried until it commits; meanwhile the store reports itself
+ * unavailable (store_writable, store_sync). */
+/* A session; of its tokens (64 characters each; viewer_token "" for a public session) only their
+ * SHA-256 is kept, so a private session's runs stay readable with them after it ends. */
+void store_session(store *st, const char *id, const char *join, const char *label, bool private_,
+                   const char *control_token, const char *viewer_token);
 void store_session_end(store *st, const char *id);
 void store_run_start(store *st, int64_t run, const char *session_id, const char *label,
                      const grn_world_def *def, int grains);
@@ -43,21 +59,50 @@ void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, d
 typedef struct store_stats {
   uint64_t queue_length, written, batches;
   double latency_sum, latency_max; /* s, over everything written; the max over the last batch */
+  bool writable;                   /* the last write committed */
+  uint64_t write_failures;         /* transactions the disk refused (each retried) */
+  uint64_t dropped;                /* samples and events dropped (the bounds above) */
 } store_stats;
 void store_get_stats(store *st, store_stats *out);
 
-/* Wait until everything queued so far is committed (bounded by timeout_ms). */
-void store_sync(store *st, int timeout_ms);
+/* Whether the store can write now: false (with the disk's reason in why) from a refused write
+ * until a retry commits. */
+bool store_writable(store *st, char *why, size_t whylen);
 
-/* Reads. Each returns STORE_OK, or a status with err filled (store_error.h). */
-/* One page of the runs the filter selects (store_filter.h), and how many it selects in all:
- * {"runs": [...], "total", "limit", "offset"}. */
-store_status store_list_runs(store *st, const store_runs_filter *f, json_t **out, store_error *err);
-/* One run with its results and events; STORE_E_NOT_FOUND when there is none. */
-store_status store_get_run(store *st, int64_t id, json_t **out, store_error *err);
+/* Wait until everything queued so far is committed (bounded by timeout_ms). STORE_OK, also when
+ * the wait timed out on a busy but healthy writer; STORE_E_UNAVAILABLE at once while the store
+ * cannot write. */
+store_status store_sync(store *st, int timeout_ms);
+
+/* Who reads the record: the admin reads every run; anyone else the runs of public sessions, and
+ * those of each private session whose viewer or control token they present (its SHA-256 is
+ * compared with the one store_session kept). */
+typedef struct store_access {
+  bool admin;
+  char token_sha256[65]; /* lower-case hex; "" without a token */
+} store_access;
+/* From a presented bearer token (NULL: none) and whether it is the admin's. */
+void store_access_init(store_access *a, const char *token, bool admin);
+/* The SHA-256 of a token in lower-case hex, as the store keeps it. */
+void store_token_hash(const char *token, char out[65]);
+
+/* Reads. Each returns STORE_OK, or a status with err filled (store_error.h): a run the access
+ * may not read is STORE_E_NOT_FOUND, as one that does not exist (its id cannot be probed), and
+ * STORE_E_UNAVAILABLE while the store cannot write (the record would miss what is queued). */
+/* One page of the runs the filter selects (store_filter.h) and `a` may read, and how many it
+ * selects in all: {"runs": [...], "total", "limit", "offset"}. */
+store_status store_list_runs(store *st, const store_runs_filter *f, const store_access *a,
+                             json_t **out, store_error *err);
+/* One run with its results and one page of its events (store_filter.h): "events" (each with its
+ * id), "events_total", and "events_next" (the events_after of the next page; null at the end). */
+store_status store_get_run(store *st, int64_t id, const store_access *a,
+                           const store_events_page *page, json_t **out, store_error *err);
 /* The run's samples as JSON ({"columns": [...], "rows": [[...], ...]}) or CSV text. */
-store_status store_samples(store *st, int64_t id, bool csv, char **out, size_t *len,
-                           store_error *err);
+store_status store_samples(store *st, int64_t id, const store_access *a, bool csv, char **out,
+                           size_t *len, store_error *err);
+/* Whether `a` may read run `id` (replays and forks), and whether its session is private. */
+store_status store_run_access(store *st, int64_t id, const store_access *a, bool *private_,
+                              store_error *err);
 
 /* A consistent copy of the database at db_path into out_path (which must not exist), made with
  * SQLite's online backup while grainlabd keeps writing. Returns the runs the copy holds, or −1
@@ -76,6 +121,8 @@ typedef struct store_replay {
   timeline events; /* the run's actions and parameter changes, ending at end_steps */
 } store_replay;
 
+/* Refused (-1 with err) for an unknown run and for one whose events were dropped (the bounds
+ * above), which could not be replayed faithfully. */
 int store_load_replay(const char *db_path, int64_t run, store_replay *out, char *err,
                       size_t errlen);
 void store_replay_free(store_replay *r);

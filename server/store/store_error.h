@@ -5,14 +5,16 @@
 
 typedef enum store_status {
   STORE_OK = 0,
-  STORE_E_NOT_FOUND,  /* no such run */
-  STORE_E_BAD_FILTER, /* a runs filter is refused; `code` names the rule it breaks */
-  STORE_E_IO,         /* SQLite failed */
+  STORE_E_NOT_FOUND,   /* no such run */
+  STORE_E_BAD_FILTER,  /* a runs filter is refused; `code` names the rule it breaks */
+  STORE_E_IO,          /* SQLite failed */
+  STORE_E_UNAVAILABLE, /* the store cannot write now (full or read-only disk): writes are kept
+                        * queued and retried, and what a reader asks may not be there yet */
 } store_status;
 
 typedef struct store_error {
   store_status status;
-  const char *code;  /* static: "not_found", "too_long", "bad_sort", "store_error", ... */
+  const char *code;  /* static: "not_found", "too_long", "bad_sort", "store_unavailable", ... */
   char field[64];    /* the offending query argument, "id", or "" */
   char message[192]; /* for people */
 } store_error;

@@ -323,3 +323,43 @@ store_status store_filter_parse(const store_query_arg *args, size_t n, store_run
   }
   return STORE_OK;
 }
+
+void store_events_page_default(store_events_page *p) {
+  p->after = 0;
+  p->limit = STORE_EVENTS_PAGE_MAX;
+}
+
+store_status store_events_page_parse(const store_query_arg *args, size_t n, store_events_page *out,
+                                     store_error *err) {
+  store_events_page_default(out);
+  const char *dup = first_duplicate(args, n);
+  if (dup) {
+    store__fail(err, STORE_E_BAD_FILTER, "duplicate_field", dup, "'%.63s' is given twice", dup);
+    return err->status;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const char *key = args[i].key, *val = args[i].value ? args[i].value : "";
+    if (!taken(&args[i])) {
+      continue;
+    }
+    const bool after = strcmp(key, "events_after") == 0;
+    if (!after && strcmp(key, "events_limit") != 0) {
+      store__fail(err, STORE_E_BAD_FILTER, "unknown_field", key,
+                  "unknown query argument '%.60s' (events_after, events_limit)", key);
+      return err->status;
+    }
+    double x = 0;
+    if (!number_arg(val, &x) || x != floor(x) || x < (after ? 0 : 1) ||
+        x > (after ? 1e18 : STORE_EVENTS_PAGE_MAX)) {
+      store__fail(err, STORE_E_BAD_FILTER, "out_of_range", key, "'%s' must be a whole number in %s",
+                  key, after ? "0..1000000000000000000" : "1..1000");
+      return err->status;
+    }
+    if (after) {
+      out->after = (long long)x;
+    } else {
+      out->limit = (long)x;
+    }
+  }
+  return STORE_OK;
+}

@@ -1,6 +1,7 @@
-/* The filter of GET /api/runs as a typed value, and the pure function that reads it from a
- * request's query arguments (key/value strings: no HTTP library types, so it is unit-tested on
- * its own, tests/unit/test_store_filter.c). The store's query takes the struct (store.h). */
+/* The filter of GET /api/runs and the events page of GET /api/runs/{id} as typed values, and the
+ * pure functions that read them from a request's query arguments (key/value strings: no HTTP
+ * library types, so it is unit-tested on its own, tests/unit/test_store_filter.c). The store's
+ * query takes the struct (store.h). */
 #ifndef GRAINLAB_STORE_FILTER_H
 #define GRAINLAB_STORE_FILTER_H
 
@@ -9,10 +10,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define STORE_FILTER_MAX_ARGS 24 /* query arguments one list request may carry */
-#define STORE_FILTER_TEXT 64     /* scene, label, session, end_reason: 63 bytes at most */
-#define STORE_FILTER_NAME 32     /* a parameter or result name: [a-z0-9_], 1 to 31 bytes */
-#define STORE_PAGE_MAX 500       /* runs one page may hold (limit) */
+#define STORE_FILTER_MAX_ARGS 24   /* query arguments one list request may carry */
+#define STORE_FILTER_TEXT 64       /* scene, label, session, end_reason: 63 bytes at most */
+#define STORE_FILTER_NAME 32       /* a parameter or result name: [a-z0-9_], 1 to 31 bytes */
+#define STORE_PAGE_MAX 500         /* runs one page may hold (limit) */
+#define STORE_EVENTS_PAGE_MAX 1000 /* events one GET /api/runs/{id} holds (events_limit) */
 
 /* One query argument as the request carried it; value NULL reads as "". */
 typedef struct store_query_arg {
@@ -59,5 +61,22 @@ void store_filter_default(store_runs_filter *f);
  * repeating the key of a taken argument is still a duplicate. */
 store_status store_filter_parse(const store_query_arg *args, size_t n, store_runs_filter *out,
                                 store_error *err);
+
+/* GET /api/runs/{id}?events_after=ID&events_limit=N: the run's events with an id above `after`,
+ * in order, at most `limit` of them. */
+typedef struct store_events_page {
+  long long after; /* 0: from the first */
+  long limit;      /* 1..STORE_EVENTS_PAGE_MAX */
+} store_events_page;
+
+/* From the first event, a full page. */
+void store_events_page_default(store_events_page *p);
+
+/* The page given by args, or STORE_E_BAD_FILTER with the rule in err->code: duplicate_field,
+ * unknown_field (anything but events_after and events_limit), out_of_range (events_after a whole
+ * number in 0..10^18, events_limit in 1..STORE_EVENTS_PAGE_MAX). Arguments that are not UTF-8
+ * are passed over, as for the filter. */
+store_status store_events_page_parse(const store_query_arg *args, size_t n, store_events_page *out,
+                                     store_error *err);
 
 #endif

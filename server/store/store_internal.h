@@ -14,6 +14,13 @@
 
 struct store_job; /* one queued write (store_writer.c) */
 
+/* An open run's count of recorded events and of what it lost (the bounds in store.h), kept
+ * from its start to its end, when the counts go into its record. */
+typedef struct store_track {
+  int64_t run;
+  uint64_t events, events_dropped, samples_dropped;
+} store_track;
+
 typedef struct store_reader {
   pthread_mutex_t lock;
   sqlite3 *db;
@@ -30,7 +37,14 @@ struct store {
   uint64_t queued, written; /* jobs, for store_sync */
   uint64_t batches;
   double latency_sum, latency_max;
-  bool urgent; /* a reader waits: commit now */
+  bool urgent;         /* a reader waits: commit now */
+  store_track *tracks; /* the open runs, under lock */
+  int ntracks, cap_tracks;
+  uint64_t dropped;    /* samples and events dropped, under lock */
+  bool dropping;       /* dropping since the queue last had room (logged once) */
+  bool fault;          /* the last transaction was refused; its records wait for a retry */
+  char fault_why[160]; /* the disk's reason */
+  uint64_t write_failures;
   int64_t next_run;
   int interrupted;
   store_reader readers[STORE_READERS];

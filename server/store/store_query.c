@@ -1,6 +1,8 @@
 /* The store's queries for the REST API (see store.h): the filtered, sorted, paged list of runs,
- * one run with its results and events, and a run's samples as JSON or CSV. Each reads on one of
- * the store's read connections after the writer has committed what was queued before it. */
+ * one run with its results and a page of its events, and a run's samples as JSON or CSV. Each
+ * reads on one of the store's read connections after the writer has committed what was queued
+ * before it, and only the runs the reader's access allows: a private session's runs need its
+ * viewer or control token (their hashes, schema/migrations/005) or the admin's. */
 #define _GNU_SOURCE
 #include "store_internal.h"
 
@@ -38,6 +40,25 @@ static void add(sql_buf *b, const char *fragment) {
   b->len += n;
 }
 
+/* Runs r the access may read; its two bindings are the token's hash (NULL without a token, which
+ * matches nothing). The admin's access adds no condition. */
+static const char visible_sql[] =
+    " AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND (s.private = 0 OR "
+    "s.viewer_hash = ? OR s.control_hash = ?))";
+
+static const char *token_or_null(const store_access *a) {
+  return a->token_sha256[0] ? a->token_sha256 : NULL;
+}
+
+static store_status unavailable(store *st, store_error *err) {
+  char why[160];
+  store_writable(st, why, sizeof why);
+  store__fail(err, STORE_E_UNAVAILABLE, "store_unavailable", "",
+              "the store cannot write now (%s); its records are kept and retried, try again later",
+              why[0] ? why : "unknown");
+  return err->status;
+}
+
 enum { B_TEXT, B_REAL };
 typedef struct binding {
   int kind;
@@ -45,12 +66,17 @@ typedef struct binding {
   double real;
 } binding;
 
-store_status store_list_runs(store *st, const store_runs_filter *f, json_t **out,
-                             store_error *err) {
+store_status store_list_runs(store *st, const store_runs_filter *f, const store_access *a,
+                             json_t **out, store_error *err) {
   sql_buf where = {.len = 0}, order = {.len = 0};
-  binding bind[4 + 2 + 3 * STORE_FILTER_MAX_ARGS];
+  binding bind[2 + 4 + 2 + 3 * STORE_FILTER_MAX_ARGS];
   int nb = 0;
   add(&where, " WHERE 1");
+  if (!a->admin) {
+    add(&where, visible_sql);
+    bind[nb++] = (binding){B_TEXT, token_or_null(a), 0};
+    bind[nb++] = (binding){B_TEXT, token_or_null(a), 0};
+  }
   const struct {
     bool on;
     const char *sql, *value;
@@ -112,8 +138,8 @@ store_status store_list_runs(store *st, const store_runs_filter *f, json_t **out
   sql_buf sql = {.len = 0};
   add(&sql, "SELECT r.id, r.session_id, r.label, r.scene, r.seed, r.grains, r.engine_version, "
             "r.params, r.started_at, r.ended_at, r.end_reason, r.end_steps, r.end_t, r.digest, "
-            "(SELECT json_group_object(name, value) FROM run_results WHERE run_id = r.id) "
-            "FROM runs r");
+            "(SELECT json_group_object(name, value) FROM run_results WHERE run_id = r.id), "
+            "r.events_dropped, r.samples_dropped FROM runs r");
   add(&sql, where.text);
   add(&sql, order.text);
   add(&sql, " LIMIT ? OFFSET ?");
@@ -124,7 +150,9 @@ store_status store_list_runs(store *st, const store_runs_filter *f, json_t **out
     store__fail(err, STORE_E_BAD_FILTER, "too_complex", "", "the query is too long");
     return err->status;
   }
-  store_sync(st, 2000);
+  if (store_sync(st, 2000) != STORE_OK) {
+    return unavailable(st, err);
+  }
   store_reader *rd = store__take_reader(st);
   sqlite3_stmt *q = NULL, *c = NULL;
   if (sqlite3_prepare_v2(rd->db, sql.text, -1, &q, NULL) != SQLITE_OK ||
@@ -153,11 +181,24 @@ store_status store_list_runs(store *st, const store_runs_filter *f, json_t **out
   int rc;
   while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
     json_t *row = json_object();
-    static const char *const cols[] = {"id",         "session_id", "label",          "scene",
-                                       "seed",       "grains",     "engine_version", "params",
-                                       "started_at", "ended_at",   "end_reason",     "end_steps",
-                                       "end_t",      "digest",     "results"};
-    for (int k = 0; k < 15; k++) {
+    static const char *const cols[] = {"id",
+                                       "session_id",
+                                       "label",
+                                       "scene",
+                                       "seed",
+                                       "grains",
+                                       "engine_version",
+                                       "params",
+                                       "started_at",
+                                       "ended_at",
+                                       "end_reason",
+                                       "end_steps",
+                                       "end_t",
+                                       "digest",
+                                       "results",
+                                       "events_dropped",
+                                       "samples_dropped"};
+    for (int k = 0; k < (int)(sizeof cols / sizeof cols[0]); k++) {
       if (k == 7 || k == 14) { /* JSON columns */
         const char *text = (const char *)sqlite3_column_text(q, k);
         json_t *parsed = text ? json_loads(text, 0, NULL) : NULL;
@@ -193,15 +234,69 @@ static json_t *row_object(sqlite3_stmt *q) {
   return row;
 }
 
-store_status store_get_run(store *st, int64_t id, json_t **out, store_error *err) {
-  store_sync(st, 2000);
+/* Whether run id exists and the access may read it (and whether its session is private): both
+ * a missing and a hidden run are "no run", so ids cannot be probed. */
+static store_status run_visible(sqlite3 *db, int64_t id, const store_access *a, bool *private_,
+                                store_error *err) {
+  sqlite3_stmt *q = NULL;
+  int rc = SQLITE_ERROR;
+  bool found = false;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT s.private, s.private = 0 OR s.viewer_hash = ? OR s.control_hash = "
+                         "? FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?",
+                         -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(q, 1, token_or_null(a), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 2, token_or_null(a), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(q, 3, id);
+    rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+      found = a->admin || sqlite3_column_int(q, 1) == 1;
+      if (private_) {
+        *private_ = sqlite3_column_int(q, 0) != 0;
+      }
+    }
+  }
+  sqlite3_finalize(q);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    store__fail(err, STORE_E_IO, "store_error", "", "%s", sqlite3_errmsg(db));
+    return err->status;
+  }
+  if (!found) {
+    store__fail(err, STORE_E_NOT_FOUND, "not_found", "id", "no run %lld", (long long)id);
+    return err->status;
+  }
+  return STORE_OK;
+}
+
+store_status store_run_access(store *st, int64_t id, const store_access *a, bool *private_,
+                              store_error *err) {
+  if (store_sync(st, 2000) != STORE_OK) {
+    return unavailable(st, err);
+  }
   store_reader *rd = store__take_reader(st);
+  const store_status rc = run_visible(rd->db, id, a, private_, err);
+  store__give_reader(rd);
+  return rc;
+}
+
+store_status store_get_run(store *st, int64_t id, const store_access *a,
+                           const store_events_page *page, json_t **out, store_error *err) {
+  if (store_sync(st, 2000) != STORE_OK) {
+    return unavailable(st, err);
+  }
+  store_reader *rd = store__take_reader(st);
+  if (run_visible(rd->db, id, a, NULL, err) != STORE_OK) {
+    store__give_reader(rd);
+    return err->status;
+  }
   sqlite3_stmt *q = NULL;
   json_t *run = NULL;
   if (sqlite3_prepare_v2(rd->db,
                          "SELECT id, session_id, label, scene, seed, grains, engine_version, "
                          "params, started_at, ended_at, end_reason, end_steps, end_t, digest, "
-                         "(SELECT count(*) FROM samples WHERE run_id = runs.id) AS samples "
+                         "events_dropped, samples_dropped, "
+                         "(SELECT count(*) FROM samples WHERE run_id = runs.id) AS samples, "
+                         "(SELECT count(*) FROM events WHERE run_id = runs.id) AS events_total "
                          "FROM runs WHERE id = ?",
                          -1, &q, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(q, 1, id);
@@ -227,15 +322,29 @@ store_status store_get_run(store *st, int64_t id, json_t **out, store_error *err
     }
   }
   sqlite3_finalize(q);
-  if (sqlite3_prepare_v2(
-          rd->db, "SELECT steps, t, at, kind, detail FROM events WHERE run_id = ? ORDER BY id", -1,
-          &q, NULL) == SQLITE_OK) {
+  /* one page: a run's events are bounded (STORE_RUN_EVENTS_MAX), a reply more tightly; one row
+   * past the page tells whether another follows */
+  json_int_t last = 0;
+  bool more = false;
+  if (sqlite3_prepare_v2(rd->db,
+                         "SELECT id, steps, t, at, kind, detail FROM events WHERE run_id = ? AND "
+                         "id > ? ORDER BY id LIMIT ?",
+                         -1, &q, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, page->after);
+    sqlite3_bind_int64(q, 3, (sqlite3_int64)page->limit + 1);
+    long got = 0;
     while (sqlite3_step(q) == SQLITE_ROW) {
-      json_t *e = json_pack("{s:I, s:f, s:f, s:s}", "steps", (json_int_t)sqlite3_column_int64(q, 0),
-                            "t", sqlite3_column_double(q, 1), "at", sqlite3_column_double(q, 2),
-                            "kind", (const char *)sqlite3_column_text(q, 3));
-      json_t *detail = json_loads((const char *)sqlite3_column_text(q, 4), 0, NULL);
+      if (got++ == page->limit) {
+        more = true;
+        break;
+      }
+      last = (json_int_t)sqlite3_column_int64(q, 0);
+      json_t *e =
+          json_pack("{s:I, s:I, s:f, s:f, s:s}", "id", last, "steps",
+                    (json_int_t)sqlite3_column_int64(q, 1), "t", sqlite3_column_double(q, 2), "at",
+                    sqlite3_column_double(q, 3), "kind", (const char *)sqlite3_column_text(q, 4));
+      json_t *detail = json_loads((const char *)sqlite3_column_text(q, 5), 0, NULL);
       json_object_set_new(e, "detail", detail ? detail : json_object());
       json_array_append_new(events, e);
     }
@@ -244,14 +353,21 @@ store_status store_get_run(store *st, int64_t id, json_t **out, store_error *err
   store__give_reader(rd);
   json_object_set_new(run, "results", results);
   json_object_set_new(run, "events", events);
+  json_object_set_new(run, "events_next", more ? json_integer(last) : json_null());
   *out = run;
   return STORE_OK;
 }
 
-store_status store_samples(store *st, int64_t id, bool csv, char **out, size_t *len,
-                           store_error *err) {
-  store_sync(st, 2000);
+store_status store_samples(store *st, int64_t id, const store_access *a, bool csv, char **out,
+                           size_t *len, store_error *err) {
+  if (store_sync(st, 2000) != STORE_OK) {
+    return unavailable(st, err);
+  }
   store_reader *rd = store__take_reader(st);
+  if (run_visible(rd->db, id, a, NULL, err) != STORE_OK) {
+    store__give_reader(rd);
+    return err->status;
+  }
   sqlite3_stmt *q = NULL;
   const grn_scene_info *scene = NULL;
   if (sqlite3_prepare_v2(rd->db, "SELECT scene FROM runs WHERE id = ?", -1, &q, NULL) ==

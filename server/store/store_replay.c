@@ -30,8 +30,13 @@ int store_load_replay(const char *db_path, int64_t run, store_replay *out, char 
     return -1;
   }
   sqlite3_stmt *q = NULL;
+  /* a file not yet migrated to version 5 (the CLI reads files directly) has dropped nothing */
   if (sqlite3_prepare_v2(db,
-                         "SELECT scene, seed, grains, params, end_steps, digest, end_reason "
+                         "SELECT scene, seed, grains, params, end_steps, digest, end_reason, "
+                         "events_dropped FROM runs WHERE id = ?",
+                         -1, &q, NULL) != SQLITE_OK &&
+      sqlite3_prepare_v2(db,
+                         "SELECT scene, seed, grains, params, end_steps, digest, end_reason, 0 "
                          "FROM runs WHERE id = ?",
                          -1, &q, NULL) != SQLITE_OK) {
     return replay_fail(db, q, out, err, errlen, "not a grainlab database");
@@ -39,6 +44,14 @@ int store_load_replay(const char *db_path, int64_t run, store_replay *out, char 
   sqlite3_bind_int64(q, 1, run);
   if (sqlite3_step(q) != SQLITE_ROW) {
     return replay_fail(db, q, out, err, errlen, "no such run");
+  }
+  if (sqlite3_column_int64(q, 7) > 0) {
+    char why[160];
+    snprintf(why, sizeof why,
+             "%lld of its events were not recorded (the record's bounds), so it cannot be "
+             "replayed faithfully",
+             (long long)sqlite3_column_int64(q, 7));
+    return replay_fail(db, q, out, err, errlen, why);
   }
   grn_error e;
   if (grn_world_def_default(&out->def, (const char *)sqlite3_column_text(q, 0), &e) != GRN_OK) {

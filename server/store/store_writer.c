@@ -1,6 +1,9 @@
 /* The store's writer (see store.h): writes are queued by sessions and committed in batches by
  * one thread, so a session never waits for the disk; store_sync lets a reader wait for what was
- * queued before it. */
+ * queued before it. A transaction the disk refuses (full, read-only, I/O error) is rolled back
+ * and its records go back to the head of the queue, retried with a growing pause until one
+ * commits; the queue's bound (STORE_QUEUE_MAX) and each run's event bound (STORE_RUN_EVENTS_MAX)
+ * are kept at queueing time, where each run's losses are counted for its record. */
 #define _GNU_SOURCE
 #include "log.h"
 #include "store_internal.h"
@@ -10,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH_MS 100 /* the writer commits at least this often while there is work */
+#define BATCH_MS 100      /* the writer commits at least this often while there is work */
+#define RETRY_MIN_MS 100  /* the first pause after a refused transaction, doubled each time */
+#define RETRY_MAX_MS 2000 /* the longest pause: how long recovery may lag the disk's */
 
 enum { J_SESSION, J_SESSION_END, J_RUN_START, J_EVENT, J_SAMPLE, J_RUN_END, J_SYNC };
 
@@ -23,6 +28,7 @@ struct store_job {
   double t, at;
   char *a, *b, *c; /* strings by op */
   int i;
+  uint64_t events_dropped, samples_dropped; /* J_RUN_END: what the run lost */
   double v[GRN_MEASURE_COUNT];
   json_t *j;
 };
@@ -31,18 +37,88 @@ static char *dup_or_null(const char *s) {
   return s ? strdup(s) : NULL;
 }
 
+static store_track *track_of(store *st, int64_t run) {
+  for (int i = 0; i < st->ntracks; i++) {
+    if (st->tracks[i].run == run) {
+      return &st->tracks[i];
+    }
+  }
+  return NULL;
+}
+
+static void free_job(job *j);
+
+/* Whether a sample or an event may join the queue (under lock): the bounds of store.h, each loss
+ * counted for its run. An event that takes a run's last place becomes the truncation marker. */
+static bool admit(store *st, job *j, bool *log_truncated, bool *log_dropping) {
+  if (j->op != J_EVENT && j->op != J_SAMPLE) {
+    return true; /* sessions and run starts and ends: bounded by the requests that make them */
+  }
+  store_track *t = track_of(st, j->run);
+  const bool full = st->queued - st->written >= STORE_QUEUE_MAX;
+  bool keep = !full;
+  if (j->op == J_EVENT && t && t->events >= STORE_RUN_EVENTS_MAX) {
+    keep = false;
+  } else if (j->op == J_EVENT && t && keep && t->events == STORE_RUN_EVENTS_MAX - 1) {
+    char *kind = strdup("events_truncated"), *detail = NULL;
+    if (kind && asprintf(&detail, "{\"limit\":%d}", STORE_RUN_EVENTS_MAX) > 0) {
+      free(j->a);
+      free(j->b);
+      j->a = kind;
+      j->b = detail;
+      t->events_dropped++; /* the event whose place the marker took */
+      *log_truncated = true;
+    } else {
+      free(kind);
+      keep = false;
+    }
+  }
+  if (keep) {
+    st->dropping = false;
+    if (j->op == J_EVENT && t) {
+      t->events++;
+    }
+    return true;
+  }
+  if (t) {
+    *(j->op == J_EVENT ? &t->events_dropped : &t->samples_dropped) += 1;
+  }
+  st->dropped++;
+  *log_dropping = full && !st->dropping;
+  st->dropping = st->dropping || full;
+  return false;
+}
+
 static void push(store *st, job *j) {
   j->at = store__now_unix();
+  bool log_truncated = false, log_dropping = false;
   pthread_mutex_lock(&st->lock);
-  if (st->tail) {
-    st->tail->next = j;
-  } else {
-    st->head = j;
+  const bool keep = admit(st, j, &log_truncated, &log_dropping);
+  if (keep) {
+    if (st->tail) {
+      st->tail->next = j;
+    } else {
+      st->head = j;
+    }
+    st->tail = j;
+    st->queued++;
+    pthread_cond_signal(&st->work);
   }
-  st->tail = j;
-  st->queued++;
-  pthread_cond_signal(&st->work);
   pthread_mutex_unlock(&st->lock);
+  if (log_truncated) {
+    log_msg(LOG_WARN, "store_events_truncated",
+            "run=%lld reached %d events: later ones are not recorded, and it cannot be replayed",
+            (long long)j->run, STORE_RUN_EVENTS_MAX);
+  }
+  if (log_dropping) {
+    log_msg(LOG_WARN, "store_dropping",
+            "%d records wait for the store: new samples and events are dropped (counted in "
+            "their runs' samples_dropped and events_dropped) until there is room",
+            STORE_QUEUE_MAX);
+  }
+  if (!keep) {
+    free_job(j);
+  }
 }
 
 static job *new_job(int op, int64_t run) {
@@ -86,19 +162,45 @@ static void measures_json(const double *v, char *out, size_t size) {
   }
 }
 
-static void run_stmt(store *st, sqlite3_stmt *q) {
-  if (sqlite3_step(q) != SQLITE_DONE) {
+/* Whether a failure is the disk's or the system's (retried later, nothing dropped) rather than
+ * one record's (a constraint: that record is logged and skipped, the rest committed). */
+static bool transient(int rc) {
+  switch (rc & 0xff) {
+  case SQLITE_FULL:
+  case SQLITE_IOERR:
+  case SQLITE_READONLY:
+  case SQLITE_CANTOPEN:
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+  case SQLITE_NOMEM:
+  case SQLITE_PERM:
+  case SQLITE_CORRUPT:
+  case SQLITE_NOTADB:
+  case SQLITE_PROTOCOL:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* SQLITE_OK, or the transient failure that aborts the transaction. */
+static int run_stmt(store *st, sqlite3_stmt *q) {
+  int rc = sqlite3_step(q);
+  if (rc != SQLITE_DONE) {
     log_msg(LOG_ERROR, "store_write", "%s", sqlite3_errmsg(st->w));
   }
   sqlite3_reset(q);
   sqlite3_clear_bindings(q);
+  return rc == SQLITE_DONE || !transient(rc) ? SQLITE_OK : rc;
 }
 
 typedef struct writer_stmts {
   sqlite3_stmt *session, *session_end, *run, *param, *event, *sample, *run_end, *result;
 } writer_stmts;
 
-static void write_job(store *st, writer_stmts *w, job *j) {
+/* One record; SQLITE_OK or the transient failure that aborts its transaction. */
+static int write_job(store *st, writer_stmts *w, job *j) {
+  int rc = SQLITE_OK;
   switch (j->op) {
   case J_SESSION:
     bind_text(w->session, 1, j->a);
@@ -106,13 +208,18 @@ static void write_job(store *st, writer_stmts *w, job *j) {
     bind_text(w->session, 3, j->c);
     sqlite3_bind_int(w->session, 4, j->i);
     sqlite3_bind_double(w->session, 5, j->at);
-    run_stmt(st, w->session);
-    break;
+    /* the tokens' hashes; NULL (no token) matches nothing */
+    sqlite3_bind_text(w->session, 6,
+                      j->j ? json_string_value(json_object_get(j->j, "control")) : NULL, -1,
+                      SQLITE_TRANSIENT);
+    sqlite3_bind_text(w->session, 7,
+                      j->j ? json_string_value(json_object_get(j->j, "viewer")) : NULL, -1,
+                      SQLITE_TRANSIENT);
+    return run_stmt(st, w->session);
   case J_SESSION_END:
     sqlite3_bind_double(w->session_end, 1, j->at);
     bind_text(w->session_end, 2, j->a);
-    run_stmt(st, w->session_end);
-    break;
+    return run_stmt(st, w->session_end);
   case J_RUN_START: {
     sqlite3_bind_int64(w->run, 1, j->run);
     bind_text(w->run, 2, j->a);
@@ -123,16 +230,18 @@ static void write_job(store *st, writer_stmts *w, job *j) {
     bind_text(w->run, 7, GRN_ENGINE_VERSION);
     bind_text(w->run, 8, j->c);
     sqlite3_bind_double(w->run, 9, j->at);
-    run_stmt(st, w->run);
+    rc = run_stmt(st, w->run);
     const char *name;
     json_t *v;
     json_object_foreach(json_object_get(j->j, "params"), name, v) {
-      sqlite3_bind_int64(w->param, 1, j->run);
-      bind_text(w->param, 2, name);
-      sqlite3_bind_double(w->param, 3, json_number_value(v));
-      run_stmt(st, w->param);
+      if (rc == SQLITE_OK) { /* after a transient failure the transaction is abandoned */
+        sqlite3_bind_int64(w->param, 1, j->run);
+        bind_text(w->param, 2, name);
+        sqlite3_bind_double(w->param, 3, json_number_value(v));
+        rc = run_stmt(st, w->param);
+      }
     }
-    break;
+    return rc;
   }
   case J_EVENT:
     sqlite3_bind_int64(w->event, 1, j->run);
@@ -141,8 +250,7 @@ static void write_job(store *st, writer_stmts *w, job *j) {
     sqlite3_bind_double(w->event, 4, j->at);
     bind_text(w->event, 5, j->a);
     bind_text(w->event, 6, j->b);
-    run_stmt(st, w->event);
-    break;
+    return run_stmt(st, w->event);
   case J_SAMPLE: {
     char measures[64 * GRN_MEASURE_COUNT];
     measures_json(j->v, measures, sizeof measures);
@@ -151,8 +259,7 @@ static void write_job(store *st, writer_stmts *w, job *j) {
     sqlite3_bind_double(w->sample, 3, j->t);
     bind_text(w->sample, 4, j->a);
     bind_text(w->sample, 5, measures);
-    run_stmt(st, w->sample);
-    break;
+    return run_stmt(st, w->sample);
   }
   case J_RUN_END: {
     sqlite3_bind_double(w->run_end, 1, j->at);
@@ -160,23 +267,51 @@ static void write_job(store *st, writer_stmts *w, job *j) {
     sqlite3_bind_int64(w->run_end, 3, (sqlite3_int64)j->steps);
     sqlite3_bind_double(w->run_end, 4, j->t);
     bind_text(w->run_end, 5, j->b);
-    sqlite3_bind_int64(w->run_end, 6, j->run);
-    run_stmt(st, w->run_end);
+    sqlite3_bind_int64(w->run_end, 6, (sqlite3_int64)j->events_dropped);
+    sqlite3_bind_int64(w->run_end, 7, (sqlite3_int64)j->samples_dropped);
+    sqlite3_bind_int64(w->run_end, 8, j->run);
+    rc = run_stmt(st, w->run_end);
     const char *name;
     json_t *v;
     json_object_foreach(j->j, name, v) {
-      if (json_is_number(v) && isfinite(json_number_value(v))) {
+      if (rc == SQLITE_OK && json_is_number(v) && isfinite(json_number_value(v))) {
         sqlite3_bind_int64(w->result, 1, j->run);
         bind_text(w->result, 2, name);
         sqlite3_bind_double(w->result, 3, json_number_value(v));
-        run_stmt(st, w->result);
+        rc = run_stmt(st, w->result);
       }
     }
-    break;
+    return rc;
   }
   default:
-    break;
+    return SQLITE_OK;
   }
+}
+
+/* One transaction for the whole batch: 0, or -1 with nothing of it committed and the disk's
+ * reason in why. */
+static int write_batch(store *st, writer_stmts *w, job *batch, char *why, size_t whylen) {
+  int rc = sqlite3_exec(st->w, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+  for (job *j = batch; rc == SQLITE_OK && j; j = j->next) {
+    rc = write_job(st, w, j);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_exec(st->w, "COMMIT", NULL, NULL, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    return 0;
+  }
+  snprintf(why, whylen, "%s", sqlite3_errmsg(st->w));
+  if (!*why || strcmp(why, "not an error") == 0) {
+    snprintf(why, whylen, "%s", sqlite3_errstr(rc));
+  }
+  sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL); /* SQLite may have rolled back already */
+  if ((rc & 0xff) == SQLITE_FULL) {
+    /* a full disk may be the WAL's own doing: moving it into the database and truncating it can
+     * give the space back (best effort; SQLite keeps the file consistent if it fails) */
+    sqlite3_wal_checkpoint_v2(st->w, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+  }
+  return -1;
 }
 
 static void *writer(void *arg) {
@@ -187,8 +322,8 @@ static void *writer(void *arg) {
     sqlite3_stmt **q;
     const char *sql;
   } stmts[] = {
-      {&w.session, "INSERT OR IGNORE INTO sessions (id, join_code, label, private, created_at) "
-                   "VALUES (?, ?, ?, ?, ?)"},
+      {&w.session, "INSERT OR IGNORE INTO sessions (id, join_code, label, private, created_at, "
+                   "control_hash, viewer_hash) VALUES (?, ?, ?, ?, ?, ?, ?)"},
       {&w.session_end, "UPDATE sessions SET ended_at = ? WHERE id = ?"},
       {&w.run, "INSERT INTO runs (id, session_id, label, scene, seed, grains, engine_version, "
                "params, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"},
@@ -198,7 +333,8 @@ static void *writer(void *arg) {
       {&w.sample, "INSERT OR REPLACE INTO samples (run_id, steps, t, state, measures) "
                   "VALUES (?, ?, ?, ?, ?)"},
       {&w.run_end, "UPDATE runs SET ended_at = ?, end_reason = ?, end_steps = ?, end_t = ?, "
-                   "digest = ? WHERE id = ? AND ended_at IS NULL"},
+                   "digest = ?, events_dropped = ?, samples_dropped = ? "
+                   "WHERE id = ? AND ended_at IS NULL"},
       {&w.result, "INSERT OR REPLACE INTO run_results (run_id, name, value) VALUES (?, ?, ?)"},
   };
   for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
@@ -206,6 +342,8 @@ static void *writer(void *arg) {
       log_msg(LOG_ERROR, "store_prepare", "%s", sqlite3_errmsg(st->w));
     }
   }
+  int retry_ms = RETRY_MIN_MS;
+  double fault_since = 0.0;
   pthread_mutex_lock(&st->lock);
   for (;;) {
     while (!st->head && !st->stop) {
@@ -215,25 +353,66 @@ static void *writer(void *arg) {
       break;
     }
     /* gather for up to BATCH_MS, then write the whole batch in one transaction; a reader that
-     * waits for what was queued (store_sync) cuts the gathering short */
+     * waits for what was queued (store_sync) cuts the gathering short; a retry has waited */
     const struct timespec until = store__deadline(BATCH_MS);
-    while (!st->urgent && !st->stop && pthread_cond_timedwait(&st->work, &st->lock, &until) == 0) {
+    while (!st->fault && !st->urgent && !st->stop &&
+           pthread_cond_timedwait(&st->work, &st->lock, &until) == 0) {
     }
     st->urgent = false;
-    job *batch = st->head;
+    job *batch = st->head, *last = NULL;
     uint64_t n = 0;
     for (job *j = batch; j; j = j->next) {
       n++;
+      last = j;
     }
     st->head = st->tail = NULL;
     pthread_mutex_unlock(&st->lock);
-    sqlite3_exec(st->w, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    for (job *j = batch; j; j = j->next) {
-      write_job(st, &w, j);
-    }
-    if (sqlite3_exec(st->w, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-      log_msg(LOG_ERROR, "store_commit", "commit failed: %s", sqlite3_errmsg(st->w));
-      sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
+    char why[sizeof st->fault_why];
+    if (write_batch(st, &w, batch, why, sizeof why) != 0) {
+      pthread_mutex_lock(&st->lock);
+      /* nothing of the batch is lost: back to the head of the queue, before what came since */
+      last->next = st->head;
+      st->head = batch;
+      if (!st->tail) {
+        st->tail = last;
+      }
+      const bool first = !st->fault;
+      st->fault = true;
+      snprintf(st->fault_why, sizeof st->fault_why, "%s", why);
+      st->write_failures++;
+      pthread_cond_broadcast(&st->done); /* waiting readers learn of it now */
+      const uint64_t waiting = st->queued - st->written;
+      if (st->stop) {
+        /* shutting down and the disk still refuses: the queue cannot outlive the process */
+        for (job *j = st->head; j;) {
+          job *next = j->next;
+          free_job(j);
+          j = next;
+        }
+        st->head = st->tail = NULL;
+        st->written = st->queued;
+        pthread_cond_broadcast(&st->done);
+        pthread_mutex_unlock(&st->lock);
+        log_msg(LOG_ERROR, "store_lost",
+                "stopping while the store cannot write (%s): %llu queued records are lost", why,
+                (unsigned long long)waiting);
+        pthread_mutex_lock(&st->lock);
+        break;
+      }
+      pthread_mutex_unlock(&st->lock);
+      if (first) {
+        fault_since = store__now_unix();
+        log_msg(LOG_ERROR, "store_unavailable",
+                "the store cannot write (%s): %llu records kept queued and retried; new sessions "
+                "are refused until a write commits",
+                why, (unsigned long long)waiting);
+      }
+      pthread_mutex_lock(&st->lock);
+      const struct timespec pause = store__deadline(retry_ms);
+      while (!st->stop && pthread_cond_timedwait(&st->work, &st->lock, &pause) == 0) {
+      }
+      retry_ms = retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : retry_ms * 2;
+      continue;
     }
     const double committed = store__now_unix();
     double sum = 0.0, max = 0.0;
@@ -245,11 +424,23 @@ static void *writer(void *arg) {
       batch = next;
     }
     pthread_mutex_lock(&st->lock);
+    const bool recovered = st->fault;
+    st->fault = false;
+    st->fault_why[0] = '\0';
     st->written += n;
     st->batches++;
     st->latency_sum += sum;
     st->latency_max = max;
     pthread_cond_broadcast(&st->done);
+    if (recovered) {
+      pthread_mutex_unlock(&st->lock);
+      log_msg(LOG_INFO, "store_recovered",
+              "the store writes again after %.1f s; %llu records "
+              "committed",
+              committed - fault_since, (unsigned long long)n);
+      pthread_mutex_lock(&st->lock);
+      retry_ms = RETRY_MIN_MS;
+    }
   }
   pthread_mutex_unlock(&st->lock);
   for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
@@ -258,13 +449,29 @@ static void *writer(void *arg) {
   return NULL;
 }
 
-void store_session(store *st, const char *id, const char *join, const char *label, bool private_) {
+void store_session(store *st, const char *id, const char *join, const char *label, bool private_,
+                   const char *control_token, const char *viewer_token) {
   job *j = new_job(J_SESSION, 0);
   if (j) {
     j->a = dup_or_null(id);
     j->b = dup_or_null(join);
     j->c = dup_or_null(label);
     j->i = private_;
+    /* only the hashes ever reach the queue and the disk */
+    char control[65] = "", viewer[65] = "";
+    if (control_token && *control_token) {
+      store_token_hash(control_token, control);
+    }
+    if (viewer_token && *viewer_token) {
+      store_token_hash(viewer_token, viewer);
+    }
+    j->j = json_object();
+    if (*control) {
+      json_object_set_new(j->j, "control", json_string(control));
+    }
+    if (*viewer) {
+      json_object_set_new(j->j, "viewer", json_string(viewer));
+    }
     push(st, j);
   }
 }
@@ -294,6 +501,21 @@ void store_run_start(store *st, int64_t run, const char *session_id, const char 
   j->b = dup_or_null(label);
   j->c = json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
   j->i = grains;
+  pthread_mutex_lock(&st->lock);
+  if (!track_of(st, run)) {
+    if (st->ntracks == st->cap_tracks) {
+      const int cap = st->cap_tracks ? 2 * st->cap_tracks : 16;
+      store_track *grown = realloc(st->tracks, sizeof *grown * (size_t)cap);
+      if (grown) {
+        st->tracks = grown;
+        st->cap_tracks = cap;
+      }
+    }
+    if (st->ntracks < st->cap_tracks) { /* without memory the run goes uncounted, not unrecorded */
+      st->tracks[st->ntracks++] = (store_track){run, 0, 0, 0};
+    }
+  }
+  pthread_mutex_unlock(&st->lock);
   push(st, j);
 }
 
@@ -326,6 +548,21 @@ void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_me
 void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, double t,
                    uint64_t digest, json_t *results) {
   job *j = new_job(J_RUN_END, run);
+  /* the run's losses go into its record, and its count is done with */
+  store_track lost = {run, 0, 0, 0};
+  pthread_mutex_lock(&st->lock);
+  store_track *tr = track_of(st, run);
+  if (tr) {
+    lost = *tr;
+    *tr = st->tracks[--st->ntracks];
+  }
+  pthread_mutex_unlock(&st->lock);
+  if (lost.events_dropped || lost.samples_dropped) {
+    log_msg(LOG_WARN, "store_run_incomplete",
+            "run=%lld ended with %llu events and %llu samples not recorded%s", (long long)run,
+            (unsigned long long)lost.events_dropped, (unsigned long long)lost.samples_dropped,
+            lost.events_dropped ? "; it cannot be replayed" : "");
+  }
   if (!j) {
     json_decref(results);
     return;
@@ -337,6 +574,8 @@ void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, d
   j->a = dup_or_null(reason);
   j->b = dup_or_null(hex);
   j->j = results;
+  j->events_dropped = lost.events_dropped;
+  j->samples_dropped = lost.samples_dropped;
   push(st, j);
 }
 
@@ -347,23 +586,39 @@ void store_get_stats(store *st, store_stats *out) {
   out->batches = st->batches;
   out->latency_sum = st->latency_sum;
   out->latency_max = st->latency_max;
+  out->writable = !st->fault;
+  out->write_failures = st->write_failures;
+  out->dropped = st->dropped;
   pthread_mutex_unlock(&st->lock);
 }
 
-void store_sync(store *st, int timeout_ms) {
+bool store_writable(store *st, char *why, size_t whylen) {
+  pthread_mutex_lock(&st->lock);
+  const bool ok = !st->fault;
+  if (why && whylen) {
+    snprintf(why, whylen, "%s", st->fault_why);
+  }
+  pthread_mutex_unlock(&st->lock);
+  return ok;
+}
+
+store_status store_sync(store *st, int timeout_ms) {
   const struct timespec until = store__deadline(timeout_ms);
   pthread_mutex_lock(&st->lock);
   const uint64_t want = st->queued;
-  if (st->written < want) {
+  if (st->written < want && !st->fault) {
     st->urgent = true;
     pthread_cond_signal(&st->work);
   }
-  while (st->written < want) {
+  /* a refused write ends the wait: what is asked for will not be there until a retry commits */
+  while (st->written < want && !st->fault) {
     if (pthread_cond_timedwait(&st->done, &st->lock, &until) != 0) {
       break;
     }
   }
+  const bool fault = st->fault;
   pthread_mutex_unlock(&st->lock);
+  return fault ? STORE_E_UNAVAILABLE : STORE_OK;
 }
 
 int store__writer_start(store *st, char *err, size_t errlen) {
@@ -386,4 +641,5 @@ void store__writer_stop(store *st) {
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->work);
   pthread_cond_destroy(&st->done);
+  free(st->tracks);
 }

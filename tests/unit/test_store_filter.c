@@ -1,6 +1,7 @@
-/* The runs filter of GET /api/runs (server/store/store_filter.c): every refusal the API makes
- * (the code word and the offending field), which argument wins when several are bad, and what a
- * good query reads as. Each line prints what the parser gave against what the API promises. */
+/* The runs filter of GET /api/runs and the events page of GET /api/runs/{id}
+ * (server/store/store_filter.c): every refusal the API makes (the code word and the offending
+ * field), which argument wins when several are bad, and what a good query reads as. Each line
+ * prints what the parser gave against what the API promises. */
 #include "../support/check.h"
 #include "store_filter.h"
 
@@ -59,6 +60,25 @@ static store_runs_filter accepted(const char *s) {
          rc == STORE_OK ? "" : e.message, (int)STORE_OK);
   check_failures += rc != STORE_OK;
   return f;
+}
+
+/* The events page: refused with this code word and field, or read as after/limit. */
+static void page_is(const char *s, const char *code, const char *field, long long after,
+                    long limit) {
+  static query q;
+  split(&q, s);
+  store_events_page p = {-1, -1};
+  store_error e;
+  memset(&e, 0, sizeof e);
+  const store_status rc = store_events_page_parse(q.arg, q.n, &p, &e);
+  const int ok = code ? rc == STORE_E_BAD_FILTER && e.code && strcmp(e.code, code) == 0 &&
+                            strcmp(e.field, field) == 0 && e.message[0]
+                      : rc == STORE_OK && p.after == after && p.limit == limit;
+  printf("%s events page '%.60s': got status %d %s field '%s' after %lld limit %ld, want %s %s "
+         "after %lld limit %ld\n",
+         ok ? "ok  " : "FAIL", s, (int)rc, e.code ? e.code : "-", e.field, p.after, p.limit,
+         code ? code : "ok", field ? field : "", after, limit);
+  check_failures += !ok;
 }
 
 static void repeat(char *out, size_t size, const char *prefix, char c, int n, const char *suffix) {
@@ -247,6 +267,25 @@ int main(void) {
   refused("label=a&label=\xff", "duplicate_field", "label");
   f = accepted("col\xffour=red");
   CHECK("a key that is not UTF-8 is passed over", !f.has_label && f.nranges == 0);
+
+  puts("-- the events page of GET /api/runs/{id}");
+  page_is("", NULL, NULL, 0, STORE_EVENTS_PAGE_MAX);
+  page_is("events_after=41&events_limit=7", NULL, NULL, 41, 7);
+  page_is("events_limit=1000", NULL, NULL, 0, 1000);
+  page_is("events_after=1000000000000000000", NULL, NULL, 1000000000000000000LL, 1000);
+  page_is("events_limit=0", "out_of_range", "events_limit", 0, 0);
+  page_is("events_limit=1001", "out_of_range", "events_limit", 0, 0);
+  page_is("events_limit=2.5", "out_of_range", "events_limit", 0, 0);
+  page_is("events_limit=", "out_of_range", "events_limit", 0, 0);
+  page_is("events_limit", "out_of_range", "events_limit", 0, 0);
+  page_is("events_after=-1", "out_of_range", "events_after", 0, 0);
+  page_is("events_after=1e19", "out_of_range", "events_after", 0, 0);
+  page_is("events_after=nan", "out_of_range", "events_after", 0, 0);
+  page_is("events_after=abc", "out_of_range", "events_after", 0, 0);
+  page_is("limit=5", "unknown_field", "limit", 0, 0);
+  page_is("events_limit=1&events_limit=2", "duplicate_field", "events_limit", 0, 0);
+  page_is("colour=red&events_limit=0", "unknown_field", "colour", 0, 0);
+  page_is("events_limit=\xff", NULL, NULL, 0, STORE_EVENTS_PAGE_MAX);
 
   CHECK_DONE();
 }
