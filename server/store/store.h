@@ -52,7 +52,12 @@ void store_run_start(store *st, int64_t run, const char *session_id, const char 
 void store_event(store *st, int64_t run, uint64_t steps, double t, const char *kind,
                  const char *detail_json);
 void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_measurements *m);
-/* `results`: name → number (stolen). */
+/* Why a run ends, described once (the runs filter and its messages read it; migration 006 holds
+ * the same list in the table's CHECK): brought to its end, an orderly shutdown, a scene switch,
+ * deleted, its worker failed, a crash of the daemon (closed at the next start), idle. */
+#define STORE_END_REASONS                                                                          \
+  "finished", "stopped", "switched", "deleted", "failed", "interrupted", "idle"
+/* `results`: name → number (stolen); `reason`: one of STORE_END_REASONS. */
 void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, double t,
                    uint64_t digest, json_t *results);
 /* For /metrics: records waiting, and how long records waited from queueing to commit. */

@@ -149,11 +149,12 @@ static const char *first_duplicate(const store_query_arg *args, size_t n) {
   return second < n ? args[second].key : NULL;
 }
 
+static const char *const end_reasons[] = {STORE_END_REASONS};
+enum { END_REASONS = sizeof end_reasons / sizeof end_reasons[0] };
+
 static bool is_end_reason(const char *s) {
-  static const char *const reasons[] = {"finished", "stopped", "switched",
-                                        "deleted",  "failed",  "interrupted"};
-  for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
-    if (strcmp(s, reasons[i]) == 0) {
+  for (size_t i = 0; i < END_REASONS; i++) {
+    if (strcmp(s, end_reasons[i]) == 0) {
       return true;
     }
   }
@@ -179,8 +180,12 @@ static store_status text_arg(store_runs_filter *f, const char *key, const char *
     dst = f->scene;
   } else if (strcmp(key, "end_reason") == 0) {
     if (!is_end_reason(val)) {
-      store__fail(err, STORE_E_BAD_FILTER, "out_of_range", key,
-                  "end_reason is finished, stopped, switched, deleted, failed or interrupted");
+      char list[160] = "";
+      for (size_t i = 0; i < END_REASONS; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, end_reasons[i], sizeof list - strlen(list) - 1);
+      }
+      store__fail(err, STORE_E_BAD_FILTER, "out_of_range", key, "end_reason is one of: %s", list);
       return err->status;
     }
     f->has_end_reason = true;
