@@ -99,6 +99,7 @@ int sess__start_worker(session *s, sess_error *err) {
   }
   s->last = st;
   s->state = SESS_RUNNING;
+  __atomic_store_n(&s->over, false, __ATOMIC_RELAXED); /* a failed session restarted by a switch */
   s->reason[0] = '\0';
   s->step_acc = 0.0;
   s->sample_mark = -1.0; /* no sample yet: the first, at t = 0, is recorded too */
@@ -118,7 +119,8 @@ static void destroy(session *s);
 
 /* A new session, under a script (taken over, freed on failure) or none. */
 static session *create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
-                       script *sc, char token_out[65], char viewer_token_out[65], sess_error *err) {
+                       const char *client, script *sc, char token_out[65],
+                       char viewer_token_out[65], sess_error *err) {
   const int grains = grn_world_def_grains(def);
   if (sess__check_count(r, def, err) != 0) {
     sess__free_script(sc);
@@ -137,6 +139,7 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
   s->speed = 1.0;
   s->wc.fd = -1;
   snprintf(s->label, sizeof s->label, "%s", label ? label : "");
+  snprintf(s->client, sizeof s->client, "%s", client ? client : "");
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->wake, NULL);
   pthread_mutex_init(&s->qlock, NULL);
@@ -153,6 +156,20 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
     api_fail(err, 429, "too_many_sessions", "", "this server runs at most %d sessions",
              r->limits.max_sessions);
     destroy(s); /* not yet seen by anyone; frees the script it took over */
+    return NULL;
+  }
+  int mine = 0;
+  for (int i = 0; *s->client && i < r->n; i++) {
+    mine += strcmp(r->list[i]->client, s->client) == 0 &&
+            !__atomic_load_n(&r->list[i]->over, __ATOMIC_RELAXED);
+  }
+  if (*s->client && mine >= r->limits.max_per_client) {
+    pthread_mutex_unlock(&r->lock);
+    api_fail(err, 429, "client_session_limit", "",
+             "%s has %d live sessions, the most one client may have (end one, or wait for one "
+             "to finish)",
+             s->client, mine);
+    destroy(s);
     return NULL;
   }
   if (r->n == r->cap) {
@@ -212,13 +229,14 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
 }
 
 session *sess_create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
-                     char token_out[65], char viewer_token_out[65], sess_error *err) {
-  return create(r, def, label, private_, NULL, token_out, viewer_token_out, err);
+                     const char *client, char token_out[65], char viewer_token_out[65],
+                     sess_error *err) {
+  return create(r, def, label, private_, client, NULL, token_out, viewer_token_out, err);
 }
 
 session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *fork_params,
-                              const char *label, bool private_, char token_out[65],
-                              char viewer_token_out[65], sess_error *err) {
+                              const char *label, bool private_, const char *client,
+                              char token_out[65], char viewer_token_out[65], sess_error *err) {
   if (!r->st) {
     api_fail(err, 503, "no_store", "", "this server keeps no record");
     return NULL;
@@ -267,7 +285,7 @@ session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *f
     label = name;
   }
   const grn_world_def def = sc->r.def;
-  return create(r, &def, label, private_, sc, token_out, viewer_token_out, err);
+  return create(r, &def, label, private_, client, sc, token_out, viewer_token_out, err);
 }
 
 session *sess_find(sess_registry *r, const char *id) {
@@ -316,6 +334,7 @@ static void end(session *s, const char *reason) {
   sess__close_run(s, reason);
   worker_stop(&s->wc, 2000);
   s->state = SESS_ENDED;
+  __atomic_store_n(&s->over, true, __ATOMIC_RELAXED);
   sess__event(s, "session_ended", NULL);
   pthread_mutex_unlock(&s->lock);
   if (s->reg->st) {

@@ -22,6 +22,9 @@ typedef struct sess_limits {
   uint64_t worker_memory; /* bytes */
   int threads;            /* engine threads per worker */
   int max_viewers;        /* per session */
+  int max_per_client;     /* live sessions one client (IP address) may have created */
+  double step_budget;     /* grain-steps a single `step n` may cost */
+  int idle_timeout_s;     /* without controller activity and viewers; 0: never ends */
 } sess_limits;
 
 typedef enum sess_state {
@@ -50,16 +53,19 @@ void sess_registry_free(sess_registry *r);
 
 /* Create from a validated definition; returns the session (referenced) or NULL with err. The
  * control token is written to token_out (65 bytes); a private session also gets a viewer token
- * (viewer_token_out, 65 bytes) without which it cannot be watched or looked at. */
+ * (viewer_token_out, 65 bytes) without which it cannot be watched or looked at. `client` (an IP
+ * address; NULL: counted against nobody, e.g. the admin) may hold at most max_per_client live
+ * sessions (failed and ended ones do not count): beyond, 429 client_session_limit. */
 session *sess_create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
-                     char token_out[65], char viewer_token_out[65], sess_error *err);
+                     const char *client, char token_out[65], char viewer_token_out[65],
+                     sess_error *err);
 /* A live session from a stored run: a replay (the run's changes at their steps, in real time, then
  * paused) or, with fork_params (possibly none), a fork (as fast as the worker goes to
  * the run's end, then the new parameters, then on in real time). Both are recorded as new runs
  * that replay in turn. */
 session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *fork_params,
-                              const char *label, bool private_, char token_out[65],
-                              char viewer_token_out[65], sess_error *err);
+                              const char *label, bool private_, const char *client,
+                              char token_out[65], char viewer_token_out[65], sess_error *err);
 /* Look up by id or join code; the result is referenced and must be released. */
 session *sess_find(sess_registry *r, const char *id);
 void sess_release(session *s);

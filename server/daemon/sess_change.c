@@ -124,6 +124,7 @@ int sess_action(session *s, const api_action *a, sess_error *err) {
       sess__close_run(s, "finished");
       worker_stop(&s->wc, 2000);
       s->state = SESS_ENDED;
+      __atomic_store_n(&s->over, true, __ATOMIC_RELAXED); /* frees its client's slot */
       snprintf(s->reason, sizeof s->reason, "finished by its controller");
     }
   } else if (p.own == API_ACT_TEST) {
@@ -223,6 +224,7 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
   const int rc = sess__start_worker(s, err);
   if (rc != 0) {
     s->state = SESS_FAILED;
+    __atomic_store_n(&s->over, true, __ATOMIC_RELAXED);
     snprintf(s->reason, sizeof s->reason, "%.199s", err->message);
     api_utf8_clean(s->reason); /* the cut may split a character */
   }

@@ -26,6 +26,8 @@ struct session {
   int refs;                                          /* under the registry lock */
   char id[17], join[7], token[65], viewer_token[65]; /* viewer_token empty: public */
   char label[64];
+  char client[48];      /* the IP address that created it; empty: counted against nobody */
+  bool over;            /* __atomic: failed or ended, so it no longer counts against its client */
   pthread_mutex_t lock; /* everything below, and the worker channel */
   pthread_cond_t wake;
   grn_world_def def;

@@ -98,6 +98,7 @@ void sess__run_started(session *s) {
 
 void sess__failed(session *s) {
   s->state = SESS_FAILED;
+  __atomic_store_n(&s->over, true, __ATOMIC_RELAXED); /* frees its client's slot */
   snprintf(s->reason, sizeof s->reason, "%s", s->wc.reason);
   api_utf8_clean(s->reason); /* the worker's words, cut to fit */
   pthread_mutex_lock(&s->reg->lock);
