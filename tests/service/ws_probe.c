@@ -52,7 +52,7 @@ typedef struct probe {
   double send_after;
   double stall_at, stall_for;
   bool stalled, unstalled, verify, decode_all;
-  const char *dump; /* folder for viewer 0's binary messages and decoded positions */
+  const char *dump;          /* folder for viewer 0's binary messages and decoded positions */
   const char *origin, *host; /* the handshake's Origin (lws puts "http://" in front) and Host */
   uint64_t dumped;
   viewer *v;
