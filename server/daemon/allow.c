@@ -96,3 +96,21 @@ bool allow_origin(const allow_list *origins, const allow_list *hosts, const char
                                                                : NULL;
   return rest && *rest && !strchr(rest, '/') && allow_host(hosts, rest);
 }
+
+bool allow_addr(const allow_list *a, const char *ip) {
+  return ip && *ip && listed(a, ip, strlen(ip));
+}
+
+void allow_client(const allow_list *proxies, const char *peer, const char *forwarded, char *out) {
+  snprintf(out, 48, "%s", peer);
+  if (!forwarded || !proxies || !allow_addr(proxies, peer)) {
+    return;
+  }
+  const char *last = strrchr(forwarded, ',');
+  last = last ? last + 1 : forwarded;
+  last += strspn(last, " \t");
+  const size_t n = strcspn(last, " \t");
+  if (n > 0 && n < 48 && strspn(last, "0123456789abcdefABCDEF.:") == n) {
+    snprintf(out, 48, "%.*s", (int)n, last);
+  }
+}

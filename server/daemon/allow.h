@@ -25,4 +25,11 @@ bool allow_host(const allow_list *hosts, const char *host);
  * (same origin). No Origin (non-browser clients) passes; "null" does not. */
 bool allow_origin(const allow_list *origins, const allow_list *hosts, const char *origin);
 
+/* Whether `ip` (an address as text) is listed: exact, no "*". */
+bool allow_addr(const allow_list *a, const char *ip);
+/* The client behind a connection from `peer`: when the peer is a trusted proxy and sent
+ * X-Forwarded-For, the last address there (the one that proxy saw); otherwise the peer. An
+ * entry that is not an address leaves the peer. `out` holds 48 bytes. */
+void allow_client(const allow_list *proxies, const char *peer, const char *forwarded, char *out);
+
 #endif

@@ -31,7 +31,7 @@ typedef struct config {
   long max_per_client, create_rate, guess_rate, max_connections, per_ip, http_timeout, ws_ping;
   long idle_minutes;
   double step_budget;
-  char allowed_hosts[TEXT_MAX], allowed_origins[TEXT_MAX];
+  char allowed_hosts[TEXT_MAX], allowed_origins[TEXT_MAX], trusted_proxies[TEXT_MAX];
 } config;
 
 typedef enum setting_kind {
@@ -92,6 +92,10 @@ static const setting settings[] = {
     {"allowed-origins", "LIST", SET_TEXT, 0, 0, "", AT(allowed_origins),
      "origins (scheme://host[:port]) whose pages may open websockets (comma list; *: any; "
      "empty: those on an allowed host); clients that send no Origin pass"},
+    {"trusted-proxies", "LIST", SET_TEXT, 0, 0, "", AT(trusted_proxies),
+     "addresses of reverse proxies (e.g. 127.0.0.1 for nginx on the same host) whose "
+     "X-Forwarded-For names the client for the per-client limits; they are exempt from "
+     "max-connections-per-ip (comma list; empty: none)"},
     {"max-connections", "N", SET_LONG, 16, 60000, "2048", AT(max_connections),
      "HTTP connections at once (one thread each)"},
     {"max-connections-per-ip", "N", SET_LONG, 1, 60000, "32", AT(per_ip),
@@ -284,7 +288,7 @@ int main(int argc, char **argv) {
   }
   /* who may be talked to: the Host names (by default this machine's own) and, for websockets
    * from browsers, the origins (by default those on an allowed host) */
-  static allow_list hosts, origins;
+  static allow_list hosts, origins, proxies;
   char list[TEXT_MAX + 128], why_list[160];
   if (*c.allowed_hosts) {
     snprintf(list, sizeof list, "%s", c.allowed_hosts);
@@ -294,7 +298,8 @@ int main(int argc, char **argv) {
              strcmp(c.bind, "0.0.0.0") == 0 ? "" : c.bind);
   }
   if (allow_parse(&hosts, list, why_list, sizeof why_list) != 0 ||
-      allow_parse(&origins, c.allowed_origins, why_list, sizeof why_list) != 0) {
+      allow_parse(&origins, c.allowed_origins, why_list, sizeof why_list) != 0 ||
+      allow_parse(&proxies, c.trusted_proxies, why_list, sizeof why_list) != 0) {
     return usage_error("allowed hosts or origins: %s%s", why_list, "");
   }
   if (strcmp(c.bind, "0.0.0.0") == 0 && !*c.allowed_hosts) {
@@ -303,9 +308,11 @@ int main(int argc, char **argv) {
             "are answered; set allowed-hosts to the names clients use");
   }
   srv.hosts = &hosts;
+  srv.proxies = &proxies;
+  srv.conns = iplimit_new(1.0); /* only its counts are used */
   srv.creates = iplimit_new((double)c.create_rate);
   srv.guesses = iplimit_new((double)c.guess_rate);
-  if (!srv.creates || !srv.guesses) {
+  if (!srv.creates || !srv.guesses || !srv.conns) {
     fprintf(stderr, "grainlabd: error: out of memory\n");
     return 1;
   }
@@ -353,6 +360,7 @@ int main(int argc, char **argv) {
   char why[160];
   const ws_options wo = {.hosts = &hosts,
                          .origins = &origins,
+                         .proxies = &proxies,
                          .guesses = srv.guesses,
                          .per_ip = (int)c.per_ip,
                          .ping_s = (int)c.ws_ping,
@@ -385,6 +393,7 @@ int main(int argc, char **argv) {
   store_close(st);
   iplimit_free(srv.creates);
   iplimit_free(srv.guesses);
+  iplimit_free(srv.conns);
   log_msg(LOG_INFO, "stopped", "every run closed and the store flushed");
   return 0;
 }

@@ -83,11 +83,20 @@ static bool json_body_type(struct MHD_Connection *c) {
   return next == '\0' || next == ';' || next == ' ' || next == '\t';
 }
 
-/* The client's address, as the per-client limits know it. */
-static void client_of(struct MHD_Connection *c, char out[IPLIMIT_ADDR]) {
+/* The connection's peer address. */
+static void peer_of(struct MHD_Connection *c, char out[IPLIMIT_ADDR]) {
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   iplimit_addr(ci ? ci->client_addr : NULL, out);
+}
+
+/* The client's address, as the per-client limits know it (behind a trusted proxy, the address
+ * that proxy forwarded). */
+static void client_of(const http_server *srv, struct MHD_Connection *c, char out[IPLIMIT_ADDR]) {
+  char peer[IPLIMIT_ADDR];
+  peer_of(c, peer);
+  allow_client(srv->proxies, peer,
+               MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Forwarded-For"), out);
 }
 
 static http_reply too_many(const char *code, int retry_after, const char *message) {
@@ -217,7 +226,7 @@ static http_reply h_sessions_list(const http_call *k) {
 static bool may_create(const http_call *k, char client[IPLIMIT_ADDR], http_reply *err) {
   const http_server *srv = k->srv;
   const char *t = bearer(k->c);
-  client_of(k->c, client);
+  client_of(srv, k->c, client);
   if (admin_ok(srv, t)) {
     client[0] = '\0';
     return true;
@@ -749,7 +758,7 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
     /* ids and join codes are guessed by trying: a client that misses too often is refused,
      * hit or miss alike, so a refusal tells it nothing */
     char client[IPLIMIT_ADDR];
-    client_of(c, client);
+    client_of(srv, c, client);
     const int wait = srv->guesses ? iplimit_take(srv->guesses, client, false) : 0;
     if (wait > 0) {
       return too_many("too_many_guesses", wait,
@@ -946,13 +955,39 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
  * socket's backlog holds a burst while threads start. */
 #define HTTP_STACK_BYTES (1024u * 1024u) /* deepest handler: SQLite queries and jansson */
 
+/* Connections per address, counted here rather than by libmicrohttpd so that a trusted proxy,
+ * which carries many clients, is exempt. Accepting and closing both happen on libmicrohttpd's
+ * threads; the count is the iplimit's, under its lock. */
+static enum MHD_Result admit(void *cls, const struct sockaddr *addr, socklen_t len) {
+  (void)len;
+  const http_server *srv = cls;
+  char ip[IPLIMIT_ADDR];
+  iplimit_addr(addr, ip);
+  return allow_addr(srv->proxies, ip) || iplimit_enter(srv->conns, ip, (int)srv->per_ip) ? MHD_YES
+                                                                                         : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+  (void)socket_context;
+  const http_server *srv = cls;
+  if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+    char ip[IPLIMIT_ADDR];
+    peer_of(c, ip);
+    if (!allow_addr(srv->proxies, ip)) {
+      iplimit_leave(srv->conns, ip);
+    }
+  }
+}
+
 int http_start(http_server *srv, const struct sockaddr *addr) {
   srv->mhd = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, NULL,
-      NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, srv,
-      MHD_OPTION_CONNECTION_LIMIT, srv->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-      srv->per_ip, MHD_OPTION_CONNECTION_TIMEOUT, srv->timeout_s, MHD_OPTION_THREAD_STACK_SIZE,
-      (size_t)HTTP_STACK_BYTES, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, admit,
+      srv, on_request, srv, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, srv,
+      MHD_OPTION_CONNECTION_LIMIT, srv->max_connections, MHD_OPTION_NOTIFY_CONNECTION,
+      on_connection, srv, MHD_OPTION_CONNECTION_TIMEOUT, srv->timeout_s,
+      MHD_OPTION_THREAD_STACK_SIZE, (size_t)HTTP_STACK_BYTES, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+      MHD_OPTION_END);
   if (!srv->mhd) {
     return -1;
   }

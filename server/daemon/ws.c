@@ -59,20 +59,23 @@ static void count(uint64_t *c, uint64_t n) {
   __atomic_add_fetch(c, n, __ATOMIC_RELAXED);
 }
 
-/* The peer's address, as the per-client limits know it. */
-static void peer(struct lws *wsi, char out[IPLIMIT_ADDR]) {
+/* A handshake header, or NULL when the request has none. */
+static const char *header(struct lws *wsi, enum lws_token_indexes h, char *buf, int size) {
+  return lws_hdr_total_length(wsi, h) > 0 && lws_hdr_copy(wsi, buf, size, h) > 0 ? buf : NULL;
+}
+
+/* The client's address, as the per-client limits know it (behind a trusted proxy, the address
+ * it forwarded). */
+static void peer(const ws_server *ws, struct lws *wsi, char out[IPLIMIT_ADDR]) {
   struct sockaddr_storage sa;
   socklen_t len = sizeof sa;
+  char ip[IPLIMIT_ADDR], fwd[300];
   if (getpeername(lws_get_socket_fd(wsi), (struct sockaddr *)&sa, &len) != 0) {
     out[0] = '\0';
     return;
   }
-  iplimit_addr((const struct sockaddr *)&sa, out);
-}
-
-/* A handshake header, or NULL when the request has none. */
-static const char *header(struct lws *wsi, enum lws_token_indexes h, char *buf, int size) {
-  return lws_hdr_total_length(wsi, h) > 0 && lws_hdr_copy(wsi, buf, size, h) > 0 ? buf : NULL;
+  iplimit_addr((const struct sockaddr *)&sa, ip);
+  allow_client(ws->opt.proxies, ip, header(wsi, WSI_TOKEN_X_FORWARDED_FOR, fwd, sizeof fwd), out);
 }
 
 /* Why a handshake is refused before its session is looked up, or NULL: a Host or an Origin
@@ -323,7 +326,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
   switch (reason) {
   case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
     char ip[IPLIMIT_ADDR];
-    peer(wsi, ip);
+    peer(ws, wsi, ip);
     const char *no = refusal(ws, wsi, ip);
     if (no) {
       count(&ws->stats.refused, 1);
@@ -351,7 +354,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     v->wsi = wsi;
     v->id = ++ws->next_id;
     v->s = path_session(ws, wsi, path, sizeof path);
-    peer(wsi, v->ip);
+    peer(ws, wsi, v->ip);
     v->counted = iplimit_enter(ws->conns, v->ip, ws->opt.per_ip);
     if (!v->counted) { /* checked at the handshake; only a race between two could get here */
       v->refuse = "this address holds its maximum of websocket connections";

@@ -20,6 +20,7 @@ typedef struct ws_server ws_server;
 /* Who may connect, and how long a silent one stays. */
 typedef struct ws_options {
   const allow_list *hosts, *origins; /* Host and Origin allow-lists (allow.h) */
+  const allow_list *proxies;         /* trusted proxies: X-Forwarded-For names the client */
   iplimit *guesses;                  /* failed session lookups per client, shared with HTTP */
   int per_ip;                        /* websocket connections one IP address may hold */
   int ping_s;    /* ping a viewer this often; one silent for twice as long is dropped */

@@ -36,7 +36,7 @@ missing=""
 for s in bind http-port ws-port ws-public-port data-dir static-dir admin-token-file create-token-file \
   max-sessions max-sessions-per-client create-rate join-guess-rate max-grains max-viewers \
   worker-memory-mb worker-threads step-budget idle-timeout allowed-hosts allowed-origins \
-  max-connections max-connections-per-ip http-timeout ws-ping-seconds log-level; do
+  trusted-proxies max-connections max-connections-per-ip http-timeout ws-ping-seconds log-level; do
   grep -q -- "--$s " <<<"$help" || missing="$missing $s"
 done
 [ -z "$missing" ] && ok "--help lists every setting with its default ($(grep -c '^  --' <<<"$help") settings)" ||
@@ -44,6 +44,14 @@ done
 grep -q -- '--max-sessions-per-client N  \[4, 1..10000\]' <<<"$help" &&
   grep -q -- '--idle-timeout MIN  \[30, 0..10080\]' <<<"$help" &&
   ok "--help shows defaults and ranges: $(grep -- '--create-rate' <<<"$help")" || bad "--help: $help"
+# the other places that list settings agree with the table
+deploy="$(dirname "$0")/../../deploy"
+stale=""
+for s in $(sed -n 's/^  --\([a-z-]*\) .*/\1/p' <<<"$help"); do
+  grep -q "^#\? *$s = " "$deploy/grainlabd.conf" || stale="$stale grainlabd.conf:$s"
+  grep -q "^| $s |" "$deploy/README.md" || stale="$stale README.md:$s"
+done
+[ -z "$stale" ] && ok "deploy/grainlabd.conf and deploy/README.md list every setting" || bad "settings missing in:$stale"
 err=$("$daemon" --max-sessions-per-client 0 2>&1)
 rc=$?
 [ "$rc" = 2 ] && grep -q 'max-sessions-per-client needs a whole number in 1..10000' <<<"$err" &&
@@ -96,7 +104,8 @@ other=$(curl -s -o /dev/null -w '%{http_code}' --interface 127.0.0.2 "$base/api/
 stop_daemon
 
 # ---- daemon 2: the defaults
-start_daemon "$daemon" --admin-token-file "$tmp/admin" --max-sessions 20 --ws-ping-seconds 1
+start_daemon "$daemon" --admin-token-file "$tmp/admin" --max-sessions 20 --ws-ping-seconds 1 \
+  --trusted-proxies 127.0.0.3
 for h in evil.example 'evil.example:80' '127.0.0.1.evil.example' 'localhost.:80'; do
   c=$(curl -s -o "$tmp/body" -w '%{http_code}' -H "Host: $h" "$base/healthz")
   [ "$c" = 403 ] && grep -q host_not_allowed "$tmp/body" || bad "Host $h: $c $(cat "$tmp/body")"
@@ -135,6 +144,15 @@ post /api/sessions "$small" -H "Authorization: Bearer adminadminadmin-0123456789
 [ "$code" = 201 ] && ok "the admin is not held to the per-client limit" || bad "admin: $code $body"
 post /api/sessions "$small" --interface 127.0.0.2
 [ "$code" = 201 ] && ok "another address has its own 4" || bad "from 127.0.0.2: $code $body"
+# behind a trusted proxy (127.0.0.3 here) the client is the one it forwards
+for i in 1 2 3 4 5; do post /api/sessions "$small" --interface 127.0.0.3 -H 'X-Forwarded-For: 1.1.1.1, 10.0.0.1'; done
+c5=$code
+post /api/sessions "$small" --interface 127.0.0.3 -H 'X-Forwarded-For: 10.0.0.2'
+c6=$code
+post /api/sessions "$small" -H 'X-Forwarded-For: 10.0.0.3'
+[ "$c5" = 429 ] && [ "$c6" = 201 ] && [ "$code" = 429 ] &&
+  ok "trusted-proxies: clients behind a proxy are told apart by X-Forwarded-For (5th of 10.0.0.1: $c5, 10.0.0.2: $c6); an untrusted peer cannot claim one ($code)" ||
+  bad "proxy: 10.0.0.1 5th $c5, 10.0.0.2 $c6, spoofed from 127.0.0.1 $code"
 # websockets: the Origin of a browser page must be an allowed host, and so must the Host
 out=$("$probe" --port "$wsport" --session "$live" --seconds 1 --origin evil.example)
 [ "$(json connect_errors <<<"$out")" = 1 ] && ok "websocket from an Origin of another site: refused" ||
@@ -177,7 +195,8 @@ stop_daemon
 
 # ---- daemon 3: connections. Idle clients that send half a header, from one address and from
 # many, must never make /healthz unreachable; one address holds at most max-connections-per-ip.
-start_daemon "$daemon" --max-connections-per-ip 20 --http-timeout 10
+start_daemon "$daemon" --max-connections-per-ip 20 --http-timeout 10 \
+  --allowed-origins http://lab.example,https://lab.example:8443
 post /api/sessions "$small"
 sid=$(json id <<<"$body")
 out=$(python3 - "$port" "$m" <<'EOF'
@@ -222,6 +241,10 @@ grep -q '^many 340 200 ' <<<"$out" &&
   bad "idle flood: $out"
 grep -q '^closed True' <<<"$out" && ok "silent connections are closed after http-timeout 10: $(grep closed <<<"$out")" ||
   bad "idle timeout: $out"
+a=$("$probe" --port "$wsport" --session "$sid" --seconds 1 --origin lab.example | json connected)
+b=$("$probe" --port "$wsport" --session "$sid" --seconds 1 --origin localhost | json connected)
+[ "$a" = 1 ] && [ "$b" = 0 ] && ok "allowed-origins http://lab.example: its pages connect, localhost's do not" ||
+  bad "allowed-origins: lab.example $a, localhost $b"
 out=$("$probe" --port "$wsport" --session "$sid" --viewers 21 --seconds 2)
 [ "$(json connected <<<"$out")" = 20 ] && [ "$(json connect_errors <<<"$out")" = 1 ] &&
   ok "websockets: 20 viewers from one address connect, the 21st is refused" || bad "ws per-IP: $out"
