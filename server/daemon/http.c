@@ -220,9 +220,9 @@ static http_reply h_sessions_list(const http_call *k) {
   return json_reply(200, json_pack("{s:o}", "sessions", list));
 }
 
-/* Whether the caller may create a session now (the create token when one is set, then its
- * client's rate; the admin is exempt from both); false with the refusal. `client` is what the
- * new session counts against: the caller's address, or "" for the admin. */
+/* Whether the caller may create sessions (the create token, when one is set; the admin always
+ * may); false with the refusal. `client` is what a new session counts against: the caller's
+ * address, or "" for the admin, who is held to no per-client limit. */
 static bool may_create(const http_call *k, char client[IPLIMIT_ADDR], http_reply *err) {
   const http_server *srv = k->srv;
   const char *t = bearer(k->c);
@@ -244,7 +244,13 @@ static bool may_create(const http_call *k, char client[IPLIMIT_ADDR], http_reply
       return false;
     }
   }
-  const int wait = iplimit_take(srv->creates, client, true);
+  return true;
+}
+
+/* The client's creation rate, taken once its request is valid (a typo costs nothing); false
+ * with the refusal. */
+static bool create_rate_ok(const http_call *k, const char *client, http_reply *err) {
+  const int wait = *client ? iplimit_take(k->srv->creates, client, true) : 0;
   if (wait > 0) {
     *err = too_many("create_rate_limited", wait,
                     "this client has created sessions as fast as this server allows");
@@ -277,6 +283,9 @@ static http_reply h_sessions_create(const http_call *k) {
     return api_error_reply(&e);
   }
   json_decref(body);
+  if (!create_rate_ok(k, client, &err)) {
+    return err;
+  }
   char token[65], viewer_token[65];
   session *s = sess_create(k->srv->reg, &cmd.def, cmd.label, cmd.private_, *client ? client : NULL,
                            token, viewer_token, &e);
@@ -612,6 +621,8 @@ static http_reply from_run(const http_call *k, bool fork) {
   http_reply r;
   if (api_read_from_run(body, fork, &cmd, &e) != 0) {
     r = api_error_reply(&e);
+  } else if (!create_rate_ok(k, client, &r)) {
+    /* r is the refusal */
   } else {
     char token[65], viewer_token[65];
     api_params params; /* a fork's new parameters (none given: none), checked by the session */
@@ -741,9 +752,12 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
   const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
   if (srv->hosts && !allow_host(srv->hosts, host)) {
     /* a page of another site that a rebinding DNS points at this server: it must not talk */
+    const bool plain = strlen(host) <= 60 &&
+                       strspn(host, "abcdefghijklmnopqrstuvwxyz"
+                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") == strlen(host);
     return error_reply(403, "host_not_allowed", "",
-                       "this server does not answer for the host '%.60s' (see allowed-hosts)",
-                       host);
+                       "this server does not answer for the host '%s' (see allowed-hosts)",
+                       plain ? host : "(not shown)");
   }
   if (rq->too_big) {
     return error_reply(413, "too_large", "", "request bodies are limited to %d bytes", BODY_LIMIT);

@@ -75,6 +75,11 @@ post /api/sessions "$small" -H 'Authorization: Bearer wrong-wrong-wrong-wrong'
 [ "$code" = 403 ] && ok "create token set: a wrong token, 403" || bad "wrong create token: $code $body"
 post /api/runs/1/replay '{}'
 [ "$code" = 401 ] && ok "create token set: a replay without it, 401" || bad "replay without token: $code $body"
+post /api/sessions '{"scene":"nope"}' -H "Authorization: Bearer createcreatecreate-0123"
+[ "$code" = 400 ] || bad "a bad scene: $code $body"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$base/api/sessions" --data-binary "$small" \
+  -H "Authorization: Bearer createcreatecreate-0123")
+[ "$code" = 415 ] || bad "a form post: $code"
 created=0
 for i in 1 2 3 4; do
   post /api/sessions "$small" -H "Authorization: Bearer createcreatecreate-0123"
@@ -82,7 +87,7 @@ for i in 1 2 3 4; do
 done
 [ "$created" = 3 ] && [ "$code" = 429 ] && [ "$(json error.code <<<"$body")" = create_rate_limited ] &&
   [ -n "$retry" ] && [ "$retry" -ge 1 ] && [ "$retry" -le 20 ] &&
-  ok "create-rate 3 (config file): 3 created, then 429 create_rate_limited, Retry-After $retry s: $body" ||
+  ok "create-rate 3 (config file): after a 400 and a 415 that cost nothing, 3 created, then 429 create_rate_limited, Retry-After $retry s: $body" ||
   bad "create rate: created $created, then $code retry=$retry $body"
 post /api/sessions "$small" -H "Authorization: Bearer adminadminadmin-0123456789"
 [ "$code" = 201 ] && ok "the admin is not rate limited" || bad "admin create: $code $body"
@@ -210,7 +215,7 @@ def idle(src):
     return s
 def healthz(src):
     try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5 * mult, source_address=(src, 0))
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=15 * mult, source_address=(src, 0))
         c.request("GET", "/healthz")
         return c.getresponse().status
     except Exception as e:
@@ -245,7 +250,7 @@ a=$("$probe" --port "$wsport" --session "$sid" --seconds 1 --origin lab.example 
 b=$("$probe" --port "$wsport" --session "$sid" --seconds 1 --origin localhost | json connected)
 [ "$a" = 1 ] && [ "$b" = 0 ] && ok "allowed-origins http://lab.example: its pages connect, localhost's do not" ||
   bad "allowed-origins: lab.example $a, localhost $b"
-out=$("$probe" --port "$wsport" --session "$sid" --viewers 21 --seconds 2)
+out=$("$probe" --port "$wsport" --session "$sid" --viewers 21 --seconds 2 --origin lab.example)
 [ "$(json connected <<<"$out")" = 20 ] && [ "$(json connect_errors <<<"$out")" = 1 ] &&
   ok "websockets: 20 viewers from one address connect, the 21st is refused" || bad "ws per-IP: $out"
 stop_daemon
