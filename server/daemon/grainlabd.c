@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -271,6 +272,15 @@ int main(int argc, char **argv) {
       return rc;
     }
     i++;
+  }
+  /* each connection is a descriptor: the usual soft limit of 1024 would refuse connections long
+   * before max-connections (HTTP) plus the websockets; raised to the hard limit, within reason */
+  struct rlimit files;
+  const rlim_t want = (rlim_t)(2 * c.max_connections + 4096); /* HTTP, as many websockets, rest */
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < want) {
+    files.rlim_cur =
+        files.rlim_max != RLIM_INFINITY && files.rlim_max < want ? files.rlim_max : want;
+    setrlimit(RLIMIT_NOFILE, &files);
   }
   if (mkdir(c.data_dir, 0750) != 0 && errno != EEXIST) {
     fprintf(stderr, "grainlabd: error: cannot create data dir '%s': %s\n", c.data_dir,

@@ -966,7 +966,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
  * threads would not allow. What made idle connections dangerous was the limit of 256: it is now
  * large (max-connections), each client may hold only per_ip of them, silent ones go after
  * timeout_s, and the threads' stacks are small, so thousands cost little memory. The listening
- * socket's backlog holds a burst while threads start. */
+ * socket's backlog holds a burst while threads start. poll(), not select(): descriptors past
+ * 1024 (FD_SETSIZE) must work too. */
 #define HTTP_STACK_BYTES (1024u * 1024u) /* deepest handler: SQLite queries and jansson */
 
 /* Connections per address, counted here rather than by libmicrohttpd so that a trusted proxy,
@@ -996,7 +997,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 int http_start(http_server *srv, const struct sockaddr *addr) {
   srv->mhd = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, admit,
+      MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, admit,
       srv, on_request, srv, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, srv,
       MHD_OPTION_CONNECTION_LIMIT, srv->max_connections, MHD_OPTION_NOTIFY_CONNECTION,
       on_connection, srv, MHD_OPTION_CONNECTION_TIMEOUT, srv->timeout_s,
