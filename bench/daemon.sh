@@ -8,7 +8,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 daemon="${GRAINLABD:-$repo/build/grainlabd}"
 command -v wrk >/dev/null || { echo "error: wrk is missing (apt-get install wrk)" >&2; exit 1; }
 tmp=$(mktemp -d)
-"$daemon" --http-port 0 --ws-port 0 --data-dir "$tmp/data" --max-sessions 64 >"$tmp/out" 2>&1 &
+"$daemon" --http-port 0 --ws-port 0 --data-dir "$tmp/data" --max-sessions 64 --max-sessions-per-client 64 --create-rate 100000 >"$tmp/out" 2>&1 &
 dpid=$!
 trap 'kill -TERM $dpid 2>/dev/null; wait $dpid 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 100); do grep -q listening "$tmp/out" && break; sleep 0.05; done
@@ -22,7 +22,7 @@ echo "daemon RSS idle, 0 sessions: $(rss $dpid) KiB"
 start=$(date +%s.%N)
 for i in $(seq 20); do
   curl -s -o /dev/null -w '' -X POST "$base/api/sessions" \
-    -d '{"scene":"silo","params":{"quality":0}}'
+    -H 'Content-Type: application/json' -d '{"scene":"silo","params":{"quality":0}}'
 done
 end=$(date +%s.%N)
 python3 -c "import sys; print('sessions started per second: %.1f' % (20 / (float(sys.argv[2]) - float(sys.argv[1]))))" "$start" "$end"

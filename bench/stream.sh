@@ -12,7 +12,7 @@ probe="${WS_PROBE:-$repo/build/ws_probe}"
 counts=("$@")
 [ ${#counts[@]} -gt 0 ] || counts=(50 100 200)
 tmp=$(mktemp -d)
-"$daemon" --http-port 0 --ws-port 0 --data-dir "$tmp/data" --max-viewers 1000 >"$tmp/out" 2>"$tmp/err" &
+"$daemon" --http-port 0 --ws-port 0 --data-dir "$tmp/data" --max-viewers 1000 --max-connections-per-ip 10000 >"$tmp/out" 2>"$tmp/err" &
 dpid=$!
 trap 'kill -TERM $dpid 2>/dev/null; wait $dpid 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 100); do grep -q listening "$tmp/out" && break; sleep 0.05; done
@@ -24,7 +24,7 @@ hz=$(getconf CLK_TCK)
 printf '| viewers | fps per viewer (min / mean) | bytes/grain keyframe | bytes/grain average | age p50 ms | age p99 ms | daemon CPU %% | worker CPU %% | rt factor |\n'
 printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 for k in "${counts[@]}"; do
-  curl -s -X POST "$base/api/sessions" -d '{"scene":"pour","params":{"rate":400}}' >"$tmp/created"
+  curl -s -X POST "$base/api/sessions" -H 'Content-Type: application/json' -d '{"scene":"pour","params":{"rate":400}}' >"$tmp/created"
   id=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' <"$tmp/created")
   token=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["control_token"])' <"$tmp/created")
   sleep 9 # 3000 grains in 7.5 s: from here the pile flows out and settles

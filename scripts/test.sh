@@ -43,3 +43,10 @@ TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_privacy.sh build-tsan/daemo
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   bash tests/service/test_disk.sh build-asan/daemon-check/grainlabd || [ $? = 77 ]
 TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_disk.sh build-tsan/daemon-check/grainlabd || [ $? = 77 ]
+# and the limits (per-client buckets shared by request threads and the websocket thread, floods
+# of idle connections) under both
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  GRAINLAB_TIMEOUT_MULTIPLIER=6 bash tests/service/test_limits.sh build-asan/daemon-check/grainlabd \
+  build/ws_probe
+TSAN_OPTIONS=halt_on_error=1 GRAINLAB_TIMEOUT_MULTIPLIER=6 \
+  bash tests/service/test_limits.sh build-tsan/daemon-check/grainlabd build/ws_probe

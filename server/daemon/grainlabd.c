@@ -1,6 +1,7 @@
 /* grainlabd: the grainlab daemon. Hosts sessions (one sandboxed worker each), serves the REST API
  * and the web client, and prints "listening http=PORT ws=PORT" once it accepts connections. */
 #define _GNU_SOURCE
+#include "allow.h"
 #include "http.h"
 #include "log.h"
 
@@ -11,19 +12,105 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define TEXT_MAX 1024 /* a list setting's characters */
 
 typedef struct config {
   char bind[64];
   long http_port, ws_port;
-  char data_dir[PATH_MAX], static_dir[PATH_MAX], admin_token_file[PATH_MAX];
+  char data_dir[PATH_MAX], static_dir[PATH_MAX], admin_token_file[PATH_MAX],
+      create_token_file[PATH_MAX];
   long max_sessions, max_grains, max_viewers, worker_memory_mb, worker_threads;
   long ws_public_port; /* what browsers connect to: -1 the ws port, 0 the page's own origin */
+  long max_per_client, create_rate, guess_rate, max_connections, per_ip, http_timeout, ws_ping;
+  long idle_seconds;
+  double step_budget;
+  char allowed_hosts[TEXT_MAX], allowed_origins[TEXT_MAX], trusted_proxies[TEXT_MAX];
 } config;
+
+typedef enum setting_kind {
+  SET_LONG,
+  SET_DOUBLE,
+  SET_PATH,
+  SET_TEXT,
+  SET_ADDR,
+  SET_LEVEL
+} setting_kind;
+
+/* Every setting, described once: the flags, the config file, --help and the defaults all read
+ * this table (a default is applied like any value, so it passes the same checks). */
+typedef struct setting {
+  const char *name, *arg;
+  setting_kind kind;
+  double lo, hi; /* SET_LONG, SET_DOUBLE */
+  const char *def;
+  size_t at; /* where it goes in the config (unused for SET_LEVEL) */
+  const char *help;
+} setting;
+
+#define AT(f) offsetof(config, f)
+static const setting settings[] = {
+    {"bind", "ADDR", SET_ADDR, 0, 0, "127.0.0.1", AT(bind), "IPv4 address to listen on"},
+    {"http-port", "N", SET_LONG, 0, 65535, "8080", AT(http_port), "HTTP port (0: any free)"},
+    {"ws-port", "N", SET_LONG, 0, 65535, "8081", AT(ws_port), "websocket port (0: any free)"},
+    {"ws-public-port", "N", SET_LONG, -1, 65535, "-1", AT(ws_public_port),
+     "websocket port told to browsers (-1: ws-port; 0: the page's own origin, behind a proxy "
+     "that forwards /ws/)"},
+    {"data-dir", "DIR", SET_PATH, 0, 0, "./data", AT(data_dir), "the store and its backups"},
+    {"static-dir", "DIR", SET_PATH, 0, 0, "web_client", AT(static_dir), "the web client's files"},
+    {"admin-token-file", "FILE", SET_PATH, 0, 0, "", AT(admin_token_file),
+     "admin token (16+ characters; empty: no admin)"},
+    {"create-token-file", "FILE", SET_PATH, 0, 0, "", AT(create_token_file),
+     "when set, creating a session (also a replay or fork) needs this token or the admin token "
+     "(16+ characters; for public deployments)"},
+    {"max-sessions", "N", SET_LONG, 1, 10000, "32", AT(max_sessions), "sessions at once"},
+    {"max-sessions-per-client", "N", SET_LONG, 1, 10000, "4", AT(max_per_client),
+     "live sessions one IP address may have created (admin: no limit)"},
+    {"create-rate", "N", SET_LONG, 1, 100000, "10", AT(create_rate),
+     "sessions one IP address may create per minute (admin: no limit)"},
+    {"join-guess-rate", "N", SET_LONG, 1, 100000, "20", AT(guess_rate),
+     "failed session lookups (ids, join codes) one IP address may make per minute"},
+    {"max-grains", "N", SET_LONG, 1, GRN_MAX_GRAINS, "20000", AT(max_grains),
+     "particles per session"},
+    {"max-viewers", "N", SET_LONG, 1, 100000, "100", AT(max_viewers), "viewers per session"},
+    {"worker-memory-mb", "N", SET_LONG, 64, 1 << 20, "1024", AT(worker_memory_mb),
+     "address space of one session's worker"},
+    {"worker-threads", "N", SET_LONG, 1, 64, "1", AT(worker_threads), "engine threads per worker"},
+    {"step-budget", "N", SET_DOUBLE, 1e3, 1e12, "20000000", AT(step_budget),
+     "grain-steps a single `step n` action may cost"},
+    {"idle-timeout", "S", SET_LONG, 0, 604800, "1800", AT(idle_seconds),
+     "seconds without a controller's change and without viewers before a session ends, its run "
+     "recorded as idle (0: never)"},
+    {"allowed-hosts", "LIST", SET_TEXT, 0, 0, "", AT(allowed_hosts),
+     "Host names the daemon answers, any port, against DNS rebinding (comma list; *: any; "
+     "empty: localhost, 127.0.0.1, [::1] and the bind address)"},
+    {"allowed-origins", "LIST", SET_TEXT, 0, 0, "", AT(allowed_origins),
+     "origins (scheme://host[:port]) whose pages may open websockets (comma list; *: any; "
+     "empty: those on an allowed host); clients that send no Origin pass"},
+    {"trusted-proxies", "LIST", SET_TEXT, 0, 0, "", AT(trusted_proxies),
+     "addresses of reverse proxies (e.g. 127.0.0.1 for nginx on the same host) whose "
+     "X-Forwarded-For names the client for the per-client limits; they are exempt from "
+     "max-connections-per-ip (comma list; empty: none)"},
+    {"max-connections", "N", SET_LONG, 16, 60000, "2048", AT(max_connections),
+     "HTTP connections at once (one thread each)"},
+    {"max-connections-per-ip", "N", SET_LONG, 1, 60000, "32", AT(per_ip),
+     "connections one IP address may hold, HTTP and websocket each"},
+    {"http-timeout", "S", SET_LONG, 1, 3600, "15", AT(http_timeout),
+     "seconds an HTTP connection may stay silent (header or body) and a request body may take; "
+     "also the websocket handshake's"},
+    {"ws-ping-seconds", "S", SET_LONG, 1, 3600, "20", AT(ws_ping),
+     "websocket ping interval; a viewer silent for twice this (no pong) is dropped"},
+    {"log-level", "LEVEL", SET_LEVEL, 0, 0, "info", 0, "debug, info, warn or error"},
+};
+#undef AT
+#define SETTINGS (sizeof settings / sizeof settings[0])
 
 static int usage_error(const char *fmt, const char *a, const char *b) {
   fprintf(stderr, "grainlabd: error: ");
@@ -32,73 +119,88 @@ static int usage_error(const char *fmt, const char *a, const char *b) {
   return 2;
 }
 
-static int set_long(const char *name, const char *value, long lo, long hi, long *out) {
-  char *end = NULL;
-  errno = 0;
-  const long v = strtol(value, &end, 10);
-  if (!*value || *end || errno || v < lo || v > hi) {
-    char range[64];
-    snprintf(range, sizeof range, "%ld..%ld", lo, hi);
-    return usage_error("%s needs a whole number in %s", name, range);
-  }
-  *out = v;
-  return 0;
-}
-
 /* One setting by name (flags and the config file share these names). */
 static int apply(config *c, const char *name, const char *value) {
-  if (strcmp(name, "bind") == 0) {
-    struct in_addr a;
-    if (inet_pton(AF_INET, value, &a) != 1) {
-      return usage_error("bind: '%s' is not an IPv4 address%s", value, "");
+  const setting *s = NULL;
+  for (size_t i = 0; i < SETTINGS && !s; i++) {
+    s = strcmp(settings[i].name, name) == 0 ? &settings[i] : NULL;
+  }
+  if (!s) {
+    return usage_error("unknown setting '%s'%s (see --help)", name, "");
+  }
+  char *at = (char *)c + s->at;
+  char *end = NULL;
+  char range[96];
+  errno = 0;
+  switch (s->kind) {
+  case SET_LONG: {
+    const long v = strtol(value, &end, 10);
+    if (!*value || *end || errno || v < (long)s->lo || v > (long)s->hi) {
+      snprintf(range, sizeof range, "%.0f..%.0f", s->lo, s->hi);
+      return usage_error("%s needs a whole number in %s", name, range);
     }
-    snprintf(c->bind, sizeof c->bind, "%s", value);
+    memcpy(at, &v, sizeof v);
     return 0;
   }
-  if (strcmp(name, "http-port") == 0) {
-    return set_long(name, value, 0, 65535, &c->http_port);
+  case SET_DOUBLE: {
+    const double v = strtod(value, &end);
+    if (!*value || *end || errno || !(v >= s->lo && v <= s->hi)) {
+      snprintf(range, sizeof range, "%g..%g", s->lo, s->hi);
+      return usage_error("%s needs a number in %s", name, range);
+    }
+    memcpy(at, &v, sizeof v);
+    return 0;
   }
-  if (strcmp(name, "ws-port") == 0) {
-    return set_long(name, value, 0, 65535, &c->ws_port);
+  case SET_ADDR: {
+    struct in_addr a;
+    if (inet_pton(AF_INET, value, &a) != 1) {
+      return usage_error("%s: '%s' is not an IPv4 address", name, value);
+    }
+    snprintf(at, sizeof c->bind, "%s", value);
+    return 0;
   }
-  if (strcmp(name, "ws-public-port") == 0) {
-    return set_long(name, value, -1, 65535, &c->ws_public_port);
-  }
-  if (strcmp(name, "max-sessions") == 0) {
-    return set_long(name, value, 1, 10000, &c->max_sessions);
-  }
-  if (strcmp(name, "max-grains") == 0) {
-    return set_long(name, value, 1, GRN_MAX_GRAINS, &c->max_grains);
-  }
-  if (strcmp(name, "max-viewers") == 0) {
-    return set_long(name, value, 1, 100000, &c->max_viewers);
-  }
-  if (strcmp(name, "worker-memory-mb") == 0) {
-    return set_long(name, value, 64, 1 << 20, &c->worker_memory_mb);
-  }
-  if (strcmp(name, "log-level") == 0) {
+  case SET_LEVEL: {
     const int level = log_parse_level(value);
     if (level < 0) {
-      return usage_error("log-level: '%s' is not debug, info, warn or error%s", value, "");
+      return usage_error("%s: '%s' is not debug, info, warn or error", name, value);
     }
     log_set_level((log_level)level);
     return 0;
   }
-  if (strcmp(name, "worker-threads") == 0) {
-    return set_long(name, value, 1, 64, &c->worker_threads);
+  case SET_TEXT: {
+    allow_list a;
+    char why[160];
+    if (strlen(value) >= TEXT_MAX || allow_parse(&a, value, why, sizeof why) != 0) {
+      return usage_error("%s: %s", name, strlen(value) >= TEXT_MAX ? "list too long" : why);
+    }
+    snprintf(at, TEXT_MAX, "%s", value);
+    return 0;
   }
-  char *dst = strcmp(name, "data-dir") == 0           ? c->data_dir
-              : strcmp(name, "static-dir") == 0       ? c->static_dir
-              : strcmp(name, "admin-token-file") == 0 ? c->admin_token_file
-                                                      : NULL;
-  if (!dst) {
-    return usage_error("unknown setting '%s'%s", name, "");
+  case SET_PATH:
+    break;
   }
   if (strlen(value) >= PATH_MAX) {
     return usage_error("%s: path too long%s", name, "");
   }
-  snprintf(dst, PATH_MAX, "%s", value);
+  snprintf(at, PATH_MAX, "%s", value);
   return 0;
+}
+
+static void help(void) {
+  puts("usage: grainlabd [--config FILE] [--SETTING VALUE]...\n"
+       "A config file holds \"setting = value\" lines ('#' starts a comment); flags and files\n"
+       "apply in order, the last one wins. Settings (default in brackets):");
+  for (size_t i = 0; i < SETTINGS; i++) {
+    const setting *s = &settings[i];
+    char range[96] = "";
+    if (s->kind == SET_LONG) {
+      snprintf(range, sizeof range, ", %.0f..%.0f", s->lo, s->hi);
+    } else if (s->kind == SET_DOUBLE) {
+      snprintf(range, sizeof range, ", %g..%g", s->lo, s->hi);
+    }
+    printf("  --%s %s  [%s%s]\n      %s\n", s->name, s->arg, *s->def ? s->def : "none", range,
+           s->help);
+  }
 }
 
 /* "name = value" lines; '#' starts a comment. */
@@ -133,16 +235,33 @@ static void sibling(char *out, size_t size, const char *name) {
   snprintf(out, size, "%s/%s", dirname(self), name);
 }
 
+/* A token from the first line of a file (16+ characters); 0, or an error message and 2. */
+static int read_token(const char *file, const char *what, char *out, size_t size) {
+  FILE *f = fopen(file, "r");
+  if (!f || !fgets(out, (int)size, f)) {
+    if (f) {
+      fclose(f);
+    }
+    return usage_error("cannot read the %s token file '%s'", what, file);
+  }
+  fclose(f);
+  out[strcspn(out, " \t\r\n")] = '\0';
+  if (strlen(out) < 16) {
+    return usage_error("the %s token must have at least 16 characters%s", what, "");
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  config c = {"127.0.0.1", 8080, 8081, "./data", "web_client", "", 32, 20000, 100, 1024, 1, -1};
+  static config c; /* large (paths): not on the stack */
+  for (size_t i = 0; i < SETTINGS; i++) {
+    if (apply(&c, settings[i].name, settings[i].def) != 0) {
+      return 1; /* a bad default: our bug, reported like any bad value */
+    }
+  }
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
-      puts("usage: grainlabd [--config FILE] [--bind ADDR] [--http-port N] [--ws-port N]\n"
-           "                 [--data-dir DIR] [--static-dir DIR] [--admin-token-file FILE]\n"
-           "                 [--max-sessions N] [--max-grains N] [--max-viewers N]\n"
-           "                 [--worker-memory-mb N] [--worker-threads N] [--log-level LEVEL]\n"
-           "                 [--ws-public-port N]   (port 0: any free; ws-public-port 0: the\n"
-           "                 page's own origin, behind a proxy that forwards /ws/)");
+      help();
       return 0;
     }
     if (strncmp(argv[i], "--", 2) != 0 || i + 1 >= argc) {
@@ -155,38 +274,74 @@ int main(int argc, char **argv) {
     }
     i++;
   }
+  /* each connection is a descriptor: the usual soft limit of 1024 would refuse connections long
+   * before max-connections (HTTP) plus the websockets; raised to the hard limit, within reason */
+  struct rlimit files;
+  const rlim_t want = (rlim_t)(2 * c.max_connections + 4096); /* HTTP, as many websockets, rest */
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < want) {
+    files.rlim_cur =
+        files.rlim_max != RLIM_INFINITY && files.rlim_max < want ? files.rlim_max : want;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   if (mkdir(c.data_dir, 0750) != 0 && errno != EEXIST) {
     fprintf(stderr, "grainlabd: error: cannot create data dir '%s': %s\n", c.data_dir,
             strerror(errno));
     return 1;
   }
-  http_server srv;
-  memset(&srv, 0, sizeof srv);
-  if (*c.admin_token_file) {
-    FILE *f = fopen(c.admin_token_file, "r");
-    if (!f || !fgets(srv.admin_token, sizeof srv.admin_token, f)) {
-      fprintf(stderr, "grainlabd: error: cannot read the admin token file\n");
-      return 2;
-    }
-    fclose(f);
-    srv.admin_token[strcspn(srv.admin_token, " \t\r\n")] = '\0';
-    if (strlen(srv.admin_token) < 16) {
-      fprintf(stderr, "grainlabd: error: the admin token must have at least 16 characters\n");
-      return 2;
-    }
+  static http_server srv;
+  if (*c.admin_token_file &&
+      read_token(c.admin_token_file, "admin", srv.admin_token, sizeof srv.admin_token) != 0) {
+    return 2;
   }
+  if (*c.create_token_file &&
+      read_token(c.create_token_file, "create", srv.create_token, sizeof srv.create_token) != 0) {
+    return 2;
+  }
+  /* who may be talked to: the Host names (by default this machine's own) and, for websockets
+   * from browsers, the origins (by default those on an allowed host) */
+  static allow_list hosts, origins, proxies;
+  char list[TEXT_MAX + 128], why_list[160];
+  if (*c.allowed_hosts) {
+    snprintf(list, sizeof list, "%s", c.allowed_hosts);
+  } else {
+    snprintf(list, sizeof list, "localhost,127.0.0.1,[::1]%s%s",
+             strcmp(c.bind, "0.0.0.0") == 0 ? "" : ",",
+             strcmp(c.bind, "0.0.0.0") == 0 ? "" : c.bind);
+  }
+  if (allow_parse(&hosts, list, why_list, sizeof why_list) != 0 ||
+      allow_parse(&origins, c.allowed_origins, why_list, sizeof why_list) != 0 ||
+      allow_parse(&proxies, c.trusted_proxies, why_list, sizeof why_list) != 0) {
+    return usage_error("allowed hosts or origins: %s%s", why_list, "");
+  }
+  if (strcmp(c.bind, "0.0.0.0") == 0 && !*c.allowed_hosts) {
+    log_msg(LOG_WARN, "allowed_hosts",
+            "bound to every interface but allowed-hosts is not set: only requests for localhost "
+            "are answered; set allowed-hosts to the names clients use");
+  }
+  srv.hosts = &hosts;
+  srv.proxies = &proxies;
+  srv.conns = iplimit_new(1.0); /* only its counts are used */
+  srv.creates = iplimit_new((double)c.create_rate);
+  srv.guesses = iplimit_new((double)c.guess_rate);
+  if (!srv.creates || !srv.guesses || !srv.conns) {
+    fprintf(stderr, "grainlabd: error: out of memory\n");
+    return 1;
+  }
+  srv.max_connections = (unsigned)c.max_connections;
+  srv.per_ip = (unsigned)c.per_ip;
+  srv.timeout_s = (unsigned)c.http_timeout;
   snprintf(srv.static_dir, sizeof srv.static_dir, "%s", c.static_dir);
   snprintf(srv.data_dir, sizeof srv.data_dir, "%s", c.data_dir);
   char worker[PATH_MAX];
   sibling(worker, sizeof worker, "grainlab-worker");
-  const sess_limits limits = {(int)c.max_sessions,
-                              (int)c.max_grains,
-                              (uint64_t)c.worker_memory_mb << 20,
-                              (int)c.worker_threads,
-                              (int)c.max_viewers,
-                              0,
-                              2e7,
-                              1800};
+  const sess_limits limits = {.max_sessions = (int)c.max_sessions,
+                              .max_grains = (int)c.max_grains,
+                              .worker_memory = (uint64_t)c.worker_memory_mb << 20,
+                              .threads = (int)c.worker_threads,
+                              .max_viewers = (int)c.max_viewers,
+                              .max_per_client = (int)c.max_per_client,
+                              .step_budget = c.step_budget,
+                              .idle_timeout_s = (int)c.idle_seconds};
   char dbpath[PATH_MAX + 16], why_db[300];
   snprintf(dbpath, sizeof dbpath, "%s/grainlab.db", c.data_dir);
   /* SIGTERM and SIGINT are taken by sigwait below: blocked before any thread starts (the store's
@@ -214,14 +369,21 @@ int main(int argc, char **argv) {
   inet_pton(AF_INET, c.bind, &ha.sin_addr);
   signal(SIGPIPE, SIG_IGN);
   char why[160];
-  ws_server *ws = ws_start(srv.reg, c.bind, (int)c.ws_port, why, sizeof why);
+  const ws_options wo = {.hosts = &hosts,
+                         .origins = &origins,
+                         .proxies = &proxies,
+                         .guesses = srv.guesses,
+                         .per_ip = (int)c.per_ip,
+                         .ping_s = (int)c.ws_ping,
+                         .timeout_s = (int)c.http_timeout};
+  ws_server *ws = ws_start(srv.reg, c.bind, (int)c.ws_port, &wo, why, sizeof why);
   if (!ws) {
     fprintf(stderr, "grainlabd: error: %s\n", why);
     return 1;
   }
   srv.ws = ws;
   srv.ws_public_port = c.ws_public_port < 0 ? ws_port(ws) : (int)c.ws_public_port;
-  if (http_start(&srv, (struct sockaddr *)&ha, 256) != 0) {
+  if (http_start(&srv, (struct sockaddr *)&ha) != 0) {
     fprintf(stderr, "grainlabd: error: cannot serve HTTP on %s:%ld\n", c.bind, c.http_port);
     return 1;
   }
@@ -240,6 +402,9 @@ int main(int argc, char **argv) {
   sess_registry_free(srv.reg);
   ws_free(ws);
   store_close(st);
+  iplimit_free(srv.creates);
+  iplimit_free(srv.guesses);
+  iplimit_free(srv.conns);
   log_msg(LOG_INFO, "stopped", "every run closed and the store flushed");
   return 0;
 }

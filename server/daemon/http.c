@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ typedef struct http_req {
   char *body;
   size_t len;
   bool too_big;
+  struct timespec started; /* the request's headers were in; its body must follow in time */
 } http_req;
 
 typedef struct http_reply {
@@ -37,10 +39,11 @@ typedef struct http_reply {
   char allow[64];       /* for 405 */
   char disposition[64]; /* Content-Disposition, for downloads */
   size_t len;           /* bytes of body when set (static files may hold NULs); else strlen */
+  int retry_after;      /* seconds, for a 429; 0: no Retry-After */
 } http_reply;
 
 static http_reply json_reply(int status, json_t *j) {
-  http_reply r = {status, api_dumps(j), "application/json", "", "", 0};
+  http_reply r = {status, api_dumps(j), "application/json", "", "", 0, 0};
   json_decref(j);
   return r;
 }
@@ -69,27 +72,54 @@ static http_reply method_not_allowed(const char *method, const char *allow) {
   return r;
 }
 
+/* Whether the request says its body is JSON: "application/json", any parameters after ';'. A
+ * browser form cannot send that type to another site without a CORS preflight, which this server
+ * never grants. */
+static bool json_body_type(struct MHD_Connection *c) {
+  const char *t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+  static const char want[] = "application/json";
+  if (!t || strncasecmp(t, want, sizeof want - 1) != 0) {
+    return false;
+  }
+  const char next = t[sizeof want - 1];
+  return next == '\0' || next == ';' || next == ' ' || next == '\t';
+}
+
+/* The connection's peer address. */
+static void peer_of(struct MHD_Connection *c, char out[IPLIMIT_ADDR]) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  iplimit_addr(ci ? ci->client_addr : NULL, out);
+}
+
+/* The client's address, as the per-client limits know it (behind a trusted proxy, the address
+ * that proxy forwarded). */
+static void client_of(const http_server *srv, struct MHD_Connection *c, char out[IPLIMIT_ADDR]) {
+  char peer[IPLIMIT_ADDR];
+  peer_of(c, peer);
+  allow_client(srv->proxies, peer,
+               MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Forwarded-For"), out);
+}
+
+static http_reply too_many(const char *code, int retry_after, const char *message) {
+  http_reply r = error_reply(429, code, "", "%s (retry in %d s)", message, retry_after);
+  r.retry_after = retry_after;
+  return r;
+}
+
 /* The body as a JSON object, or an error reply. */
-static json_t *parse_object(const http_req *rq, http_reply *err) {
+static json_t *parse_object(struct MHD_Connection *c, const http_req *rq, http_reply *err) {
+  if (!json_body_type(c)) {
+    *err = error_reply(415, "unsupported_media_type", "",
+                       "request bodies are JSON, sent with \"Content-Type: application/json\"");
+    return NULL;
+  }
   api_error e;
   json_t *j = api_parse_object(rq->body, rq->len, &e);
   if (!j) {
     *err = api_error_reply(&e);
   }
   return j;
-}
-
-/* The peer's address as text (the per-client limits' key); NULL when unknown. */
-static const char *client_address(struct MHD_Connection *c, char *out, size_t size) {
-  const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-  const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-  const void *a =
-      !sa                         ? NULL
-      : sa->sa_family == AF_INET  ? (const void *)&((const struct sockaddr_in *)sa)->sin_addr
-      : sa->sa_family == AF_INET6 ? (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr
-                                  : NULL;
-  return a && inet_ntop(sa->sa_family, a, out, (socklen_t)size) ? out : NULL;
 }
 
 static const char *bearer(struct MHD_Connection *c) {
@@ -212,9 +242,59 @@ static http_reply h_sessions_list(const http_call *k) {
   return json_reply(200, json_pack("{s:o}", "sessions", list));
 }
 
+/* Whether the caller may create sessions (the create token, when one is set; the admin always
+ * may); false with the refusal. `client` is what a new session counts against: the caller's
+ * address, or "" for the admin, who is held to no per-client limit. */
+static bool may_create(const http_call *k, char client[IPLIMIT_ADDR], http_reply *err) {
+  const http_server *srv = k->srv;
+  const char *t = bearer(k->c);
+  client_of(srv, k->c, client);
+  if (admin_ok(srv, t)) {
+    client[0] = '\0';
+    return true;
+  }
+  if (*srv->create_token) {
+    const size_t n = strlen(srv->create_token);
+    unsigned char diff = t && strlen(t) == n ? 0 : 1;
+    for (size_t i = 0; t && !diff && i < n; i++) {
+      diff |= (unsigned char)(srv->create_token[i] ^ t[i]);
+    }
+    if (diff) {
+      *err = error_reply(t ? 403 : 401, t ? "forbidden" : "unauthorized", "",
+                         "creating sessions on this server needs \"Authorization: Bearer <create "
+                         "token>\" (or the admin token)");
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The client's creation rate, taken once its request is valid (a typo costs nothing); false
+ * with the refusal. */
+static bool create_rate_ok(const http_call *k, const char *client, http_reply *err) {
+  const int wait = *client ? iplimit_take(k->srv->creates, client, true) : 0;
+  if (wait > 0) {
+    *err = too_many("create_rate_limited", wait,
+                    "this client has created sessions as fast as this server allows");
+    return false;
+  }
+  return true;
+}
+
+/* A refused creation: a 429 says when to try again. */
+static http_reply create_refused(const api_error *e) {
+  http_reply r = api_error_reply(e);
+  r.retry_after = e->status == 429 ? 60 : 0;
+  return r;
+}
+
 static http_reply h_sessions_create(const http_call *k) {
   http_reply err;
-  json_t *body = parse_object(k->rq, &err);
+  char client[IPLIMIT_ADDR];
+  if (!may_create(k, client, &err)) {
+    return err;
+  }
+  json_t *body = parse_object(k->c, k->rq, &err);
   if (!body) {
     return err;
   }
@@ -225,13 +305,13 @@ static http_reply h_sessions_create(const http_call *k) {
     return api_error_reply(&e);
   }
   json_decref(body);
-  if (store_refuses(k->srv, &err)) {
+  if (store_refuses(k->srv, &err) || !create_rate_ok(k, client, &err)) {
     return err;
   }
-  char token[65], viewer_token[65], client[48];
-  session *s = sess_create(k->srv->reg, &cmd.def, cmd.label, cmd.private_,
-                           client_address(k->c, client, sizeof client), token, viewer_token, &e);
-  return s ? created(s, token, viewer_token) : api_error_reply(&e);
+  char token[65], viewer_token[65];
+  session *s = sess_create(k->srv->reg, &cmd.def, cmd.label, cmd.private_, *client ? client : NULL,
+                           token, viewer_token, &e);
+  return s ? created(s, token, viewer_token) : create_refused(&e);
 }
 
 static http_reply h_metrics(const http_call *k) {
@@ -339,7 +419,7 @@ static http_reply h_metrics(const http_call *k) {
             (unsigned long long)ss.write_failures, (unsigned long long)ss.dropped);
   }
   fclose(f);
-  http_reply r = {200, more, "text/plain; version=0.0.4", "", "", 0};
+  http_reply r = {200, more, "text/plain; version=0.0.4", "", "", 0, 0};
   return r;
 }
 
@@ -354,7 +434,7 @@ static http_reply h_session_delete(const http_call *k) {
 
 static http_reply h_session_patch(const http_call *k) {
   http_reply err;
-  json_t *body = parse_object(k->rq, &err);
+  json_t *body = parse_object(k->c, k->rq, &err);
   if (!body) {
     return err;
   }
@@ -370,7 +450,7 @@ static http_reply h_session_patch(const http_call *k) {
 
 static http_reply h_session_params(const http_call *k) {
   http_reply err;
-  json_t *body = parse_object(k->rq, &err);
+  json_t *body = parse_object(k->c, k->rq, &err);
   if (!body) {
     return err;
   }
@@ -385,7 +465,7 @@ static http_reply h_session_params(const http_call *k) {
 
 static http_reply h_session_action(const http_call *k) {
   http_reply err;
-  json_t *body = parse_object(k->rq, &err);
+  json_t *body = parse_object(k->c, k->rq, &err);
   if (!body) {
     return err;
   }
@@ -400,7 +480,7 @@ static http_reply h_session_action(const http_call *k) {
 
 static http_reply h_session_scene(const http_call *k) {
   http_reply err;
-  json_t *body = parse_object(k->rq, &err);
+  json_t *body = parse_object(k->c, k->rq, &err);
   if (!body) {
     return err;
   }
@@ -479,7 +559,7 @@ static http_reply static_file(const http_server *srv, const char *url) {
     return error_reply(500, "io_error", "", "could not read the file");
   }
   buf[got] = '\0';
-  http_reply r = {200, buf, mime(real), "", "", (size_t)got};
+  http_reply r = {200, buf, mime(real), "", "", (size_t)got, 0};
   return r;
 }
 
@@ -584,7 +664,7 @@ static http_reply h_run_samples(const http_call *k) {
   if (store_samples(k->srv->store, k->run, &a, csv, &body, &len, &se) != STORE_OK) {
     return store_error_reply(&se);
   }
-  http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", "", 0};
+  http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", "", 0, 0};
   if (csv) {
     snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"run-%lld.csv\"", k->run);
   }
@@ -602,7 +682,11 @@ static http_reply from_run(const http_call *k, bool fork) {
     return store_error_reply(&se);
   }
   http_reply err;
-  json_t *body = parse_object(k->rq, &err);
+  char client[IPLIMIT_ADDR];
+  if (!may_create(k, client, &err)) {
+    return err;
+  }
+  json_t *body = parse_object(k->c, k->rq, &err);
   if (!body) {
     return err;
   }
@@ -615,17 +699,17 @@ static http_reply from_run(const http_call *k, bool fork) {
     r = error_reply(422, "private_run", "private",
                     "run %lld is a private session's: its %s is private too", k->run,
                     fork ? "fork" : "replay");
-  } else if (store_refuses(k->srv, &r)) {
+  } else if (store_refuses(k->srv, &r) || !create_rate_ok(k, client, &r)) {
     /* r is the refusal */
   } else {
     cmd.private_ = cmd.private_ || source_private;
-    char token[65], viewer_token[65], client[48];
+    char token[65], viewer_token[65];
     api_params params; /* a fork's new parameters (none given: none), checked by the session */
     api_params_read(cmd.params, &params);
     session *s =
         sess_create_from_run(k->srv->reg, k->run, fork ? &params : NULL, cmd.label, cmd.private_,
-                             client_address(k->c, client, sizeof client), token, viewer_token, &e);
-    r = s ? created(s, token, viewer_token) : api_error_reply(&e);
+                             *client ? client : NULL, token, viewer_token, &e);
+    r = s ? created(s, token, viewer_token) : create_refused(&e);
   }
   json_decref(body);
   return r;
@@ -744,6 +828,16 @@ static bool route_authorized(const http_call *k, http_reply *err) {
  * the handler (which reads the body). */
 static http_reply route(http_server *srv, struct MHD_Connection *c, const char *method,
                         const char *url, const http_req *rq) {
+  const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+  if (srv->hosts && !allow_host(srv->hosts, host)) {
+    /* a page of another site that a rebinding DNS points at this server: it must not talk */
+    const bool plain = strlen(host) <= 60 &&
+                       strspn(host, "abcdefghijklmnopqrstuvwxyz"
+                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") == strlen(host);
+    return error_reply(403, "host_not_allowed", "",
+                       "this server does not answer for the host '%s' (see allowed-hosts)",
+                       plain ? host : "(not shown)");
+  }
   if (rq->too_big) {
     return error_reply(413, "too_large", "", "request bodies are limited to %d bytes", BODY_LIMIT);
   }
@@ -754,8 +848,20 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
     if (!m.id[0] || m.id_truncated || strlen(m.id) >= 64) {
       return error_reply(404, "not_found", "id", "no such session");
     }
+    /* ids and join codes are guessed by trying: a client that misses too often is refused,
+     * hit or miss alike, so a refusal tells it nothing */
+    char client[IPLIMIT_ADDR];
+    client_of(srv, c, client);
+    const int wait = srv->guesses ? iplimit_take(srv->guesses, client, false) : 0;
+    if (wait > 0) {
+      return too_many("too_many_guesses", wait,
+                      "this client has looked up too many sessions that do not exist");
+    }
     k.s = sess_find(srv->reg, m.id);
     if (!k.s) {
+      if (srv->guesses) {
+        iplimit_charge(srv->guesses, client);
+      }
       return error_reply(404, "not_found", "id", "no session '%.40s'", m.id);
     }
     const char *presented = bearer(c);
@@ -857,9 +963,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       return MHD_NO;
     }
     *con_cls = rq;
+    clock_gettime(CLOCK_MONOTONIC, &rq->started);
     return MHD_YES;
   }
   if (*upload_size > 0) {
+    /* the idle timeout alone lets a body trickle in forever, a byte at a time */
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (srv->timeout_s > 0 && t.tv_sec - rq->started.tv_sec > (time_t)srv->timeout_s) {
+      return MHD_NO;
+    }
     /* keep reading past the limit (and drop it) so the client gets a clean 413 */
     if (!rq->too_big && rq->len + *upload_size <= BODY_LIMIT) {
       char *b = realloc(rq->body, rq->len + *upload_size + 1);
@@ -904,6 +1017,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r.disposition[0]) {
     MHD_add_response_header(resp, "Content-Disposition", r.disposition);
   }
+  if (r.retry_after > 0) {
+    char secs[16];
+    snprintf(secs, sizeof secs, "%d", r.retry_after);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+  }
   const enum MHD_Result ok = MHD_queue_response(c, (unsigned)r.status, resp);
   MHD_destroy_response(resp);
   return ok;
@@ -922,11 +1040,47 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
   }
 }
 
-int http_start(http_server *srv, const struct sockaddr *addr, int max_connections) {
+/* One thread per connection, as before: a handler may block for a moment (a store sync, a
+ * session's lock) without holding up anyone else's request, which a small pool of event-loop
+ * threads would not allow. What made idle connections dangerous was the limit of 256: it is now
+ * large (max-connections), each client may hold only per_ip of them, silent ones go after
+ * timeout_s, and the threads' stacks are small, so thousands cost little memory. The listening
+ * socket's backlog holds a burst while threads start. poll(), not select(): descriptors past
+ * 1024 (FD_SETSIZE) must work too. */
+#define HTTP_STACK_BYTES (1024u * 1024u) /* deepest handler: SQLite queries and jansson */
+
+/* Connections per address, counted here rather than by libmicrohttpd so that a trusted proxy,
+ * which carries many clients, is exempt. Accepting and closing both happen on libmicrohttpd's
+ * threads; the count is the iplimit's, under its lock. */
+static enum MHD_Result admit(void *cls, const struct sockaddr *addr, socklen_t len) {
+  (void)len;
+  const http_server *srv = cls;
+  char ip[IPLIMIT_ADDR];
+  iplimit_addr(addr, ip);
+  return allow_addr(srv->proxies, ip) || iplimit_enter(srv->conns, ip, (int)srv->per_ip) ? MHD_YES
+                                                                                         : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+  (void)socket_context;
+  const http_server *srv = cls;
+  if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+    char ip[IPLIMIT_ADDR];
+    peer_of(c, ip);
+    if (!allow_addr(srv->proxies, ip)) {
+      iplimit_leave(srv->conns, ip);
+    }
+  }
+}
+
+int http_start(http_server *srv, const struct sockaddr *addr) {
   srv->mhd = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, NULL,
-      NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, srv,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+      MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, admit,
+      srv, on_request, srv, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, srv,
+      MHD_OPTION_CONNECTION_LIMIT, srv->max_connections, MHD_OPTION_NOTIFY_CONNECTION,
+      on_connection, srv, MHD_OPTION_CONNECTION_TIMEOUT, srv->timeout_s,
+      MHD_OPTION_THREAD_STACK_SIZE, (size_t)HTTP_STACK_BYTES, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
       MHD_OPTION_END);
   if (!srv->mhd) {
     return -1;

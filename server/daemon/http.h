@@ -2,6 +2,8 @@
 #ifndef GRAINLAB_HTTP_H
 #define GRAINLAB_HTTP_H
 
+#include "allow.h"
+#include "iplimit.h"
 #include "sess.h"
 #include "ws.h"
 
@@ -15,16 +17,24 @@ typedef struct http_server {
   store *store;        /* the runs behind /api/runs */
   int ws_public_port;  /* told to browsers; 0: the page's own origin (a proxy forwards /ws/) */
   char static_dir[4096];
-  char admin_token[129]; /* empty: no admin */
-  char data_dir[4096];   /* backups go to its backups/ folder */
-  bool ready;            /* read and written with __atomic builtins: request threads read it */
+  char admin_token[129];     /* empty: no admin */
+  char create_token[129];    /* empty: anyone may create sessions */
+  const allow_list *hosts;   /* Host names answered */
+  const allow_list *proxies; /* trusted proxies: their X-Forwarded-For names the client */
+  iplimit *conns;            /* HTTP connections per address (trusted proxies exempt) */
+  iplimit *creates;          /* sessions created, per client */
+  iplimit *guesses;          /* failed session lookups, per client (shared with ws) */
+  unsigned max_connections, per_ip, timeout_s;
+  char data_dir[4096]; /* backups go to its backups/ folder */
+  bool ready;          /* read and written with __atomic builtins: request threads read it */
   unsigned long long requests;
   unsigned long long by_status[600]; /* __atomic: responses by HTTP status */
   struct MHD_Daemon *mhd;
   unsigned port; /* bound port, once started */
 } http_server;
 
-int http_start(http_server *srv, const struct sockaddr *addr, int max_connections);
+/* Serve on addr with the connection limits and timeout set in srv. */
+int http_start(http_server *srv, const struct sockaddr *addr);
 void http_stop(http_server *srv);
 
 #endif

@@ -31,6 +31,8 @@ typedef struct viewer {
   bool joined, controller, awaiting, in_msg, rx_binary, rx_over;
   const char *refuse; /* close at the first chance, for this reason */
   uint64_t id;
+  char ip[IPLIMIT_ADDR]; /* the peer, counted in ws->conns while `counted` */
+  bool counted;
   chan_blob *own[OWN_MAX]; /* replies to this connection alone, before the stream */
   int own_n, bad;
   size_t rx_len;
@@ -48,10 +50,53 @@ struct ws_server {
   uint64_t next_id;
   ws_stats stats; /* written by the service thread, read with __atomic loads */
   int port;
+  ws_options opt;
+  iplimit *conns;       /* websocket connections per client */
+  lws_retry_bo_t retry; /* the ping and hangup times */
 };
 
 static void count(uint64_t *c, uint64_t n) {
   __atomic_add_fetch(c, n, __ATOMIC_RELAXED);
+}
+
+/* A handshake header, or NULL when the request has none. */
+static const char *header(struct lws *wsi, enum lws_token_indexes h, char *buf, int size) {
+  return lws_hdr_total_length(wsi, h) > 0 && lws_hdr_copy(wsi, buf, size, h) > 0 ? buf : NULL;
+}
+
+/* The client's address, as the per-client limits know it (behind a trusted proxy, the address
+ * it forwarded). */
+static void peer(const ws_server *ws, struct lws *wsi, char out[IPLIMIT_ADDR]) {
+  struct sockaddr_storage sa;
+  socklen_t len = sizeof sa;
+  char ip[IPLIMIT_ADDR], fwd[300];
+  if (getpeername(lws_get_socket_fd(wsi), (struct sockaddr *)&sa, &len) != 0) {
+    out[0] = '\0';
+    return;
+  }
+  iplimit_addr((const struct sockaddr *)&sa, ip);
+  allow_client(ws->opt.proxies, ip, header(wsi, WSI_TOKEN_X_FORWARDED_FOR, fwd, sizeof fwd), out);
+}
+
+/* Why a handshake is refused before its session is looked up, or NULL: a Host or an Origin
+ * not allowed, or a client that holds its share of connections or has guessed too often. */
+static const char *refusal(ws_server *ws, struct lws *wsi, const char *ip) {
+  char host[300], origin[300];
+  if (!allow_host(ws->opt.hosts, header(wsi, WSI_TOKEN_HOST, host, sizeof host))) {
+    return "the Host is not allowed (see allowed-hosts)";
+  }
+  if (!allow_origin(ws->opt.origins, ws->opt.hosts,
+                    header(wsi, WSI_TOKEN_ORIGIN, origin, sizeof origin))) {
+    return "pages of that origin may not connect (see allowed-origins)";
+  }
+  if (!iplimit_enter(ws->conns, ip, ws->opt.per_ip)) {
+    return "this address holds its maximum of websocket connections";
+  }
+  iplimit_leave(ws->conns, ip); /* counted once established */
+  if (ws->opt.guesses && iplimit_take(ws->opt.guesses, ip, false) > 0) {
+    return "too many lookups of sessions that do not exist";
+  }
+  return NULL;
 }
 
 static void notify(void *arg) {
@@ -238,6 +283,10 @@ static void forget(ws_server *ws, viewer *v) {
   if (v->s) {
     sess_release(v->s);
   }
+  if (v->counted) {
+    iplimit_leave(ws->conns, v->ip);
+    v->counted = false;
+  }
   v->wsi = NULL;
 }
 
@@ -248,7 +297,18 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
   char path[128];
   switch (reason) {
   case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
+    char ip[IPLIMIT_ADDR];
+    peer(ws, wsi, ip);
+    const char *no = refusal(ws, wsi, ip);
+    if (no) {
+      count(&ws->stats.refused, 1);
+      log_msg(LOG_WARN, "ws_refused", "client=%s: %s", ip, no);
+      return -1;
+    }
     session *s = path_session(ws, wsi, path, sizeof path);
+    if (!s && ws->opt.guesses) {
+      iplimit_charge(ws->opt.guesses, ip);
+    }
     const bool full = s && chan_viewers(sess_chan(s), NULL) >= sess_max_viewers(ws->reg);
     if (s) {
       sess_release(s);
@@ -266,6 +326,12 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     v->wsi = wsi;
     v->id = ++ws->next_id;
     v->s = path_session(ws, wsi, path, sizeof path);
+    peer(ws, wsi, v->ip);
+    v->counted = iplimit_enter(ws->conns, v->ip, ws->opt.per_ip);
+    if (!v->counted) { /* checked at the handshake; only a race between two could get here */
+      v->refuse = "this address holds its maximum of websocket connections";
+      lws_callback_on_writable(wsi);
+    }
     const int sndbuf = SNDBUF_BYTES;
     setsockopt(lws_get_socket_fd(wsi), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     v->next = ws->head;
@@ -274,13 +340,15 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     }
     ws->head = v;
     count(&ws->stats.connections, 1);
-    if (v->s && sess_private(v->s)) {
+    if (v->counted && v->s && sess_private(v->s)) {
       /* nothing, not even the hello, before the viewer token */
       v->awaiting = true;
       lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, AUTH_SECONDS);
       return 0;
     }
-    join(ws, v);
+    if (v->counted) {
+      join(ws, v);
+    }
     return 0;
   }
   case LWS_CALLBACK_SERVER_WRITEABLE:
@@ -343,13 +411,23 @@ static void *service(void *arg) {
   return NULL;
 }
 
-ws_server *ws_start(sess_registry *reg, const char *bind, int port, char *err, size_t errlen) {
+ws_server *ws_start(sess_registry *reg, const char *bind, int port, const ws_options *opt,
+                    char *err, size_t errlen) {
   ws_server *ws = calloc(1, sizeof *ws);
-  if (!ws) {
+  iplimit *conns = iplimit_new(1.0); /* only its counts are used */
+  if (!ws || !conns) {
+    free(ws);
+    iplimit_free(conns);
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
   ws->reg = reg;
+  ws->opt = *opt;
+  ws->conns = conns;
+  /* lws pings a connection silent for ping_s and hangs up on one silent (no pong, nothing
+   * read) for twice that: a viewer that never reads cannot hold its place for long */
+  ws->retry.secs_since_valid_ping = (uint16_t)opt->ping_s;
+  ws->retry.secs_since_valid_hangup = (uint16_t)(2 * opt->ping_s);
   pthread_mutex_init(&ws->wake, NULL);
   lws_set_log_level(LLL_ERR | LLL_WARN, NULL);
   struct lws_context_creation_info info;
@@ -360,6 +438,8 @@ ws_server *ws_start(sess_registry *reg, const char *bind, int port, char *err, s
   info.user = ws;
   info.count_threads = 1;
   info.options = LWS_SERVER_OPTION_DISABLE_IPV6;
+  info.retry_and_idle_policy = &ws->retry;
+  info.timeout_secs = (unsigned)opt->timeout_s;
   /* no extensions: permessage-deflate would compress the zstd frames again, per viewer */
   info.extensions = NULL;
   ws->ctx = lws_create_context(&info);
@@ -371,6 +451,7 @@ ws_server *ws_start(sess_registry *reg, const char *bind, int port, char *err, s
       lws_context_destroy(ws->ctx);
     }
     pthread_mutex_destroy(&ws->wake);
+    iplimit_free(ws->conns);
     free(ws);
     return NULL;
   }
@@ -379,6 +460,7 @@ ws_server *ws_start(sess_registry *reg, const char *bind, int port, char *err, s
     snprintf(err, errlen, "cannot start the websocket thread");
     lws_context_destroy(ws->ctx);
     pthread_mutex_destroy(&ws->wake);
+    iplimit_free(ws->conns);
     free(ws);
     return NULL;
   }
@@ -410,5 +492,6 @@ void ws_stop(ws_server *ws) {
 
 void ws_free(ws_server *ws) {
   pthread_mutex_destroy(&ws->wake);
+  iplimit_free(ws->conns);
   free(ws);
 }

@@ -3,6 +3,8 @@
 #ifndef GRAINLAB_WS_H
 #define GRAINLAB_WS_H
 
+#include "allow.h"
+#include "iplimit.h"
 #include "sess.h"
 
 #include <stddef.h>
@@ -15,9 +17,20 @@ typedef struct ws_stats {
 
 typedef struct ws_server ws_server;
 
+/* Who may connect, and how long a silent one stays. */
+typedef struct ws_options {
+  const allow_list *hosts, *origins; /* Host and Origin allow-lists (allow.h) */
+  const allow_list *proxies;         /* trusted proxies: X-Forwarded-For names the client */
+  iplimit *guesses;                  /* failed session lookups per client, shared with HTTP */
+  int per_ip;                        /* websocket connections one IP address may hold */
+  int ping_s;    /* ping a viewer this often; one silent for twice as long is dropped */
+  int timeout_s; /* for the handshake */
+} ws_options;
+
 /* Listen on bind:port (0: any free port) and serve from a thread of its own. NULL on failure
  * (why in err). */
-ws_server *ws_start(sess_registry *reg, const char *bind, int port, char *err, size_t errlen);
+ws_server *ws_start(sess_registry *reg, const char *bind, int port, const ws_options *opt,
+                    char *err, size_t errlen);
 int ws_port(const ws_server *ws);
 void ws_get_stats(const ws_server *ws, ws_stats *out);
 /* Close every connection and stop serving; sessions may still notify afterwards (a no-op). */

@@ -33,7 +33,10 @@ async function until(what, fn, ms = 30000) {
 
 const tmp = mkdtempSync(join(tmpdir(), 'grainlab-browser-'));
 mkdirSync(shots, { recursive: true });
-const proc = spawn(daemon, ['--http-port', '0', '--ws-port', '0', '--data-dir', join(tmp, 'data'), '--static-dir', client],
+// every page and request comes from 127.0.0.1: the per-client limits are lifted (test_limits.sh tests them)
+const proc = spawn(daemon, ['--http-port', '0', '--ws-port', '0', '--data-dir', join(tmp, 'data'), '--static-dir', client,
+                            '--max-sessions-per-client', '10000', '--create-rate', '100000', '--join-guess-rate', '100000',
+                            '--max-connections-per-ip', '10000'],
                    { stdio: ['ignore', 'pipe', 'inherit'] });
 const port = await new Promise((resolve, reject) => {
   let out = '';
@@ -148,7 +151,7 @@ try {
   ok('no script errors on the pages', consoleErrors.length === 0, consoleErrors.join('; '));
 
   // ---- a slump: its plot carries the angle and the runout front --------------------------------------
-  const slump = await (await fetch(`${base}/api/sessions`, { method: 'POST', body: '{"scene":"slump","params":{"quality":0}}' })).json();
+  const slump = await (await fetch(`${base}/api/sessions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"scene":"slump","params":{"quality":0}}' })).json();
   const slumpPage = await context.newPage();
   await slumpPage.goto(`${base}/s/${slump.id}#control=${slump.control_token}`);
   await slumpPage.click('#actions button', { timeout: 60000 }); // pull the dam
@@ -185,7 +188,7 @@ try {
      (r, g, b) => r > 110 && g > 110],
   ];
   for (const [scene, params, plots, live, value, fixed, particle] of models) {
-    const s = await (await fetch(`${base}/api/sessions`, { method: 'POST', body: JSON.stringify({ scene, params, seed: 5 }) })).json();
+    const s = await (await fetch(`${base}/api/sessions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ scene, params, seed: 5 }) })).json();
     const mp = await context.newPage();
     mp.on('pageerror', (e) => consoleErrors.push(`${scene}: ${e.message}`));
     await mp.goto(`${base}/s/${s.id}#control=${s.control_token}`);

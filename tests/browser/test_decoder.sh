@@ -6,7 +6,7 @@ probe=${2:?usage: test_decoder.sh grainlabd ws_probe}
 # shellcheck source=../service/lib.sh
 . "$(dirname "$0")/../service/lib.sh"
 start_daemon "$daemon" --static-dir "$tmp"
-id=$(curl -s -X POST "$base/api/sessions" --data-binary '{"scene":"chains","params":{"amount":20}}' |
+id=$(curl -s -X POST "$base/api/sessions" -H 'Content-Type: application/json' --data-binary '{"scene":"chains","params":{"amount":20}}' |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 mkdir -p "$tmp/dump"
 "$probe" --port "$wsport" --session "$id" --seconds 3 --dump "$tmp/dump" >/dev/null

@@ -15,12 +15,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Every test client comes from 127.0.0.1: the per-client limits are lifted unless a test is about
+# them (test_limits.sh sets per_client_limits=() for the defaults, or passes its own).
+per_client_limits=(--max-sessions-per-client 10000 --create-rate 100000 --join-guess-rate 100000
+  --max-connections-per-ip 10000)
+
 # start_daemon PATH [FLAGS...]: free ports, output in $tmp/out and $tmp/err; sets dpid, port,
 # wsport and base, or stops the test
 start_daemon() {
   local exe=$1
   shift
-  "$exe" --http-port 0 --ws-port 0 --data-dir "$tmp/data" "$@" >"$tmp/out" 2>"$tmp/err" &
+  "$exe" --http-port 0 --ws-port 0 --data-dir "$tmp/data" "${per_client_limits[@]}" "$@" \
+    >"$tmp/out" 2>"$tmp/err" &
   dpid=$!
   for _ in $(seq 100); do
     grep -q '^listening http=[0-9]* ws=[0-9]*$' "$tmp/out" && break

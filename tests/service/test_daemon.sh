@@ -21,7 +21,7 @@ start_daemon "$daemon" --static-dir "$tmp/static" --admin-token-file "$tmp/admin
 req() {
   local args=(-s -o "$tmp/body" -w '%{http_code}' -X "$1" "$base$2")
   [ -n "$3" ] && args+=(-H "Authorization: Bearer $3")
-  [ $# -ge 4 ] && args+=(--data-binary "$4")
+  [ $# -ge 4 ] && args+=(-H 'Content-Type: application/json' --data-binary "$4")
   code=$(curl "${args[@]}")
   body=$(cat "$tmp/body")
 }
@@ -410,7 +410,7 @@ for _ in $(seq "$race"); do
   TR=$(field control_token)
   curl -s -o /dev/null -X DELETE -H "Authorization: Bearer $TR" "$base/api/sessions/$R" &
   p1=$!
-  curl -s -o /dev/null -X POST -H "Authorization: Bearer $TR" --data-binary '{"scene":"tilt","params":{"quality":0}}' "$base/api/sessions/$R/scene" &
+  curl -s -o /dev/null -X POST -H "Authorization: Bearer $TR" -H 'Content-Type: application/json' --data-binary '{"scene":"tilt","params":{"quality":0}}' "$base/api/sessions/$R/scene" &
   p2=$!
   wait "$p1" "$p2" # not the daemon, also a child of this shell
 done

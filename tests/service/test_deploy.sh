@@ -60,7 +60,7 @@ front="http://127.0.0.1:$nport"
 code=$(curl -s -o "$tmp/body" -w '%{http_code}' "$front/api/scenes")
 [ "$code" = 200 ] && grep -q '"silo"' "$tmp/body" && ok "through nginx: GET /api/scenes" || bad "nginx /api/scenes: $code"
 code=$(curl -s -o "$tmp/created" -w '%{http_code}' -X POST "$front/api/sessions" \
-  --data-binary '{"scene":"pour","params":{"amount":10}}')
+  -H 'Content-Type: application/json' --data-binary '{"scene":"pour","params":{"amount":10}}')
 [ "$code" = 201 ] && ok "through nginx: POST /api/sessions" || bad "nginx create: $code $(cat "$tmp/created")"
 sid=$(j 'd["id"]' <"$tmp/created")
 token=$(j 'd["control_token"]' <"$tmp/created")
@@ -79,20 +79,20 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "$front/")
 # (the change comes after the stream check: the probe's headless twin starts from the
 # session's parameters as it finds them when it joins)
 code=$(curl -s -o /dev/null -w '%{http_code}' -X PATCH "$front/api/sessions/$sid/params" \
-  -H "Authorization: Bearer $token" --data-binary '{"mu":0.7}')
+  -H "Authorization: Bearer $token" -H 'Content-Type: application/json' --data-binary '{"mu":0.7}')
 [ "$code" = 200 ] && ok "through nginx: PATCH with the control token" || bad "nginx PATCH: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$front/metrics")
 [ "$code" = 403 ] && ok "through nginx: /metrics is not public (403)" || bad "nginx /metrics: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$front/api/admin/backup" -H "Authorization: Bearer $(cat "$tmp/admin")")
 [ "$code" = 403 ] && ok "through nginx: the admin API is not public (403)" || bad "nginx admin: $code"
 head -c 20000 /dev/zero | tr '\0' x >"$tmp/big"
-code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$front/api/sessions" --data-binary @"$tmp/big")
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$front/api/sessions" -H 'Content-Type: application/json' --data-binary @"$tmp/big")
 [ "$code" = 413 ] && ok "through nginx: a 20 kB body is refused (413)" || bad "nginx body limit: $code"
 kill -TERM "$npid"
 wait "$npid" 2>/dev/null
 
 # ---- an online backup while sessions run, and its restore ----------------------------------------
-curl -s -o /dev/null -X POST "$base/api/sessions" --data-binary '{"scene":"silo","params":{"quality":0}}'
+curl -s -o /dev/null -X POST "$base/api/sessions" -H 'Content-Type: application/json' --data-binary '{"scene":"silo","params":{"quality":0}}'
 sleep 1.5
 code=$(curl -s -o "$tmp/backup" -w '%{http_code}' -X POST "$base/api/admin/backup" -H "Authorization: Bearer $(cat "$tmp/admin")")
 [ "$code" = 201 ] && ok "POST /api/admin/backup while 2 sessions run: $(cat "$tmp/backup")" || bad "backup: $code $(cat "$tmp/backup")"

@@ -26,7 +26,7 @@ j() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1
 # create SCENE PARAMS [LABEL]: sets sid, token, run
 create() {
   curl -s -X POST "$base/api/sessions" \
-    --data-binary "{\"scene\":\"$1\",\"params\":$2,\"seed\":11,\"label\":\"${3:-}\"}" >"$tmp/created"
+    -H 'Content-Type: application/json' --data-binary "{\"scene\":\"$1\",\"params\":$2,\"seed\":11,\"label\":\"${3:-}\"}" >"$tmp/created"
   sid=$(j 'd["id"]' <"$tmp/created")
   token=$(j 'd["control_token"]' <"$tmp/created")
   run=$(j 'd["run_id"]' <"$tmp/created")
@@ -54,14 +54,14 @@ A=$sid
 AT=$token
 RA=$run
 sleep 1
-curl -s -o /dev/null -X PATCH "$base/api/sessions/$A/params" -H "$(auth "$AT")" --data-binary '{"mu":0.8,"mur":0.2}'
+curl -s -o /dev/null -X PATCH "$base/api/sessions/$A/params" -H "$(auth "$AT")" -H 'Content-Type: application/json' --data-binary '{"mu":0.8,"mur":0.2}'
 curl -s -o /dev/null -X POST "$base/api/sessions/$A/actions" -H "$(auth "$AT")" \
-  --data-binary '{"type":"spout","x":0.3,"z":-0.2}'
+  -H 'Content-Type: application/json' --data-binary '{"type":"spout","x":0.3,"z":-0.2}'
 "$probe" --port "$wsport" --session "$A" --seconds 1.5 --send "{\"type\":\"auth\",\"token\":\"$AT\"}" \
   --send '{"type":"action","action":{"type":"spout","x":-0.25,"z":0.15}}' >/dev/null
-curl -s -o /dev/null -X POST "$base/api/sessions/$A/actions" -H "$(auth "$AT")" --data-binary '{"type":"pause"}'
-curl -s -o /dev/null -X POST "$base/api/sessions/$A/actions" -H "$(auth "$AT")" --data-binary '{"type":"step","n":37}'
-curl -s -o /dev/null -X POST "$base/api/sessions/$A/actions" -H "$(auth "$AT")" --data-binary '{"type":"resume"}'
+curl -s -o /dev/null -X POST "$base/api/sessions/$A/actions" -H "$(auth "$AT")" -H 'Content-Type: application/json' --data-binary '{"type":"pause"}'
+curl -s -o /dev/null -X POST "$base/api/sessions/$A/actions" -H "$(auth "$AT")" -H 'Content-Type: application/json' --data-binary '{"type":"step","n":37}'
+curl -s -o /dev/null -X POST "$base/api/sessions/$A/actions" -H "$(auth "$AT")" -H 'Content-Type: application/json' --data-binary '{"type":"resume"}'
 sleep 0.5
 curl -s -o /dev/null -X DELETE "$base/api/sessions/$A" -H "$(auth "$AT")"
 get "/api/runs/$RA"
@@ -99,16 +99,16 @@ B=$sid
 BT=$token
 RB=$run
 sleep 1
-curl -s -o /dev/null -X POST "$base/api/sessions/$B/actions" -H "$(auth "$BT")" --data-binary '{"type":"open_hole"}'
+curl -s -o /dev/null -X POST "$base/api/sessions/$B/actions" -H "$(auth "$BT")" -H 'Content-Type: application/json' --data-binary '{"type":"open_hole"}'
 sleep 2
 curl -s -o "$tmp/switched" -X POST "$base/api/sessions/$B/scene" -H "$(auth "$BT")" \
-  --data-binary '{"scene":"pour","params":{"amount":10}}'
+  -H 'Content-Type: application/json' --data-binary '{"scene":"pour","params":{"amount":10}}'
 RB2=$(j 'd["run_id"]' <"$tmp/switched")
 get "/api/runs/$RB"
 echo "$body" | j 'd["end_reason"]' | grep -qx switched && ok "a switched run ends 'switched'" || bad "switched: $body"
 replay_check "switched silo run with the hole opened" "$RB"
 if [ -n "$test_commands" ]; then
-  curl -s -o /dev/null -X POST "$base/api/sessions/$B/actions" -H "$(auth "$BT")" --data-binary '{"type":"test_syscall"}'
+  curl -s -o /dev/null -X POST "$base/api/sessions/$B/actions" -H "$(auth "$BT")" -H 'Content-Type: application/json' --data-binary '{"type":"test_syscall"}'
   sleep 0.3
   get "/api/runs/$RB2"
   echo "$body" | j 'd["end_reason"]' | grep -qx failed && ok "a run whose worker dies ends 'failed'" || bad "failed: $body"
@@ -117,7 +117,7 @@ fi
 # ---- a stored run replayed live, and forked with new parameters --------------------------------
 want_digest=$(curl -s "$base/api/runs/$RA" | j 'd["digest"]')
 want_steps=$(curl -s "$base/api/runs/$RA" | j 'd["end_steps"]')
-code=$(curl -s -o "$tmp/replay" -w '%{http_code}' -X POST "$base/api/runs/$RA/replay" --data-binary '{}')
+code=$(curl -s -o "$tmp/replay" -w '%{http_code}' -X POST "$base/api/runs/$RA/replay" -H 'Content-Type: application/json' --data-binary '{}')
 [ "$code" = 201 ] && ok "POST /api/runs/{id}/replay: 201, a live session" || bad "replay: $code $(cat "$tmp/replay")"
 R=$(j 'd["id"]' <"$tmp/replay")
 RT=$(j 'd["control_token"]' <"$tmp/replay")
@@ -134,7 +134,7 @@ got=$(curl -s "$base/api/sessions/$R" | j '(d["state"], d["steps"], d["digest"])
   ok "the replay pauses where the run ended, in the very same state: $got" || bad "replay ended as $got, want $want_steps $want_digest"
 curl -s -o /dev/null -X DELETE "$base/api/sessions/$R" -H "$(auth "$RT")"
 replay_check "the replay's own run" "$RR"
-code=$(curl -s -o "$tmp/fork" -w '%{http_code}' -X POST "$base/api/runs/$RA/fork" --data-binary '{"params":{"mu":0.3},"label":"forked"}')
+code=$(curl -s -o "$tmp/fork" -w '%{http_code}' -X POST "$base/api/runs/$RA/fork" -H 'Content-Type: application/json' --data-binary '{"params":{"mu":0.3},"label":"forked"}')
 [ "$code" = 201 ] && ok "POST /api/runs/{id}/fork: 201" || bad "fork: $code $(cat "$tmp/fork")"
 F=$(j 'd["id"]' <"$tmp/fork")
 FT=$(j 'd["control_token"]' <"$tmp/fork")
@@ -150,7 +150,7 @@ echo "$body" | j '[(e["steps"], e["detail"].get("via")) for e in d["events"] if 
   bad "fork events: ${body:0:600}"
 replay_check "the fork's own run" "$FR"
 while IFS='|' read -r want path data; do
-  code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base$path" --data-binary "$data")
+  code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base$path" -H 'Content-Type: application/json' --data-binary "$data")
   [ "$code" = "$want" ] && ok "POST $path $data: $code $(j 'd["error"]["code"]' <"$tmp/body")" ||
     bad "POST $path $data: $code $(cat "$tmp/body")"
 done <<EOF
@@ -171,12 +171,12 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "$base/api/runs/$RA/replay")
 create pour '{"amount":10}' "finish"
 sleep 1.5
 code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base/api/sessions/$sid/actions" -H "$(auth "$token")" \
-  --data-binary '{"type":"finish"}')
+  -H 'Content-Type: application/json' --data-binary '{"type":"finish"}')
 get "/api/runs/$run"
 echo "$body" | j 'd["end_reason"] == "finished" and d["end_steps"] > 0 and "angle" in d["results"]' | grep -q True &&
   [ "$code" = 200 ] && ok "finish: the run ends 'finished' with its results" || bad "finish: $code $body"
 [ "$(curl -s "$base/api/sessions/$sid" | j 'd["state"]')" = ended ] && ok "finish: the session has ended" || bad "finish: session state"
-code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$base/api/sessions/$sid/actions" -H "$(auth "$token")" --data-binary '{"type":"resume"}')
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$base/api/sessions/$sid/actions" -H "$(auth "$token")" -H 'Content-Type: application/json' --data-binary '{"type":"resume"}')
 [ "$code" = 409 ] && ok "finish: a finished session takes no more changes (409)" || bad "resume after finish: $code"
 replay_check "finished run" "$run"
 curl -s -o /dev/null -X DELETE "$base/api/sessions/$sid" -H "$(auth "$token")"
@@ -262,13 +262,13 @@ while IFS='|' read -r scene params live lval fixed fval restart cols; do
   RM=$run
   poll "$M" 60 'd["t"] >= 1.0' || bad "$scene: the session did not reach t = 1 s"
   code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X PATCH "$base/api/sessions/$M/params" -H "$(auth "$MT")" \
-    --data-binary "{\"$live\":$lval}")
+    -H 'Content-Type: application/json' --data-binary "{\"$live\":$lval}")
   [ "$code" = 200 ] && [ "$(j "d['params']['$live']" <"$tmp/body")" = "$lval" ] &&
     ok "$scene: '$live' changes live" || bad "$scene: PATCH $live: $code $(cat "$tmp/body")"
   # a restart-only parameter after a live one: refused, and neither changes (not even the first)
   before=$(curl -s "$base/api/sessions/$M" | j '(d["run_id"], sorted(d["params"].items()))')
   code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X PATCH "$base/api/sessions/$M/params" -H "$(auth "$MT")" \
-    --data-binary "{\"$live\":0,\"$fixed\":$fval}")
+    -H 'Content-Type: application/json' --data-binary "{\"$live\":0,\"$fixed\":$fval}")
   after=$(curl -s "$base/api/sessions/$M" | j '(d["run_id"], sorted(d["params"].items()))')
   [ "$code" = 409 ] && [ "$(j '(d["error"]["code"], d["error"]["field"])' <"$tmp/body")" = "('needs_restart', '$fixed')" ] &&
     [ "$before" = "$after" ] && ok "$scene: '$fixed' is refused live (409 needs_restart) and nothing changed" ||
@@ -294,7 +294,7 @@ assert all(abs(r[0] * 4 - round(r[0] * 4)) < 1e-9 for r in rows)
     grep -qx "\[{'$live': $lval}\]" && ok "$scene: the record holds the one accepted change" ||
     bad "$scene: changes in the record: $(echo "$body" | j '[e for e in d["events"] if e["kind"] == "parameter_changed"]')"
   replay_check "$scene run with a live change" "$RM"
-  code=$(curl -s -o "$tmp/replay" -w '%{http_code}' -X POST "$base/api/runs/$RM/replay" --data-binary '{}')
+  code=$(curl -s -o "$tmp/replay" -w '%{http_code}' -X POST "$base/api/runs/$RM/replay" -H 'Content-Type: application/json' --data-binary '{}')
   R=$(j 'd["id"]' <"$tmp/replay")
   RT=$(j 'd["control_token"]' <"$tmp/replay")
   want=$(curl -s "$base/api/runs/$RM" | j '(d["end_steps"], d["digest"])')
@@ -303,12 +303,12 @@ assert all(abs(r[0] * 4 - round(r[0] * 4)) < 1e-9 for r in rows)
   [ "$code" = 201 ] && [ "$got" = "$want" ] && ok "$scene: POST .../replay pauses at the run's end in the same state $got" ||
     bad "$scene: replay $code ended at $got, want $want"
   curl -s -o /dev/null -X DELETE "$base/api/sessions/$R" -H "$(auth "$RT")"
-  code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base/api/runs/$RM/fork" --data-binary "{\"params\":{\"$fixed\":$fval}}")
+  code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base/api/runs/$RM/fork" -H 'Content-Type: application/json' --data-binary "{\"params\":{\"$fixed\":$fval}}")
   [ "$code" = 409 ] && ok "$scene: a fork cannot change '$fixed' (409)" || bad "$scene: fork with $fixed: $code $(cat "$tmp/body")"
   # the controller's way to change it: a restart of the scene with it
   create "$scene" "$params" "models"
   code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base/api/sessions/$sid/scene" -H "$(auth "$token")" \
-    --data-binary "{\"scene\":\"$scene\",\"params\":$restart}")
+    -H 'Content-Type: application/json' --data-binary "{\"scene\":\"$scene\",\"params\":$restart}")
   [ "$code" = 200 ] && [ "$(j "(d['params']['$fixed'], d['run_id'] > $run)" <"$tmp/body")" = "($fval, True)" ] &&
     ok "$scene: a restart sets '$fixed' = $fval (a new run)" || bad "$scene: restart with $fixed: $code $(cat "$tmp/body")"
   curl -s -o /dev/null -X DELETE "$base/api/sessions/$sid" -H "$(auth "$token")"
@@ -362,7 +362,7 @@ grep -q "$open_runs run(s) left open by an earlier stop closed as interrupted" "
   bad "restart log: $(cat "$tmp/err")"
 [ "$(count '/api/runs?label=crash&end_reason=interrupted')" = 5 ] && ok "restart: the 5 runs read 'interrupted'" || bad "interrupted: $body"
 int_run=$(python3 -c 'import ast,sys; print(min(ast.literal_eval(open(sys.argv[1]).read())))' "$tmp/t_at_kill")
-code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base/api/runs/$int_run/replay" --data-binary '{}')
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base/api/runs/$int_run/replay" -H 'Content-Type: application/json' --data-binary '{}')
 [ "$code" = 409 ] && ok "an interrupted run cannot be replayed (no recorded end): 409" || bad "replay interrupted: $code $(cat "$tmp/body")"
 create pour '{"amount":10}' "after"
 [ "$run" -gt "$FR" ] && ok "run ids go on after the restart ($run)" || bad "run id reused: $run"
@@ -399,7 +399,7 @@ sqlite3 "$old/grainlab.db" "PRAGMA user_version = 1;
   INSERT INTO samples (run_id, steps, t, state) VALUES (7, 0, 0.0, 'filling');
   INSERT INTO samples (run_id, steps, t, state, angle, top, alive, over_max)
   VALUES (7, 60, 0.25, 'running', 0.1 + 0.2, 25.0, 300, -1.5e-7);"
-"$daemon" --http-port 0 --ws-port 0 --data-dir "$old" >"$tmp/out3" 2>"$tmp/err3" &
+"$daemon" --http-port 0 --ws-port 0 --data-dir "$old" "${per_client_limits[@]}" >"$tmp/out3" 2>"$tmp/err3" &
 opid=$!
 for _ in $(seq 100); do grep -q listening "$tmp/out3" && break; sleep 0.05; done
 port3=$(sed -n 's/^listening http=\([0-9]*\).*/\1/p' "$tmp/out3")

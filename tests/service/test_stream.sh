@@ -13,7 +13,7 @@ start_daemon "$daemon" --static-dir "$tmp" --max-viewers 6
 
 # create SCENE PARAMS-JSON: sets $sid and $token
 create() {
-  curl -s -X POST "$base/api/sessions" --data-binary "{\"scene\":\"$1\",\"params\":$2,\"seed\":7}" \
+  curl -s -X POST "$base/api/sessions" -H 'Content-Type: application/json' --data-binary "{\"scene\":\"$1\",\"params\":$2,\"seed\":7}" \
     >"$tmp/created"
   sid=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' <"$tmp/created")
   token=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["control_token"])' <"$tmp/created")
@@ -37,7 +37,7 @@ PT=$token
 # the REST change comes once the probe has joined (a change before it would be unknown to its twin)
 (for _ in $(seq 100); do [ "$(session_field "$P" viewers)" -ge 1 ] 2>/dev/null && break; sleep 0.05; done
   sleep 1 && curl -s -o /dev/null -X PATCH "$base/api/sessions/$P/params" \
-  -H "Authorization: Bearer $PT" --data-binary '{"mu":0.7}') &
+  -H "Authorization: Bearer $PT" -H 'Content-Type: application/json' --data-binary '{"mu":0.7}') &
 patchpid=$!
 "$probe" --port "$wsport" --session "$P" --seconds 5 --verify \
   --send "{\"type\":\"auth\",\"token\":\"$PT\"}" \
@@ -137,7 +137,7 @@ expect "force chains arrive as pair lists equal to the headless re-run's" "$tmp/
 while IFS='|' read -r scene params change geometry; do
   create "$scene" "$params"
   (sleep 1.5 && curl -s -o /dev/null -X PATCH "$base/api/sessions/$sid/params" \
-    -H "Authorization: Bearer $token" --data-binary "$change") &
+    -H "Authorization: Bearer $token" -H 'Content-Type: application/json' --data-binary "$change") &
   patchpid=$!
   "$probe" --port "$wsport" --session "$sid" --seconds 4 --verify >"$tmp/model"
   wait "$patchpid"
@@ -155,7 +155,7 @@ orbit|{}|{"eps":0.1}|g["floor_y"] is None and not g["box"]
 EOF
 
 # ---- a private session: nothing without its viewer token, on the socket or over REST ----------
-curl -s -X POST "$base/api/sessions" --data-binary '{"scene":"pour","params":{"amount":10},"private":true}' \
+curl -s -X POST "$base/api/sessions" -H 'Content-Type: application/json' --data-binary '{"scene":"pour","params":{"amount":10},"private":true}' \
   >"$tmp/created"
 Q=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' <"$tmp/created")
 QT=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["control_token"])' <"$tmp/created")

@@ -52,7 +52,8 @@ typedef struct probe {
   double send_after;
   double stall_at, stall_for;
   bool stalled, unstalled, verify, decode_all;
-  const char *dump; /* folder for viewer 0's binary messages and decoded positions */
+  const char *dump;          /* folder for viewer 0's binary messages and decoded positions */
+  const char *origin, *host; /* the handshake's Origin (lws puts "http://" in front) and Host */
   uint64_t dumped;
   viewer *v;
   /* viewer 0's decoding and checking */
@@ -516,7 +517,7 @@ static int usage(void) {
   fprintf(stderr,
           "usage: ws_probe --port P --session ID [--viewers K] [--seconds S] [--frames N]\n"
           "       [--send TEXT|binary:|big:N]... [--send-after S] [--stall-at S --stall-for S]\n"
-          "       [--verify] [--decode-all] [--path PATH]\n");
+          "       [--verify] [--decode-all] [--path PATH] [--origin HOST] [--host HOST]\n");
   return 2;
 }
 
@@ -555,6 +556,10 @@ int main(int argc, char **argv) {
       P.send_after = atof(val);
     } else if (strcmp(a, "--stall-at") == 0) {
       P.stall_at = atof(val);
+    } else if (strcmp(a, "--origin") == 0) {
+      P.origin = val;
+    } else if (strcmp(a, "--host") == 0) {
+      P.host = val;
     } else if (strcmp(a, "--dump") == 0) {
       P.dump = val;
     } else if (strcmp(a, "--stall-for") == 0) {
@@ -590,8 +595,8 @@ int main(int argc, char **argv) {
     ci.address = "127.0.0.1";
     ci.port = P.port;
     ci.path = P.path;
-    ci.host = ci.address;
-    ci.origin = ci.address;
+    ci.host = P.host ? P.host : ci.address;
+    ci.origin = P.origin ? P.origin : ci.address;
     ci.protocol = NULL;
     ci.local_protocol_name = "probe";
     ci.userdata = v;
