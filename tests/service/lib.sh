@@ -28,7 +28,7 @@ start_daemon() {
   "$exe" --http-port 0 --ws-port 0 --data-dir "$tmp/data" "${per_client_limits[@]}" "$@" \
     >"$tmp/out" 2>"$tmp/err" &
   dpid=$!
-  for _ in $(seq 100); do
+  for _ in $(seq 400); do # 20 s: a loaded machine starts it slowly
     grep -q '^listening http=[0-9]* ws=[0-9]*$' "$tmp/out" && break
     sleep 0.05
   done
