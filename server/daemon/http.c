@@ -675,16 +675,19 @@ static http_reply h_run_samples(const http_call *k) {
  * caller may read; a private session's run makes a private session (asking for a public one is
  * refused, so what a viewer token reads is not republished to everyone). */
 static http_reply from_run(const http_call *k, bool fork) {
+  /* who may create first: without the create token nothing, not even whether the run exists, is
+   * told (with one set, a private run is forked by the admin: one Authorization header carries
+   * one token) */
+  http_reply err;
+  char client[IPLIMIT_ADDR];
+  if (!may_create(k, client, &err)) {
+    return err;
+  }
   const store_access a = run_access(k);
   store_error se;
   bool source_private = false;
   if (store_run_access(k->srv->store, k->run, &a, &source_private, &se) != STORE_OK) {
     return store_error_reply(&se);
-  }
-  http_reply err;
-  char client[IPLIMIT_ADDR];
-  if (!may_create(k, client, &err)) {
-    return err;
   }
   json_t *body = parse_object(k->c, k->rq, &err);
   if (!body) {

@@ -78,7 +78,7 @@ req GET "/api/sessions/$C" ""
 [ "$code" = 200 ] && [ "$ecode" = over_budget ] && [ -n "$most" ] && [ "$(field steps)" = "$c0" ] &&
   ok "step 14400 of 4000 bodies summed directly is over the work budget: 422 (at most $most), nothing stepped" ||
   bad "step budget: $ecode $body"
-curl -s -o "$tmp/stepped" -w '%{http_code}' -X POST -H "Authorization: Bearer $TC" \
+curl -s -o "$tmp/stepped" -w '%{http_code}' -X POST -H "Authorization: Bearer $TC" -H "Content-Type: application/json" \
   --data-binary "{\"type\":\"step\",\"n\":$most}" "$base/api/sessions/$C/actions" >"$tmp/stepcode" &
 stepper=$!
 sleep 0.5

@@ -28,7 +28,7 @@ j() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1
 # req METHOD PATH [DATA] [TOKEN]: sets code and body
 req() {
   code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X "$1" ${4:+-H "Authorization: Bearer $4"} \
-    ${3:+--data-binary "$3"} "$base$2")
+    ${3:+-H "Content-Type: application/json" --data-binary "$3"} "$base$2")
   body=$(cat "$tmp/body")
 }
 # create: sets sid, token, run

@@ -18,7 +18,7 @@ j() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1
 # create SCENE PRIVATE LABEL: sets sid, token, vtoken, run
 create() {
   curl -s -X POST "$base/api/sessions" \
-    --data-binary "{\"scene\":\"$1\",\"params\":{\"amount\":10},\"private\":$2,\"label\":\"$3\"}" >"$tmp/created"
+    -H "Content-Type: application/json" --data-binary "{\"scene\":\"$1\",\"params\":{\"amount\":10},\"private\":$2,\"label\":\"$3\"}" >"$tmp/created"
   sid=$(j 'd["id"]' <"$tmp/created")
   token=$(j 'd["control_token"]' <"$tmp/created")
   vtoken=$(j 'd.get("viewer_token", "")' <"$tmp/created")
@@ -36,7 +36,7 @@ get() {
 # post PATH DATA [TOKEN]: sets code and body
 post() {
   code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST ${3:+-H "Authorization: Bearer $3"} \
-    --data-binary "$2" "$base$1")
+    -H "Content-Type: application/json" --data-binary "$2" "$base$1")
   body=$(cat "$tmp/body")
 }
 # ids TOKEN: the run ids GET /api/runs lists with that token ("" none), sorted
@@ -53,7 +53,7 @@ create pour true "other"
 O=$sid OT=$token OR=$run
 [ -z "$PV" ] && [ ${#QV} = 64 ] && ok "a private session has a viewer token, a public one none" || bad "viewer tokens: '$PV' '$QV'"
 sleep 1
-curl -s -o /dev/null -X POST "$base/api/sessions/$Q/actions" -H "Authorization: Bearer $QT" --data-binary '{"type":"spout","x":0.2,"z":0.1}'
+curl -s -o /dev/null -X POST "$base/api/sessions/$Q/actions" -H "Authorization: Bearer $QT" -H "Content-Type: application/json" --data-binary '{"type":"spout","x":0.2,"z":0.1}'
 
 # ---- /metrics names no private session (while they are live) ------------------------------------
 curl -s "$base/metrics" >"$tmp/metrics"
