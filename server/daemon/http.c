@@ -606,13 +606,24 @@ static store_access run_access(const http_call *k) {
   return a;
 }
 
+/* The request's query arguments (the caller frees q->args), or a 500 when memory runs out. */
+static bool read_args(const http_call *k, query_args *q, http_reply *err) {
+  *q = (query_args){NULL, 0, 0, false};
+  MHD_get_connection_values(k->c, MHD_GET_ARGUMENT_KIND, collect_arg, q);
+  if (q->no_memory) {
+    free(q->args);
+    *err = error_reply(500, "store_error", "", "out of memory");
+    return false;
+  }
+  return true;
+}
+
 /* /api/runs?filters: the record, read-only */
 static http_reply h_runs_list(const http_call *k) {
-  query_args q = {NULL, 0, 0, false};
-  MHD_get_connection_values(k->c, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
-  if (q.no_memory) {
-    free(q.args);
-    return error_reply(500, "store_error", "", "out of memory");
+  query_args q;
+  http_reply err;
+  if (!read_args(k, &q, &err)) {
+    return err;
   }
   store_runs_filter filter;
   store_error se;
@@ -630,11 +641,10 @@ static http_reply h_runs_list(const http_call *k) {
 
 /* /api/runs/{id}?events_after=&events_limit=: the run and one page of its events */
 static http_reply h_run_get(const http_call *k) {
-  query_args q = {NULL, 0, 0, false};
-  MHD_get_connection_values(k->c, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
-  if (q.no_memory) {
-    free(q.args);
-    return error_reply(500, "store_error", "", "out of memory");
+  query_args q;
+  http_reply err;
+  if (!read_args(k, &q, &err)) {
+    return err;
   }
   store_events_page page;
   store_error se;
