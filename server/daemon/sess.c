@@ -208,6 +208,7 @@ int sess__take_slot(const sess_registry *r, const char *client, sess_error *err)
 }
 
 static void destroy(session *s);
+static void drop(session *s, int k);
 
 /* Take a listed session off the registry's list; whether it was there. */
 static bool unlist(sess_registry *r, session *s) {
@@ -295,11 +296,9 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
     sess__dead(s);
     sess__disown(s);
     chan_close(&s->ch);
-    /* a DELETE that came meanwhile took it off the list and drops the registry's reference */
-    if (unlist(r, s)) {
-      sess_release(s);
-    }
-    sess_release(s); /* the caller's */
+    /* the caller's reference, and the registry's unless a DELETE that came meanwhile took it
+     * off the list (that one drops it) */
+    drop(s, unlist(r, s) ? 2 : 1);
     return NULL;
   }
   pthread_mutex_lock(&r->lock);
@@ -407,14 +406,20 @@ static void destroy(session *s) {
   free(s);
 }
 
-void sess_release(session *s) {
+/* Drop k references at once (the last frees it). */
+static void drop(session *s, int k) {
   sess_registry *r = s->reg;
   pthread_mutex_lock(&r->lock);
-  const int left = --s->refs;
+  s->refs -= k;
+  const int left = s->refs;
   pthread_mutex_unlock(&r->lock);
   if (left == 0) {
     destroy(s);
   }
+}
+
+void sess_release(session *s) {
+  drop(s, 1);
 }
 
 /* Stop the pacing thread and the worker; the session stays allocated. A worker busy with a long
@@ -456,16 +461,20 @@ static void end(session *s, const char *reason) {
   sess__notify(s);
 }
 
-/* End a listed session and drop the registry's reference (once, whoever comes first). */
-static void forget(sess_registry *r, session *s, const char *reason) {
-  if (unlist(r, s)) {
-    end(s, reason);
-    sess_release(s);
+/* End a listed session and take it off the list (once, whoever comes first); whether it did,
+ * and so holds the registry's reference for the caller to drop. */
+static bool forget(sess_registry *r, session *s, const char *reason) {
+  if (!unlist(r, s)) {
+    return false;
   }
+  end(s, reason);
+  return true;
 }
 
 void sess_delete(sess_registry *r, session *s) {
-  forget(r, s, "deleted");
+  if (forget(r, s, "deleted")) {
+    sess_release(s); /* the registry's */
+  }
 }
 
 /* Every session's lifetime, once a second: a live one without viewers and without a controller's
@@ -485,14 +494,15 @@ static void reap(sess_registry *r) {
     }
     const double quiet = now - s->active, gone = now - s->died;
     pthread_mutex_unlock(&s->lock);
+    bool forgot = false;
     if (!dead && idle > 0 && viewers == 0 && quiet >= idle) {
       log_msg(LOG_INFO, "session_idle", "session=%s: no viewer and no change for %.0f s", s->id,
               quiet);
-      forget(r, s, "idle");
+      forgot = forget(r, s, "idle");
     } else if (dead && viewers == 0 && (gone >= DEAD_KEEP_S || n > 2 * r->limits.max_sessions)) {
-      forget(r, s, "ended");
+      forgot = forget(r, s, "ended");
     }
-    sess_release(s);
+    drop(s, forgot ? 2 : 1); /* the snapshot's, and the registry's when it was forgotten */
   }
   free(copy);
 }
