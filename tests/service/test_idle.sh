@@ -7,7 +7,7 @@ daemon=${1:?usage: test_idle.sh path/to/grainlabd path/to/ws_probe}
 probe=${2:?usage: test_idle.sh path/to/grainlabd path/to/ws_probe}
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-start_daemon "$daemon" --idle-timeout 3
+start_daemon "$daemon" --idle-timeout 15
 
 # post PATH TOKEN BODY / get PATH: set $code and $body
 post() {
@@ -21,38 +21,55 @@ get() {
 }
 field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1" <<<"$body"; }
 
+# B: a controller changes it every second; C: one viewer watches it; A: neither. Each is looked
+# after from the moment it exists, so a slow machine cannot make B or C idle by accident.
+post /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+read -r B TB < <(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["id"], d["control_token"])' <<<"$body")
+(
+  while [ ! -e "$tmp/stop" ]; do
+    curl -s -o /dev/null -w "%{http_code} " -X POST "$base/api/sessions/$B/actions" -H "Authorization: Bearer $TB" \
+      -H 'Content-Type: application/json' --data-binary '{"type":"spout","x":0.2,"z":0.1}' >>"$tmp/spouts"
+    sleep 1
+  done
+) &
+controller=$!
+post /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
+C=$(field id)
+"$probe" --port "$wsport" --session "$C" --seconds 600 >"$tmp/probe" 2>&1 &
+watcher=$!
+t0=$(date +%s.%N) # before A exists: its idle clock starts later than this
 post /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
 A=$(field id)
 RA=$(field run_id)
-post /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
-B=$(field id)
-TB=$(field control_token)
-post /api/sessions "" '{"scene":"pour","params":{"quality":0}}'
-C=$(field id)
 [ -n "$A" ] && [ -n "$B" ] && [ -n "$C" ] && ok "three sessions" || bad "create: $body"
-# B: a controller changes it every second; C: one viewer watches it
-"$probe" --port "$wsport" --session "$C" --seconds 7 >"$tmp/probe" 2>&1 &
-watcher=$!
-for _ in $(seq 7); do
-  sleep 1
-  post "/api/sessions/$B/actions" "$TB" '{"type":"spout","x":0.2,"z":0.1}'
-done
-get "/api/sessions/$A"
-[ "$code" = 404 ] && ok "A, unwatched and unchanged for 3 s, has ended and is gone" || bad "A: $code $body"
-get "/api/sessions/$B"
-[ "$code" = 200 ] && ok "B, changed by its controller every second, lives on" || bad "B: $code $body"
-get "/api/sessions/$C"
-[ "$code" = 200 ] && ok "C, watched, lives on" || bad "C: $code $body"
-wait "$watcher"
-get "/api/runs/$RA"
-[ "$(field end_reason)" = idle ] && ok "A's run is recorded as ended: idle" || bad "A's run: $body"
-grep -q 'event=session_idle' "$tmp/err" && ok "the log says why" || bad "no session_idle in the log"
-# once its viewer has left, C ends too
-for _ in $(seq 100); do
-  get "/api/sessions/$C"
+for _ in $(seq 600); do
+  get "/api/sessions/$A"
   [ "$code" = 404 ] && break
   sleep 0.1
 done
-[ "$code" = 404 ] && ok "C ends once its viewer has left for 3 s" || bad "C after its viewer: $code"
+took=$(echo "$(date +%s.%N) - $t0" | bc)
+[ "$code" = 404 ] && awk -v t="$took" 'BEGIN { exit !(t >= 14) }' &&
+  ok "A, unwatched and unchanged, ended after $took s (idle-timeout 15, checked once a second)" ||
+  bad "A: $code after $took s"
+get "/api/sessions/$B"
+[ "$code" = 200 ] && ok "B, changed by its controller every second, lives on" || bad "B: $code $body (spouts: $(cat "$tmp/spouts"))"
+get "/api/sessions/$C"
+[ "$code" = 200 ] && ok "C, watched, lives on" || bad "C: $code $body"
+get "/api/runs/$RA"
+[ "$(field end_reason)" = idle ] && ok "A's run is recorded as ended: idle" || bad "A's run: $body"
+grep -q 'event=session_idle' "$tmp/err" && ok "the log says why" || bad "no session_idle in the log"
+# once their controller and viewer have gone, B and C end too
+touch "$tmp/stop"
+kill "$watcher" 2>/dev/null
+wait "$controller" "$watcher" 2>/dev/null
+for _ in $(seq 600); do
+  get "/api/sessions/$B"
+  b=$code
+  get "/api/sessions/$C"
+  [ "$b" = 404 ] && [ "$code" = 404 ] && break
+  sleep 0.1
+done
+[ "$b" = 404 ] && [ "$code" = 404 ] && ok "B and C end once their controller and viewer have gone" ||
+  bad "B, C after: $b $code"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
