@@ -1,52 +1,67 @@
 #!/usr/bin/env bash
 # The whole test suite: a Release build with every ctest label, then an address+undefined
-# sanitizer build running the unit tests. Exits non-zero on any failure.
+# sanitizer build running the unit tests, then the daemon's service tests against an ASan and a
+# TSan daemon (those two side by side). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+# Debian's python3 (scripts/install-deps.sh) ahead of any version manager's shim on PATH: pyenv's
+# shim costs about 0.3 s a start, and the service tests start python3 hundreds of times per daemon
+tools=$(mktemp -d)
+trap 'rm -rf "$tools"' EXIT
+if [ -x /usr/bin/python3 ]; then
+  ln -s /usr/bin/python3 "$tools/python3"
+  export PATH="$tools:$PATH"
+fi
 GRAINLAB_TEST_COMMANDS=ON bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$jobs"
 # sanitizers: slower, so timeouts are scaled; halt on the first report
+asan=(env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
+tsan=(env TSAN_OPTIONS=halt_on_error=1)
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAINLAB_SANITIZE=ON \
   -DGRAINLAB_TIMEOUT_MULTIPLIER=6 >/dev/null
 cmake --build build-asan
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit -E '^lint$'
-# the daemon (it faces the network) under the same sanitizers, talking to release workers: a
+"${asan[@]}" ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit -E '^lint$'
+# the daemon (it faces the network) under the same sanitizers, and under the thread sanitizer
+# (sessions, pacing threads and request threads share state), talking to release workers: a
 # sanitized worker cannot live inside its own address-space limit
-mkdir -p build-asan/daemon-check
-cp build-asan/grainlabd build/grainlab-worker build-asan/daemon-check/
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  bash tests/service/test_daemon.sh build-asan/daemon-check/grainlabd
-# and under the thread sanitizer: sessions, pacing threads and request threads share state
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAINLAB_TSAN=ON \
   -DGRAINLAB_TESTS=OFF >/dev/null
 cmake --build build-tsan --target grainlabd
-mkdir -p build-tsan/daemon-check
-cp build-tsan/grainlabd build/grainlab-worker build-tsan/daemon-check/
-TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_daemon.sh build-tsan/daemon-check/grainlabd
-# the websocket stream under both sanitizers too: one service thread, pacing threads publishing
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  bash tests/service/test_stream.sh build-asan/daemon-check/grainlabd build/ws_probe
-TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_stream.sh build-tsan/daemon-check/grainlabd \
-  build/ws_probe
-# and the store (its writer thread, readers on request threads, kill -9) under both
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  bash tests/service/test_store.sh build-asan/daemon-check/grainlabd build/grainlab build/ws_probe
-TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_store.sh build-tsan/daemon-check/grainlabd \
-  build/grainlab build/ws_probe
-# private runs and a disk that fills up (the writer's retries, readers told at once) under both;
-# test_disk.sh exits 77 where it may not mount its tmpfs
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  bash tests/service/test_privacy.sh build-asan/daemon-check/grainlabd
-TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_privacy.sh build-tsan/daemon-check/grainlabd
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  bash tests/service/test_disk.sh build-asan/daemon-check/grainlabd || [ $? = 77 ]
-TSAN_OPTIONS=halt_on_error=1 bash tests/service/test_disk.sh build-tsan/daemon-check/grainlabd || [ $? = 77 ]
-# and the limits (per-client buckets shared by request threads and the websocket thread, floods
-# of idle connections) under both
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  GRAINLAB_TIMEOUT_MULTIPLIER=6 bash tests/service/test_limits.sh build-asan/daemon-check/grainlabd \
-  build/ws_probe
-TSAN_OPTIONS=halt_on_error=1 GRAINLAB_TIMEOUT_MULTIPLIER=6 \
-  bash tests/service/test_limits.sh build-tsan/daemon-check/grainlabd build/ws_probe
+# service: the daemon's REST API, the websocket stream (one service thread, pacing threads
+# publishing), the store (its writer thread, readers on request threads, kill -9), private runs
+# and a disk that fills up (the writer's retries, readers told at once; test_disk.sh exits 77
+# where it may not mount its tmpfs), and the limits (per-client buckets shared by request threads
+# and the websocket thread, floods of idle connections). Each script starts its own daemon on
+# free ports and mostly waits on real-time sessions, so the ASan and the TSan series run side by
+# side, their output kept apart.
+service() { # BUILD-DIR ENV-COMMAND...
+  local dir=$1
+  shift
+  mkdir -p "$dir/daemon-check"
+  cp "$dir/grainlabd" build/grainlab-worker "$dir/daemon-check/"
+  local d=$dir/daemon-check/grainlabd
+  "$@" bash tests/service/test_daemon.sh "$d" &&
+    "$@" bash tests/service/test_stream.sh "$d" build/ws_probe &&
+    "$@" bash tests/service/test_store.sh "$d" build/grainlab build/ws_probe &&
+    "$@" bash tests/service/test_privacy.sh "$d" &&
+    { "$@" bash tests/service/test_disk.sh "$d" || [ $? = 77 ]; } &&
+    "$@" GRAINLAB_TIMEOUT_MULTIPLIER=6 bash tests/service/test_limits.sh "$d" build/ws_probe
+}
+service build-asan "${asan[@]}" >build-asan/service.log 2>&1 &
+asan_pid=$!
+service build-tsan "${tsan[@]}" >build-tsan/service.log 2>&1 &
+tsan_pid=$!
+rc=0
+wait "$asan_pid" || rc=1
+wait "$tsan_pid" || rc=$((rc + 2))
+for dir in build-asan build-tsan; do
+  echo "---- the service tests against $dir's daemon ----"
+  cat "$dir/service.log"
+done
+case $rc in
+  0) ;;
+  1) echo "FAIL: the service tests against the ASan daemon" && exit 1 ;;
+  2) echo "FAIL: the service tests against the TSan daemon" && exit 1 ;;
+  *) echo "FAIL: the service tests against both sanitized daemons" && exit 1 ;;
+esac
