@@ -12,6 +12,7 @@
  * Every frame a reading viewer receives is decoded with the reference decoder (frame.c), and its
  * sequence numbers must rise. */
 #define _GNU_SOURCE
+#include "../support/ws_message.h"
 #include "frame.h"
 
 #include <fcntl.h>
@@ -34,8 +35,7 @@ typedef struct conn {
   uint64_t frames, decode_errors, texts, mark;
   uint32_t last_seq;
   bool seen, seq_ok;
-  uint8_t *msg;
-  size_t len, cap;
+  ws_message msg;
   frame_decoder dec;
 } conn;
 
@@ -106,27 +106,19 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
   case LWS_CALLBACK_CLIENT_CLOSED:
     v->closed = true;
     return 0;
-  case LWS_CALLBACK_CLIENT_RECEIVE:
-    if (v->len + len > v->cap) {
-      v->cap = (v->len + len) * 2;
-      uint8_t *m = realloc(v->msg, v->cap);
-      if (!m) {
-        return -1;
-      }
-      v->msg = m;
-    }
-    memcpy(v->msg + v->len, in, len);
-    v->len += len;
-    if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi) > 0) {
-      return 0;
+  case LWS_CALLBACK_CLIENT_RECEIVE: {
+    const int whole = ws_message_add(&v->msg, wsi, in, len);
+    if (whole <= 0) {
+      return whole;
     }
     if (lws_frame_is_binary(wsi)) {
-      on_binary(v, v->msg, v->len);
+      on_binary(v, v->msg.bytes, v->msg.len);
     } else {
       v->texts++;
     }
-    v->len = 0;
+    v->msg.len = 0;
     return 0;
+  }
   default:
     return 0;
   }

@@ -3,6 +3,7 @@
  * actions, junk), stall, and check every frame it decodes against a headless re-run of the same
  * scene, seed and timed changes. Prints one JSON object with what it saw. */
 #define _GNU_SOURCE
+#include "../support/ws_message.h"
 #include "frame.h"
 #include "grainlab/grainlab.h"
 
@@ -28,8 +29,7 @@ typedef struct viewer {
   bool connected, closed, error;
   int close_status;
   char close_reason[128];
-  uint8_t *msg;
-  size_t len, cap;
+  ws_message msg;
   /* what arrived */
   uint64_t frames, keyframes, texts, bytes, seq_gaps, skipped;
   uint32_t last_seq;
@@ -451,21 +451,16 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     v->closed = true;
     return 0;
   case LWS_CALLBACK_CLIENT_RECEIVE: {
-    if (v->len + len > v->cap) {
-      v->cap = (v->len + len) * 2;
-      v->msg = realloc(v->msg, v->cap);
-    }
-    memcpy(v->msg + v->len, in, len);
-    v->len += len;
-    if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi) > 0) {
-      return 0;
+    const int whole = ws_message_add(&v->msg, wsi, in, len);
+    if (whole <= 0) {
+      return whole;
     }
     if (lws_frame_is_binary(wsi)) {
-      on_binary(v, v->msg, v->len);
+      on_binary(v, v->msg.bytes, v->msg.len);
     } else {
-      on_text(v, (const char *)v->msg, v->len);
+      on_text(v, (const char *)v->msg.bytes, v->msg.len);
     }
-    v->len = 0;
+    v->msg.len = 0;
     return 0;
   }
   case LWS_CALLBACK_CLIENT_WRITEABLE: {
