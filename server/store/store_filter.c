@@ -149,6 +149,16 @@ static const char *first_duplicate(const store_query_arg *args, size_t n) {
   return second < n ? args[second].key : NULL;
 }
 
+/* A query that names one argument twice is refused: which one would count is anyone's guess. */
+static store_status refuse_duplicates(const store_query_arg *args, size_t n, store_error *err) {
+  const char *dup = first_duplicate(args, n);
+  if (dup) {
+    store__fail(err, STORE_E_BAD_FILTER, "duplicate_field", dup, "'%.63s' is given twice", dup);
+    return err->status;
+  }
+  return STORE_OK;
+}
+
 static const char *const end_reasons[] = {STORE_END_REASONS};
 enum { END_REASONS = sizeof end_reasons / sizeof end_reasons[0] };
 
@@ -271,9 +281,7 @@ static store_status range_arg(store_runs_filter *f, const char *key, const char 
 store_status store_filter_parse(const store_query_arg *args, size_t n, store_runs_filter *out,
                                 store_error *err) {
   store_filter_default(out);
-  const char *dup = first_duplicate(args, n);
-  if (dup) {
-    store__fail(err, STORE_E_BAD_FILTER, "duplicate_field", dup, "'%.63s' is given twice", dup);
+  if (refuse_duplicates(args, n, err) != STORE_OK) {
     return err->status;
   }
   size_t count = 0;
@@ -337,9 +345,7 @@ void store_events_page_default(store_events_page *p) {
 store_status store_events_page_parse(const store_query_arg *args, size_t n, store_events_page *out,
                                      store_error *err) {
   store_events_page_default(out);
-  const char *dup = first_duplicate(args, n);
-  if (dup) {
-    store__fail(err, STORE_E_BAD_FILTER, "duplicate_field", dup, "'%.63s' is given twice", dup);
+  if (refuse_duplicates(args, n, err) != STORE_OK) {
     return err->status;
   }
   for (size_t i = 0; i < n; i++) {

@@ -446,20 +446,17 @@ def flood(tag):
     that never read; /healthz must answer throughout."""
     socks = []
     src = iter(SRC * 4)
-    for _ in range(IDLE_HTTP):
-        try:
-            s = socket.create_connection(("127.0.0.1", D.port), 5, (next(src), 0))
-            s.sendall(b"GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
-            socks.append(s)
-        except OSError:
-            pass
-    for _ in range(IDLE_WS_RAW):
-        try:
-            s = socket.create_connection(("127.0.0.1", D.wsport), 5, (next(src), 0))
-            s.sendall(b"GET /ws/sessions/x HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n")
-            socks.append(s)
-        except OSError:
-            pass
+    half = [(D.port, IDLE_HTTP, b"GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "),
+            (D.wsport, IDLE_WS_RAW,
+             b"GET /ws/sessions/x HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n")]
+    for port, count, head in half:
+        for _ in range(count):
+            try:
+                s = socket.create_connection(("127.0.0.1", port), 5, (next(src), 0))
+                s.sendall(head)
+                socks.append(s)
+            except OSError:
+                pass
     with world:
         ids = list(sessions)
         for i in range(IDLE_VIEWERS):
