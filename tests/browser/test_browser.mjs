@@ -141,7 +141,7 @@ try {
   // ---- open the hole: the flow plot rises ------------------------------------------------------
   await until('a settled silo', async () => (await (await fetch(`${base}/api/sessions/${id}`)).json()).t > 2.5, 60000);
   await page.bringToFront();
-  await page.click('#open-hole', { timeout: 60000 });
+  await page.click('#open-hole', { timeout: 60000, noWaitAfter: true });
   const flow = await until('flow > 100 kg/s in the plot', async () => {
     const v = Number(await page.evaluate(() => document.body.dataset.plotLast || 0));
     return v > 100 ? v : null;
@@ -154,7 +154,7 @@ try {
   const slump = await (await fetch(`${base}/api/sessions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"scene":"slump","params":{"quality":0}}' })).json();
   const slumpPage = await context.newPage();
   await slumpPage.goto(`${base}/s/${slump.id}#control=${slump.control_token}`);
-  await slumpPage.click('#actions button', { timeout: 60000 }); // pull the dam
+  await slumpPage.click('#actions button', { timeout: 60000, noWaitAfter: true }); // pull the dam
   const plotted = await until('both slump series', async () => {
     const keys = await slumpPage.evaluate(() => document.body.dataset.plotSeries || '');
     return keys === 'angle,front' ? keys : null;
