@@ -31,6 +31,7 @@ extra_for() {
   case $1 in
   runs_filter) echo "server/store/store_filter.c server/common/api_error.c -Iserver/store -Iserver/common" ;;
   ws_message | rest_body) echo "server/api/api_json.c server/common/api_error.c -Iserver/api -Iserver/common -ljansson" ;;
+  class_body) echo "server/api/api_class.c server/api/api_json.c server/common/api_error.c server/common/utc.c -Iserver/api -Iserver/common -ljansson" ;;
   frame) echo "server/stream/frame.c -Iserver/stream -lzstd" ;;
   esac
 }

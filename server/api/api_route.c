@@ -26,6 +26,13 @@ const api_route api_routes[] = {
     {"GET", "/api/runs/{run}/samples", API_AUTH_NONE, API_H_RUN_SAMPLES},
     {"POST", "/api/runs/{run}/replay", API_AUTH_NONE, API_H_RUN_REPLAY},
     {"POST", "/api/runs/{run}/fork", API_AUTH_NONE, API_H_RUN_FORK},
+    /* classes (issue 17): a private class is shown to its teacher and its groups only */
+    {"POST", "/api/classes", API_AUTH_CLASS_CREATE, API_H_CLASSES_CREATE},
+    {"GET", "/api/classes/{id}", API_AUTH_NONE, API_H_CLASS_GET},
+    {"PATCH", "/api/classes/{id}", API_AUTH_TEACHER, API_H_CLASS_PATCH},
+    {"POST", "/api/classes/{id}/push", API_AUTH_TEACHER, API_H_CLASS_PUSH},
+    {"POST", "/api/classes/{id}/end", API_AUTH_TEACHER, API_H_CLASS_END},
+    {"POST", "/api/join", API_AUTH_NONE, API_H_JOIN},
 };
 const size_t api_route_count = sizeof api_routes / sizeof api_routes[0];
 
@@ -64,6 +71,9 @@ void api_route_match(const char *method, const char *path, api_match *m) {
   } else if (strcmp(path, "/api/runs") == 0 || starts_with(path, "/api/runs/")) {
     m->scope = API_SCOPE_RUNS;
     id = path[strlen("/api/runs")] ? path + strlen("/api/runs/") : NULL;
+  } else if (starts_with(path, "/api/classes/")) {
+    m->scope = API_SCOPE_CLASS;
+    id = path + strlen("/api/classes/");
   } else if (strcmp(path, "/api") == 0 || starts_with(path, "/api/")) {
     m->scope = API_SCOPE_API;
   }

@@ -12,7 +12,9 @@ typedef enum api_auth {
   API_AUTH_NONE = 0,
   API_AUTH_CONTROL,          /* the session's control token */
   API_AUTH_CONTROL_OR_ADMIN, /* the session's control token or the admin token */
-  API_AUTH_ADMIN             /* the admin token */
+  API_AUTH_ADMIN,            /* the admin token */
+  API_AUTH_CLASS_CREATE,     /* the teacher-creation token or the admin token */
+  API_AUTH_TEACHER           /* the class's teacher token or the admin token */
 } api_auth;
 
 /* What answers a route; http.c keeps one function per entry. */
@@ -36,6 +38,12 @@ typedef enum api_handler {
   API_H_RUN_SAMPLES,
   API_H_RUN_REPLAY,
   API_H_RUN_FORK,
+  API_H_CLASSES_CREATE,
+  API_H_CLASS_GET,
+  API_H_CLASS_PATCH,
+  API_H_CLASS_PUSH,
+  API_H_CLASS_END,
+  API_H_JOIN,
   API_H_COUNT
 } api_handler;
 
@@ -56,13 +64,14 @@ typedef enum api_scope {
   API_SCOPE_STATIC = 0, /* not under /api and no route: the client's files (GET and HEAD) */
   API_SCOPE_API,        /* /api and /api/... */
   API_SCOPE_SESSION,    /* /api/sessions/... */
-  API_SCOPE_RUNS        /* /api/runs and /api/runs/... */
+  API_SCOPE_RUNS,       /* /api/runs and /api/runs/... */
+  API_SCOPE_CLASS       /* /api/classes/... */
 } api_scope;
 
 /* status 200: `route` answers; 404: no route has this path; 405: the path's routes are for other
  * methods, listed in `allow` as the Allow header lists them. `id` is the path's first segment
- * after /api/sessions/ or /api/runs/ (empty when none); one longer than fits is cut, and
- * id_truncated set. */
+ * after /api/sessions/, /api/runs/ or /api/classes/ (empty when none); one longer than fits is cut,
+ * and id_truncated set. */
 typedef struct api_match {
   int status;
   const api_route *route;

@@ -26,7 +26,7 @@ typedef struct config {
   char bind[64];
   long http_port, ws_port;
   char data_dir[PATH_MAX], static_dir[PATH_MAX], admin_token_file[PATH_MAX],
-      create_token_file[PATH_MAX];
+      create_token_file[PATH_MAX], teacher_token_file[PATH_MAX];
   long max_sessions, max_grains, max_viewers, worker_memory_mb, worker_threads;
   long ws_public_port; /* what browsers connect to: -1 the ws port, 0 the page's own origin */
   long max_per_client, create_rate, guess_rate, max_connections, per_ip, http_timeout, ws_ping;
@@ -70,6 +70,9 @@ static const setting settings[] = {
     {"create-token-file", "FILE", SET_PATH, 0, 0, "", AT(create_token_file),
      "when set, creating a session (also a replay or fork) needs this token or the admin token "
      "(16+ characters; for public deployments)"},
+    {"teacher-token-file", "FILE", SET_PATH, 0, 0, "", AT(teacher_token_file),
+     "when set, this token (16+ characters) creates classes, as the admin token does; empty: "
+     "only the admin creates classes"},
     {"max-sessions", "N", SET_LONG, 1, 10000, "32", AT(max_sessions), "sessions at once"},
     {"max-sessions-per-client", "N", SET_LONG, 1, 10000, "4", AT(max_per_client),
      "live sessions one IP address may have created (admin: no limit)"},
@@ -297,6 +300,10 @@ int main(int argc, char **argv) {
       read_token(c.create_token_file, "create", srv.create_token, sizeof srv.create_token) != 0) {
     return 2;
   }
+  if (*c.teacher_token_file && read_token(c.teacher_token_file, "teacher", srv.teacher_token,
+                                          sizeof srv.teacher_token) != 0) {
+    return 2;
+  }
   /* who may be talked to: the Host names (by default this machine's own) and, for websockets
    * from browsers, the origins (by default those on an allowed host) */
   static allow_list hosts, origins, proxies;
@@ -364,6 +371,11 @@ int main(int argc, char **argv) {
   }
   srv.store = st;
   srv.reg = sess_registry_new(&limits, worker, st);
+  srv.classes = class_registry_new(srv.reg, st, why_db, sizeof why_db);
+  if (!srv.classes) {
+    fprintf(stderr, "grainlabd: error: %s\n", why_db);
+    return 1;
+  }
 
   struct sockaddr_in ha = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c.http_port)};
   inet_pton(AF_INET, c.bind, &ha.sin_addr);
@@ -399,7 +411,9 @@ int main(int argc, char **argv) {
   __atomic_store_n(&srv.ready, false, __ATOMIC_RELEASE);
   http_stop(&srv);
   ws_stop(ws);
+  class_registry_stop(srv.classes); /* no class ends sessions from here on */
   sess_registry_free(srv.reg);
+  class_registry_free(srv.classes); /* no session is left to read its class's lock */
   ws_free(ws);
   store_close(st);
   iplimit_free(srv.creates);

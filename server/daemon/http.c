@@ -3,6 +3,7 @@
  * typed commands (server/api/api_json.c), bearer tokens, JSON errors, and static files. */
 #define _GNU_SOURCE
 #include "http.h"
+#include "api_class.h"
 #include "api_json.h"
 #include "api_route.h"
 #include "log.h"
@@ -130,16 +131,22 @@ static const char *bearer(struct MHD_Connection *c) {
   return h + 7;
 }
 
-static bool admin_ok(const http_server *srv, const char *token) {
-  const size_t n = strlen(srv->admin_token);
+/* Whether a presented token is a configured one (never when none is configured), in constant
+ * time. */
+static bool token_is(const char *configured, const char *token) {
+  const size_t n = strlen(configured);
   if (n == 0 || !token || strlen(token) != n) {
     return false;
   }
   unsigned char diff = 0;
   for (size_t i = 0; i < n; i++) {
-    diff |= (unsigned char)(srv->admin_token[i] ^ token[i]);
+    diff |= (unsigned char)(configured[i] ^ token[i]);
   }
   return diff == 0;
+}
+
+static bool admin_ok(const http_server *srv, const char *token) {
+  return token_is(srv->admin_token, token);
 }
 
 /* Control (or, where admin_too, admin) token check for a change; false with an error reply. */
@@ -166,8 +173,9 @@ typedef struct http_call {
   const char *method;
   const http_req *rq;
   const api_match *m;
-  session *s;    /* /api/sessions/{id}/...: found, and visible to the caller */
-  long long run; /* /api/runs/{run}/...: its id */
+  session *s;      /* /api/sessions/{id}/...: found, and visible to the caller */
+  long long run;   /* /api/runs/{run}/...: its id */
+  class_role role; /* /api/classes/{id}/...: who the caller is in the class */
 } http_call;
 
 typedef http_reply (*http_handler)(const http_call *k);
@@ -254,12 +262,7 @@ static bool may_create(const http_call *k, char client[IPLIMIT_ADDR], http_reply
     return true;
   }
   if (*srv->create_token) {
-    const size_t n = strlen(srv->create_token);
-    unsigned char diff = t && strlen(t) == n ? 0 : 1;
-    for (size_t i = 0; t && !diff && i < n; i++) {
-      diff |= (unsigned char)(srv->create_token[i] ^ t[i]);
-    }
-    if (diff) {
+    if (!token_is(srv->create_token, t)) {
       *err = error_reply(t ? 403 : 401, t ? "forbidden" : "unauthorized", "",
                          "creating sessions on this server needs \"Authorization: Bearer <create "
                          "token>\" (or the admin token)");
@@ -381,6 +384,14 @@ static http_reply h_metrics(const http_call *k) {
           "# TYPE grainlab_steps_total counter\ngrainlab_steps_total %llu\n",
           t.workers, (unsigned long long)t.steps);
   sess_metrics(srv->reg, f);
+  int classes_open = 0, class_groups = 0;
+  class_totals(srv->classes, &classes_open, &class_groups);
+  fprintf(f,
+          "# HELP grainlab_classes_open Classes not yet ended.\n"
+          "# TYPE grainlab_classes_open gauge\ngrainlab_classes_open %d\n"
+          "# HELP grainlab_class_groups Groups of the open classes.\n"
+          "# TYPE grainlab_class_groups gauge\ngrainlab_class_groups %d\n",
+          classes_open, class_groups);
   fputs("# HELP grainlab_http_responses_total HTTP responses by status.\n"
         "# TYPE grainlab_http_responses_total counter\n",
         f);
@@ -523,10 +534,14 @@ static http_reply static_file(const http_server *srv, const char *url) {
     return error_reply(404, "not_found", "", "no such file");
   }
   /* the client's pages: /s/{id} is a session's (viewer or, with #control=TOKEN, controller) */
-  const char *rel = strcmp(url, "/") == 0          ? "/index.html"
-                    : strncmp(url, "/s/", 3) == 0  ? "/session.html"
-                    : strcmp(url, "/results") == 0 ? "/results.html"
-                                                   : url;
+  /* /class/{id} is a class's (the teacher's with #teacher=TOKEN, else a student's); /join is
+   * where students enter a class code */
+  const char *rel = strcmp(url, "/") == 0             ? "/index.html"
+                    : strncmp(url, "/s/", 3) == 0     ? "/session.html"
+                    : strcmp(url, "/results") == 0    ? "/results.html"
+                    : strncmp(url, "/class/", 7) == 0 ? "/class.html"
+                    : strcmp(url, "/join") == 0       ? "/join.html"
+                                                      : url;
   /* of node_modules only the browser libraries, never the test tools */
   static const char *const libs[] = {"/node_modules/three/", "/node_modules/uplot/",
                                      "/node_modules/fzstd/"};
@@ -634,9 +649,26 @@ static http_reply h_runs_list(const http_call *k) {
     return store_error_reply(&se);
   }
   const store_access a = run_access(k);
-  return store_list_runs(k->srv->store, &filter, &a, &out, &se) == STORE_OK
-             ? json_reply(200, out)
-             : store_error_reply(&se);
+  if (store_list_runs(k->srv->store, &filter, &a, &out, &se) != STORE_OK) {
+    return store_error_reply(&se);
+  }
+  if (!filter.csv) {
+    return json_reply(200, out);
+  }
+  char *text = NULL;
+  size_t len = 0;
+  const int failed = store_runs_csv(out, &text, &len);
+  json_decref(out);
+  if (failed) {
+    return error_reply(500, "store_error", "", "out of memory");
+  }
+  http_reply r = {200, text, "text/csv; charset=utf-8", "", "", len, 0};
+  /* a class id is plain hex (it named a class that exists): nothing else reaches the header */
+  const bool named = filter.has_class && strlen(filter.class_id) == 16 &&
+                     strspn(filter.class_id, "0123456789abcdef") == 16;
+  snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"%s%s.csv\"",
+           named ? "class-" : "runs", named ? filter.class_id : "");
+  return r;
 }
 
 /* /api/runs/{id}?events_after=&events_limit=: the run and one page of its events */
@@ -765,6 +797,113 @@ static http_reply h_backup(const http_call *k) {
                                    (json_int_t)bytes));
 }
 
+/* ---- classes (issue 17) ------------------------------------------------------------------ */
+
+static double unix_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static http_reply class_reply(int status, json_t *j, const api_error *e) {
+  return j ? json_reply(status, j) : api_error_reply(e);
+}
+
+static http_reply h_classes_create(const http_call *k) {
+  http_reply err;
+  json_t *body = parse_object(k->c, k->rq, &err);
+  if (!body) {
+    return err;
+  }
+  api_class_create cmd;
+  api_error e;
+  const int rc = api_read_class_create(body, unix_now(), sess_max_grains(k->srv->reg), &cmd, &e);
+  json_decref(body);
+  if (rc != 0) {
+    return api_error_reply(&e);
+  }
+  json_t *j = NULL;
+  if (!store_refuses(k->srv, &err)) { /* a class nobody could find again after a restart */
+    j = class_create(k->srv->classes, &cmd, &e);
+  }
+  json_decref(cmd.defaults);
+  return j ? json_reply(201, j) : e.status ? api_error_reply(&e) : err;
+}
+
+static http_reply h_class_get(const http_call *k) {
+  api_error e = {0};
+  return class_reply(200, class_get(k->srv->classes, k->m->id, k->role, &e), &e);
+}
+
+static http_reply h_class_patch(const http_call *k) {
+  http_reply err;
+  json_t *body = parse_object(k->c, k->rq, &err);
+  if (!body) {
+    return err;
+  }
+  api_class_patch cmd;
+  api_error e = {0};
+  json_t *j = api_read_class_patch(body, &cmd, &e) == 0
+                  ? class_patch(k->srv->classes, k->m->id, &cmd, &e)
+                  : NULL;
+  json_decref(body);
+  return class_reply(200, j, &e);
+}
+
+static http_reply h_class_push(const http_call *k) {
+  http_reply err;
+  json_t *body = parse_object(k->c, k->rq, &err);
+  if (!body) {
+    return err;
+  }
+  api_class_push cmd;
+  api_error e = {0};
+  /* the parameters' names and the groups point into the body: released after the push */
+  json_t *j = api_read_class_push(body, &cmd, &e) == 0
+                  ? class_push(k->srv->classes, k->m->id, &cmd, &e)
+                  : NULL;
+  json_decref(body);
+  return class_reply(200, j, &e);
+}
+
+static http_reply h_class_end(const http_call *k) {
+  api_error e = {0};
+  return class_reply(200, class_end(k->srv->classes, k->m->id, &e), &e);
+}
+
+/* POST /api/join: codes are guessed by trying, as session ids are: a client that misses too often
+ * is refused, hit or miss alike */
+static http_reply h_join(const http_call *k) {
+  char client[IPLIMIT_ADDR];
+  client_of(k->srv, k->c, client);
+  const int wait = k->srv->guesses ? iplimit_take(k->srv->guesses, client, false) : 0;
+  if (wait > 0) {
+    return too_many("too_many_guesses", wait,
+                    "this client has tried too many class codes that do not exist");
+  }
+  http_reply err;
+  json_t *body = parse_object(k->c, k->rq, &err);
+  if (!body) {
+    return err;
+  }
+  api_join cmd;
+  api_error e = {0};
+  const int rc = api_read_join(body, &cmd, &e);
+  json_decref(body);
+  if (rc != 0) {
+    return api_error_reply(&e);
+  }
+  if (store_refuses(k->srv, &err)) {
+    return err;
+  }
+  bool created = false;
+  json_t *j = class_join(k->srv->classes, &cmd, &created, &e);
+  if (!j && e.status == 404 && k->srv->guesses) {
+    iplimit_charge(k->srv->guesses, client);
+  }
+  return j ? json_reply(created ? 201 : 200, j) : create_refused(&e);
+}
+
 static const http_handler handlers[API_H_COUNT] = {
     [API_H_HEALTHZ] = h_healthz,
     [API_H_READYZ] = h_readyz,
@@ -785,6 +924,12 @@ static const http_handler handlers[API_H_COUNT] = {
     [API_H_RUN_SAMPLES] = h_run_samples,
     [API_H_RUN_REPLAY] = h_run_replay,
     [API_H_RUN_FORK] = h_run_fork,
+    [API_H_CLASSES_CREATE] = h_classes_create,
+    [API_H_CLASS_GET] = h_class_get,
+    [API_H_CLASS_PATCH] = h_class_patch,
+    [API_H_CLASS_PUSH] = h_class_push,
+    [API_H_CLASS_END] = h_class_end,
+    [API_H_JOIN] = h_join,
 };
 
 /* A run id: whole, 1 to 19 digits. */
@@ -820,7 +965,35 @@ static bool route_authorized(const http_call *k, http_reply *err) {
     return true;
   case API_AUTH_CONTROL:
   case API_AUTH_CONTROL_OR_ADMIN:
-    return authorized(k->srv, k->c, k->s, k->m->route->auth == API_AUTH_CONTROL_OR_ADMIN, err);
+    if (!authorized(k->srv, k->c, k->s, k->m->route->auth == API_AUTH_CONTROL_OR_ADMIN, err)) {
+      return false;
+    }
+    /* a class's lock holds its students; the admin (and the teacher's pushes) pass */
+    if (sess_locked(k->s) && !admin_ok(k->srv, bearer(k->c))) {
+      *err = error_reply(409, "locked", "",
+                         "the teacher has locked the class's controls: wait for them to unlock");
+      return false;
+    }
+    return true;
+  case API_AUTH_TEACHER:
+    if (k->role == CLASS_TEACHER) {
+      return true;
+    }
+    *err = bearer(k->c)
+               ? error_reply(403, "forbidden", "", "the token is not this class's teacher's")
+               : error_reply(401, "unauthorized", "",
+                             "this needs \"Authorization: Bearer <teacher token>\"");
+    return false;
+  case API_AUTH_CLASS_CREATE: {
+    const char *t = bearer(k->c);
+    if (admin_ok(k->srv, t) || token_is(k->srv->teacher_token, t)) {
+      return true;
+    }
+    *err = error_reply(t ? 403 : 401, t ? "forbidden" : "unauthorized", "",
+                       "creating a class needs \"Authorization: Bearer <teacher-creation "
+                       "token>\" (teacher-token-file) or the admin token");
+    return false;
+  }
   case API_AUTH_ADMIN:
     break;
   }
@@ -856,7 +1029,7 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
   }
   api_match m;
   api_route_match(method, url, &m);
-  http_call k = {srv, c, method, rq, &m, NULL, 0};
+  http_call k = {srv, c, method, rq, &m, NULL, 0, CLASS_ANYONE};
   if (m.scope == API_SCOPE_SESSION) {
     if (!m.id[0] || m.id_truncated || strlen(m.id) >= 64) {
       return error_reply(404, "not_found", "id", "no such session");
@@ -886,6 +1059,24 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
     }
   } else if (m.scope == API_SCOPE_RUNS && !srv->store) {
     return error_reply(503, "no_store", "", "this server keeps no record");
+  } else if (m.scope == API_SCOPE_CLASS && m.status == 200) {
+    /* a class's routes are told apart by method first (405), then the class is looked up */
+    char client[IPLIMIT_ADDR];
+    client_of(srv, c, client);
+    const int wait = srv->guesses ? iplimit_take(srv->guesses, client, false) : 0;
+    if (wait > 0) {
+      return too_many("too_many_guesses", wait,
+                      "this client has looked up too many classes that do not exist");
+    }
+    api_error e;
+    const char *t = bearer(c);
+    if (!m.id[0] || m.id_truncated ||
+        class_role_of(srv->classes, m.id, t, admin_ok(srv, t), &k.role, &e) != 0) {
+      if (srv->guesses) {
+        iplimit_charge(srv->guesses, client);
+      }
+      return error_reply(404, "no_class", "id", "no class '%.40s'", m.id);
+    }
   }
   http_reply r;
   if (m.status == 405) {

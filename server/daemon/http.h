@@ -3,6 +3,7 @@
 #define GRAINLAB_HTTP_H
 
 #include "allow.h"
+#include "class.h"
 #include "iplimit.h"
 #include "sess.h"
 #include "ws.h"
@@ -13,12 +14,14 @@
 
 typedef struct http_server {
   sess_registry *reg;
+  class_registry *classes;
   const ws_server *ws; /* for its figures in /metrics */
   store *store;        /* the runs behind /api/runs */
   int ws_public_port;  /* told to browsers; 0: the page's own origin (a proxy forwards /ws/) */
   char static_dir[4096];
   char admin_token[129];     /* empty: no admin */
   char create_token[129];    /* empty: anyone may create sessions */
+  char teacher_token[129];   /* creates classes (the admin token does too); empty: none */
   const allow_list *hosts;   /* Host names answered */
   const allow_list *proxies; /* trusted proxies: their X-Forwarded-For names the client */
   iplimit *conns;            /* HTTP connections per address (trusted proxies exempt) */

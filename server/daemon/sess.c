@@ -18,6 +18,10 @@ void sess_registry_set_notify(sess_registry *r, void (*notify)(void *), void *ct
   r->notify_ctx = ctx;
 }
 
+int sess_max_grains(const sess_registry *r) {
+  return r->limits.max_grains;
+}
+
 int sess_max_viewers(const sess_registry *r) {
   return r->limits.max_viewers;
 }
@@ -227,8 +231,8 @@ static bool unlist(sess_registry *r, session *s) {
 
 /* A new session, under a script (taken over, freed on failure) or none. */
 static session *create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
-                       const char *client, script *sc, char token_out[65],
-                       char viewer_token_out[65], sess_error *err) {
+                       const char *client, script *sc, const sess_class_link *link,
+                       char token_out[65], char viewer_token_out[65], sess_error *err) {
   const int grains = grn_world_def_grains(def);
   if (sess__check_count(r, def, err) != 0) {
     sess__free_script(sc);
@@ -251,6 +255,10 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
   s->wc.fd = -1;
   s->wc.cancel_fd = -1;
   s->active = sess__now();
+  if (link) {
+    s->in_class = true;
+    s->link = *link;
+  }
   snprintf(s->label, sizeof s->label, "%s", label ? label : "");
   snprintf(s->client, sizeof s->client, "%s", client ? client : "");
   pthread_mutex_init(&s->wlock, NULL);
@@ -323,7 +331,49 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
 session *sess_create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
                      const char *client, char token_out[65], char viewer_token_out[65],
                      sess_error *err) {
-  return create(r, def, label, private_, client, NULL, token_out, viewer_token_out, err);
+  return create(r, def, label, private_, client, NULL, NULL, token_out, viewer_token_out, err);
+}
+
+session *sess_create_in_class(sess_registry *r, const grn_world_def *def, const char *label,
+                              bool private_, const sess_class_link *link, char token_out[65],
+                              char viewer_token_out[65], sess_error *err) {
+  sess_error e;
+  if (sess__class_allows(link, def, &e) != 0) {
+    *err = e;
+    return NULL;
+  }
+  return create(r, def, label, private_, NULL, NULL, link, token_out, viewer_token_out, err);
+}
+
+int sess__class_allows(const sess_class_link *link, const grn_world_def *def, sess_error *err) {
+  bool allowed = false;
+  for (int i = 0; i < link->nscenes; i++) {
+    allowed = allowed || link->scenes[i] == def->scene;
+  }
+  if (!allowed) {
+    api_fail(err, 409, "scene_not_allowed", "scene", "the class does not use scene '%s'",
+             def->scene->name);
+    return -1;
+  }
+  const int n = grn_world_def_grains(def);
+  if (n > link->grain_budget) {
+    api_fail(err, 409, "over_grain_budget", count_param(def->scene),
+             "%d %s exceed the class's budget of %d per group", n,
+             grn_model_info_of(def->scene->model)->particles, link->grain_budget);
+    return -1;
+  }
+  return 0;
+}
+
+bool sess_locked(const session *s) {
+  return s->in_class && s->link.locked && __atomic_load_n(s->link.locked, __ATOMIC_ACQUIRE);
+}
+
+bool sess_alive(session *s) {
+  pthread_mutex_lock(&s->lock);
+  const bool alive = s->state != SESS_FAILED && s->state != SESS_ENDED && !s->ending;
+  pthread_mutex_unlock(&s->lock);
+  return alive;
 }
 
 session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *fork_params,
@@ -377,7 +427,7 @@ session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *f
     label = name;
   }
   const grn_world_def def = sc->r.def;
-  return create(r, &def, label, private_, client, sc, token_out, viewer_token_out, err);
+  return create(r, &def, label, private_, client, sc, NULL, token_out, viewer_token_out, err);
 }
 
 session *sess_find(sess_registry *r, const char *id) {

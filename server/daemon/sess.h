@@ -48,6 +48,7 @@ sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_e
  * wakes its service thread here. Set once, before the first session. */
 void sess_registry_set_notify(sess_registry *r, void (*notify)(void *), void *ctx);
 int sess_max_viewers(const sess_registry *r);
+int sess_max_grains(const sess_registry *r);
 /* Ends every session (workers stopped, threads joined) and frees the registry. */
 void sess_registry_free(sess_registry *r);
 
@@ -65,6 +66,28 @@ session *sess_create(sess_registry *r, const grn_world_def *def, const char *lab
 session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *fork_params,
                               const char *label, bool private_, const char *client,
                               char token_out[65], char viewer_token_out[65], sess_error *err);
+/* A class's session (issue 17, class.c): its class and group, which its runs record, and the
+ * class's rules: the scenes it may switch to, its grain budget, and the class's lock (an int the
+ * class sets with __atomic builtins and the session only reads; the class outlives it). */
+#define SESS_CLASS_SCENES 32
+typedef struct sess_class_link {
+  char class_id[17];
+  char group[321]; /* 80 characters of UTF-8 at most */
+  int grain_budget;
+  const grn_scene_info *scenes[SESS_CLASS_SCENES];
+  int nscenes;
+  const int *locked;
+} sess_class_link;
+/* sess_create for a class's group: held to the server's limits but to no client's (a class's
+ * groups sit behind one school address), and to the class's rules. */
+session *sess_create_in_class(sess_registry *r, const grn_world_def *def, const char *label,
+                              bool private_, const sess_class_link *link, char token_out[65],
+                              char viewer_token_out[65], sess_error *err);
+/* Whether the session's class has locked its students' controls (false outside a class). */
+bool sess_locked(const session *s);
+/* Whether the session is live (not failed or ended). */
+bool sess_alive(session *s);
+
 /* Look up by id or join code; the result is referenced and must be released. */
 session *sess_find(sess_registry *r, const char *id);
 void sess_release(session *s);
@@ -100,6 +123,9 @@ int sess_set_speed(session *s, double speed, sess_error *err);
  * own. */
 int sess_action(session *s, const api_action *action, sess_error *err);
 int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, sess_error *err);
+/* Brings the session to its end as the `finish` action does (its run closes as "finished"),
+ * saying why (at most 199 bytes) to its viewers. */
+int sess_finish(session *s, const char *why, sess_error *err);
 
 /* Metrics for /metrics. */
 typedef struct sess_totals {

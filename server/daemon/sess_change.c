@@ -127,7 +127,7 @@ static int set_clock(session *s, bool pause, sess_error *err) {
 
 /* finish: the run is recorded as finished and the worker stopped, without waiting for a call in
  * flight (the cancel cuts it short). */
-static int finish(session *s, sess_error *err) {
+int sess_finish(session *s, const char *why, sess_error *err) {
   pthread_mutex_lock(&s->lock);
   if (s->state == SESS_FAILED || s->state == SESS_ENDED || s->ending) {
     api_fail(err, 409, "session_failed", "", "the session has %s already",
@@ -148,7 +148,7 @@ static int finish(session *s, sess_error *err) {
   worker_stop(&s->wc, STOP_GRACE_MS);
   pthread_mutex_lock(&s->lock);
   s->state = SESS_ENDED;
-  snprintf(s->reason, sizeof s->reason, "finished by its controller");
+  snprintf(s->reason, sizeof s->reason, "%s", why);
   sess__dead(s);
   sess__event(s, "session_ended", json_pack("{s:s}", "reason", s->reason));
   sess__disown(s);
@@ -244,7 +244,7 @@ int sess_action(session *s, const api_action *a, sess_error *err) {
     return step(s, &p, err);
   }
   if (p.own == API_ACT_FINISH) {
-    return finish(s, err);
+    return sess_finish(s, "finished by its controller", err);
   }
   if (p.own == API_ACT_PAUSE || p.own == API_ACT_RESUME || p.own == API_ACT_CANCEL) {
     pthread_mutex_lock(&s->lock);
@@ -335,7 +335,8 @@ int sess_queue_action(session *s, const api_action *p, sess_error *err) {
 }
 
 int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, sess_error *err) {
-  if (sess__check_count(r, def, err) != 0) {
+  if (sess__check_count(r, def, err) != 0 ||
+      (s->in_class && sess__class_allows(&s->link, def, err) != 0)) {
     return -1;
   }
   sess__own(s);

@@ -70,8 +70,10 @@ struct session {
   script *script; /* a replay or fork in progress (NULL: none) */
   int stepping;   /* a `step n` in progress: its steps left (0: none) */
   bool step_cancel;
-  double active; /* when a controller last changed something, or a viewer left (s) */
-  double died;   /* when it failed or ended (s) */
+  bool in_class;        /* a class's group's session: link holds its class */
+  sess_class_link link; /* set at creation, never changed */
+  double active;        /* when a controller last changed something, or a viewer left (s) */
+  double died;          /* when it failed or ended (s) */
 };
 struct sess_registry {
   pthread_mutex_t lock;
@@ -121,6 +123,8 @@ int sess__live(const session *s, sess_error *err);
 
 /* sess.c */
 int sess__check_count(const sess_registry *r, const grn_world_def *def, sess_error *err);
+/* A class's rules for a definition (its scenes, its grain budget): 0, or 409 with err. */
+int sess__class_allows(const sess_class_link *link, const grn_world_def *def, sess_error *err);
 /* Under both locks (lock let go while the worker starts). */
 int sess__start_worker(session *s, sess_error *err);
 /* The listed sessions, each referenced: release each, then free the array. */

@@ -84,7 +84,8 @@ void sess__run_started(session *s) {
   s->flow_n = 0;
   if (s->reg->st) {
     store_run_start(s->reg->st, (int64_t)s->run_id, s->id, s->label, &s->def,
-                    grn_world_def_grains(&s->def));
+                    grn_world_def_grains(&s->def), s->in_class ? s->link.class_id : NULL,
+                    s->in_class ? s->link.group : NULL);
   }
   json_t *detail = json_pack("{s:s, s:o, s:I, s:i}", "scene", s->def.scene->name, "params",
                              api_params_json(&s->def), "seed", (json_int_t)s->def.seed, "grains",

@@ -214,6 +214,10 @@ static int handle(ws_server *ws, viewer *v) {
                   "viewers cannot control the session: send {\"type\":\"auth\"} with the "
                   "control token first");
   }
+  if (m.kind == API_MSG_ACTION && !bad && sess_locked(v->s)) {
+    return reject(ws, v, "locked", "",
+                  "the teacher has locked the class's controls: wait for them to unlock");
+  }
   if (bad || sess_queue_action(v->s, &m.action, &err) != 0) {
     return reject(ws, v, err.code, err.field, err.message);
   }

@@ -47,8 +47,9 @@ int store_interrupted(const store *st);
 void store_session(store *st, const char *id, const char *join, const char *label, bool private_,
                    const char *control_token, const char *viewer_token);
 void store_session_end(store *st, const char *id);
+/* class_id and group: the class and group whose session the run is (both NULL: none). */
 void store_run_start(store *st, int64_t run, const char *session_id, const char *label,
-                     const grn_world_def *def, int grains);
+                     const grn_world_def *def, int grains, const char *class_id, const char *group);
 void store_event(store *st, int64_t run, uint64_t steps, double t, const char *kind,
                  const char *detail_json);
 void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_measurements *m);
@@ -60,6 +61,20 @@ void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_me
 /* `results`: name → number (stolen); `reason`: one of STORE_END_REASONS. */
 void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, double t,
                    uint64_t digest, json_t *results);
+/* Classes (issue 17, migration 007). A class row is a JSON object with the keys of
+ * store_class_columns (NULL-terminated): id, code, name (strings), scenes (array), max_groups,
+ * grain_budget (integers), defaults (object), private, locked (booleans), second_join,
+ * spotlight (string or null), teacher_hash (the token's SHA-256, store_token_hash), created_at,
+ * ends_at (Unix seconds), ended_at (Unix seconds or null). store_class records a new class or,
+ * for one already recorded, its second_join, locked, spotlight and ended_at (the rest never
+ * changes); `row` is copied. store_group records a group of a class once. */
+extern const char *const store_class_columns[];
+void store_class(store *st, const json_t *row);
+void store_group(store *st, const char *class_id, const char *name);
+/* Every recorded class as such a row with "groups": [names, in the order they joined], oldest
+ * class first (grainlabd loads them at start). */
+store_status store_load_classes(store *st, json_t **out, store_error *err);
+
 /* For /metrics: records waiting, and how long records waited from queueing to commit. */
 typedef struct store_stats {
   uint64_t queue_length, written, batches;
@@ -81,7 +96,8 @@ store_status store_sync(store *st, int timeout_ms);
 
 /* Who reads the record: the admin reads every run; anyone else the runs of public sessions, and
  * those of each private session whose viewer or control token they present (its SHA-256 is
- * compared with the one store_session kept). */
+ * compared with the one store_session kept), and those of each class whose teacher token they
+ * present. */
 typedef struct store_access {
   bool admin;
   char token_sha256[65]; /* lower-case hex; "" without a token */
@@ -95,7 +111,9 @@ void store_token_hash(const char *token, char out[65]);
  * may not read is STORE_E_NOT_FOUND, as one that does not exist (its id cannot be probed), and
  * STORE_E_UNAVAILABLE while the store cannot write (the record would miss what is queued). */
 /* One page of the runs the filter selects (store_filter.h) and `a` may read, and how many it
- * selects in all: {"runs": [...], "total", "limit", "offset"}. */
+ * selects in all: {"runs": [...], "total", "limit", "offset"}. Each run names its "class" and
+ * "group" (null for a run outside any class). A filter on a class that does not exist, or that is
+ * private and `a` is not its teacher's or the admin's, is STORE_E_NOT_FOUND. */
 store_status store_list_runs(store *st, const store_runs_filter *f, const store_access *a,
                              json_t **out, store_error *err);
 /* One run with its results and one page of its events (store_filter.h): "events" (each with its
@@ -105,6 +123,10 @@ store_status store_get_run(store *st, int64_t id, const store_access *a,
 /* The run's samples as JSON ({"columns": [...], "rows": [[...], ...]}) or CSV text. */
 store_status store_samples(store *st, int64_t id, const store_access *a, bool csv, char **out,
                            size_t *len, store_error *err);
+/* Such a list as CSV text (malloc'd, *len bytes): run, class, group, scene, label, started_at,
+ * ended_at, end_reason, end_t, then a param.NAME column per start parameter and a result.NAME
+ * column per result found in the list (each set sorted by name); empty where a run has none. */
+int store_runs_csv(const json_t *list, char **out, size_t *len);
 /* Whether `a` may read run `id` (replays and forks), and whether its session is private. */
 store_status store_run_access(store *st, int64_t id, const store_access *a, bool *private_,
                               store_error *err);

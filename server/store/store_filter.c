@@ -3,6 +3,7 @@
  * (schema/openapi.yaml); tests/unit/test_store_filter.c walks each refusal. */
 #define _GNU_SOURCE
 #include "store_internal.h"
+#include "utc.h"
 
 #include "api_error.h"
 
@@ -41,17 +42,7 @@ static bool number_arg(const char *s, double *out) {
 
 /* A time bound: Unix seconds or an ISO 8601 UTC time "YYYY-MM-DDTHH:MM:SS[Z]". */
 static bool time_arg(const char *s, double *out) {
-  if (number_arg(s, out)) {
-    return true;
-  }
-  struct tm tm;
-  memset(&tm, 0, sizeof tm);
-  const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-  if (!end || (*end && strcmp(end, "Z") != 0)) {
-    return false;
-  }
-  *out = (double)timegm(&tm);
-  return true;
+  return number_arg(s, out) || utc_parse(s, out);
 }
 
 /* A name that may follow "param." or "result.": letters, digits and '_' only. */
@@ -171,7 +162,7 @@ static bool is_end_reason(const char *s) {
   return false;
 }
 
-/* scene, label, session, end_reason */
+/* scene, label, session, end_reason, class */
 static store_status text_arg(store_runs_filter *f, const char *key, const char *val,
                              store_error *err) {
   if (strlen(val) >= STORE_FILTER_TEXT) {
@@ -203,6 +194,9 @@ static store_status text_arg(store_runs_filter *f, const char *key, const char *
   } else if (strcmp(key, "label") == 0) {
     f->has_label = true;
     dst = f->label;
+  } else if (strcmp(key, "class") == 0) {
+    f->has_class = true;
+    dst = f->class_id;
   } else {
     f->has_session = true;
     dst = f->session;
@@ -298,8 +292,14 @@ store_status store_filter_parse(const store_query_arg *args, size_t n, store_run
     store_status rc = STORE_OK;
     double x = 0;
     if (strcmp(key, "scene") == 0 || strcmp(key, "label") == 0 || strcmp(key, "end_reason") == 0 ||
-        strcmp(key, "session") == 0) {
+        strcmp(key, "session") == 0 || strcmp(key, "class") == 0) {
       rc = text_arg(out, key, val, err);
+    } else if (strcmp(key, "format") == 0) {
+      if (strcmp(val, "json") != 0 && strcmp(val, "csv") != 0) {
+        store__fail(err, STORE_E_BAD_FILTER, "bad_format", key, "format is json or csv");
+        return err->status;
+      }
+      out->csv = strcmp(val, "csv") == 0;
     } else if (strcmp(key, "from") == 0 || strcmp(key, "to") == 0) {
       if (!time_arg(val, &x)) {
         store__fail(err, STORE_E_BAD_FILTER, "bad_time", key,
@@ -325,8 +325,8 @@ store_status store_filter_parse(const store_query_arg *args, size_t n, store_run
       rc = range_arg(out, key, val, err);
     } else {
       store__fail(err, STORE_E_BAD_FILTER, "unknown_field", key,
-                  "unknown query argument '%.60s' (scene, label, session, end_reason, from, to, "
-                  "param.NAME.min/max, result.NAME.min/max, sort, limit, offset)",
+                  "unknown query argument '%.60s' (scene, label, session, end_reason, class, from, "
+                  "to, param.NAME.min/max, result.NAME.min/max, sort, limit, offset, format)",
                   key);
       return err->status;
     }

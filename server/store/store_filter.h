@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #define STORE_FILTER_MAX_ARGS 24   /* query arguments one list request may carry */
-#define STORE_FILTER_TEXT 64       /* scene, label, session, end_reason: 63 bytes at most */
+#define STORE_FILTER_TEXT 64       /* scene, label, session, end_reason, class: 63 bytes at most */
 #define STORE_FILTER_NAME 32       /* a parameter or result name: [a-z0-9_], 1 to 31 bytes */
 #define STORE_PAGE_MAX 500         /* runs one page may hold (limit) */
 #define STORE_EVENTS_PAGE_MAX 1000 /* events one GET /api/runs/{id} holds (events_limit) */
@@ -37,9 +37,9 @@ typedef struct store_range {
 } store_range;
 
 typedef struct store_runs_filter {
-  bool has_scene, has_label, has_session, has_end_reason; /* each an exact match */
+  bool has_scene, has_label, has_session, has_end_reason, has_class; /* each an exact match */
   char scene[STORE_FILTER_TEXT], label[STORE_FILTER_TEXT], session[STORE_FILTER_TEXT],
-      end_reason[STORE_FILTER_TEXT];
+      end_reason[STORE_FILTER_TEXT], class_id[STORE_FILTER_TEXT];
   bool has_from, has_to;
   double from, to; /* started_at ≥ from, < to (Unix seconds) */
   store_range range[STORE_FILTER_MAX_ARGS];
@@ -48,6 +48,7 @@ typedef struct store_runs_filter {
   char sort_name[STORE_FILTER_NAME];
   bool descending; /* ties are broken by id, in the same direction */
   long limit, offset;
+  bool csv; /* format=csv: the page as CSV (store_runs_csv) rather than JSON */
 } store_runs_filter;
 
 /* Everything, newest first, 50 a page. */

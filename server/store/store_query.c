@@ -40,11 +40,13 @@ static void add(sql_buf *b, const char *fragment) {
   b->len += n;
 }
 
-/* Runs r the access may read; its two bindings are the token's hash (NULL without a token, which
- * matches nothing). The admin's access adds no condition. */
+/* Runs r the access may read: a public session's, a private one's with its viewer or control
+ * token, a class's with its teacher token. Its three bindings are the token's hash (NULL without a
+ * token, which matches nothing). The admin's access adds no condition. */
 static const char visible_sql[] =
-    " AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND (s.private = 0 OR "
-    "s.viewer_hash = ? OR s.control_hash = ?))";
+    " AND (EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND (s.private = 0 OR "
+    "s.viewer_hash = ? OR s.control_hash = ?)) OR EXISTS (SELECT 1 FROM classes c WHERE "
+    "c.id = r.class_id AND c.teacher_hash = ?))";
 
 static const char *token_or_null(const store_access *a) {
   return a->token_sha256[0] ? a->token_sha256 : NULL;
@@ -66,16 +68,44 @@ typedef struct binding {
   double real;
 } binding;
 
+/* Whether a class filter names a class the access may not list (a private class's runs are its
+ * teacher's): true with err (STORE_E_NOT_FOUND, as for a class that does not exist, so class ids
+ * cannot be probed) or with a read failure. */
+static bool class_hidden(sqlite3 *db, const char *id, const store_access *a, store_error *err) {
+  sqlite3_stmt *q = NULL;
+  int rc = SQLITE_ERROR;
+  bool visible = false;
+  if (sqlite3_prepare_v2(db, "SELECT private = 0 OR teacher_hash = ? FROM classes WHERE id = ?", -1,
+                         &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(q, 1, token_or_null(a), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 2, id, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(q);
+    visible = rc == SQLITE_ROW && (a->admin || sqlite3_column_int(q, 0) == 1);
+  }
+  sqlite3_finalize(q);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    store__fail(err, STORE_E_IO, "store_error", "", "%s", sqlite3_errmsg(db));
+    return true;
+  }
+  if (!visible) {
+    store__fail(err, STORE_E_NOT_FOUND, "not_found", "class",
+                "no class '%.40s' (a private class's runs need its teacher token)", id);
+    return true;
+  }
+  return false;
+}
+
 store_status store_list_runs(store *st, const store_runs_filter *f, const store_access *a,
                              json_t **out, store_error *err) {
   sql_buf where = {.len = 0}, order = {.len = 0};
-  binding bind[2 + 4 + 2 + 3 * STORE_FILTER_MAX_ARGS];
+  binding bind[3 + 5 + 2 + 3 * STORE_FILTER_MAX_ARGS];
   int nb = 0;
   add(&where, " WHERE 1");
   if (!a->admin) {
     add(&where, visible_sql);
-    bind[nb++] = (binding){B_TEXT, token_or_null(a), 0};
-    bind[nb++] = (binding){B_TEXT, token_or_null(a), 0};
+    for (int k = 0; k < 3; k++) {
+      bind[nb++] = (binding){B_TEXT, token_or_null(a), 0};
+    }
   }
   const struct {
     bool on;
@@ -85,6 +115,7 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
       {f->has_label, " AND r.label = ?", f->label},
       {f->has_session, " AND r.session_id = ?", f->session},
       {f->has_end_reason, " AND r.end_reason = ?", f->end_reason},
+      {f->has_class, " AND r.class_id = ?", f->class_id},
   };
   for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
     if (texts[k].on) {
@@ -139,7 +170,7 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
   add(&sql, "SELECT r.id, r.session_id, r.label, r.scene, r.seed, r.grains, r.engine_version, "
             "r.params, r.started_at, r.ended_at, r.end_reason, r.end_steps, r.end_t, r.digest, "
             "(SELECT json_group_object(name, value) FROM run_results WHERE run_id = r.id), "
-            "r.events_dropped, r.samples_dropped FROM runs r");
+            "r.events_dropped, r.samples_dropped, r.class_id, r.group_name FROM runs r");
   add(&sql, where.text);
   add(&sql, order.text);
   add(&sql, " LIMIT ? OFFSET ?");
@@ -154,6 +185,10 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
     return unavailable(st, err);
   }
   store_reader *rd = store__take_reader(st);
+  if (f->has_class && class_hidden(rd->db, f->class_id, a, err)) {
+    store__give_reader(rd);
+    return err->status;
+  }
   sqlite3_stmt *q = NULL, *c = NULL;
   if (sqlite3_prepare_v2(rd->db, sql.text, -1, &q, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(rd->db, count.text, -1, &c, NULL) != SQLITE_OK) {
@@ -197,7 +232,9 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
                                        "digest",
                                        "results",
                                        "events_dropped",
-                                       "samples_dropped"};
+                                       "samples_dropped",
+                                       "class",
+                                       "group"};
     for (int k = 0; k < (int)(sizeof cols / sizeof cols[0]); k++) {
       if (k == 7 || k == 14) { /* JSON columns */
         const char *text = (const char *)sqlite3_column_text(q, k);
@@ -243,11 +280,14 @@ static store_status run_visible(sqlite3 *db, int64_t id, const store_access *a, 
   bool found = false;
   if (sqlite3_prepare_v2(db,
                          "SELECT s.private, s.private = 0 OR s.viewer_hash = ? OR s.control_hash = "
-                         "? FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?",
+                         "? OR EXISTS (SELECT 1 FROM classes c WHERE c.id = r.class_id AND "
+                         "c.teacher_hash = ?) FROM runs r JOIN sessions s ON s.id = r.session_id "
+                         "WHERE r.id = ?",
                          -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(q, 1, token_or_null(a), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 2, token_or_null(a), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(q, 3, id);
+    for (int k = 1; k <= 3; k++) {
+      sqlite3_bind_text(q, k, token_or_null(a), -1, SQLITE_TRANSIENT);
+    }
+    sqlite3_bind_int64(q, 4, id);
     rc = sqlite3_step(q);
     if (rc == SQLITE_ROW) {
       found = a->admin || sqlite3_column_int(q, 1) == 1;
@@ -294,7 +334,8 @@ store_status store_get_run(store *st, int64_t id, const store_access *a,
   if (sqlite3_prepare_v2(rd->db,
                          "SELECT id, session_id, label, scene, seed, grains, engine_version, "
                          "params, started_at, ended_at, end_reason, end_steps, end_t, digest, "
-                         "events_dropped, samples_dropped, "
+                         "events_dropped, samples_dropped, class_id AS class, group_name AS "
+                         "\"group\", "
                          "(SELECT count(*) FROM samples WHERE run_id = runs.id) AS samples, "
                          "(SELECT count(*) FROM events WHERE run_id = runs.id) AS events_total "
                          "FROM runs WHERE id = ?",
@@ -455,5 +496,168 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
   fclose(f);
   *out = buf;
   *len = size;
+  return STORE_OK;
+}
+
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180); a text that a
+ * spreadsheet would run as a formula gets a leading apostrophe, since labels and group names come
+ * from the network. */
+static void csv_field(FILE *f, const json_t *v) {
+  if (json_is_string(v)) {
+    const char *s = json_string_value(v);
+    const bool formula = s[0] && strchr("=+-@\t\r", s[0]);
+    if (formula || strpbrk(s, ",\"\r\n")) {
+      fputc('"', f);
+      if (formula) {
+        fputc('\'', f);
+      }
+      for (const char *p = s; *p; p++) {
+        if (*p == '"') {
+          fputc('"', f);
+        }
+        fputc(*p, f);
+      }
+      fputc('"', f);
+    } else {
+      fputs(s, f);
+    }
+  } else if (json_is_integer(v)) {
+    fprintf(f, "%lld", (long long)json_integer_value(v));
+  } else if (json_is_real(v)) {
+    fprintf(f, "%.17g", json_real_value(v));
+  }
+}
+
+/* The names of one object member (params or results) over every run, sorted, in `names`. */
+static json_t *union_names(const json_t *runs, const char *member) {
+  json_t *seen = json_object();
+  size_t i;
+  const json_t *run;
+  json_array_foreach(runs, i, run) {
+    const char *name;
+    json_t *v;
+    json_object_foreach(json_object_get(run, member), name, v) {
+      json_object_set_new(seen, name, json_true());
+    }
+  }
+  return seen;
+}
+
+int store_runs_csv(const json_t *list, char **out, size_t *len) {
+  static const char *const fixed[] = {"id",         "class",    "group",      "scene", "label",
+                                      "started_at", "ended_at", "end_reason", "end_t"};
+  const json_t *runs = json_object_get(list, "runs");
+  json_t *params = union_names(runs, "params"), *results = union_names(runs, "results");
+  FILE *f = open_memstream(out, len);
+  if (!f) {
+    json_decref(params);
+    json_decref(results);
+    return -1;
+  }
+  fputs("run", f);
+  for (size_t k = 1; k < sizeof fixed / sizeof fixed[0]; k++) {
+    fprintf(f, ",%s", fixed[k]);
+  }
+  /* json_object_foreach walks in insertion order; the key lists are sorted for stable columns */
+  const json_t *sets[2] = {params, results};
+  const char *const prefix[2] = {"param.", "result."};
+  const char **names[2] = {NULL, NULL};
+  size_t counts[2] = {0, 0};
+  for (int s = 0; s < 2; s++) {
+    names[s] = calloc(json_object_size(sets[s]) + 1, sizeof *names[s]);
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)sets[s], name, v) {
+      if (names[s]) {
+        names[s][counts[s]++] = name;
+      }
+    }
+    qsort(names[s], counts[s], sizeof *names[s], compare_names);
+    for (size_t k = 0; k < counts[s]; k++) {
+      fprintf(f, ",%s%s", prefix[s], names[s][k]);
+    }
+  }
+  fputs("\r\n", f);
+  size_t i;
+  const json_t *run;
+  json_array_foreach(runs, i, run) {
+    for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
+      if (k) {
+        fputc(',', f);
+      }
+      csv_field(f, json_object_get(run, fixed[k]));
+    }
+    const char *const member[2] = {"params", "results"};
+    for (int s = 0; s < 2; s++) {
+      for (size_t k = 0; k < counts[s]; k++) {
+        fputc(',', f);
+        csv_field(f, json_object_get(json_object_get(run, member[s]), names[s][k]));
+      }
+    }
+    fputs("\r\n", f);
+  }
+  const bool failed = !names[0] || !names[1];
+  free(names[0]);
+  free(names[1]);
+  json_decref(params);
+  json_decref(results);
+  if (fclose(f) != 0 || failed) {
+    free(*out);
+    *out = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+store_status store_load_classes(store *st, json_t **out, store_error *err) {
+  if (store_sync(st, 2000) != STORE_OK) {
+    return unavailable(st, err);
+  }
+  store_reader *rd = store__take_reader(st);
+  sqlite3_stmt *q = NULL, *g = NULL;
+  json_t *list = json_array();
+  int rc = SQLITE_ERROR;
+  if (sqlite3_prepare_v2(rd->db,
+                         "SELECT id, code, name, scenes, max_groups, grain_budget, defaults, "
+                         "private, second_join, locked, spotlight, teacher_hash, created_at, "
+                         "ends_at, ended_at FROM classes ORDER BY created_at, id",
+                         -1, &q, NULL) == SQLITE_OK &&
+      sqlite3_prepare_v2(rd->db,
+                         "SELECT name FROM groups WHERE class_id = ? ORDER BY created_at, name", -1,
+                         &g, NULL) == SQLITE_OK) {
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+      json_t *row = row_object(q);
+      for (const char *const *k = (const char *const[]){"scenes", "defaults", NULL}; *k; k++) {
+        json_t *parsed = json_loads(json_string_value(json_object_get(row, *k)), 0, NULL);
+        json_object_set_new(row, *k, parsed ? parsed : json_null());
+      }
+      for (const char *const *k = (const char *const[]){"private", "locked", NULL}; *k; k++) {
+        json_object_set_new(row, *k, json_boolean(json_integer_value(json_object_get(row, *k))));
+      }
+      json_t *groups = json_array();
+      sqlite3_bind_text(g, 1, (const char *)sqlite3_column_text(q, 0), -1, SQLITE_TRANSIENT);
+      while (sqlite3_step(g) == SQLITE_ROW) {
+        json_array_append_new(groups, json_string((const char *)sqlite3_column_text(g, 0)));
+      }
+      sqlite3_reset(g);
+      json_object_set_new(row, "groups", groups);
+      json_array_append_new(list, row);
+    }
+  }
+  if (rc != SQLITE_DONE) {
+    store__fail(err, STORE_E_IO, "store_error", "", "%s", sqlite3_errmsg(rd->db));
+  }
+  sqlite3_finalize(q);
+  sqlite3_finalize(g);
+  store__give_reader(rd);
+  if (rc != SQLITE_DONE) {
+    json_decref(list);
+    return err->status;
+  }
+  *out = list;
   return STORE_OK;
 }

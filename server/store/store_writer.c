@@ -17,7 +17,7 @@
 #define RETRY_MIN_MS 100  /* the first pause after a refused transaction, doubled each time */
 #define RETRY_MAX_MS 2000 /* the longest pause: how long recovery may lag the disk's */
 
-enum { J_SESSION, J_SESSION_END, J_RUN_START, J_EVENT, J_SAMPLE, J_RUN_END, J_SYNC };
+enum { J_SESSION, J_SESSION_END, J_RUN_START, J_EVENT, J_SAMPLE, J_RUN_END, J_CLASS, J_GROUP };
 
 typedef struct store_job job;
 struct store_job {
@@ -195,8 +195,28 @@ static int run_stmt(store *st, sqlite3_stmt *q) {
 }
 
 typedef struct writer_stmts {
-  sqlite3_stmt *session, *session_end, *run, *param, *event, *sample, *run_end, *result;
+  sqlite3_stmt *session, *session_end, *run, *param, *event, *sample, *run_end, *result, *class_,
+      *group;
 } writer_stmts;
+
+/* A JSON value as the column it fills: text, integer (booleans too), real or NULL. */
+static void bind_json(sqlite3_stmt *q, int i, const json_t *v) {
+  if (json_is_string(v)) {
+    sqlite3_bind_text(q, i, json_string_value(v), -1, SQLITE_TRANSIENT);
+  } else if (json_is_boolean(v)) {
+    sqlite3_bind_int(q, i, json_is_true(v));
+  } else if (json_is_integer(v)) {
+    sqlite3_bind_int64(q, i, json_integer_value(v));
+  } else if (json_is_real(v)) {
+    sqlite3_bind_double(q, i, json_real_value(v));
+  } else if (json_is_array(v) || json_is_object(v)) {
+    char *text = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    sqlite3_bind_text(q, i, text ? text : "null", -1, SQLITE_TRANSIENT);
+    free(text);
+  } else {
+    sqlite3_bind_null(q, i);
+  }
+}
 
 /* One record; SQLITE_OK or the transient failure that aborts its transaction. */
 static int write_job(store *st, writer_stmts *w, job *j) {
@@ -230,6 +250,8 @@ static int write_job(store *st, writer_stmts *w, job *j) {
     bind_text(w->run, 7, GRN_ENGINE_VERSION);
     bind_text(w->run, 8, j->c);
     sqlite3_bind_double(w->run, 9, j->at);
+    bind_json(w->run, 10, json_object_get(j->j, "class"));
+    bind_json(w->run, 11, json_object_get(j->j, "group"));
     rc = run_stmt(st, w->run);
     const char *name;
     json_t *v;
@@ -283,6 +305,16 @@ static int write_job(store *st, writer_stmts *w, job *j) {
     }
     return rc;
   }
+  case J_CLASS:
+    for (int k = 0; store_class_columns[k]; k++) {
+      bind_json(w->class_, k + 1, json_object_get(j->j, store_class_columns[k]));
+    }
+    return run_stmt(st, w->class_);
+  case J_GROUP:
+    bind_text(w->group, 1, j->a);
+    bind_text(w->group, 2, j->b);
+    sqlite3_bind_double(w->group, 3, j->at);
+    return run_stmt(st, w->group);
   default:
     return SQLITE_OK;
   }
@@ -325,8 +357,9 @@ static void *writer(void *arg) {
       {&w.session, "INSERT OR IGNORE INTO sessions (id, join_code, label, private, created_at, "
                    "control_hash, viewer_hash) VALUES (?, ?, ?, ?, ?, ?, ?)"},
       {&w.session_end, "UPDATE sessions SET ended_at = ? WHERE id = ?"},
-      {&w.run, "INSERT INTO runs (id, session_id, label, scene, seed, grains, engine_version, "
-               "params, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+      {&w.run,
+       "INSERT INTO runs (id, session_id, label, scene, seed, grains, engine_version, "
+       "params, started_at, class_id, group_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
       {&w.param, "INSERT OR REPLACE INTO run_params (run_id, name, value) VALUES (?, ?, ?)"},
       {&w.event,
        "INSERT INTO events (run_id, steps, t, at, kind, detail) VALUES (?, ?, ?, ?, ?, ?)"},
@@ -336,6 +369,15 @@ static void *writer(void *arg) {
                    "digest = ?, events_dropped = ?, samples_dropped = ? "
                    "WHERE id = ? AND ended_at IS NULL"},
       {&w.result, "INSERT OR REPLACE INTO run_results (run_id, name, value) VALUES (?, ?, ?)"},
+      /* a class row whole, its columns in store_class_columns' order; an update keeps the row
+       * (runs refer to it) */
+      {&w.class_,
+       "INSERT INTO classes (id, code, name, scenes, max_groups, grain_budget, defaults, private, "
+       "second_join, locked, spotlight, teacher_hash, created_at, ends_at, ended_at) VALUES (?, "
+       "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+       "second_join = excluded.second_join, locked = excluded.locked, "
+       "spotlight = excluded.spotlight, ended_at = excluded.ended_at"},
+      {&w.group, "INSERT OR IGNORE INTO groups (class_id, name, created_at) VALUES (?, ?, ?)"},
   };
   for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
     if (sqlite3_prepare_v2(st->w, stmts[i].sql, -1, stmts[i].q, NULL) != SQLITE_OK) {
@@ -485,7 +527,8 @@ void store_session_end(store *st, const char *id) {
 }
 
 void store_run_start(store *st, int64_t run, const char *session_id, const char *label,
-                     const grn_world_def *def, int grains) {
+                     const grn_world_def *def, int grains, const char *class_id,
+                     const char *group) {
   job *j = new_job(J_RUN_START, run);
   if (!j) {
     return;
@@ -497,6 +540,10 @@ void store_run_start(store *st, int64_t run, const char *session_id, const char 
   }
   j->j = json_pack("{s:s, s:I, s:o}", "scene", def->scene->name, "seed", (json_int_t)def->seed,
                    "params", params);
+  if (class_id && group) {
+    json_object_set_new(j->j, "class", json_string(class_id));
+    json_object_set_new(j->j, "group", json_string(group));
+  }
   j->a = dup_or_null(session_id);
   j->b = dup_or_null(label);
   j->c = json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
@@ -577,6 +624,28 @@ void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, d
   j->events_dropped = lost.events_dropped;
   j->samples_dropped = lost.samples_dropped;
   push(st, j);
+}
+
+const char *const store_class_columns[] = {
+    "id",         "code",    "name",        "scenes", "max_groups", "grain_budget",
+    "defaults",   "private", "second_join", "locked", "spotlight",  "teacher_hash",
+    "created_at", "ends_at", "ended_at",    NULL};
+
+void store_class(store *st, const json_t *row) {
+  job *j = new_job(J_CLASS, 0);
+  if (j) {
+    j->j = json_deep_copy(row);
+    push(st, j);
+  }
+}
+
+void store_group(store *st, const char *class_id, const char *name) {
+  job *j = new_job(J_GROUP, 0);
+  if (j) {
+    j->a = dup_or_null(class_id);
+    j->b = dup_or_null(name);
+    push(st, j);
+  }
 }
 
 void store_get_stats(store *st, store_stats *out) {

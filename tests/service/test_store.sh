@@ -324,7 +324,7 @@ echo "$body" | j '[r["grains"] for r in d["runs"]]' | grep -qx '\[300, 300, 100\
   ok "the cluster's runs: 300 bodies, then 100 after the restart" || bad "cluster runs: ${body:0:600}"
 
 # ---- the file: schema version, WAL, STRICT tables, integrity -----------------------------------
-[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 6 ] && ok "schema version 6 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
+[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 7 ] && ok "schema version 7 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
 # samples hold one JSON object of measurements (schema/migrations/004), finite numbers only
 [ "$(sqlite3 "$db" "SELECT count(*) FROM samples WHERE NOT json_valid(measures) OR json_type(measures) != 'object'")" = 0 ] &&
   [ "$(sqlite3 "$db" "SELECT count(*) FROM samples s, json_each(s.measures) j WHERE j.type != 'real'")" = 0 ] &&
@@ -406,7 +406,7 @@ port3=$(sed -n 's/^listening http=\([0-9]*\).*/\1/p' "$tmp/out3")
 curl -s "http://127.0.0.1:$port3/api/runs/7/samples?format=csv" >"$tmp/old_csv"
 kill -TERM "$opid"
 wait "$opid"
-[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 6 ] &&
+[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 7 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT end_reason FROM runs WHERE id = 7')" = stopped ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT measures FROM samples WHERE run_id = 7 ORDER BY steps')" = '{}
 {"angle":0.30000000000000004,"top":25.0,"over_max":-1.4999999999999999e-07,"alive":300.0}' ] &&

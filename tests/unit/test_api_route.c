@@ -42,6 +42,15 @@ static const route_case cases[] = {
     {"GET", "/api/runs/42/samples", 200, API_H_RUN_SAMPLES, "", API_SCOPE_RUNS, "42"},
     {"POST", "/api/runs/42/replay", 200, API_H_RUN_REPLAY, "", API_SCOPE_RUNS, "42"},
     {"POST", "/api/runs/42/fork", 200, API_H_RUN_FORK, "", API_SCOPE_RUNS, "42"},
+    {"POST", "/api/classes", 200, API_H_CLASSES_CREATE, "", API_SCOPE_API, ""},
+    {"GET", "/api/classes/c1", 200, API_H_CLASS_GET, "", API_SCOPE_CLASS, "c1"},
+    {"PATCH", "/api/classes/c1/", 200, API_H_CLASS_PATCH, "", API_SCOPE_CLASS, "c1"},
+    {"POST", "/api/classes/c1/push", 200, API_H_CLASS_PUSH, "", API_SCOPE_CLASS, "c1"},
+    {"POST", "/api/classes/c1/end", 200, API_H_CLASS_END, "", API_SCOPE_CLASS, "c1"},
+    {"GET", "/api/classes/c1/end", 405, NONE, "POST", API_SCOPE_CLASS, "c1"},
+    {"DELETE", "/api/classes/c1", 405, NONE, "GET, PATCH", API_SCOPE_CLASS, "c1"},
+    {"GET", "/api/classes/c1/nope", 404, NONE, "", API_SCOPE_CLASS, "c1"},
+    {"POST", "/api/join", 200, API_H_JOIN, "", API_SCOPE_API, ""},
     /* a join code is a session id too; the id's checks are the registry's */
     {"GET", "/api/sessions/K7Q2", 200, API_H_SESSION_GET, "", API_SCOPE_SESSION, "K7Q2"},
     /* one trailing slash after a parameter is the same resource (as before the table) */

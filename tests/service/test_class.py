@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""Class mode's REST API (issue 17) against a real grainlabd: every bad input of a class's
+creation and of a student's join, each refused with its code and nothing changed; the limits
+(groups, scenes, grain budget, the lock); the teacher's pushes with their report; spotlight; the
+class's runs (JSON and CSV); a private class; the end (by the teacher, and by itself at its end
+time) closing every run as finished; and a restart that keeps every class.
+
+usage: test_class.py path/to/grainlabd"""
+import csv
+import http.client
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+EXE = sys.argv[1]
+MULT = float(os.environ.get("GRAINLAB_TIMEOUT_MULTIPLIER", "1"))
+TMP = tempfile.mkdtemp(prefix="grainlab-class-")
+ADMIN = "admin-" + os.urandom(16).hex()
+TEACHER = "teacher-" + os.urandom(16).hex()
+passed = failed = 0
+
+
+def check(cond, what, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print("ok   " + what + (": " + str(detail) if detail != "" else ""))
+    else:
+        failed += 1
+        print("FAIL " + what + (": " + str(detail)[:600] if detail != "" else ""))
+    return cond
+
+
+class Daemon:
+    def __init__(self):
+        for name, token in (("admin", ADMIN), ("teacher", TEACHER)):
+            with open(os.path.join(TMP, name), "w") as f:
+                f.write(token + "\n")
+        self.err = open(os.path.join(TMP, "err"), "a")
+        self.proc = subprocess.Popen(
+            [EXE, "--http-port", "0", "--ws-port", "0", "--data-dir", os.path.join(TMP, "data"),
+             "--admin-token-file", os.path.join(TMP, "admin"),
+             "--teacher-token-file", os.path.join(TMP, "teacher"),
+             "--max-sessions-per-client", "2", "--create-rate", "100000",
+             "--join-guess-rate", "100000"],
+            stdout=subprocess.PIPE, stderr=self.err, text=True)
+        line = self.proc.stdout.readline()
+        parts = dict(p.split("=") for p in line.split()[1:])
+        self.port = int(parts["http"])
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=60 * MULT)
+
+
+D = None
+
+
+def req(method, path, body=None, token=None, raw=None, ctype="application/json"):
+    conn = http.client.HTTPConnection("127.0.0.1", D.port, timeout=60 * MULT)
+    headers = {}
+    data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+    if data is not None:
+        headers["Content-Type"] = ctype
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    conn.request(method, path, body=data, headers=headers)
+    r = conn.getresponse()
+    text = r.read().decode()
+    conn.close()
+    try:
+        return r.status, json.loads(text)
+    except ValueError:
+        return r.status, text
+
+
+def code_of(reply):
+    return reply.get("error", {}).get("code") if isinstance(reply, dict) else None
+
+
+def refused(what, status, code, method, path, body=None, token=None, **kw):
+    s, r = req(method, path, body, token, **kw)
+    return check(s == status and code_of(r) == code, what, "%d %s" % (s, json.dumps(r)[:300]))
+
+
+def iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def class_body(**over):
+    body = {"name": "Physics 3B", "scenes": ["silo", "pour"], "max_groups": 3,
+            "grain_budget": 20000, "defaults": {"silo": {"quality": 0}, "pour": {"quality": 0}},
+            "ends_at": iso(time.time() + 3600)}
+    body.update(over)
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def main():
+    global D
+    D = Daemon()
+    # ---- creating a class: who may, and every bad input ------------------------------------
+    refused("no token: 401", 401, "unauthorized", "POST", "/api/classes", class_body())
+    refused("a session's create token is not a teacher's: 403", 403, "forbidden", "POST",
+            "/api/classes", class_body(), token="not-the-teacher-token")
+    bad = [
+        ("no name", dict(name=None), 400, "missing_field"),
+        ("an empty name", dict(name=""), 400, "bad_name"),
+        ("a name of 81 characters", dict(name="é" * 81), 400, "bad_name"),
+        ("a name with a control character", dict(name="a\tb"), 400, "bad_name"),
+        ("no scenes", dict(scenes=[]), 400, "wrong_type"),
+        ("an unknown scene", dict(scenes=["silo", "volcano"]), 400, "unknown_scene"),
+        ("a scene twice", dict(scenes=["silo", "silo"]), 400, "duplicate_scene"),
+        ("max_groups 0", dict(max_groups=0), 422, "out_of_range"),
+        ("max_groups 201", dict(max_groups=201), 422, "out_of_range"),
+        ("max_groups 2.5", dict(max_groups=2.5), 400, "wrong_type"),
+        ("grain_budget 0", dict(grain_budget=0), 422, "out_of_range"),
+        ("grain_budget over max-grains", dict(grain_budget=20001), 422, "out_of_range"),
+        ("a budget under a scene's grains", dict(grain_budget=10), 422, "over_grain_budget"),
+        ("ends_at in the past", dict(ends_at=iso(time.time() - 60)), 422, "out_of_range"),
+        ("ends_at 8 days ahead", dict(ends_at=iso(time.time() + 8 * 86400)), 422,
+         "out_of_range"),
+        ("ends_at not a time", dict(ends_at="tomorrow"), 400, "bad_time"),
+        ("ends_at a number", dict(ends_at=time.time() + 60), 400, "bad_time"),
+        ("defaults for a scene the class does not use", dict(defaults={"slump": {"mu": 0.3}}),
+         422, "scene_not_allowed"),
+        ("defaults with an unknown parameter", dict(defaults={"silo": {"bogus": 1}}), 400,
+         "unknown_parameter"),
+        ("defaults out of range", dict(defaults={"silo": {"mu": 9}}), 422, "out_of_range"),
+        ("second_join neither viewer nor controller", dict(second_join="teacher"), 400,
+         "wrong_type"),
+        ("private not a boolean", dict(private="yes"), 400, "wrong_type"),
+    ]
+    for what, over, status, code in bad:
+        refused("create refused, " + what, status, code, "POST", "/api/classes",
+                class_body(**over), TEACHER)
+    b = class_body()
+    b["extra"] = 1
+    refused("create refused, an unknown field", 400, "unknown_field", "POST", "/api/classes", b,
+            TEACHER)
+    refused("create refused, not JSON", 415, "unsupported_media_type", "POST", "/api/classes",
+            raw="name=x", token=TEACHER, ctype="application/x-www-form-urlencoded")
+    # the refusals made nothing: the record has no class and no run
+    s, runs = req("GET", "/api/runs", token=ADMIN)
+    check(s == 200 and runs["total"] == 0, "nothing was created by the refusals", runs["total"])
+
+    s, cls = req("POST", "/api/classes", class_body(), TEACHER)
+    check(s == 201 and len(cls.get("teacher_token", "")) == 64 and len(cls.get("code", "")) == 6
+          and cls["state"] == "open" and cls["groups"] == [],
+          "the teacher-creation token creates a class: token and code", json.dumps(cls)[:200])
+    cid, code, tt = cls["id"], cls["code"], cls["teacher_token"]
+    s, other = req("POST", "/api/classes", class_body(name="Admin's", max_groups=1), ADMIN)
+    check(s == 201, "the admin token creates one too")
+
+    # ---- joining: every bad input --------------------------------------------------------
+    join_bad = [
+        ("a wrong code", {"code": "ZZZZZZ", "group": "g"}, 404, "no_class"),
+        ("a code of another length", {"code": code + "X", "group": "g"}, 404, "no_class"),
+        ("no code", {"group": "g"}, 400, "missing_field"),
+        ("an empty group name", {"code": code, "group": ""}, 400, "bad_group"),
+        ("a group name of 41 characters", {"code": code, "group": "x" * 41}, 400, "bad_group"),
+        ("a group name with a space at its end", {"code": code, "group": "g "}, 400,
+         "bad_group"),
+        ("a group name with a newline", {"code": code, "group": "a\nb"}, 400, "bad_group"),
+        ("a group name that is a number", {"code": code, "group": 7}, 400, "wrong_type"),
+        ("a scene the class does not allow", {"code": code, "group": "g", "scene": "slump"},
+         409, "scene_not_allowed"),
+        ("an unknown scene", {"code": code, "group": "g", "scene": "volcano"}, 400,
+         "unknown_scene"),
+        ("an unknown field", {"code": code, "group": "g", "role": "teacher"}, 400,
+         "unknown_field"),
+    ]
+    for what, body, status, code_word in join_bad:
+        refused("join refused, " + what, status, code_word, "POST", "/api/join", body)
+    s, view = req("GET", "/api/classes/" + cid)
+    check(s == 200 and view["groups"] == [], "the refused joins made no group")
+
+    s, j1 = req("POST", "/api/join", {"code": code, "group": "team 1"})
+    check(s == 201 and j1["role"] == "controller" and len(j1.get("control_token", "")) == 64
+          and j1["session"]["scene"] == "silo" and j1["session"]["params"]["quality"] == 0,
+          "the first student of a group gets a new session (the class's first scene, its "
+          "defaults) and its control token", json.dumps(j1)[:300])
+    s, j1b = req("POST", "/api/join", {"code": code, "group": "team 1"})
+    check(s == 200 and j1b["role"] == "viewer" and "control_token" not in j1b
+          and j1b["session"]["id"] == j1["session"]["id"],
+          "a second student of the group joins its session as a viewer (second_join viewer)")
+    s, _ = req("PATCH", "/api/classes/" + cid, {"second_join": "controller"}, tt)
+    s, j1c = req("POST", "/api/join", {"code": code, "group": "team 1"})
+    check(s == 200 and j1c["role"] == "controller"
+          and j1c.get("control_token") == j1["control_token"],
+          "after the teacher chooses controller, the next one controls it")
+    s, j2 = req("POST", "/api/join", {"code": code, "group": "team 2", "scene": "pour"})
+    check(s == 201 and j2["session"]["scene"] == "pour", "a group may start with another "
+          "allowed scene")
+    s, j3 = req("POST", "/api/join", {"code": code, "group": "team 3"})
+    check(s == 201, "a third group joins")
+    refused("a fourth group is over max_groups: 409", 409, "class_full", "POST", "/api/join",
+            {"code": code, "group": "team 4"})
+    # more groups than max-sessions-per-client from one address: classes are not held to it
+    check(j3["session"]["id"] != j2["session"]["id"], "three sessions from one address (the "
+          "per-client limit is 2 here): a school's one address does not stop a class")
+
+    s, metrics = req("GET", "/metrics")
+    check("grainlab_classes_open 2\n" in metrics and "grainlab_class_groups 3\n" in metrics,
+          "/metrics counts the open classes and their groups",
+          [l for l in metrics.splitlines() if l.startswith("grainlab_class")])
+    # ---- views ---------------------------------------------------------------------------
+    s, pub = req("GET", "/api/classes/" + cid)
+    check(s == 200 and [g["name"] for g in pub["groups"]] == ["team 1", "team 2", "team 3"]
+          and all("control_token" not in g for g in pub["groups"])
+          and "teacher_token" not in pub and "teacher_hash" not in pub,
+          "anyone sees the public class without tokens")
+    s, tv = req("GET", "/api/classes/" + cid, token=tt)
+    check(s == 200 and tv["groups"][0]["control_token"] == j1["control_token"]
+          and tv["groups"][0]["session"]["id"] == j1["session"]["id"],
+          "the teacher's view has every group's session and control token")
+    refused("an unknown class: 404", 404, "no_class", "GET", "/api/classes/0123456789abcdef")
+    refused("PATCH without a token: 401", 401, "unauthorized", "PATCH", "/api/classes/" + cid,
+            {"locked": True})
+    refused("PATCH with a student's token: 403", 403, "forbidden", "PATCH",
+            "/api/classes/" + cid, {"locked": True}, j1["control_token"])
+    refused("PATCH with another class's teacher token: 403", 403, "forbidden", "PATCH",
+            "/api/classes/" + cid, {"locked": True}, other["teacher_token"])
+    refused("PATCH of nothing: 400", 400, "missing_field", "PATCH", "/api/classes/" + cid, {}, tt)
+    refused("PATCH locked not a boolean: 400", 400, "wrong_type", "PATCH", "/api/classes/" + cid,
+            {"locked": "yes"}, tt)
+
+    # ---- lock, push, spotlight -----------------------------------------------------------
+    sess1 = "/api/sessions/" + j1["session"]["id"]
+    s, _ = req("PATCH", "/api/classes/" + cid, {"locked": True}, tt)
+    check(s == 200, "the teacher locks the controls")
+    refused("a student's parameter change while locked: 409", 409, "locked", "PATCH",
+            sess1 + "/params", {"mu": 0.3}, j1["control_token"])
+    refused("a student's action while locked: 409", 409, "locked", "POST", sess1 + "/actions",
+            {"type": "pause"}, j1["control_token"])
+    s, rep = req("POST", "/api/classes/%s/push" % cid, {"params": {"mu": 0.8}}, tt)
+    check(s == 200 and sorted(rep["applied"]) == ["team 1", "team 2", "team 3"]
+          and rep["refused"] == [], "the teacher's push applies to every group while locked",
+          json.dumps(rep))
+    s, one = req("GET", sess1)
+    check(one["params"]["mu"] == 0.8, "the pushed mu is in a group's session")
+    s, rep = req("POST", "/api/classes/%s/push" % cid, {"params": {"mu": 0.6, "hole": 0.5}}, tt)
+    by = {r["group"]: r for r in rep.get("refused", [])}
+    check(s == 200 and sorted(rep["applied"]) == ["team 1", "team 3"]
+          and by.get("team 2", {}).get("code") == "unknown_parameter",
+          "a push is all-or-nothing per group: the pour group refuses the silo's hole",
+          json.dumps(rep))
+    s, two = req("GET", "/api/sessions/" + j2["session"]["id"])
+    check(two["params"]["mu"] == 0.8, "the refusing group kept its mu (nothing applied there)")
+    s, rep = req("POST", "/api/classes/%s/push" % cid,
+                 {"action": {"type": "pause"}, "groups": ["team 1", "nobody"]}, tt)
+    by = {r["group"]: r for r in rep.get("refused", [])}
+    check(s == 200 and rep["applied"] == ["team 1"] and by["nobody"]["code"] == "unknown_group",
+          "a push to named groups reports an unknown one", json.dumps(rep))
+    s, one = req("GET", sess1)
+    check(one["state"] == "paused", "pause pushed to a group pauses it")
+    s, rep = req("POST", "/api/classes/%s/push" % cid, {"action": {"type": "resume"}}, tt)
+    check(s == 200 and rep["refused"] == [] and len(rep["applied"]) == 3, "resume all")
+    refused("push of params and an action at once: 400", 400, "missing_field", "POST",
+            "/api/classes/%s/push" % cid, {"params": {"mu": 1}, "action": {"type": "pause"}}, tt)
+    refused("push of an unknown action: 400", 400, "unknown_action", "POST",
+            "/api/classes/%s/push" % cid, {"action": {"type": "explode"}}, tt)
+    refused("push without the teacher token: 401", 401, "unauthorized", "POST",
+            "/api/classes/%s/push" % cid, {"action": {"type": "pause"}})
+    s, _ = req("PATCH", "/api/classes/" + cid, {"locked": False}, tt)
+    s, r = req("PATCH", sess1 + "/params", {"mu": 0.4}, j1["control_token"])
+    check(s == 200, "unlocked, the student changes a parameter again")
+    refused("a switch to a scene the class does not allow: 409", 409, "scene_not_allowed",
+            "POST", sess1 + "/scene", {"scene": "slump"}, j1["control_token"])
+    refused("spotlight on an unknown group: 422", 422, "unknown_group", "PATCH",
+            "/api/classes/" + cid, {"spotlight": "team 9"}, tt)
+    s, sp = req("PATCH", "/api/classes/" + cid, {"spotlight": "team 2"}, tt)
+    check(s == 200 and sp["spotlight"] == {"group": "team 2", "session": j2["session"]["id"]},
+          "the teacher spotlights a group", sp.get("spotlight"))
+    s, pub = req("GET", "/api/classes/" + cid)
+    check(pub["spotlight"]["group"] == "team 2", "students see the spotlight")
+
+    # ---- the class's runs ------------------------------------------------------------------
+    s, runs = req("GET", "/api/runs?class=" + cid)
+    groups = sorted(r["group"] for r in runs.get("runs", []))
+    check(s == 200 and runs["total"] == 3 and groups == ["team 1", "team 2", "team 3"]
+          and all(r["class"] == cid for r in runs["runs"]),
+          "/api/runs?class= lists the class's runs with their groups", groups)
+    s, text = req("GET", "/api/runs?class=%s&format=csv" % cid)
+    rows = list(csv.reader(io.StringIO(text))) if isinstance(text, str) else []
+    check(s == 200 and rows and rows[0][:3] == ["run", "class", "group"] and "param.mu" in rows[0]
+          and len(rows) == 4, "the class's CSV: a header and a row per run",
+          rows[0] if rows else text)
+    refused("a bad format: 400", 400, "bad_format", "GET", "/api/runs?class=%s&format=xml" % cid)
+    s, none = req("GET", "/api/runs?class=" + other["id"])
+    check(s == 200 and none["total"] == 0, "another class has no runs")
+
+    # ---- a private class -------------------------------------------------------------------
+    s, priv = req("POST", "/api/classes", class_body(name="Private", private=True), TEACHER)
+    pid, pt = priv["id"], priv["teacher_token"]
+    s, pj = req("POST", "/api/join", {"code": priv["code"], "group": "p1"})
+    check(s == 201 and len(pj.get("viewer_token", "")) == 64 and pj["session"]["private"],
+          "a private class's group gets a private session and its viewer token")
+    refused("a private class hides from anyone: 403", 403, "private", "GET", "/api/classes/" + pid)
+    s, _ = req("GET", "/api/classes/" + pid, token=pj["viewer_token"])
+    check(s == 200, "a member's token shows the private class")
+    refused("a private class's runs need the teacher token: 404", 404, "not_found", "GET",
+            "/api/runs?class=" + pid)
+    refused("a member's token is not the teacher's for the runs list: 404", 404, "not_found",
+            "GET", "/api/runs?class=" + pid, token="0" * 64)
+    s, pr = req("GET", "/api/runs?class=" + pid, token=pt)
+    check(s == 200 and pr["total"] == 1, "the teacher token lists the private class's runs")
+    s, _ = req("GET", "/api/runs/%d" % pr["runs"][0]["id"], token=pt)
+    check(s == 200, "and reads each of them")
+
+    # ---- the end -----------------------------------------------------------------------------
+    s, ended = req("POST", "/api/classes/%s/end" % cid, token=tt)
+    check(s == 200 and ended["state"] == "ended" and ended["ended_at"]
+          and all(g["session"] is None for g in ended["groups"]),
+          "the teacher ends the class: every group's session ends", json.dumps(ended)[:300])
+    s, one = req("GET", sess1)
+    check(s == 404 or one.get("state") == "ended", "a group's session has ended",
+          one.get("state") if isinstance(one, dict) else s)
+    s, runs = req("GET", "/api/runs?class=" + cid)
+    reasons = sorted(r["end_reason"] or "open" for r in runs["runs"])
+    check(reasons == ["finished"] * 3, "every run of the class closed as finished", reasons)
+    refused("a join after the end: 409", 409, "class_ended", "POST", "/api/join",
+            {"code": code, "group": "late"})
+    refused("a push after the end: 409", 409, "class_ended", "POST",
+            "/api/classes/%s/push" % cid, {"action": {"type": "pause"}}, tt)
+    refused("a second end: 409", 409, "class_ended", "POST", "/api/classes/%s/end" % cid,
+            token=tt)
+    refused("a PATCH after the end: 409", 409, "class_ended", "PATCH", "/api/classes/" + cid,
+            {"locked": True}, tt)
+
+    # ---- the end time ------------------------------------------------------------------------
+    s, soon = req("POST", "/api/classes", class_body(name="Short", ends_at=iso(time.time() + 4)),
+                  TEACHER)
+    s, sj = req("POST", "/api/join", {"code": soon["code"], "group": "quick"})
+    check(s == 201, "a student joins a class that ends in 4 s")
+    deadline = time.time() + 30 * MULT
+    state = None
+    while time.time() < deadline:
+        s, v = req("GET", "/api/classes/" + soon["id"])
+        state = v.get("state")
+        if state == "ended":
+            break
+        time.sleep(0.5)
+    check(state == "ended", "the class ended by itself at its end time")
+    s, sr = req("GET", "/api/runs?class=" + soon["id"])
+    check([r["end_reason"] for r in sr["runs"]] == ["finished"],
+          "its run closed as finished", [r["end_reason"] for r in sr["runs"]])
+
+    # ---- a restart keeps every class -----------------------------------------------------
+    D.stop()
+    D = Daemon()
+    s, again = req("GET", "/api/classes/" + cid, token=tt)
+    check(s == 200 and again["state"] == "ended" and again["code"] == code
+          and [g["name"] for g in again["groups"]] == ["team 1", "team 2", "team 3"]
+          and again["second_join"] == "controller",
+          "after a restart the ended class is there with its groups and settings")
+    s, runs = req("GET", "/api/runs?class=" + cid)
+    check(s == 200 and runs["total"] == 3, "and its results stay queryable")
+    s, v = req("GET", "/api/classes/" + pid, token=pt)
+    check(s == 200 and v["state"] == "open" and v["groups"][0]["session"] is None,
+          "an open class survives the restart; its group's session did not")
+    s, back = req("POST", "/api/join", {"code": priv["code"], "group": "p1"})
+    check(s == 201 and back["session"]["id"] != pj["session"]["id"],
+          "the group rejoins with a new session")
+    s, pr = req("GET", "/api/runs?class=" + pid, token=pt)
+    check(pr["total"] == 2 and sorted(r["end_reason"] or "open" for r in pr["runs"])
+          == ["open", "stopped"], "the old run closed as stopped, the new one runs",
+          [r["end_reason"] for r in pr["runs"]])
+    D.stop()
+    print("%d passed, %d failed" % (passed, failed))
+    if failed:
+        print("---- the daemon's stderr (last 40 lines) ----")
+        print("".join(open(os.path.join(TMP, "err")).readlines()[-40:]))
+    sys.exit(1 if failed else 0)
+
+
+try:
+    main()
+finally:
+    if D and D.proc.poll() is None:
+        D.proc.kill()
+    subprocess.run(["rm", "-rf", TMP])
