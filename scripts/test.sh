@@ -45,7 +45,7 @@ service() { # BUILD-DIR ENV-COMMAND...
     "$@" bash tests/service/test_stream.sh "$d" build/ws_probe &&
     "$@" bash tests/service/test_store.sh "$d" build/grainlab build/ws_probe &&
     "$@" bash tests/service/test_privacy.sh "$d" &&
-    "$@" GRAINLAB_TIMEOUT_MULTIPLIER=6 python3 tests/service/test_class.py "$d" &&
+    "$@" GRAINLAB_TIMEOUT_MULTIPLIER=6 python3 tests/service/test_class.py "$d" build/ws_probe &&
     { "$@" bash tests/service/test_disk.sh "$d" || [ $? = 77 ]; } &&
     "$@" GRAINLAB_TIMEOUT_MULTIPLIER=6 bash tests/service/test_limits.sh "$d" build/ws_probe
 }

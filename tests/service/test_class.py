@@ -5,7 +5,7 @@ creation and of a student's join, each refused with its code and nothing changed
 class's runs (JSON and CSV); a private class; the end (by the teacher, and by itself at its end
 time) closing every run as finished; and a restart that keeps every class.
 
-usage: test_class.py path/to/grainlabd"""
+usage: test_class.py path/to/grainlabd path/to/ws_probe"""
 import csv
 import http.client
 import io
@@ -18,6 +18,7 @@ import tempfile
 import time
 
 EXE = sys.argv[1]
+PROBE = sys.argv[2]
 MULT = float(os.environ.get("GRAINLAB_TIMEOUT_MULTIPLIER", "1"))
 TMP = tempfile.mkdtemp(prefix="grainlab-class-")
 ADMIN = "admin-" + os.urandom(16).hex()
@@ -52,6 +53,7 @@ class Daemon:
         line = self.proc.stdout.readline()
         parts = dict(p.split("=") for p in line.split()[1:])
         self.port = int(parts["http"])
+        self.wsport = int(parts["ws"])
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -237,6 +239,14 @@ def main():
             sess1 + "/params", {"mu": 0.3}, j1["control_token"])
     refused("a student's action while locked: 409", 409, "locked", "POST", sess1 + "/actions",
             {"type": "pause"}, j1["control_token"])
+    probe = subprocess.run(
+        [PROBE, "--port", str(D.wsport), "--session", j1["session"]["id"], "--seconds", "2",
+         "--send", json.dumps({"type": "auth", "token": j1["control_token"]}),
+         "--send", json.dumps({"type": "action", "action": {"type": "open_hole"}})],
+        capture_output=True, text=True, timeout=60 * MULT)
+    seen = json.loads(probe.stdout or "{}")
+    check("locked" in seen.get("errors", []), "a student's websocket action while locked is "
+          "refused (error locked)", seen.get("errors"))
     s, rep = req("POST", "/api/classes/%s/push" % cid, {"params": {"mu": 0.8}}, tt)
     check(s == 200 and sorted(rep["applied"]) == ["team 1", "team 2", "team 3"]
           and rep["refused"] == [], "the teacher's push applies to every group while locked",
