@@ -118,7 +118,7 @@ static void free_class(klass *c) {
 static int add_class(class_registry *cr, klass *c) {
   if (cr->n == cr->cap) {
     const int cap = cr->cap ? 2 * cr->cap : 16;
-    klass **l = realloc(cr->list, sizeof *l * (size_t)cap);
+    klass **l = realloc(cr->list, sizeof(klass *) * (size_t)cap);
     if (!l) {
       return -1;
     }
@@ -625,7 +625,9 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
     snprintf(link.class_id, sizeof link.class_id, "%s", c->id);
     snprintf(link.group, sizeof link.group, "%s", cmd->group);
     link.grain_budget = c->grain_budget;
-    memcpy(link.scenes, c->scenes, sizeof link.scenes[0] * (size_t)c->nscenes);
+    for (int i = 0; i < c->nscenes; i++) {
+      link.scenes[i] = c->scenes[i];
+    }
     link.nscenes = c->nscenes;
     link.locked = &c->locked;
     label_of(c, cmd->group, label);

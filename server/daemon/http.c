@@ -535,12 +535,13 @@ static http_reply static_file(const http_server *srv, const char *url) {
   }
   /* the client's pages: /s/{id} is a session's (viewer or, with #control=TOKEN, controller) */
   /* /class/{id} is a class's (the teacher's with #teacher=TOKEN, else a student's); /join is
-   * where students enter a class code */
+   * where students enter a class code, /teach where a teacher starts a class */
   const char *rel = strcmp(url, "/") == 0             ? "/index.html"
                     : strncmp(url, "/s/", 3) == 0     ? "/session.html"
                     : strcmp(url, "/results") == 0    ? "/results.html"
                     : strncmp(url, "/class/", 7) == 0 ? "/class.html"
                     : strcmp(url, "/join") == 0       ? "/join.html"
+                    : strcmp(url, "/teach") == 0      ? "/teach.html"
                                                       : url;
   /* of node_modules only the browser libraries, never the test tools */
   static const char *const libs[] = {"/node_modules/three/", "/node_modules/uplot/",
