@@ -223,7 +223,13 @@ static int copy_class(const klass *c, class_copy *out) {
     return -1;
   }
   memcpy(out->groups, c->groups, sizeof *out->groups * (size_t)c->ngroups);
-  out->c.defaults = json_incref(c->defaults);
+  /* a copy of its own: a jansson value's count is not safe to share between threads (its
+   * increment reads it plainly), so the class's own is touched under the registry lock only */
+  out->c.defaults = json_deep_copy(c->defaults);
+  if (!out->c.defaults) {
+    free(out->groups);
+    return -1;
+  }
   return 0;
 }
 
@@ -326,7 +332,12 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   c->nscenes = cmd->nscenes;
   c->max_groups = cmd->max_groups;
   c->grain_budget = cmd->grain_budget;
-  c->defaults = json_incref(cmd->defaults);
+  c->defaults = json_deep_copy(cmd->defaults); /* the request's own is released by its thread */
+  if (!c->defaults) {
+    free_class(c);
+    api_fail(err, 503, "out_of_memory", "", "out of memory");
+    return NULL;
+  }
   c->private_ = cmd->private_;
   c->second_controller = cmd->second_controller;
   c->created_at = now_unix();
@@ -619,8 +630,12 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
   sess_class_link link;
   memset(&link, 0, sizeof link);
   char label[64];
-  json_t *defaults = json_incref(c->defaults);
+  json_t *defaults = json_deep_copy(c->defaults); /* see copy_class */
   const bool private_ = c->private_, second_controller = c->second_controller;
+  if (rc == 0 && !defaults) {
+    api_fail(err, 503, "out_of_memory", "", "out of memory");
+    rc = -1;
+  }
   if (rc == 0) {
     snprintf(link.class_id, sizeof link.class_id, "%s", c->id);
     snprintf(link.group, sizeof link.group, "%s", cmd->group);

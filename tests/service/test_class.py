@@ -390,6 +390,10 @@ def main():
 
 try:
     main()
+except Exception:
+    print("---- the daemon's stderr (last 60 lines) ----")
+    print("".join(open(os.path.join(TMP, "err")).readlines()[-60:]))
+    raise
 finally:
     if D and D.proc.poll() is None:
         D.proc.kill()
