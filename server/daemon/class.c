@@ -222,7 +222,9 @@ static int copy_class(const klass *c, class_copy *out) {
   if (!out->groups) {
     return -1;
   }
-  memcpy(out->groups, c->groups, sizeof *out->groups * (size_t)c->ngroups);
+  if (c->ngroups > 0) {
+    memcpy(out->groups, c->groups, sizeof *out->groups * (size_t)c->ngroups);
+  }
   /* a copy of its own: a jansson value's count is not safe to share between threads (its
    * increment reads it plainly), so the class's own is touched under the registry lock only */
   out->c.defaults = json_deep_copy(c->defaults);
