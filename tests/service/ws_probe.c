@@ -47,6 +47,7 @@ typedef struct viewer {
   int nsamples;
   uint64_t measurements;
   uint64_t rate_from, rate_to; /* frames when viewer 0's rate was answered, and 4 s later */
+  bool rate_sent;              /* --rate: this viewer has asked for it */
 } viewer;
 
 typedef struct probe {
@@ -75,6 +76,7 @@ typedef struct probe {
   uint64_t measurements, measure_keys_missing;
   json_t *events, *errors, *hello;
   char role[32];
+  int rate_all;   /* --rate: every viewer asks for this many frames a second first */
   int rate_fps;   /* the rate the server answered viewer 0 (0: none) */
   double rate_at; /* when (since start) */
   bool rate_done; /* RATE_WINDOW has passed since */
@@ -462,7 +464,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
   switch (reason) {
   case LWS_CALLBACK_CLIENT_ESTABLISHED:
     v->connected = true;
-    if (v->index == 0 && P.nsend > 0) {
+    if ((v->index == 0 && P.nsend > 0) || P.rate_all) {
       lws_callback_on_writable(wsi);
     }
     return 0;
@@ -496,6 +498,19 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     return 0;
   }
   case LWS_CALLBACK_CLIENT_WRITEABLE: {
+    if (P.rate_all && !v->rate_sent) {
+      uint8_t rate[LWS_PRE + 64];
+      const int n =
+          snprintf((char *)rate + LWS_PRE, 64, "{\"type\":\"rate\",\"fps\":%d}", P.rate_all);
+      v->rate_sent = true;
+      if (lws_write(wsi, rate + LWS_PRE, (size_t)n, LWS_WRITE_TEXT) < 0) {
+        return -1;
+      }
+      if (v->index == 0 && P.nsend > 0) {
+        lws_callback_on_writable(wsi);
+      }
+      return 0;
+    }
     if (v->index != 0 || P.sent >= P.nsend) {
       return 0;
     }
@@ -552,6 +567,7 @@ static int usage(void) {
   fprintf(stderr,
           "usage: ws_probe --port P --session ID [--viewers K] [--seconds S] [--frames N]\n"
           "       [--send TEXT|binary:|big:N]... [--send-after S] [--stall-at S --stall-for S]\n"
+          "       [--rate FPS (every viewer asks for it first)]\n"
           "       [--verify] [--decode-all] [--path PATH] [--origin HOST] [--host HOST]\n");
   return 2;
 }
@@ -597,6 +613,8 @@ int main(int argc, char **argv) {
       P.host = val;
     } else if (strcmp(a, "--dump") == 0) {
       P.dump = val;
+    } else if (strcmp(a, "--rate") == 0) {
+      P.rate_all = atoi(val);
     } else if (strcmp(a, "--stall-for") == 0) {
       P.stall_for = atof(val);
     } else {
