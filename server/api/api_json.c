@@ -514,9 +514,25 @@ int api_read_client_message(const char *text, size_t len, api_client_message *ou
     } else {
       rc = api_read_action(action, &out->action, err);
     }
+  } else if (strcmp(type, "rate") == 0) {
+    static const char *const keys[] = {"type", "fps", NULL};
+    out->kind = API_MSG_RATE;
+    const json_t *fps = json_object_get(m, "fps");
+    if (api_only_keys(m, keys, err) != 0) {
+      snprintf(err->message, sizeof err->message, "rate takes only \"fps\"");
+      rc = -1;
+    } else if (!json_is_integer(fps) || json_integer_value(fps) < API_RATE_MIN ||
+               json_integer_value(fps) > API_RATE_MAX) {
+      /* 2.5 or "5" is refused rather than rounded: nothing is clamped */
+      api_fail(err, 400, "bad_rate", "fps", "\"fps\" must be an integer from %d to %d",
+               API_RATE_MIN, API_RATE_MAX);
+      rc = -1;
+    } else {
+      out->fps = (int)json_integer_value(fps);
+    }
   } else {
     out->kind = API_MSG_UNKNOWN;
-    api_fail(err, 400, "unknown_type", "type", "known types: auth, action");
+    api_fail(err, 400, "unknown_type", "type", "known types: auth, action, rate");
     rc = -1;
   }
   json_decref(m);

@@ -189,10 +189,15 @@ typedef enum api_msg_kind {
   API_MSG_NONE = 0,
   API_MSG_AUTH,
   API_MSG_ACTION,
+  API_MSG_RATE,   /* frames per second this connection wants at most */
   API_MSG_UNKNOWN /* a "type" the server does not take */
 } api_msg_kind;
 
 #define API_TOKEN_MAX 64 /* bytes of a session token (sess.c makes them) */
+/* A rate's range, frames per second: a tile of a class dashboard wants a few, and the stream
+ * itself brings at most one frame per step of the pacing (60 a second at real time). */
+#define API_RATE_MIN 1
+#define API_RATE_MAX 60
 
 /* One client message read and checked, without any session: whether the sender may do it is the
  * caller's to decide (ws.c). `kind` is set as soon as the type is known, also on a refusal, so
@@ -204,11 +209,13 @@ typedef struct api_client_message {
   bool has_token;
   char token[API_TOKEN_MAX + 1];
   api_action action; /* action: read against the catalogue (api_read_action) */
+  int fps;           /* rate: API_RATE_MIN..API_RATE_MAX */
 } api_client_message;
 
-/* {"type":"auth","token":...} or {"type":"action","action":{...}} from len bytes of text (not
- * NUL-terminated). 0, or −1 with err: 400 bad_message (not a JSON object with a "type" string, or
- * an action that is no object), unknown_type, unknown_field, or api_read_action's refusals. */
+/* {"type":"auth","token":...}, {"type":"action","action":{...}} or {"type":"rate","fps":N} from
+ * len bytes of text (not NUL-terminated). 0, or −1 with err: 400 bad_message (not a JSON object
+ * with a "type" string, or an action that is no object), unknown_type, unknown_field, bad_rate
+ * (fps missing, not an integer, or out of range), or api_read_action's refusals. */
 int api_read_client_message(const char *text, size_t len, api_client_message *out, api_error *err);
 
 #endif

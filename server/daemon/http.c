@@ -352,6 +352,8 @@ static http_reply h_metrics(const http_call *k) {
       "# TYPE grainlab_ws_frames_sent_total counter\ngrainlab_ws_frames_sent_total %llu\n"
       "# HELP grainlab_ws_frames_skipped_total Frames a slow viewer skipped for a newer one.\n"
       "# TYPE grainlab_ws_frames_skipped_total counter\ngrainlab_ws_frames_skipped_total %llu\n"
+      "# HELP grainlab_ws_frames_held_total Frames a viewer did not get for the rate it asked.\n"
+      "# TYPE grainlab_ws_frames_held_total counter\ngrainlab_ws_frames_held_total %llu\n"
       "# HELP grainlab_ws_texts_sent_total Text messages sent to viewers.\n"
       "# TYPE grainlab_ws_texts_sent_total counter\ngrainlab_ws_texts_sent_total %llu\n"
       "# HELP grainlab_ws_texts_skipped_total Text messages a stalled viewer lost.\n"
@@ -366,8 +368,9 @@ static http_reply h_metrics(const http_call *k) {
       (unsigned long long)__atomic_load_n(&srv->requests, __ATOMIC_RELAXED), t.viewers,
       (unsigned long long)w.connections, (unsigned long long)w.refused,
       (unsigned long long)w.frames_sent, (unsigned long long)w.frames_skipped,
-      (unsigned long long)w.texts_sent, (unsigned long long)w.texts_skipped,
-      (unsigned long long)w.bytes_sent, (unsigned long long)w.messages_rejected);
+      (unsigned long long)w.frames_held, (unsigned long long)w.texts_sent,
+      (unsigned long long)w.texts_skipped, (unsigned long long)w.bytes_sent,
+      (unsigned long long)w.messages_rejected);
   if (n < 0) {
     return error_reply(500, "out_of_memory", "", "out of memory");
   }

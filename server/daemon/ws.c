@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 _Static_assert(LWS_PRE <= CHAN_HEADROOM, "a blob's headroom must hold the websocket header");
 
@@ -35,6 +36,10 @@ typedef struct viewer {
   bool counted;
   chan_blob *own[OWN_MAX]; /* replies to this connection alone, before the stream */
   int own_n, bad;
+  /* a rate ({"type":"rate"}): at most fps frames a second, the next not before due_us
+   * (CLOCK_MONOTONIC); timer_us: when the lws timer armed for a held frame fires (0: none) */
+  int fps;
+  uint64_t due_us, timer_us;
   size_t rx_len;
   uint8_t rx[RX_MAX];
 } viewer;
@@ -57,6 +62,12 @@ struct ws_server {
 
 static void count(uint64_t *c, uint64_t n) {
   __atomic_add_fetch(c, n, __ATOMIC_RELAXED);
+}
+
+static uint64_t mono_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* A handshake header, or NULL when the request has none. */
@@ -209,6 +220,12 @@ static int handle(ws_server *ws, viewer *v) {
     return reject(ws, v, "unauthenticated", "type",
                   "this session is private: send {\"type\":\"auth\"} with its viewer token first");
   }
+  if (m.kind == API_MSG_RATE && !bad) {
+    v->fps = m.fps;
+    v->due_us = 0; /* the newest frame may go at once; the new rate counts from it */
+    reply(v, json_pack("{s:s, s:i}", "type", "rate", "fps", m.fps));
+    return 0;
+  }
   if (m.kind == API_MSG_ACTION && !v->controller) {
     return reject(ws, v, "forbidden", "",
                   "viewers cannot control the session: send {\"type\":\"auth\"} with the "
@@ -238,9 +255,25 @@ static int on_writeable(ws_server *ws, viewer *v) {
   } else if (v->joined) {
     bool closed = false;
     const uint64_t skipped = v->cur.skipped_frames, tskipped = v->cur.skipped_texts;
+    const uint64_t now = v->fps ? mono_us() : 0;
+    v->cur.hold_frames = now < v->due_us;
     b = chan_next(sess_chan(v->s), &v->cur, &closed);
-    count(&ws->stats.frames_skipped, v->cur.skipped_frames - skipped);
+    /* a rated viewer's gaps are its rate's doing, not slowness */
+    count(v->fps ? &ws->stats.frames_held : &ws->stats.frames_skipped,
+          v->cur.skipped_frames - skipped);
     count(&ws->stats.texts_skipped, v->cur.skipped_texts - tskipped);
+    if (v->cur.shown && v->fps) {
+      /* due times keep to the rate's grid, so N a second on average however late each frame
+       * went; one later than a whole period (a paused stream) starts the grid again */
+      const uint64_t period = 1000000u / (uint64_t)v->fps;
+      v->due_us = v->due_us + period > now ? v->due_us + period : now + period;
+    }
+    if (v->cur.held && (!v->timer_us || v->timer_us > v->due_us)) {
+      /* the next frame is published 1/60 s from now, which wakes every viewer anyway; the timer
+       * is for a stream that has stopped (a paused session), whose last frame must still come */
+      lws_set_timer_usecs(v->wsi, (lws_usec_t)(v->due_us - now));
+      v->timer_us = v->due_us;
+    }
     if (!b && closed) {
       static const char why[] = "the session ended";
       lws_close_reason(v->wsi, LWS_CLOSE_STATUS_GOINGAWAY, (unsigned char *)why, sizeof why - 1);
@@ -271,6 +304,10 @@ static void forget(ws_server *ws, viewer *v) {
   }
   if (v->joined) {
     chan_leave(sess_chan(v->s));
+  }
+  if (v->timer_us) {
+    lws_set_timer_usecs(v->wsi, LWS_SET_TIMER_USEC_CANCEL);
+    v->timer_us = 0;
   }
   for (int i = 0; i < v->own_n; i++) {
     chan_blob_unref(v->own[i]);
@@ -357,6 +394,13 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
   }
   case LWS_CALLBACK_SERVER_WRITEABLE:
     return on_writeable(ws, v);
+  case LWS_CALLBACK_TIMER:
+    /* a rated viewer's held frame is due */
+    if (v && v->wsi) {
+      v->timer_us = 0;
+      lws_callback_on_writable(wsi);
+    }
+    return 0;
   case LWS_CALLBACK_RECEIVE: {
     if (!v->in_msg) {
       v->in_msg = true;

@@ -10,9 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* frames_skipped: a slow viewer's, for a newer frame; frames_held: a rated viewer's (a client
+ * that asked for fewer frames a second), which cost nothing but the count. */
 typedef struct ws_stats {
   uint64_t connections, refused, frames_sent, texts_sent, bytes_sent, frames_skipped, texts_skipped,
-      messages_rejected;
+      messages_rejected, frames_held;
 } ws_stats;
 
 typedef struct ws_server ws_server;

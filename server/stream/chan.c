@@ -179,7 +179,10 @@ void chan_leave(chan *c) {
 chan_blob *chan_next(chan *c, chan_cursor *cur, bool *closed) {
   chan_blob *b = NULL;
   *closed = false;
+  cur->held = cur->shown = false;
   pthread_mutex_lock(&c->lock);
+  const bool need_key = c->frame && c->key && (!cur->has_key || cur->key_seq != c->key->seq);
+  const bool newer = c->frame && c->frame->seq > cur->sent_seq;
   if (cur->text_pos < c->text_next) {
     /* text first: small, and events should not wait behind a frame */
     if (c->text_next - cur->text_pos > CHAN_TEXT_RING) {
@@ -187,21 +190,24 @@ chan_blob *chan_next(chan *c, chan_cursor *cur, bool *closed) {
       cur->text_pos = c->text_next - CHAN_TEXT_RING;
     }
     b = ref(c->text[cur->text_pos++ % CHAN_TEXT_RING]);
-  } else if (c->frame && c->key && (!cur->has_key || cur->key_seq != c->key->seq)) {
+  } else if (need_key && !cur->hold_frames) {
     /* the latest frame refers to a keyframe this viewer lacks (it joined, or skipped it) */
     b = ref(c->key);
+    cur->shown = c->key == c->frame;
     cur->skipped_frames +=
         cur->has_key && b->seq > cur->sent_seq + 1 ? b->seq - cur->sent_seq - 1 : 0;
     cur->has_key = true;
     cur->key_seq = cur->sent_seq = b->seq;
-  } else if (c->frame && c->frame->seq > cur->sent_seq) {
+  } else if (newer && !cur->hold_frames) {
     b = ref(c->frame);
+    cur->shown = true;
     cur->skipped_frames += b->seq - cur->sent_seq - 1;
     cur->sent_seq = b->seq;
   } else if (c->chains && c->chains->seq == cur->sent_seq && cur->chains_seq != cur->sent_seq) {
     b = ref(c->chains);
     cur->chains_seq = b->seq;
   } else {
+    cur->held = cur->hold_frames && (need_key || newer);
     *closed = c->closed;
   }
   pthread_mutex_unlock(&c->lock);

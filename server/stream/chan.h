@@ -51,6 +51,13 @@ typedef struct chan_cursor {
   uint32_t key_seq, sent_seq, chains_seq;
   uint64_t text_pos;
   uint64_t skipped_frames, skipped_texts;
+  /* in: this viewer's rate holds frames back for now; text (and the chains of the frame it got
+   * last) still comes */
+  bool hold_frames;
+  /* out, set by every chan_next: `held`, a frame waits that hold_frames kept back; `shown`, the
+   * blob returned is the newest frame, which a rate counts (a keyframe sent only as the
+   * reference of a newer delta is not: that delta follows at once, rate or not) */
+  bool held, shown;
 } chan_cursor;
 
 void chan_init(chan *c);
@@ -74,7 +81,8 @@ void chan_close(chan *c);
 bool chan_join(chan *c, chan_cursor *cur, int max_viewers);
 void chan_leave(chan *c);
 /* The next message this viewer should get (referenced; unref after sending), or NULL. Sets
- * *closed when the stream has ended and nothing is left to send. */
+ * *closed when the stream has ended and nothing is left to send. Frames stay latest-only under
+ * hold_frames too: once it is lifted, the viewer gets the newest (after its keyframe). */
 chan_blob *chan_next(chan *c, chan_cursor *cur, bool *closed);
 
 #endif

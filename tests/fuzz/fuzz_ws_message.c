@@ -1,10 +1,10 @@
 /* libFuzzer harness (issue 16): a websocket client message (schema/stream.md), as the daemon reads
  * it before it looks at the connection (api_read_client_message, called by ws.c). The input is the
  * message's text. Checks that a refusal has an error object that serializes (the client hears
- * it), that an accepted message is an auth or a well-formed action, and that an action reads back
- * bit for bit from the text the store records of it (api_action_json, 17 digits), which a replay
- * plays. Built like
- * fuzz_restore.c; seeds in corpus/ws_message/ (make_corpus). */
+ * it), that an accepted message is an auth, a rate in its range or a well-formed action, and that
+ * an action reads back bit for bit from the text the store records of it (api_action_json, 17
+ * digits), which a replay plays. Built like fuzz_restore.c; seeds in corpus/ws_message/
+ * (make_corpus). */
 #include "api_json.h"
 #include "fuzz_check.h"
 
@@ -25,6 +25,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (m.kind == API_MSG_AUTH) {
     if (m.has_token && strlen(m.token) > API_TOKEN_MAX) {
+      abort();
+    }
+    return 0;
+  }
+  if (m.kind == API_MSG_RATE) {
+    if (m.fps < API_RATE_MIN || m.fps > API_RATE_MAX) {
       abort();
     }
     return 0;

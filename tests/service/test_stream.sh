@@ -2,8 +2,8 @@
 # The websocket stream end to end, with a real websocket client (ws_probe, libwebsockets): every
 # decoded position against a headless re-run of the same scene, seed and timed changes; rising
 # sequence numbers; a late joiner's keyframe; a stalled viewer that slows neither the session nor
-# another viewer; controllers and viewers; malformed messages; force chains; water and N-body
-# sessions (no floor); viewer counts.
+# another viewer; controllers and viewers; malformed messages; a rate (a dashboard tile's few
+# frames a second); force chains; water and N-body sessions (no floor); viewer counts.
 set -u
 daemon=${1:?usage: test_stream.sh path/to/grainlabd path/to/ws_probe}
 probe=${2:?usage: test_stream.sh path/to/grainlabd path/to/ws_probe}
@@ -126,6 +126,47 @@ expect "the stalled viewer skipped frames, then decoded every frame it got again
 [ "$(metric grainlab_ws_frames_skipped_total)" -gt 0 ] && ok "skipped frames counted in /metrics" ||
   bad "no skipped frames in /metrics"
 
+# ---- a rate: a class dashboard's tile asks for a few frames a second (issue 17) ---------------
+create silo '{}'
+R=$sid
+RT=$token
+held_before=$(metric grainlab_ws_frames_held_total)
+# viewer 0 asks for 5 frames a second, then for values that are not rates (each refused, none may
+# change its rate: 0 or 61 taken as "unlimited" or 60 would show as a rate above 8); viewer 1 asks
+# for nothing
+"$probe" --port "$wsport" --session "$R" --viewers 2 --seconds 5 \
+  --send '{"type":"rate","fps":5}' --send '{"type":"rate","fps":0}' \
+  --send '{"type":"rate","fps":61}' --send '{"type":"rate","fps":2.5}' \
+  --send '{"type":"rate","fps":60.5}' --send '{"type":"rate","fps":"60"}' --send '{"type":"rate"}' \
+  >"$tmp/rate"
+expect "rate 5: between 2 and 8 frames a second over 4 s, while an unlimited viewer gets more than 20" \
+  "$tmp/rate" 'd["rate"]["fps"] == 5 and d["rate"]["seconds"] >= 3.9 and 2 <= d["rate"]["frames"][0] / d["rate"]["seconds"] <= 8 and d["rate"]["frames"][1] / d["rate"]["seconds"] > 20'
+expect "rate 5: 0, 61, 2.5, 60.5, a string and none are each refused with bad_rate" "$tmp/rate" \
+  'd["errors"] == ["bad_rate"] * 6 and d["connected"] == 2 and d["close_status"] == 0'
+expect "rate 5: the first frame is a keyframe, every frame decodes (no delta without its keyframe), the newest each time" \
+  "$tmp/rate" 'd["first_kind"] == 1 and d["decode_errors"] == 0 and d["decoded"] == d["frames"] and d["seq_increasing"] and d["skipped"] > 0'
+expect "rate 5: every measurements message still arrives" "$tmp/rate" \
+  'd["measurements_missing"] == 0 and d["measurements_each"][0] >= 8 and d["measurements_each"][0] >= d["measurements_each"][1] - 1'
+held_after=$(metric grainlab_ws_frames_held_total)
+[ $((held_after - held_before)) -gt 0 ] && ok "frames held back by a rate counted in /metrics ($((held_after - held_before)))" ||
+  bad "frames held by a rate in /metrics: $held_before, then $held_after"
+"$probe" --port "$wsport" --session "$R" --seconds 3 --send "{\"type\":\"auth\",\"token\":\"$RT\"}" \
+  --send '{"type":"rate","fps":2}' --send '{"type":"action","action":{"type":"open_hole"}}' >"$tmp/ratectl"
+expect "a controller sets a rate too, and still acts" "$tmp/ratectl" \
+  'd["role"] == "controller" and d["rate"]["fps"] == 2 and 0 < d["rate"]["frames"][0] / d["rate"]["seconds"] <= 5 and d["errors"] == [] and "action" in d["events"]'
+# a paused session publishes nothing more: its last frame still reaches a viewer at rate 1 (the
+# server comes back for it by a timer, not with the next frame)
+(for _ in $(seq 100); do [ "$(session_field "$R" viewers)" -ge 2 ] 2>/dev/null && break; sleep 0.05; done
+  sleep 1.3 && curl -s -o /dev/null -X POST "$base/api/sessions/$R/actions" -H "Authorization: Bearer $RT" \
+  -H 'Content-Type: application/json' --data-binary '{"type":"pause"}') &
+pausepid=$!
+"$probe" --port "$wsport" --session "$R" --viewers 2 --seconds 4.5 --send '{"type":"rate","fps":1}' \
+  >"$tmp/ratepause"
+wait "$pausepid"
+expect "rate 1: a paused session's last frame still arrives" "$tmp/ratepause" \
+  'd["rate"]["fps"] == 1 and d["last_seqs"][0] == d["last_seqs"][1] and d["frames"] < d["rate"]["frames"][1] / 4 and "action" in d["events"]'
+curl -s -o /dev/null -X DELETE "$base/api/sessions/$R" -H "Authorization: Bearer $RT"
+
 # ---- force chains ------------------------------------------------------------------------------
 create chains '{"amount":20}'
 "$probe" --port "$wsport" --session "$sid" --seconds 4 --verify >"$tmp/chains"
@@ -175,6 +216,10 @@ expect "private: the viewer token opens the stream, as a viewer" "$tmp/vieweraut
   >"$tmp/ctlauth"
 expect "private: the control token opens it as the controller" "$tmp/ctlauth" \
   'd["role"] == "controller" and d["frames"] > 10'
+"$probe" --port "$wsport" --session "$Q" --seconds 2.5 --send '{"type":"rate","fps":4}' \
+  --send "{\"type\":\"auth\",\"token\":\"$QV\"}" --send '{"type":"rate","fps":4}' >"$tmp/privrate"
+expect "private: a rate only after the viewer token" "$tmp/privrate" \
+  'd["errors"] == ["unauthenticated"] and d["role"] == "viewer" and d["rate"]["fps"] == 4 and d["first_kind"] == 1 and d["rate"]["frames"][0] / d["rate"]["seconds"] <= 8'
 code=$(curl -s -o /dev/null -w '%{http_code}' "$base/api/sessions/$Q")
 [ "$code" = 403 ] && ok "private: GET without a token is 403" || bad "private GET without token: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $QV" "$base/api/sessions/$Q")

@@ -1,7 +1,7 @@
 /* ws_probe: a real websocket client of grainlabd's stream (libwebsockets client API), for the
  * service tests and the load benchmark. K viewers watch one session; viewer 0 may talk (auth,
- * actions, junk), stall, and check every frame it decodes against a headless re-run of the same
- * scene, seed and timed changes. Prints one JSON object with what it saw. */
+ * actions, a rate, junk), stall, and check every frame it decodes against a headless re-run of
+ * the same scene, seed and timed changes. Prints one JSON object with what it saw. */
 #define _GNU_SOURCE
 #include "../support/ws_message.h"
 #include "frame.h"
@@ -17,6 +17,8 @@
 
 #define MAX_SEND 16
 #define MAX_EVENTS 256
+#define MAX_SAMPLES 1024 /* measurements messages remembered per viewer (viewers 0 and 1) */
+#define RATE_WINDOW 4.0  /* seconds after a rate's answer in which every viewer's frames count */
 
 typedef struct change {
   uint64_t steps;
@@ -40,6 +42,12 @@ typedef struct viewer {
   double *ages;
   size_t nages, agecap;
   double key_bytes, key_grains, all_bytes, all_grains;
+  /* the steps of each measurements message (viewers 0 and 1): which ones a viewer got */
+  uint64_t samples[MAX_SAMPLES];
+  int nsamples;
+  uint64_t measurements;
+  uint64_t rate_from, rate_to; /* frames when viewer 0's rate was answered, and 4 s later */
+  bool rate_sent;              /* --rate: this viewer has asked for it */
 } viewer;
 
 typedef struct probe {
@@ -68,6 +76,12 @@ typedef struct probe {
   uint64_t measurements, measure_keys_missing;
   json_t *events, *errors, *hello;
   char role[32];
+  int rate_all;   /* --rate: every viewer asks for this many frames a second first */
+  int rate_fps;   /* the rate the server answered viewer 0 (0: none) */
+  double rate_at; /* when (since start) */
+  bool rate_done; /* RATE_WINDOW has passed since */
+  double rate_times[MAX_SAMPLES];
+  int nrate_times;
 } probe;
 
 static probe P;
@@ -344,6 +358,9 @@ static void on_binary(viewer *v, const uint8_t *buf, size_t len) {
   }
   v->last_seq = h.seq;
   v->last_t_wall = t;
+  if (v->index == 0 && P.rate_fps && !P.rate_done && P.nrate_times < MAX_SAMPLES) {
+    P.rate_times[P.nrate_times++] = t;
+  }
   v->keyframes += h.kind == FRAME_KEY;
   v->all_bytes += (double)len;
   v->all_grains += h.count;
@@ -385,11 +402,21 @@ static void on_binary(viewer *v, const uint8_t *buf, size_t len) {
 
 static void on_text(viewer *v, const char *text, size_t len) {
   v->texts++;
-  if (v->index != 0) {
+  if (v->index > 1) {
     return;
   }
   json_t *m = json_loadb(text, len, 0, NULL);
   const char *type = json_string_value(json_object_get(m, "type"));
+  if (type && strcmp(type, "measurements") == 0) {
+    v->measurements++;
+    if (v->nsamples < MAX_SAMPLES) {
+      v->samples[v->nsamples++] = (uint64_t)json_integer_value(json_object_get(m, "steps"));
+    }
+  }
+  if (v->index != 0) {
+    json_decref(m);
+    return;
+  }
   if (!type) {
     json_array_append_new(P.errors, json_string("unparsable text message"));
   } else if (strcmp(type, "hello") == 0) {
@@ -420,6 +447,13 @@ static void on_text(viewer *v, const char *text, size_t len) {
              json_string_value(json_object_get(m, "role"))
                  ? json_string_value(json_object_get(m, "role"))
                  : "");
+  } else if (strcmp(type, "rate") == 0 && !P.rate_fps) {
+    /* the first rate answered opens the window in which every viewer's frames are counted */
+    P.rate_fps = (int)json_integer_value(json_object_get(m, "fps"));
+    P.rate_at = now() - P.start;
+    for (int k = 0; k < P.nviewers; k++) {
+      P.v[k].rate_from = P.v[k].rate_to = P.v[k].frames;
+    }
   }
   json_decref(m);
 }
@@ -430,7 +464,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
   switch (reason) {
   case LWS_CALLBACK_CLIENT_ESTABLISHED:
     v->connected = true;
-    if (v->index == 0 && P.nsend > 0) {
+    if ((v->index == 0 && P.nsend > 0) || P.rate_all) {
       lws_callback_on_writable(wsi);
     }
     return 0;
@@ -464,6 +498,19 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     return 0;
   }
   case LWS_CALLBACK_CLIENT_WRITEABLE: {
+    if (P.rate_all && !v->rate_sent) {
+      uint8_t rate[LWS_PRE + 64];
+      const int n =
+          snprintf((char *)rate + LWS_PRE, 64, "{\"type\":\"rate\",\"fps\":%d}", P.rate_all);
+      v->rate_sent = true;
+      if (lws_write(wsi, rate + LWS_PRE, (size_t)n, LWS_WRITE_TEXT) < 0) {
+        return -1;
+      }
+      if (v->index == 0 && P.nsend > 0) {
+        lws_callback_on_writable(wsi);
+      }
+      return 0;
+    }
     if (v->index != 0 || P.sent >= P.nsend) {
       return 0;
     }
@@ -503,6 +550,14 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 static const struct lws_protocols protocols[] = {{"probe", callback, 0, 65536, 0, NULL, 0},
                                                  {NULL, NULL, 0, 0, 0, NULL, 0}};
 
+/* lws_service waits for an event whatever its timeout says (lws ≥ 3.2): a tick every 50 ms keeps
+ * the loop's clock going while a paused session sends nothing */
+static struct lws_context *tick_ctx;
+static lws_sorted_usec_list_t tick_sul;
+static void tick(lws_sorted_usec_list_t *sul) {
+  lws_sul_schedule(tick_ctx, 0, sul, tick, 50 * LWS_US_PER_MS);
+}
+
 static int cmp(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -512,6 +567,7 @@ static int usage(void) {
   fprintf(stderr,
           "usage: ws_probe --port P --session ID [--viewers K] [--seconds S] [--frames N]\n"
           "       [--send TEXT|binary:|big:N]... [--send-after S] [--stall-at S --stall-for S]\n"
+          "       [--rate FPS (every viewer asks for it first)]\n"
           "       [--verify] [--decode-all] [--path PATH] [--origin HOST] [--host HOST]\n");
   return 2;
 }
@@ -557,6 +613,8 @@ int main(int argc, char **argv) {
       P.host = val;
     } else if (strcmp(a, "--dump") == 0) {
       P.dump = val;
+    } else if (strcmp(a, "--rate") == 0) {
+      P.rate_all = atoi(val);
     } else if (strcmp(a, "--stall-for") == 0) {
       P.stall_for = atof(val);
     } else {
@@ -579,6 +637,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ws_probe: cannot create a libwebsockets context\n");
     return 1;
   }
+  tick_ctx = ctx;
+  tick(&tick_sul);
   P.v = calloc((size_t)P.nviewers, sizeof *P.v);
   P.start = now();
   for (int k = 0; k < P.nviewers; k++) {
@@ -616,6 +676,12 @@ int main(int argc, char **argv) {
                                           LWS_RXFLOW_REASON_USER_BOOL |
                                           LWS_RXFLOW_REASON_FLAG_PROCESS_NOW);
       P.unstalled = true;
+    }
+    if (P.rate_fps && !P.rate_done) {
+      P.rate_done = since >= P.rate_at + RATE_WINDOW;
+      for (int k = 0; k < P.nviewers; k++) {
+        P.v[k].rate_to = P.v[k].frames;
+      }
     }
     bool all_closed = true;
     for (int k = 0; k < P.nviewers; k++) {
@@ -677,6 +743,47 @@ int main(int argc, char **argv) {
                                   (json_int_t)(v1 ? v1->stall_frames : 0), "other_pre_frames",
                                   (json_int_t)(v1 ? v1->pre_frames : 0)));
   }
+  if (P.rate_fps) {
+    /* each viewer's frames in the RATE_WINDOW seconds after viewer 0's rate was answered (or
+     * until the probe ended), and viewer 0's most in any one second of it */
+    const double seconds = (P.rate_done ? RATE_WINDOW : elapsed - P.rate_at);
+    json_t *frames = json_array();
+    for (int k = 0; k < P.nviewers; k++) {
+      json_array_append_new(frames, json_integer((json_int_t)(P.v[k].rate_to - P.v[k].rate_from)));
+    }
+    int most = 0;
+    for (int i = 0, j = 0; i < P.nrate_times; i++) {
+      while (P.rate_times[i] - P.rate_times[j] >= 1.0) {
+        j++;
+      }
+      most = i - j + 1 > most ? i - j + 1 : most;
+    }
+    json_object_set_new(out, "rate",
+                        json_pack("{s:i, s:f, s:o, s:i}", "fps", P.rate_fps, "seconds", seconds,
+                                  "frames", frames, "max_in_1s", most));
+  }
+  if (P.nviewers > 1) {
+    /* measurements messages viewer 0 lacks that viewer 1 got while viewer 0 was connected, and
+     * the other way round: a rate (or anything else) must not cost a viewer any */
+    const viewer *a = &P.v[0], *b = &P.v[1];
+    int missing = 0;
+    for (int pass = 0; pass < 2; pass++) {
+      const viewer *x = pass ? b : a, *y = pass ? a : b;
+      for (int i = 0; y->nsamples > 0 && i < x->nsamples; i++) {
+        bool found = x->samples[i] < y->samples[0] || x->samples[i] > y->samples[y->nsamples - 1];
+        for (int j = 0; !found && j < y->nsamples; j++) {
+          found = y->samples[j] == x->samples[i];
+        }
+        missing += !found;
+      }
+    }
+    json_object_set_new(out, "last_seqs",
+                        json_pack("[I, I]", (json_int_t)a->last_seq, (json_int_t)b->last_seq));
+    json_object_set_new(
+        out, "measurements_each",
+        json_pack("[I, I]", (json_int_t)a->measurements, (json_int_t)b->measurements));
+    json_object_set_new(out, "measurements_missing", json_integer(missing));
+  }
   if (P.twin_failed) {
     json_object_set_new(out, "verify_error", json_string(P.twin_error));
   }
@@ -703,6 +810,7 @@ int main(int argc, char **argv) {
   puts(text);
   free(text);
   json_decref(out);
+  lws_sul_cancel(&tick_sul);
   lws_context_destroy(ctx);
   return 0;
 }

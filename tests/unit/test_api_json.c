@@ -581,6 +581,24 @@ static void check_client_messages(void) {
        API_MSG_ACTION, "wrong_type", "x"},
       {"{\"type\":\"action\",\"action\":{\"type\":\"spout\",\"x\":-1,\"z\":1}}", API_MSG_ACTION,
        NULL, ""},
+      /* a rate: an integer 1..60 and nothing else, never rounded or clamped */
+      {"{\"type\":\"rate\",\"fps\":1}", API_MSG_RATE, NULL, ""},
+      {"{\"type\":\"rate\",\"fps\":4}", API_MSG_RATE, NULL, ""},
+      {"{\"type\":\"rate\",\"fps\":60}", API_MSG_RATE, NULL, ""},
+      {"{\"type\":\"rate\",\"fps\":0}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\",\"fps\":61}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\",\"fps\":-5}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\",\"fps\":2.5}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\",\"fps\":5.0}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\",\"fps\":1e1}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\",\"fps\":\"5\"}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\",\"fps\":null}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\",\"fps\":true}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\",\"fps\":[5]}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\",\"fps\":4294967301}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\"}", API_MSG_RATE, "bad_rate", "fps"},
+      {"{\"type\":\"rate\",\"fps\":5,\"every\":2}", API_MSG_RATE, "unknown_field", "every"},
+      {"{\"type\":\"rate\",\"fps\":5,\"fps\":6}", API_MSG_NONE, "bad_message", "type"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     api_client_message m;
@@ -615,6 +633,16 @@ static void check_client_messages(void) {
   const int rc_len = api_read_client_message(two, sizeof two - 1 - 7, &m, &e);
   snprintf(name, sizeof name, "only len bytes are read: rc %d, token '%s'", rc_len, m.token);
   CHECK(name, rc_len == 0 && strcmp(m.token, "t") == 0);
+  /* a rate's value is kept as given; a refused one leaves none */
+  static const char rate[] = "{\"type\":\"rate\",\"fps\":7}";
+  const int rc_rate = api_read_client_message(rate, sizeof rate - 1, &m, &e);
+  snprintf(name, sizeof name, "rate 7 read: rc %d, fps %d", rc_rate, m.fps);
+  CHECK(name, rc_rate == 0 && m.kind == API_MSG_RATE && m.fps == 7);
+  static const char no_rate[] = "{\"type\":\"rate\",\"fps\":70}";
+  const int rc_no = api_read_client_message(no_rate, sizeof no_rate - 1, &m, &e);
+  snprintf(name, sizeof name, "rate 70 refused: rc %d, fps %d, message '%s'", rc_no, m.fps,
+           e.message);
+  CHECK(name, rc_no != 0 && m.fps == 0 && strstr(e.message, "1 to 60") != NULL);
 }
 
 int main(void) {
