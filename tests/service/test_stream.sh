@@ -160,11 +160,12 @@ expect "a controller sets a rate too, and still acts" "$tmp/ratectl" \
   sleep 1.3 && curl -s -o /dev/null -X POST "$base/api/sessions/$R/actions" -H "Authorization: Bearer $RT" \
   -H 'Content-Type: application/json' --data-binary '{"type":"pause"}') &
 pausepid=$!
-"$probe" --port "$wsport" --session "$R" --viewers 2 --seconds 4.5 --send '{"type":"rate","fps":1}' \
-  >"$tmp/ratepause"
+# (the probe stops 2.5 s after it hears of the pause, whenever that comes on a loaded machine)
+"$probe" --port "$wsport" --session "$R" --viewers 2 --seconds 20 --end-after action 2.5 \
+  --send '{"type":"rate","fps":1}' >"$tmp/ratepause"
 wait "$pausepid"
 expect "rate 1: a paused session's last frame still arrives" "$tmp/ratepause" \
-  'd["rate"]["fps"] == 1 and d["last_seqs"][0] == d["last_seqs"][1] and d["frames"] < d["rate"]["frames"][1] / 4 and "action" in d["events"]'
+  'd["rate"]["fps"] == 1 and "action" in d["events"] and d["last_seqs"][0] == d["last_seqs"][1] and d["frames"] < d["rate"]["frames"][1] / 4'
 curl -s -o /dev/null -X DELETE "$base/api/sessions/$R" -H "Authorization: Bearer $RT"
 
 # ---- force chains ------------------------------------------------------------------------------

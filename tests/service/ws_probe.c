@@ -58,6 +58,8 @@ typedef struct probe {
   const char *send[MAX_SEND];
   int nsend, sent, send_binary_at;
   double send_after;
+  const char *end_event; /* --end-after EVENT S: stop S seconds after viewer 0 hears EVENT */
+  double end_linger, end_at;
   double stall_at, stall_for;
   bool stalled, unstalled, verify, decode_all;
   const char *dump;          /* folder for viewer 0's binary messages and decoded positions */
@@ -431,6 +433,9 @@ static void on_text(viewer *v, const char *text, size_t len) {
         !json_is_object(values) || json_object_size(values) == 0 || !json_object_get(values, "t");
   } else if (strcmp(type, "event") == 0) {
     const char *kind = json_string_value(json_object_get(m, "event"));
+    if (kind && P.end_event && !P.end_at && strcmp(kind, P.end_event) == 0) {
+      P.end_at = now() - P.start + P.end_linger;
+    }
     json_array_append_new(P.events, json_string(kind ? kind : "?"));
     if (kind && (strcmp(kind, "parameter_changed") == 0 || strcmp(kind, "action") == 0) &&
         P.nchanges < MAX_EVENTS) {
@@ -567,7 +572,7 @@ static int usage(void) {
   fprintf(stderr,
           "usage: ws_probe --port P --session ID [--viewers K] [--seconds S] [--frames N]\n"
           "       [--send TEXT|binary:|big:N]... [--send-after S] [--stall-at S --stall-for S]\n"
-          "       [--rate FPS (every viewer asks for it first)]\n"
+          "       [--rate FPS (every viewer asks for it first)] [--end-after EVENT S]\n"
           "       [--verify] [--decode-all] [--path PATH] [--origin HOST] [--host HOST]\n");
   return 2;
 }
@@ -613,6 +618,9 @@ int main(int argc, char **argv) {
       P.host = val;
     } else if (strcmp(a, "--dump") == 0) {
       P.dump = val;
+    } else if (strcmp(a, "--end-after") == 0 && i + 1 < argc) {
+      P.end_event = val;
+      P.end_linger = atof(argv[++i]);
     } else if (strcmp(a, "--rate") == 0) {
       P.rate_all = atoi(val);
     } else if (strcmp(a, "--stall-for") == 0) {
@@ -687,7 +695,8 @@ int main(int argc, char **argv) {
     for (int k = 0; k < P.nviewers; k++) {
       all_closed = all_closed && P.v[k].closed;
     }
-    if (since >= P.seconds || all_closed || (P.want_frames && P.v[0].frames >= P.want_frames)) {
+    if (since >= P.seconds || all_closed || (P.want_frames && P.v[0].frames >= P.want_frames) ||
+        (P.end_at > 0 && since >= P.end_at)) {
       break;
     }
   }
