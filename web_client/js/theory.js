@@ -1,0 +1,111 @@
+// The laws a class's results are plotted against, one function each, and which run figures
+// each scene compares with which law. Pure functions (no DOM): tests/unit/test_theory.mjs checks
+// them against known values in node.
+
+// The engine's constants for Beverloo's law, as ../shared/spec/engine.md §1 gives them (the
+// engine's own `beverloo` measurement uses the same: 805.04 kg/s through a 0.9 m hole).
+export const G = 9.8; // m/s²
+export const D0 = 0.2; // m, mean grain diameter
+export const RHO = 2650; // kg/m³, grain density
+export const RHO_B = 0.6 * RHO; // kg/m³, bulk density
+export const BEVERLOO_C = 0.58;
+export const BEVERLOO_K = 1.5;
+
+// Silo discharge through a hole of diameter d (m), kg/s: W = C·ρb·√g·(D − k·d0)^(5/2) for
+// D > k·d0, else 0 (spec §3, "Beverloo").
+export function beverloo(d) {
+  const e = d - BEVERLOO_K * D0;
+  return e > 0 ? BEVERLOO_C * RHO_B * Math.sqrt(G) * e ** 2.5 : 0;
+}
+
+// Angle of repose (degrees) for a sliding friction mu: Coulomb's sliding-block limit tan θ = μ
+// (the classical relation; rolling resistance and packing move a real pile off it, which is
+// what a class sees when it plots its piles against it).
+export function reposeCoulomb(mu) {
+  return (Math.atan(mu) * 180) / Math.PI;
+}
+
+// Normalised runout (L∞ − L0)/L0 of a collapsing column of aspect ratio a = H0/L0 in a channel:
+// Lube, Huppert, Sparks & Freundt (2005, Phys. Rev. E 72, 041301), 1.2·a for a ≤ 1.8 and
+// 1.9·a^(2/3) for a ≥ 2.8; between the two regimes the laws are joined by a power law through
+// both ends (a straight line on log axes), so the curve runs over the slump's whole range.
+export const SLUMP_LOW = 1.8, SLUMP_HIGH = 2.8;
+export function slumpRunout(a) {
+  if (!(a > 0)) return 0;
+  if (a <= SLUMP_LOW) return 1.2 * a;
+  if (a >= SLUMP_HIGH) return 1.9 * a ** (2 / 3);
+  const y0 = Math.log(1.2 * SLUMP_LOW), y1 = Math.log(1.9 * SLUMP_HIGH ** (2 / 3));
+  const s = (Math.log(a) - Math.log(SLUMP_LOW)) / (Math.log(SLUMP_HIGH) - Math.log(SLUMP_LOW));
+  return Math.exp(y0 + s * (y1 - y0));
+}
+
+// N-body: a kick-drift-kick leapfrog's relative energy error over a close pass is second order,
+// ∝ (h/τ)², where τ ∝ √(r³/GM) is the pass's time scale; with the softening length ε setting the
+// closest distance that gives |ΔE/E| = C·ε⁻³. The step h and the masses are fixed, so C is one
+// number, fitted (least squares of log drift) to the runs themselves.
+export function leapfrogDrift(eps, c) {
+  return eps > 0 ? c / eps ** 3 : Infinity;
+}
+export function fitLeapfrog(points) {
+  const ok = points.filter(([e, d]) => e > 0 && d > 0 && Number.isFinite(d));
+  if (ok.length === 0) return null;
+  const mean = ok.reduce((s, [e, d]) => s + Math.log(d) + 3 * Math.log(e), 0) / ok.length;
+  return Math.exp(mean);
+}
+
+// n points of f over [x0, x1] (geometric spacing when log), for drawing a law as a curve.
+export function sample(f, x0, x1, n = 120, log = false) {
+  const xs = [], ys = [];
+  for (let i = 0; i < n; i++) {
+    const s = i / (n - 1);
+    const x = log ? x0 * (x1 / x0) ** s : x0 + (x1 - x0) * s;
+    xs.push(x);
+    ys.push(f(x));
+  }
+  return [xs, ys];
+}
+
+// What a class plots per scene (scenes not named here get the table only): x (a parameter of the run), y (from the run's results, or from
+// a live session's measurements), the law, and the axes' labels. `runY(run)` and `liveY(session,
+// live)` return null where the figure is not there yet. Parameter ranges for the curve come from
+// the catalogue (GET /api/scenes), never from here.
+const pile = {
+  x: 'mu', xLabel: 'sliding friction mu', yLabel: 'angle of repose, °',
+  runY: (r) => num(r.results && r.results.angle),
+  liveY: (s) => num(s.measurements && s.measurements.angle),
+  law: reposeCoulomb, lawLabel: 'Coulomb: tan θ = mu',
+  alt: { x: 'mur', xLabel: 'rolling friction mur' }, // plotted without a law (no closed form)
+};
+export const EXPERIMENTS = {
+  silo: {
+    x: 'hole', xLabel: 'hole diameter, m', yLabel: 'mean flow, kg/s',
+    runY: (r) => num(r.results && r.results.mean_flow),
+    // a live silo: the mean of the flows seen while it flows, as the run's mean_flow will be
+    liveY: (s, live) => (live && live.n > 0 ? live.sum / live.n : null),
+    law: beverloo, lawLabel: 'Beverloo',
+  },
+  pour: pile, wet: pile, chains: pile,
+  slump: {
+    x: 'aspect', xLabel: 'aspect ratio H0/L0', yLabel: 'runout (L∞ − L0)/L0',
+    // the column's length L0 is the front before the dam is pulled (the first sample)
+    runY: (r, l0) => (num(r.results && r.results.front) !== null && l0 > 0 ? r.results.front / l0 - 1 : null),
+    liveY: (s, live) => (live && live.l0 > 0 && num(s.measurements && s.measurements.front) !== null
+      ? s.measurements.front / live.l0 - 1 : null),
+    law: slumpRunout, lawLabel: 'Lube et al. 2005',
+  },
+};
+const nbody = {
+  x: 'eps', xLabel: 'softening eps', yLabel: '|energy drift|', log: true,
+  runY: (r) => absOrNull(r.results && r.results.energy_drift),
+  liveY: (s) => absOrNull(s.measurements && s.measurements.energy_drift),
+  fit: fitLeapfrog, law: leapfrogDrift, lawLabel: 'leapfrog ∝ eps⁻³ (fitted)',
+};
+EXPERIMENTS.orbit = EXPERIMENTS.softening = EXPERIMENTS.cluster = nbody;
+
+function num(v) {
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+function absOrNull(v) {
+  const n = num(v);
+  return n === null || n === 0 ? null : Math.abs(n);
+}
