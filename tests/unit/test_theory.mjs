@@ -50,5 +50,21 @@ for (const [scene, e] of Object.entries(t.EXPERIMENTS)) {
 }
 near('silo: a run\'s mean_flow is its y', t.EXPERIMENTS.silo.runY({ results: { mean_flow: 812 } }), 812, 0);
 near('slump: runout from the final front and L0', t.EXPERIMENTS.slump.runY({ results: { front: 6 } }, 2), 2, 1e-12);
+
+// the plot's columns: the law over the whole parameter range, every point once
+const silo = t.EXPERIMENTS.silo;
+const cols = t.plotColumns(silo, [{ x: 0.9, y: 790 }, { x: 0.9, y: 830 }, { x: 1.3, y: 2950, live: true }, { x: 1.1, y: null }], { min: 0.3, max: 1.6 });
+const [xs, fin, cur, law] = cols.data;
+check('columns: 120 curve points and 3 usable rows', xs.length === 123 && cols.points === 3 && cols.law);
+check('columns: x sorted', xs.every((x, i) => i === 0 || x >= xs[i - 1]));
+near('columns: the curve starts at the range\'s start', xs[0], 0.3, 0);
+near('columns: the curve ends at the range\'s end', xs[xs.length - 1], 1.6, 1e-12);
+check('columns: both runs at 0.9 m plotted', fin.filter((y) => y !== null).sort().join() === '790,830');
+check('columns: the live point', cur.filter((y) => y !== null).join() === '2950');
+near('columns: the law under a point', law[xs.indexOf(1.3)], t.beverloo(1.3), 1e-9);
+const nb = t.plotColumns(t.EXPERIMENTS.softening, [{ x: 0.1, y: 2.5e-4 }, { x: 0.2, y: 2.5e-7 / 0.008 }], { min: 0, max: 1 });
+near('columns: the leapfrog prefactor fitted through two runs', nb.c, 2.5e-7, 1e-18);
+check('columns: a log axis starts above 0', nb.data[0][0] > 0 && nb.data[3].every((y) => y > 0));
+check('columns: no fitted law without a finished run', !t.plotColumns(t.EXPERIMENTS.softening, [{ x: 0.1, y: 1e-3, live: true }], { min: 0, max: 1 }).law);
 console.log(fail === 0 ? 'all passed' : `${fail} failed`);
 process.exit(fail === 0 ? 0 : 1);

@@ -66,11 +66,12 @@ export function sample(f, x0, x1, n = 120, log = false) {
 }
 
 // What a class plots per scene (scenes not named here get the table only): x (a parameter of the run), y (from the run's results, or from
-// a live session's measurements), the law, and the axes' labels. `runY(run)` and `liveY(session,
+// a live session's measurements), the law, the axes' labels, and `key`: the measurement a
+// dashboard tile shows for the scene. `runY(run)` and `liveY(session,
 // live)` return null where the figure is not there yet. Parameter ranges for the curve come from
 // the catalogue (GET /api/scenes), never from here.
 const pile = {
-  x: 'mu', xLabel: 'sliding friction mu', yLabel: 'angle of repose, °',
+  key: 'angle', x: 'mu', xLabel: 'sliding friction mu', yLabel: 'angle of repose, °',
   runY: (r) => num(r.results && r.results.angle),
   liveY: (s) => num(s.measurements && s.measurements.angle),
   law: reposeCoulomb, lawLabel: 'Coulomb: tan θ = mu',
@@ -78,7 +79,7 @@ const pile = {
 };
 export const EXPERIMENTS = {
   silo: {
-    x: 'hole', xLabel: 'hole diameter, m', yLabel: 'mean flow, kg/s',
+    key: 'flow', x: 'hole', xLabel: 'hole diameter, m', yLabel: 'mean flow, kg/s',
     runY: (r) => num(r.results && r.results.mean_flow),
     // a live silo: the mean of the flows seen while it flows, as the run's mean_flow will be
     liveY: (s, live) => (live && live.n > 0 ? live.sum / live.n : null),
@@ -86,7 +87,7 @@ export const EXPERIMENTS = {
   },
   pour: pile, wet: pile, chains: pile,
   slump: {
-    x: 'aspect', xLabel: 'aspect ratio H0/L0', yLabel: 'runout (L∞ − L0)/L0',
+    key: 'front', x: 'aspect', xLabel: 'aspect ratio H0/L0', yLabel: 'runout (L∞ − L0)/L0',
     // the column's length L0 is the front before the dam is pulled (the first sample)
     runY: (r, l0) => (num(r.results && r.results.front) !== null && l0 > 0 ? r.results.front / l0 - 1 : null),
     liveY: (s, live) => (live && live.l0 > 0 && num(s.measurements && s.measurements.front) !== null
@@ -95,7 +96,7 @@ export const EXPERIMENTS = {
   },
 };
 const nbody = {
-  x: 'eps', xLabel: 'softening eps', yLabel: '|energy drift|', log: true,
+  key: 'energy_drift', x: 'eps', xLabel: 'softening eps', yLabel: '|energy drift|', log: true,
   runY: (r) => absOrNull(r.results && r.results.energy_drift),
   liveY: (s) => absOrNull(s.measurements && s.measurements.energy_drift),
   fit: fitLeapfrog, law: leapfrogDrift, lawLabel: 'leapfrog ∝ eps⁻³ (fitted)',
@@ -108,4 +109,36 @@ function num(v) {
 function absOrNull(v) {
   const n = num(v);
   return n === null || n === 0 ? null : Math.abs(n);
+}
+
+// uPlot's columns for one plot of a class: rows [{x, y, live}] (finished runs and live
+// sessions), the x range of the parameter (the catalogue's min and max), and the law drawn over
+// the whole range (also at every row's x, so the curve passes under each point). Returns
+// {data: [xs, runs' ys, live ys, law ys], law: bool, c: fitted prefactor or undefined}.
+export function plotColumns(exp, rows, range, withLaw = true) {
+  const pts = rows.filter((r) => Number.isFinite(r.x) && Number.isFinite(r.y) && (!exp.log || (r.x > 0 && r.y > 0)));
+  let law = withLaw ? exp.law : null, c;
+  if (law && exp.fit) {
+    c = exp.fit(pts.filter((r) => !r.live).map((r) => [r.x, r.y]));
+    law = c ? ((x) => exp.law(x, c)) : null; // a fitted law needs a finished run to fit
+  }
+  let x0 = range.min, x1 = range.max;
+  if (exp.log) {
+    const least = Math.min(...pts.map((r) => r.x), x1);
+    if (!(x0 > 0)) x0 = Math.min(least / 2, x1 / 100);
+  }
+  const xs = law ? sample(law, x0, x1, 120, !!exp.log)[0] : [];
+  for (const r of pts) xs.push(r.x);
+  xs.sort((a, b) => a - b);
+  // one point per row: two groups at the same x take two entries of xs
+  const used = new Set();
+  const at = (live) => xs.map((x) => {
+    const r = pts.find((p) => p.x === x && !!p.live === live && !used.has(p));
+    if (!r) return null;
+    used.add(r);
+    return r.y;
+  });
+  const finished = at(false), current = at(true);
+  const ys = law ? xs.map((x) => { const y = law(x); return Number.isFinite(y) ? y : null; }) : xs.map(() => null);
+  return { data: [xs, finished, current, ys], law: !!law, c, points: pts.length };
 }
