@@ -5,7 +5,7 @@
 import { api, fmt, showError } from './api.js';
 import { connect } from './stream.js';
 import { Tile2D } from './tile.js';
-import { ClassResults } from './class_results.js';
+import { ClassResults, liveSession } from './class_results.js';
 import { EXPERIMENTS } from './theory.js';
 
 const $ = (s) => document.getElementById(s);
@@ -112,7 +112,7 @@ function tileStats(tile, g) {
 }
 
 function updateTiles() {
-  const live = new Map(klass.groups.filter((g) => g.session).map((g) => [g.name, g]));
+  const live = new Map(klass.groups.filter((g) => liveSession(g)).map((g) => [g.name, g]));
   for (const name of [...tiles.keys()]) if (!live.has(name)) closeTile(name);
   for (const [name, g] of live) {
     const tile = tiles.get(name) || openTile(g);
@@ -225,7 +225,7 @@ function student() {
   const role = fragment.get('control') ? 'controller' : 'viewer';
   $('role').textContent = role;
   const link = $('session-link');
-  if (g && g.session) {
+  if (g && liveSession(g)) {
     const tok = fragment.get('control') ? `#control=${fragment.get('control')}` : fragment.get('viewer') ? `#view=${fragment.get('viewer')}` : '';
     link.href = `/s/${g.session.id}${tok}`;
     link.textContent = "open your group's experiment";

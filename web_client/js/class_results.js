@@ -6,6 +6,12 @@ import uPlot from 'uplot';
 import { fmt, showError } from './api.js';
 import { EXPERIMENTS, plotColumns } from './theory.js';
 
+// A group's session while it runs (the class object names an ended one null; a session caught
+// in its last moments may still say "ended")
+export const liveSession = (g) => (g.session && g.session.state !== 'ended' ? g.session : null);
+
+const PAGE = 500; // GET /api/runs's largest limit
+
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export class ClassResults {
@@ -18,6 +24,7 @@ export class ClassResults {
     this.klass = null;
     this.live = new Map(); // session id -> {run, sum, n, t}: a silo's mean flow so far
     this.l0 = new Map(); // slump run id -> the column's length (its first front), or null
+    this.ended = new Map(); // finished run id -> its parameters at its end
     this.plot = null;
     this.plotKey = '';
     const plotted = this.scenes.filter((s) => EXPERIMENTS[s]);
@@ -47,14 +54,21 @@ export class ClassResults {
     if (klass) this.klass = klass;
     this.track();
     try {
-      const q = `/api/runs?class=${encodeURIComponent(this.classId)}&limit=1000`;
-      this.runs = (await this.quiet(q)).runs;
+      // pages of the most /api/runs gives at once (500), until the class's total
+      const runs = [];
+      for (let total = Infinity; runs.length < total;) {
+        const page = await this.quiet(`/api/runs?class=${encodeURIComponent(this.classId)}&limit=${PAGE}&offset=${runs.length}`);
+        runs.push(...page.runs);
+        total = page.runs.length === 0 ? runs.length : page.total;
+      }
+      this.runs = runs;
       this.$('.cr-note').textContent = '';
     } catch (e) {
       // a private class's runs are the teacher's: its students see the live sessions only
       this.$('.cr-note').textContent = e.status === 404 || e.status === 403 ? 'stored runs: the teacher’s only' : e.message;
     }
     await this.lengths();
+    await this.endParams();
     this.render();
   }
 
@@ -72,7 +86,7 @@ export class ClassResults {
   }
 
   sessions() {
-    return (this.klass ? this.klass.groups : []).filter((g) => g.session).map((g) => ({ group: g.name, s: g.session }));
+    return (this.klass ? this.klass.groups : []).filter(liveSession).map((g) => ({ group: g.name, s: g.session }));
   }
 
   // A live silo's mean flow over the samples seen while it flows (what its run's mean_flow
@@ -102,13 +116,33 @@ export class ClassResults {
     }
   }
 
+  // A run records the parameters it started with; a change while it ran (the group's slider, the
+  // teacher's push) is a parameter_changed event. Its results belong to the parameters it ended
+  // with: those, from its events, once per finished run.
+  async endParams() {
+    for (const r of this.runs) {
+      if (!r.end_reason || this.ended.has(r.id)) continue;
+      const params = { ...r.params };
+      try {
+        for (let after = 0; after !== null;) {
+          const page = await this.quiet(`/api/runs/${r.id}?events_after=${after}&events_limit=1000`);
+          for (const e of page.events) if (e.kind === 'parameter_changed') Object.assign(params, e.detail.params);
+          after = page.events_next ?? null;
+        }
+      } catch (e) {
+        // not readable (a private session's run): its start parameters stand
+      }
+      this.ended.set(r.id, params);
+    }
+  }
+
   // Table rows: every run (a running one with its session's live figures) and each live
   // session whose run is not listed yet.
   rows() {
     const bySession = new Map(this.sessions().map((g) => [g.s.run_id, g]));
     const out = this.runs.map((r) => {
       const g = !r.end_reason ? bySession.get(r.id) : null;
-      return { run: r, group: r.group, scene: r.scene, params: r.params, live: g ? g.s : null };
+      return { run: r, group: r.group, scene: r.scene, params: g ? g.s.params : this.ended.get(r.id) || r.params, live: g ? g.s : null };
     });
     const listed = new Set(this.runs.map((r) => r.id));
     for (const g of this.sessions()) {
@@ -174,7 +208,7 @@ export class ClassResults {
   // The class's CSV, with the token in a header (never in the address): fetched, then saved.
   async csv() {
     const headers = this.token ? { Authorization: 'Bearer ' + this.token } : {};
-    const r = await fetch(`/api/runs?class=${encodeURIComponent(this.classId)}&format=csv&limit=1000`, { headers });
+    const r = await fetch(`/api/runs?class=${encodeURIComponent(this.classId)}&format=csv&limit=${PAGE}`, { headers });
     if (!r.ok) {
       const j = await r.json().catch(() => null);
       throw new Error(j && j.error ? j.error.message : `CSV: ${r.status}`);
