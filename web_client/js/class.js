@@ -288,7 +288,7 @@ async function start() {
   $(teacher ? 'teacher' : 'student').hidden = false;
   document.body.classList.add(teacher ? 'teacher' : 'student');
   // the runs of a private class are the teacher's: a student's own token is not sent with them
-  results = new ClassResults($('results'), { classId: id, token: teacher, catalogue, scenes: klass.scenes });
+  results = new ClassResults($('results'), { classId: id, token: teacher, catalogue, scenes: klass.scenes, csvAllowed: !!teacher || !klass.private });
   if (teacher) teacherControls();
   render();
   await results.refresh(klass);

@@ -15,16 +15,15 @@ const PAGE = 500; // GET /api/runs's largest limit
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export class ClassResults {
-  // opts: classId, token (the teacher's, or a member's: a private class's runs need the
-  // teacher's), catalogue (GET /api/scenes), scenes (the class's).
+  // opts: classId, token (the teacher's: a private class's runs need it), catalogue (GET
+  // /api/scenes), scenes (the class's), csvAllowed (a private class's CSV is the teacher's).
   constructor(root, opts) {
     Object.assign(this, opts);
     this.root = root;
     this.runs = [];
     this.klass = null;
     this.live = new Map(); // session id -> {run, sum, n, t}: a silo's mean flow so far
-    this.l0 = new Map(); // slump run id -> the column's length (its first front), or null
-    this.ended = new Map(); // finished run id -> its parameters at its end
+    this.hist = new Map(); // run id -> what its events tell (see history())
     this.plot = null;
     this.plotKey = '';
     const plotted = this.scenes.filter((s) => EXPERIMENTS[s]);
@@ -35,6 +34,7 @@ export class ClassResults {
       <table><thead><tr><th>group</th><th>scene</th><th>run</th><th>parameters</th><th>result</th><th>end</th></tr></thead><tbody class="cr-rows"></tbody></table>`;
     this.$ = (c) => root.querySelector(c);
     if (plotted.length === 0) this.$('.cr-plot').style.display = 'none';
+    if (!this.csvAllowed) this.$('.cr-csv').style.display = 'none';
     this.$('.cr-scene').addEventListener('change', () => { this.setupX(); this.render(); });
     this.$('.cr-x').addEventListener('change', () => this.render());
     this.$('.cr-csv').addEventListener('click', () => this.csv().catch((e) => showError(e.message)));
@@ -67,8 +67,7 @@ export class ClassResults {
       // a private class's runs are the teacher's: its students see the live sessions only
       this.$('.cr-note').textContent = e.status === 404 || e.status === 403 ? 'stored runs: the teacher’s only' : e.message;
     }
-    await this.lengths();
-    await this.endParams();
+    await this.history();
     this.render();
   }
 
@@ -100,39 +99,43 @@ export class ClassResults {
     }
   }
 
-  // A slump run's column length: its front at the first sample, before the dam was pulled.
-  async lengths() {
-    const ids = new Set(this.runs.filter((r) => r.scene === 'slump').map((r) => r.id));
-    for (const { s } of this.sessions()) if (s.scene === 'slump') ids.add(s.run_id);
-    for (const id of ids) {
-      if (this.l0.has(id)) continue;
-      try {
-        const { columns, rows } = await this.quiet(`/api/runs/${id}/samples`);
-        const k = columns.indexOf('front'), first = rows.find((row) => Number.isFinite(row[k]));
-        if (first) this.l0.set(id, first[k]); // none yet: asked again next time
-      } catch (e) {
-        this.l0.set(id, null);
-      }
-    }
-  }
-
   // A run records the parameters it started with; a change while it ran (the group's slider, the
-  // teacher's push) is a parameter_changed event. Its results belong to the parameters it ended
-  // with: those, from its events, once per finished run.
-  async endParams() {
+  // teacher's push) is a parameter_changed event, and its results belong to the parameters it
+  // ended with. A slump's column is built at the start or a reset, and the runout counts from
+  // the front just before the dam was pulled: for those, its events and samples. Read once per
+  // finished run, and for a live slump until its dam is pulled.
+  async history() {
+    const live = new Set(this.sessions().map((g) => g.s.run_id));
     for (const r of this.runs) {
-      if (!r.end_reason || this.ended.has(r.id)) continue;
-      const params = { ...r.params };
-      try {
-        for (let after = 0; after !== null;) {
-          const page = await this.quiet(`/api/runs/${r.id}?events_after=${after}&events_limit=1000`);
-          for (const e of page.events) if (e.kind === 'parameter_changed') Object.assign(params, e.detail.params);
-          after = page.events_next ?? null;
-        }
-      } catch (e) {
-        // not readable (a private session's run): its start parameters stand
+      if (!r.end_reason && !(EXPERIMENTS[r.scene] && EXPERIMENTS[r.scene].built && live.has(r.id))) continue;
+      let h = this.hist.get(r.id);
+      if (!h) {
+        h = { after: 0, params: { ...r.params }, built: { ...r.params }, pull: null, l0: undefined, complete: false };
+        this.hist.set(r.id, h);
       }
-      this.ended.set(r.id, params);
+      if (h.complete) continue;
+      try {
+        for (let more = true; more;) {
+          const page = await this.quiet(`/api/runs/${r.id}?events_after=${h.after}&events_limit=1000`);
+          for (const e of page.events) {
+            const type = e.kind === 'action' && e.detail && e.detail.action ? e.detail.action.type : null;
+            if (e.kind === 'parameter_changed') Object.assign(h.params, e.detail.params);
+            if (type === 'reset') h.built = { ...h.params };
+            if (type === 'pull_dam' && !h.pull) h.pull = { t: e.t, params: { ...h.built } };
+            h.after = e.id;
+          }
+          more = page.events_next !== null && page.events_next !== undefined && page.events.length > 0;
+        }
+        if (h.pull && h.l0 === undefined) {
+          const { columns, rows } = await this.quiet(`/api/runs/${r.id}/samples`);
+          const kt = columns.indexOf('t'), kf = columns.indexOf('front');
+          const before = rows.filter((row) => row[kt] <= h.pull.t && Number.isFinite(row[kf]));
+          h.l0 = before.length ? before[before.length - 1][kf] : null;
+        }
+        h.complete = !!r.end_reason && (!h.pull || h.l0 !== undefined);
+      } catch (e) {
+        h.complete = true; // not readable (a private session's run): its start parameters stand
+      }
     }
   }
 
@@ -142,7 +145,11 @@ export class ClassResults {
     const bySession = new Map(this.sessions().map((g) => [g.s.run_id, g]));
     const out = this.runs.map((r) => {
       const g = !r.end_reason ? bySession.get(r.id) : null;
-      return { run: r, group: r.group, scene: r.scene, params: g ? g.s.params : this.ended.get(r.id) || r.params, live: g ? g.s : null };
+      const h = this.hist.get(r.id), exp = EXPERIMENTS[r.scene];
+      // the parameters its figure belongs to: a slump's as its column was built when the dam
+      // was pulled; any other's as they are now (live) or were at its end
+      const params = exp && exp.built && h && h.pull ? h.pull.params : g ? g.s.params : h ? h.params : r.params;
+      return { run: r, group: r.group, scene: r.scene, params, live: g ? g.s : null };
     });
     const listed = new Set(this.runs.map((r) => r.id));
     for (const g of this.sessions()) {
@@ -154,8 +161,9 @@ export class ClassResults {
   figure(row) {
     const exp = EXPERIMENTS[row.scene];
     if (!exp) return null;
-    if (row.live) return exp.liveY(row.live, { ...this.live.get(row.live.id), l0: this.l0.get(row.live.run_id) });
-    return exp.runY(row.run, this.l0.get(row.run.id));
+    const h = row.run && this.hist.get(row.run.id);
+    if (row.live) return exp.liveY(row.live, { ...this.live.get(row.live.id), l0: h && h.l0 });
+    return exp.runY(row.run, h && h.l0);
   }
 
   render() {

@@ -88,7 +88,9 @@ export const EXPERIMENTS = {
   pour: pile, wet: pile, chains: pile,
   slump: {
     key: 'front', x: 'aspect', xLabel: 'aspect ratio H0/L0', yLabel: 'runout (L∞ − L0)/L0',
-    // the column's length L0 is the front before the dam is pulled (the first sample)
+    // the column's length L0: its front just before the dam was pulled; the column's aspect is
+    // the one it was built with (start or reset), not a later change (`built`)
+    built: true,
     runY: (r, l0) => (num(r.results && r.results.front) !== null && l0 > 0 ? r.results.front / l0 - 1 : null),
     liveY: (s, live) => (live && live.l0 > 0 && num(s.measurements && s.measurements.front) !== null
       ? s.measurements.front / live.l0 - 1 : null),
