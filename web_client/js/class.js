@@ -89,6 +89,8 @@ async function stream(tile, s, g) {
       tile.drawn++;
     },
     onText() {},
+    // a stream lost while its session lives on is opened again at the next poll
+    onClose() { if (tile.session === s.id) { tile.session = null; tile.link = null; } },
   }, { fps: TILE_FPS, token: g.viewer_token || undefined });
   if (tile.session !== s.id) { link.close(); return; } // replaced while connecting
   tile.link = link;
