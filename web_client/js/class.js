@@ -3,7 +3,7 @@
 // &control= or &viewer=TOKEN (what /join leads to): a student's page (their group's experiment,
 // the spotlight offer). Both show the class's results (js/class_results.js).
 import { api, fmt, showError } from './api.js';
-import { connect } from './stream.js';
+import { connect, CHAINS } from './stream.js';
 import { Tile2D } from './tile.js';
 import { ClassResults, liveSession } from './class_results.js';
 import { EXPERIMENTS } from './theory.js';
@@ -36,7 +36,7 @@ function clock() {
 }
 
 // ---- the teacher's tiles ---------------------------------------------------------------------
-const tiles = new Map(); // group name -> {div, canvas, view, link, session, frames, drawn}
+const tiles = new Map(); // group name -> {div, canvas, view, link, session, frames, skipped}
 window.grainlabTiles = tiles; // for tests and scripting
 
 function keyOf(scene) {
@@ -55,7 +55,8 @@ function openTile(g) {
   div.querySelector('b').textContent = g.name;
   div.dataset.group = g.name;
   $('tiles').appendChild(div);
-  const tile = { div, canvas: div.querySelector('canvas'), view: null, link: null, session: null, frames: 0, drawn: 0, last: 0 };
+  // frames: decoded and drawn; skipped: dropped undecoded (more than TILE_FPS came)
+  const tile = { div, canvas: div.querySelector('canvas'), view: null, link: null, session: null, frames: 0, skipped: 0 };
   div.querySelector('.spot').addEventListener('click', () => {
     const spotlit = klass.spotlight && klass.spotlight.group === g.name;
     patch({ spotlight: spotlit ? null : g.name });
@@ -78,16 +79,14 @@ async function stream(tile, s, g) {
   tile.session = s.id;
   tile.frames = 0;
   const link = await connect(s.id, {
+    // connect() decodes at most TILE_FPS frames a second (and every keyframe); each is drawn
     onFrame(info, decoder) {
+      if (info.kind === CHAINS) return;
       tile.frames++;
       tile.div.dataset.frames = tile.frames;
-      // drawn at most TILE_FPS a second, whatever the stream sends (a keyframe always: it may widen the view)
-      const now = performance.now();
-      if (!info.key && now - tile.last < 1000 / TILE_FPS - 5) return;
-      tile.last = now;
       tile.view.update(decoder, info.key);
-      tile.drawn++;
     },
+    onSkip() { tile.skipped++; tile.div.dataset.skipped = tile.skipped; },
     onText() {},
     // a stream lost while its session lives on is opened again at the next poll
     onClose() { if (tile.session === s.id) { tile.session = null; tile.link = null; } },

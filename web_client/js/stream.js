@@ -82,7 +82,8 @@ function wsConfig() {
   return config;
 }
 
-// Connect to a session's stream; handlers: onOpen(), onFrame(info, decoder), onText(msg), onClose(ev).
+// Connect to a session's stream; handlers: onOpen(), onFrame(info, decoder), onText(msg), onClose(ev),
+// onSkip() (a frame dropped undecoded, below).
 // options.fps: ask for at most that many frames per second once the hello has come
 // ({"type":"rate"}, schema/stream.md); options.token: authenticate first (a private session's
 // viewer or control token: it shows nothing before).
@@ -94,6 +95,7 @@ export async function connect(id, handlers, options = {}) {
   const ws = new WebSocket(url);
   ws.binaryType = 'arraybuffer';
   const decoder = new Decoder();
+  let lastDecoded = -Infinity;
   const send = (obj) => ws.readyState === 1 && ws.send(JSON.stringify(obj));
   ws.onmessage = (ev) => {
     if (typeof ev.data === 'string') {
@@ -101,6 +103,14 @@ export async function connect(id, handlers, options = {}) {
       if (msg.type === 'hello' && options.fps) send({ type: 'rate', fps: options.fps });
       handlers.onText && handlers.onText(msg);
       return;
+    }
+    // at a reduced rate, frames the stream sends sooner than asked (a server that does not know
+    // "rate", a rate not yet acknowledged) are dropped before they are decompressed; keyframes
+    // are always decoded (the deltas after them refer to them)
+    if (options.fps && ev.data.byteLength >= 64 && new DataView(ev.data).getUint8(5) !== KEY) {
+      const now = performance.now();
+      if (now - lastDecoded < 1000 / options.fps - 5) { if (handlers.onSkip) handlers.onSkip(); return; }
+      lastDecoded = now;
     }
     let info;
     try { info = decoder.decode(ev.data); } catch (e) { return; } // a delta before its key: wait
