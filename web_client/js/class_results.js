@@ -53,6 +53,7 @@ export class ClassResults {
   async refresh(klass) {
     if (klass) this.klass = klass;
     this.track();
+    if (this.denied) { this.render(); return; }
     try {
       // pages of the most /api/runs gives at once (500), until the class's total
       const runs = [];
@@ -65,7 +66,8 @@ export class ClassResults {
       this.$('.cr-note').textContent = '';
     } catch (e) {
       // a private class's runs are the teacher's: its students see the live sessions only
-      this.$('.cr-note').textContent = e.status === 404 || e.status === 403 ? 'stored runs: the teacher’s only' : e.message;
+      this.denied = e.status === 404 || e.status === 403; // not asked again: it stays so
+      this.$('.cr-note').textContent = this.denied ? 'stored runs: the teacher’s only' : e.message;
     }
     await this.history();
     this.render();
