@@ -37,7 +37,8 @@ function studentPage(reply) {
 $('join').addEventListener('submit', async (e) => {
   e.preventDefault();
   refuse('');
-  const body = { code: $('code').value.trim().toUpperCase(), group: $('group').value.trim() };
+  // the group name goes as typed: a space at either end is the API's to refuse, not ours to drop
+  const body = { code: $('code').value.trim().toUpperCase(), group: $('group').value };
   if ($('scene').value) body.scene = $('scene').value;
   let response, json = null;
   try {
