@@ -29,7 +29,7 @@ function header() {
 
 function clock() {
   if (!klass) return;
-  if (klass.state === 'ended') { $('left').textContent = 'ended'; return; }
+  if (klass.state === 'ended') { $('left').textContent = ''; return; } // the state says so
   const s = Math.max(0, Math.round((Date.parse(klass.ends_at) - Date.now()) / 1000));
   const hms = `${Math.floor(s / 3600)}:${String(Math.floor(s / 60) % 60).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
   $('left').textContent = `${hms} left`;
