@@ -68,14 +68,20 @@ function openTile(g) {
 function closeTile(name) {
   const t = tiles.get(name);
   if (t.link) t.link.close();
+  t.session = null; // a stream still connecting closes itself when it opens (stream())
   t.div.remove();
   tiles.delete(name);
 }
 
+// A fresh view for the tile's scene: its model's colours, its extent found anew.
+function setView(tile, sceneName) {
+  const scene = catalogue.scenes.find((c) => c.name === sceneName);
+  tile.view = new Tile2D(tile.canvas, scene ? scene.model : 'granular');
+  tile.scene = sceneName;
+}
+
 async function stream(tile, s, g) {
-  const scene = catalogue.scenes.find((c) => c.name === s.scene);
-  const model = scene ? scene.model : 'granular';
-  tile.view = new Tile2D(tile.canvas, model);
+  setView(tile, s.scene);
   tile.session = s.id;
   tile.frames = 0;
   const link = await connect(s.id, {
@@ -120,6 +126,8 @@ function updateTiles() {
     if (tile.session !== g.session.id) {
       if (tile.link) { tile.link.close(); tile.link = null; }
       stream(tile, g.session, g).catch((e) => showError(`${name}: ${e.message}`));
+    } else if (tile.scene !== g.session.scene) {
+      setView(tile, g.session.scene); // the group switched scenes: same session, same stream
     }
     tileStats(tile, g);
   }
