@@ -74,25 +74,52 @@ export class Decoder {
   }
 }
 
-// Connect to a session's stream; handlers: onOpen(), onFrame(info, decoder), onText(msg), onClose(ev).
-export async function connect(id, handlers) {
-  const config = await (await fetch('/api/config')).json();
+// The daemon's websocket address (GET /api/config), asked once per page however many streams
+// it opens (the class dashboard opens one per group).
+let config = null;
+function wsConfig() {
+  if (!config) config = fetch('/api/config').then((r) => r.json()).catch((e) => { config = null; throw e; });
+  return config;
+}
+
+// Connect to a session's stream; handlers: onOpen(), onFrame(info, decoder), onText(msg), onClose(ev),
+// onSkip() (a frame dropped undecoded, below).
+// options.fps: ask for at most that many frames per second once the hello has come
+// ({"type":"rate"}, schema/stream.md); options.token: authenticate first (a private session's
+// viewer or control token: it shows nothing before).
+export async function connect(id, handlers, options = {}) {
+  const cfg = await wsConfig();
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  const url = config.ws_port ? `${proto}//${location.hostname}:${config.ws_port}${config.ws_path}${id}`
-                             : `${proto}//${location.host}${config.ws_path}${id}`;
+  const url = cfg.ws_port ? `${proto}//${location.hostname}:${cfg.ws_port}${cfg.ws_path}${id}`
+                          : `${proto}//${location.host}${cfg.ws_path}${id}`;
   const ws = new WebSocket(url);
   ws.binaryType = 'arraybuffer';
   const decoder = new Decoder();
+  let lastDecoded = -Infinity;
+  const send = (obj) => ws.readyState === 1 && ws.send(JSON.stringify(obj));
   ws.onmessage = (ev) => {
     if (typeof ev.data === 'string') {
-      handlers.onText(JSON.parse(ev.data));
+      const msg = JSON.parse(ev.data);
+      if (msg.type === 'hello' && options.fps) send({ type: 'rate', fps: options.fps });
+      handlers.onText && handlers.onText(msg);
       return;
+    }
+    // at a reduced rate, frames the stream sends sooner than asked (a server that does not know
+    // "rate", a rate not yet acknowledged) are dropped before they are decompressed; keyframes
+    // are always decoded (the deltas after them refer to them)
+    if (options.fps && ev.data.byteLength >= 64 && new DataView(ev.data).getUint8(5) !== KEY) {
+      const now = performance.now();
+      if (now - lastDecoded < 1000 / options.fps - 5) { if (handlers.onSkip) handlers.onSkip(); return; }
+      lastDecoded = now;
     }
     let info;
     try { info = decoder.decode(ev.data); } catch (e) { return; } // a delta before its key: wait
     handlers.onFrame(info, decoder);
   };
-  ws.onopen = () => handlers.onOpen && handlers.onOpen();
+  ws.onopen = () => {
+    if (options.token) send({ type: 'auth', token: options.token });
+    if (handlers.onOpen) handlers.onOpen();
+  };
   ws.onclose = (ev) => handlers.onClose && handlers.onClose(ev);
-  return { ws, send: (obj) => ws.readyState === 1 && ws.send(JSON.stringify(obj)) };
+  return { ws, send, close: () => ws.close() };
 }

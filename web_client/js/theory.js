@@ -1,0 +1,146 @@
+// The laws a class's results are plotted against, one function each, and which run figures
+// each scene compares with which law. Pure functions (no DOM): tests/unit/test_theory.mjs checks
+// them against known values in node.
+
+// The engine's constants for Beverloo's law, as ../shared/spec/engine.md §1 gives them (the
+// engine's own `beverloo` measurement uses the same: 805.04 kg/s through a 0.9 m hole).
+export const G = 9.8; // m/s²
+export const D0 = 0.2; // m, mean grain diameter
+export const RHO = 2650; // kg/m³, grain density
+export const RHO_B = 0.6 * RHO; // kg/m³, bulk density
+export const BEVERLOO_C = 0.58;
+export const BEVERLOO_K = 1.5;
+
+// Silo discharge through a hole of diameter d (m), kg/s: W = C·ρb·√g·(D − k·d0)^(5/2) for
+// D > k·d0, else 0 (spec §3, "Beverloo").
+export function beverloo(d) {
+  const e = d - BEVERLOO_K * D0;
+  return e > 0 ? BEVERLOO_C * RHO_B * Math.sqrt(G) * e ** 2.5 : 0;
+}
+
+// Angle of repose (degrees) for a sliding friction mu: Coulomb's sliding-block limit tan θ = μ
+// (the classical relation; rolling resistance and packing move a real pile off it, which is
+// what a class sees when it plots its piles against it).
+export function reposeCoulomb(mu) {
+  return (Math.atan(mu) * 180) / Math.PI;
+}
+
+// Normalised runout (L∞ − L0)/L0 of a collapsing column of aspect ratio a = H0/L0 in a channel:
+// Lube, Huppert, Sparks & Freundt (2005, Phys. Rev. E 72, 041301), 1.2·a for a ≤ 1.8 and
+// 1.9·a^(2/3) for a ≥ 2.8; between the two regimes the laws are joined by a power law through
+// both ends (a straight line on log axes), so the curve runs over the slump's whole range.
+export const SLUMP_LOW = 1.8, SLUMP_HIGH = 2.8;
+export function slumpRunout(a) {
+  if (!(a > 0)) return 0;
+  if (a <= SLUMP_LOW) return 1.2 * a;
+  if (a >= SLUMP_HIGH) return 1.9 * a ** (2 / 3);
+  const y0 = Math.log(1.2 * SLUMP_LOW), y1 = Math.log(1.9 * SLUMP_HIGH ** (2 / 3));
+  const s = (Math.log(a) - Math.log(SLUMP_LOW)) / (Math.log(SLUMP_HIGH) - Math.log(SLUMP_LOW));
+  return Math.exp(y0 + s * (y1 - y0));
+}
+
+// N-body: a kick-drift-kick leapfrog's relative energy error over a close pass is second order,
+// ∝ (h/τ)², where τ ∝ √(r³/GM) is the pass's time scale; with the softening length ε setting the
+// closest distance that gives |ΔE/E| = C·ε⁻³. The step h and the masses are fixed, so C is one
+// number, fitted (least squares of log drift) to the runs themselves.
+export function leapfrogDrift(eps, c) {
+  return eps > 0 ? c / eps ** 3 : Infinity;
+}
+export function fitLeapfrog(points) {
+  const ok = points.filter(([e, d]) => e > 0 && d > 0 && Number.isFinite(d));
+  if (ok.length === 0) return null;
+  const mean = ok.reduce((s, [e, d]) => s + Math.log(d) + 3 * Math.log(e), 0) / ok.length;
+  return Math.exp(mean);
+}
+
+// n points of f over [x0, x1] (geometric spacing when log), for drawing a law as a curve.
+export function sample(f, x0, x1, n = 120, log = false) {
+  const xs = [], ys = [];
+  for (let i = 0; i < n; i++) {
+    const s = i / (n - 1);
+    const x = log ? x0 * (x1 / x0) ** s : x0 + (x1 - x0) * s;
+    xs.push(x);
+    ys.push(f(x));
+  }
+  return [xs, ys];
+}
+
+// What a class plots per scene (scenes not named here get the table only): x (a parameter of the run), y (from the run's results, or from
+// a live session's measurements), the law, the axes' labels, and `key`: the measurement a
+// dashboard tile shows for the scene. `runY(run)` and `liveY(session,
+// live)` return null where the figure is not there yet. Parameter ranges for the curve come from
+// the catalogue (GET /api/scenes), never from here.
+const pile = {
+  key: 'angle', x: 'mu', xLabel: 'sliding friction mu', yLabel: 'angle of repose, °',
+  runY: (r) => num(r.results && r.results.angle),
+  liveY: (s) => num(s.measurements && s.measurements.angle),
+  law: reposeCoulomb, lawLabel: 'Coulomb: tan θ = mu',
+  alt: { x: 'mur', xLabel: 'rolling friction mur' }, // plotted without a law (no closed form)
+};
+export const EXPERIMENTS = {
+  silo: {
+    key: 'flow', x: 'hole', xLabel: 'hole diameter, m', yLabel: 'mean flow, kg/s',
+    runY: (r) => num(r.results && r.results.mean_flow),
+    // a live silo: the mean of the flows seen while it flows, as the run's mean_flow will be
+    liveY: (s, live) => (live && live.n > 0 ? live.sum / live.n : null),
+    law: beverloo, lawLabel: 'Beverloo',
+  },
+  pour: pile, wet: pile, chains: pile,
+  slump: {
+    key: 'front', x: 'aspect', xLabel: 'aspect ratio H0/L0', yLabel: 'runout (L∞ − L0)/L0',
+    // the column's length L0: its front just before the dam was pulled; the column's aspect is
+    // the one it was built with (start or reset), not a later change (`built`)
+    built: true,
+    runY: (r, l0) => (num(r.results && r.results.front) !== null && l0 > 0 ? r.results.front / l0 - 1 : null),
+    liveY: (s, live) => (live && live.l0 > 0 && num(s.measurements && s.measurements.front) !== null
+      ? s.measurements.front / live.l0 - 1 : null),
+    law: slumpRunout, lawLabel: 'Lube et al. 2005',
+  },
+};
+const nbody = {
+  key: 'energy_drift', x: 'eps', xLabel: 'softening eps', yLabel: '|energy drift|', log: true,
+  runY: (r) => absOrNull(r.results && r.results.energy_drift),
+  liveY: (s) => absOrNull(s.measurements && s.measurements.energy_drift),
+  fit: fitLeapfrog, law: leapfrogDrift, lawLabel: 'leapfrog ∝ eps⁻³ (fitted)',
+};
+EXPERIMENTS.orbit = EXPERIMENTS.softening = EXPERIMENTS.cluster = nbody;
+
+function num(v) {
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+function absOrNull(v) {
+  const n = num(v);
+  return n === null || n === 0 ? null : Math.abs(n);
+}
+
+// uPlot's columns for one plot of a class: rows [{x, y, live}] (finished runs and live
+// sessions), the x range of the parameter (the catalogue's min and max), and the law drawn over
+// the whole range (also at every row's x, so the curve passes under each point). Returns
+// {data: [xs, runs' ys, live ys, law ys], law: bool, c: fitted prefactor or undefined}.
+export function plotColumns(exp, rows, range, withLaw = true) {
+  const pts = rows.filter((r) => Number.isFinite(r.x) && Number.isFinite(r.y) && (!exp.log || (r.x > 0 && r.y > 0)));
+  let law = withLaw ? exp.law : null, c;
+  if (law && exp.fit) {
+    c = exp.fit(pts.filter((r) => !r.live).map((r) => [r.x, r.y]));
+    law = c ? ((x) => exp.law(x, c)) : null; // a fitted law needs a finished run to fit
+  }
+  let x0 = range.min, x1 = range.max;
+  if (exp.log) {
+    const least = Math.min(...pts.map((r) => r.x), x1);
+    if (!(x0 > 0)) x0 = Math.min(least / 2, x1 / 100);
+  }
+  const xs = law ? sample(law, x0, x1, 120, !!exp.log)[0] : [];
+  for (const r of pts) xs.push(r.x);
+  xs.sort((a, b) => a - b);
+  // one point per row: two groups at the same x take two entries of xs
+  const used = new Set();
+  const at = (live) => xs.map((x) => {
+    const r = pts.find((p) => p.x === x && !!p.live === live && !used.has(p));
+    if (!r) return null;
+    used.add(r);
+    return r.y;
+  });
+  const finished = at(false), current = at(true);
+  const ys = law ? xs.map((x) => { const y = law(x); return Number.isFinite(y) ? y : null; }) : xs.map(() => null);
+  return { data: [xs, finished, current, ys], law: !!law, c, points: pts.length };
+}
