@@ -218,7 +218,7 @@ typedef struct class_copy {
 
 static int copy_class(const klass *c, class_copy *out) {
   out->c = *c;
-  out->groups = malloc(sizeof *out->groups * (size_t)(c->ngroups ? c->ngroups : 1));
+  out->groups = calloc((size_t)(c->ngroups ? c->ngroups : 1), sizeof *out->groups);
   if (!out->groups) {
     return -1;
   }

@@ -18,6 +18,7 @@ const memberToken = fragment.get('control') || fragment.get('viewer');
 const token = teacher || memberToken;
 let catalogue = null, klass = null, results = null;
 const TILE_FPS = 4; // frames per second a tile asks of its stream
+window.grainlabTileFps = TILE_FPS; // for tests and scripting
 
 function header() {
   $('name').textContent = klass.name;

@@ -1,0 +1,165 @@
+// A whole class at once (issue 17, load): 30 groups whose grains all flow, and the teacher's
+// dashboard open in chromium with a live tile per group. Measures, over a window, each tile's
+// decoded frames per second (the stream at the tiles' reduced rate), the browser's CPU (every
+// chromium process), the daemon's own CPU and its workers'; checks (generously) that every tile
+// lives, none gets more frames than it asked for, and the page raises no error. The figures go
+// to bench/README.md. Usage: node test_class_load.mjs GRAINLABD WEB_CLIENT_DIR [SECONDS]
+import { execSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const [daemon, client] = process.argv.slice(2, 4).map((p) => resolve(p));
+const seconds = Number(process.argv[4] || process.env.GRAINLAB_CLASS_LOAD_SECONDS || 20);
+const GROUPS = 30;
+const require = createRequire(join(client, 'package.json'));
+const { chromium } = require('playwright-core');
+let passed = 0, failed = 0;
+const ok = (name, cond, detail = '') => {
+  console.log(`${cond ? 'ok  ' : 'FAIL'} ${name}${detail !== '' ? ': ' + detail : ''}`);
+  cond ? passed++ : failed++;
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const TICK = Number(execSync('getconf CLK_TCK').toString());
+
+// CPU seconds (user + system) of a process, 0 once it is gone
+function cpu(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / TICK;
+  } catch {
+    return 0;
+  }
+}
+
+// every process below `root` (by parent pid), without the subtrees of `skip`
+function descendants(root, skip) {
+  const parent = new Map();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch { /* gone meanwhile */ }
+  }
+  const out = [];
+  for (const pid of parent.keys()) {
+    for (let p = pid; p > 1; p = parent.get(p) || 0) {
+      if (skip.includes(p)) break;
+      if (parent.get(p) === root) { out.push(pid); break; }
+    }
+  }
+  return out;
+}
+
+const tmp = mkdtempSync(join(tmpdir(), 'grainlab-class-load-'));
+const teacherFile = join(tmp, 'teacher.token');
+const creator = 'teacher-' + Math.random().toString(16).slice(2) + Math.random().toString(16).slice(2);
+writeFileSync(teacherFile, creator + '\n');
+const proc = spawn(daemon, ['--http-port', '0', '--ws-port', '0', '--data-dir', join(tmp, 'data'), '--static-dir', client,
+                            '--teacher-token-file', teacherFile, '--max-sessions', String(GROUPS + 4),
+                            '--max-connections-per-ip', '10000', '--join-guess-rate', '100000'],
+                   { stdio: ['ignore', 'pipe', 'inherit'] });
+const port = await new Promise((res, rej) => {
+  let out = '';
+  proc.stdout.on('data', (d) => {
+    out += d;
+    const m = out.match(/listening http=(\d+) ws=(\d+)/);
+    if (m) res(m[1]);
+  });
+  proc.on('exit', (c) => rej(new Error(`grainlabd exited ${c}`)));
+});
+const base = `http://127.0.0.1:${port}`;
+async function api(method, path, body, token) {
+  const headers = {};
+  if (body) headers['Content-Type'] = 'application/json';
+  if (token) headers.Authorization = 'Bearer ' + token;
+  const r = await fetch(base + path, { method, headers, body: body ? JSON.stringify(body) : undefined });
+  const j = await r.json();
+  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(j)}`);
+  return j;
+}
+
+let browser;
+try {
+  // ---- the class: 30 groups, silos draining and piles being poured ------------------------------
+  const klass = await api('POST', '/api/classes', {
+    name: 'load', scenes: ['silo', 'pour'], max_groups: GROUPS, grain_budget: 20000,
+    defaults: { silo: { quality: 0, hole: 0.6 }, pour: { quality: 0 } },
+    ends_at: new Date(Date.now() + 3600e3).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+  }, creator);
+  const joins = [];
+  for (let i = 0; i < GROUPS; i++) {
+    const group = `group ${String(i + 1).padStart(2, '0')}`;
+    joins.push(await api('POST', '/api/join', { code: klass.code, group, scene: i % 2 ? 'pour' : 'silo' }));
+  }
+  ok(`${GROUPS} groups joined`, joins.length === GROUPS);
+  // the silos' holes open once they have settled a little: every group's grains flow
+  await sleep(3000);
+  const opened = await api('POST', `/api/classes/${klass.id}/push`, { action: { type: 'open_hole' } }, klass.teacher_token);
+  ok('the teacher opens every silo at once', opened.applied.length === GROUPS / 2, `${opened.applied.length} applied, ${opened.refused.length} refused (the piles have no hole)`);
+
+  // ---- the dashboard ----------------------------------------------------------------------------
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+           '--disable-default-apps', '--no-first-run', '--metrics-recording-only', '--disable-breakpad'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${base}/class/${klass.id}#teacher=${klass.teacher_token}`);
+  const end = Date.now() + 60000;
+  let shown = 0;
+  while (Date.now() < end) {
+    shown = await page.evaluate(() => Number(document.body.dataset.tiles || 0));
+    const streaming = await page.evaluate(() => [...window.grainlabTiles.values()].filter((t) => t.frames > 0).length);
+    if (shown === GROUPS && streaming === GROUPS) break;
+    await sleep(500);
+  }
+  ok(`the dashboard shows a tile per group`, shown === GROUPS, `${shown} tiles`);
+  const fps = await page.evaluate(() => window.grainlabTileFps || null);
+
+  // ---- the window ------------------------------------------------------------------------------
+  const skip = [proc.pid];
+  const chrome = () => descendants(process.pid, skip);
+  const workers = () => descendants(proc.pid, []);
+  const tiles = () => page.evaluate(() => Object.fromEntries([...window.grainlabTiles].map(([k, t]) => [k, { frames: t.frames, skipped: t.skipped || 0 }])));
+  const sum = (pids) => pids.reduce((a, p) => a + cpu(p), 0);
+  const before = { t: Date.now(), tiles: await tiles(), chrome: sum(chrome()), daemon: cpu(proc.pid), workers: sum(workers()) };
+  await sleep(seconds * 1000);
+  const after = { t: Date.now(), tiles: await tiles(), chrome: sum(chrome()), daemon: cpu(proc.pid), workers: sum(workers()) };
+  const wall = (after.t - before.t) / 1000;
+  const rates = Object.keys(after.tiles).map((k) => (after.tiles[k].frames - (before.tiles[k] ? before.tiles[k].frames : 0)) / wall).sort((a, b) => a - b);
+  const skipped = Object.keys(after.tiles).map((k) => (after.tiles[k].skipped - (before.tiles[k] ? before.tiles[k].skipped : 0)) / wall);
+  const median = rates[Math.floor(rates.length / 2)];
+  const figures = {
+    groups: GROUPS, window_s: +wall.toFixed(1), tile_fps_asked: fps,
+    tile_frames_per_s: { min: +rates[0].toFixed(2), median: +median.toFixed(2), max: +rates[rates.length - 1].toFixed(2) },
+    tile_dropped_undecoded_per_s_mean: +(skipped.reduce((a, b) => a + b, 0) / skipped.length).toFixed(2),
+    browser_cpu_cores: +((after.chrome - before.chrome) / wall).toFixed(3),
+    daemon_cpu_cores: +((after.daemon - before.daemon) / wall).toFixed(3),
+    workers_cpu_cores: +((after.workers - before.workers) / wall).toFixed(3),
+  };
+  const metrics = await (await fetch(base + '/metrics')).text();
+  const sent = Number((metrics.match(/^grainlab_ws_frames_sent_total (\d+)/m) || [])[1]);
+  console.log('# figures ' + JSON.stringify(figures));
+  console.log(`# frames sent by the daemon in all: ${sent}`);
+  // generous: a slow, shared 2-core machine simulates 30 groups well below real time
+  ok('every tile decodes frames', rates[0] > 0.2, `slowest ${rates[0].toFixed(2)}/s`);
+  ok('no tile gets more frames than its rate asks', !fps || rates[rates.length - 1] <= fps * 1.5 + 0.5, `fastest ${rates[rates.length - 1].toFixed(2)}/s at ${fps} asked`);
+  ok('the browser stays within both cores', figures.browser_cpu_cores < 2.0, `${figures.browser_cpu_cores} cores`);
+  ok('no script errors', errors.length === 0, errors.join('; '));
+} catch (e) {
+  ok('the load test ran to its end', false, e.stack || e.message);
+} finally {
+  if (browser) await browser.close();
+  proc.kill('SIGTERM');
+  await new Promise((r) => proc.on('exit', r));
+  rmSync(tmp, { recursive: true, force: true });
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
