@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 typedef struct class_group {
@@ -54,17 +53,6 @@ static double now_unix(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void random_text(char *out, size_t len, const char *alphabet) {
-  const size_t k = strlen(alphabet);
-  unsigned char bytes[64];
-  while (getrandom(bytes, len, 0) != (ssize_t)len) {
-  }
-  for (size_t i = 0; i < len; i++) {
-    out[i] = alphabet[bytes[i] % k];
-  }
-  out[len] = '\0';
 }
 
 static const char *text_or(const json_t *v, const char *fallback) {
@@ -345,13 +333,13 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   c->created_at = now_unix();
   c->ends_at = cmd->ends_at;
   char token[65];
-  random_text(token, 64, "0123456789abcdef");
+  sess_random_text(token, 64, "0123456789abcdef");
   store_token_hash(token, c->teacher_hash);
-  random_text(c->id, 16, "0123456789abcdef");
+  sess_random_text(c->id, 16, "0123456789abcdef");
   pthread_mutex_lock(&cr->lock);
   /* a code names one class for ever (the store's UNIQUE): drawn again on the rare clash */
   do {
-    random_text(c->code, 6, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789");
+    sess_random_text(c->code, 6, SESS_CODE_ALPHABET);
   } while (find(cr, c->code, true));
   const int rc = add_class(cr, c);
   if (rc == 0) {

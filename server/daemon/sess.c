@@ -57,7 +57,7 @@ int sess__check_count(const sess_registry *r, const grn_world_def *def, sess_err
   return 0;
 }
 
-static void random_text(char *out, size_t len, const char *alphabet) {
+void sess_random_text(char *out, size_t len, const char *alphabet) {
   const size_t k = strlen(alphabet);
   unsigned char bytes[64];
   while (getrandom(bytes, len, 0) != (ssize_t)len) {
@@ -266,11 +266,11 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
   pthread_cond_init(&s->wake, NULL);
   pthread_mutex_init(&s->qlock, NULL);
   chan_init(&s->ch);
-  random_text(s->id, 16, "0123456789abcdef");
-  random_text(s->join, 6, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"); /* no 0/O or 1/I to misread */
-  random_text(s->token, 64, "0123456789abcdef");
+  sess_random_text(s->id, 16, "0123456789abcdef");
+  sess_random_text(s->join, 6, SESS_CODE_ALPHABET);
+  sess_random_text(s->token, 64, "0123456789abcdef");
   if (private_) {
-    random_text(s->viewer_token, 64, "0123456789abcdef");
+    sess_random_text(s->viewer_token, 64, "0123456789abcdef");
   }
   pthread_mutex_lock(&r->lock);
   if (sess__take_slot(r, client, err) != 0) {

@@ -88,6 +88,11 @@ bool sess_locked(const session *s);
 /* Whether the session is live (not failed or ended). */
 bool sess_alive(session *s);
 
+/* len (at most 64) random characters of alphabet, and a NUL: ids, codes and tokens (getrandom). */
+void sess_random_text(char *out, size_t len, const char *alphabet);
+/* Codes people read out (join codes, class codes): no 0/O or 1/I to misread. */
+#define SESS_CODE_ALPHABET "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
 /* Look up by id or join code; the result is referenced and must be released. */
 session *sess_find(sess_registry *r, const char *id);
 void sess_release(session *s);
