@@ -820,7 +820,7 @@ static http_reply h_classes_create(const http_call *k) {
     return err;
   }
   api_class_create cmd;
-  api_error e;
+  api_error e = {0}; /* status 0 until something refuses */
   const int rc = api_read_class_create(body, unix_now(), sess_max_grains(k->srv->reg), &cmd, &e);
   json_decref(body);
   if (rc != 0) {
