@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compare grainlab with LIGGGHTS on the "packed bed" benchmark, one core each.
+# Compare grainlab with LIGGGHTS on the "packed bed" benchmark and on the same
+# bed avalanching (gravity turned TILT degrees at once), one core each.
 #
 #   bench/compare_liggghts.sh [N ...]        (default: 3000 30000 100000)
 #
@@ -12,6 +13,8 @@
 #              (default 3: this VM's timings wander by +-10 % from run to run)
 #   SETTLE     untimed settling steps for LIGGGHTS (default: the deck's, 1500)
 #   KEEP_LOGS  set to 1 to keep LIGGGHTS's scratch directory and print its path
+#   WORKLOADS  "bed", "avalanche" or both (default: "bed avalanche")
+#   TILT       degrees gravity turns by for the avalanche (default 35)
 #
 # Both codes run the same timed step count on a settled bed; the figure of
 # merit is grain-steps/s = N * steps / (time of the timed loop only).
@@ -31,6 +34,12 @@ done
 [[ -z "${STEPS:-}" || "$STEPS" =~ ^[1-9][0-9]*$ ]] || { echo "error: STEPS='$STEPS' is not a positive integer" >&2; exit 2; }
 [[ -z "${SETTLE:-}" || "$SETTLE" =~ ^[0-9]+$ ]] || { echo "error: SETTLE='$SETTLE' is not an integer" >&2; exit 2; }
 repeat="${REPEAT:-3}"
+workloads="${WORKLOADS:-bed avalanche}"
+tilt="${TILT:-35}"
+for wl in $workloads; do
+  [[ "$wl" == bed || "$wl" == avalanche ]] || { echo "error: WORKLOADS may name only bed and avalanche, not '$wl'" >&2; exit 2; }
+done
+[[ "$tilt" =~ ^[1-9][0-9]?$ && "$tilt" -le 60 ]] || { echo "error: TILT='$tilt' is not a whole number of degrees in 1..60" >&2; exit 2; }
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "error: REPEAT='$repeat' is not a positive integer" >&2; exit 2; }
 
 command -v "$liggghts" >/dev/null 2>&1 || { echo "error: LIGGGHTS binary '$liggghts' not found (apt-get install liggghts, or set LIGGGHTS=...)" >&2; exit 1; }
@@ -55,6 +64,7 @@ fi
 export OMP_NUM_THREADS=1
 
 rows=()
+for wl in $workloads; do
 for n in "${sizes[@]}"; do
   if [[ -n "${STEPS:-}" ]]; then steps="$STEPS"
   elif (( n <= 30000 )); then steps=2000
@@ -62,14 +72,15 @@ for n in "${sizes[@]}"; do
   fi
 
   # each code REPEAT times, alternating; the best rate of each is kept
-  best_lig=0; best_gl=0; gl_cpg="-"
+  best_lig=0; best_gl=0; gl_cpg="-"; gl_reb="-"
   for r in $(seq "$repeat"); do
   # ---- LIGGGHTS -------------------------------------------------------------
-  dir="$work/N$n.$r"
+  dir="$work/$wl.N$n.$r"
   mkdir -p "$dir"
   vars=(-var N "$n" -var steps "$steps")
   [[ -n "${SETTLE:-}" ]] && vars+=(-var settle "$SETTLE")
-  echo "LIGGGHTS: N=$n steps=$steps (run $r of $repeat) ..." >&2
+  [[ "$wl" == avalanche ]] && vars+=(-var tilt "$tilt")
+  echo "LIGGGHTS: $wl N=$n steps=$steps (run $r of $repeat) ..." >&2
   if ! (cd "$dir" && "$liggghts" -in "$deck" "${vars[@]}" -log log.liggghts -screen screen.txt </dev/null); then
     echo "error: LIGGGHTS failed for N=$n; last lines of its output:" >&2
     tail -n 20 "$dir/screen.txt" >&2 || true
@@ -78,7 +89,7 @@ for n in "${sizes[@]}"; do
 
   # The timed figure is the "Loop time" of the run between BENCH_BEGIN and
   # BENCH_END; the settling runs before it have their own Loop time lines.
-  read -r lig_s lig_steps lig_atoms lig_neigh lig_cpg lig_vmax lig_zmax < <(python3 -c '
+  read -r lig_s lig_steps lig_atoms lig_neigh lig_cpg lig_vmax lig_zmax lig_reb < <(python3 -c '
 import re, sys
 text = open(sys.argv[1]).read()
 # Anchored: the log also echoes the "print ..." commands themselves.
@@ -94,13 +105,14 @@ if not m:
 if m.group(2) != "1":
     sys.exit("LIGGGHTS ran on %s ranks, expected 1" % m.group(2))
 nb = re.search(r"Ave neighs/atom = ([0-9.eE+-]+)", seg)
+builds = re.search(r"Neighbor list builds = (\d+)", seg)
 st = dict(kv.split("=") for kv in state.group(1).split())
 print(m.group(1), m.group(3), m.group(4), nb.group(1) if nb else "nan",
-      st["contacts_per_grain"], st["vmax"], st["zmax"])
+      st["contacts_per_grain"], st["vmax"], st["zmax"], builds.group(1) if builds else "nan")
 ' "$dir/log.liggghts")
   lig_rate="$(python3 -c 'import sys; n,s,t=map(float,sys.argv[1:]); print("%.0f" % (n*s/t))' "$lig_atoms" "$lig_steps" "$lig_s")"
-  printf 'LIGGGHTS: N=%s  %s steps in %.3f s  -> %s grain-steps/s  (coordination %.2f, neighbours/grain %.2f, max |v| %.3g m/s, top grain z %.3f m)\n' \
-    "$lig_atoms" "$lig_steps" "$lig_s" "$lig_rate" "$lig_cpg" "$lig_neigh" "$lig_vmax" "$lig_zmax" >&2
+  printf 'LIGGGHTS: N=%s  %s steps in %.3f s  -> %s grain-steps/s  (coordination %.2f, neighbours/grain %.2f, list builds %s, max |v| %.3g m/s, top grain z %.3f m)\n' \
+    "$lig_atoms" "$lig_steps" "$lig_s" "$lig_rate" "$lig_cpg" "$lig_neigh" "$lig_reb" "$lig_vmax" "$lig_zmax" >&2
   if [[ "$lig_atoms" != "$n" ]]; then
     echo "error: LIGGGHTS has $lig_atoms grains at the end of the timed run, expected $n" >&2
     exit 1
@@ -108,9 +120,13 @@ print(m.group(1), m.group(3), m.group(4), nb.group(1) if nb else "nan",
 
   # ---- grainlab -------------------------------------------------------------
   if (( have_grainlab )); then
-    echo "grainlab: N=$n steps=$steps (run $r of $repeat) ..." >&2
-    out="$("$grainlab" bench --scene pour --grains "$n" --steps "$steps" --threads 1)"
-    read -r gl_rate gl_cpg gl_ns gl_rss < <(python3 -c '
+    echo "grainlab: $wl N=$n steps=$steps (run $r of $repeat) ..." >&2
+    if [[ "$wl" == avalanche ]]; then
+      out="$("$grainlab" bench --scene tilt --grains "$n" --steps "$steps" --threads 1 --action "tilt:$tilt")"
+    else
+      out="$("$grainlab" bench --scene pour --grains "$n" --steps "$steps" --threads 1)"
+    fi
+    read -r gl_rate gl_cpg gl_ns gl_rss gl_reb < <(python3 -c '
 import json, sys
 lines = [l for l in sys.stdin.read().splitlines() if l.lstrip().startswith("{")]
 if not lines:
@@ -119,16 +135,16 @@ try:
     r = json.loads(lines[-1])
 except ValueError as e:
     sys.exit("grainlab JSON line does not parse (%s): %s" % (e, lines[-1]))
-for k in ("grains", "threads", "steps", "coordination", "ns_per_grain_step", "grain_steps_per_s", "peak_rss_bytes"):
+for k in ("grains", "threads", "steps", "coordination", "ns_per_grain_step", "grain_steps_per_s", "peak_rss_bytes", "rebuilds"):
     if k not in r:
         sys.exit("grainlab JSON lacks key %r" % k)
 if int(r["grains"]) != int(sys.argv[1]) or int(r["steps"]) != int(sys.argv[2]) or int(r["threads"]) != 1:
     sys.exit("grainlab ran grains=%s steps=%s threads=%s, expected %s/%s/1"
              % (r["grains"], r["steps"], r["threads"], sys.argv[1], sys.argv[2]))
-print("%.0f %.2f %.1f %d" % (r["grain_steps_per_s"], r["coordination"], r["ns_per_grain_step"], r["peak_rss_bytes"]))
+print("%.0f %.2f %.1f %d %d" % (r["grain_steps_per_s"], r["coordination"], r["ns_per_grain_step"], r["peak_rss_bytes"], r["rebuilds"]))
 ' "$n" "$steps" <<<"$out")
-    printf 'grainlab: N=%s  %s grain-steps/s  (%s ns/grain-step, coordination %s, peak RSS %s MiB)\n' \
-      "$n" "$gl_rate" "$gl_ns" "$gl_cpg" "$(( gl_rss / 1048576 ))" >&2
+    printf 'grainlab: N=%s  %s grain-steps/s  (%s ns/grain-step, coordination %s, list builds %s, peak RSS %s MiB)\n' \
+      "$n" "$gl_rate" "$gl_ns" "$gl_cpg" "$gl_reb" "$(( gl_rss / 1048576 ))" >&2
   fi
   best_lig=$(( lig_rate > best_lig ? lig_rate : best_lig ))
   if (( have_grainlab )); then
@@ -140,15 +156,16 @@ print("%.0f %.2f %.1f %d" % (r["grain_steps_per_s"], r["coordination"], r["ns_pe
     gl_rate="$best_gl"
     ratio="$(python3 -c 'import sys; print("%.2f" % (float(sys.argv[1])/float(sys.argv[2])))' "$gl_rate" "$lig_rate")"
   fi
-  rows+=("$n $steps $lig_rate $lig_cpg $gl_rate $gl_cpg $ratio")
+  rows+=("$wl $n $steps $lig_rate $lig_cpg $lig_reb $gl_rate $gl_cpg $gl_reb $ratio")
+done
 done
 
 echo
-echo "packed bed, 1 core; grain-steps/s = N*steps/loop time, the best of $repeat alternating runs of each; coord = grain-grain contacts per grain, both sides counted"
-printf '%8s %6s %18s %9s %18s %9s %18s\n' N steps LIGGGHTS "coord" grainlab "coord" "grainlab/LIGGGHTS"
+echo "1 core; avalanche = the bed with gravity turned $tilt degrees; grain-steps/s = N*steps/loop time, the best of $repeat alternating runs of each; coord = grain-grain contacts per grain at the end, both sides counted; builds = pair-list builds in the timed steps (of the run kept last)"
+printf '%10s %8s %6s %14s %6s %7s %14s %6s %7s %10s\n' workload N steps LIGGGHTS coord builds grainlab coord builds ratio
 for row in "${rows[@]}"; do
-  read -r n steps lr lc gr gc ra <<<"$row"
+  read -r wl n steps lr lc lb gr gc gb ra <<<"$row"
   [[ "$lc" == "-" ]] || lc="$(printf '%.2f' "$lc")"
-  printf '%8s %6s %18s %9s %18s %9s %18s\n' "$n" "$steps" "$lr" "$lc" "$gr" "$gc" "$ra"
+  printf '%10s %8s %6s %14s %6s %7s %14s %6s %7s %10s\n' "$wl" "$n" "$steps" "$lr" "$lc" "$lb" "$gr" "$gc" "$gb" "$ra"
 done
 (( have_grainlab )) || echo "(grainlab columns empty: no executable at '$grainlab')"

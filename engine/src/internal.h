@@ -316,7 +316,8 @@ grn_world *grn__world_new(const grn_world_def *def); /* empty world with allocat
 void grn__world_clear(grn_world *w);
 
 int grn__no_act(grn_world *w, const grn_action *a, grn_error *err);
-/* geometry of the bench bed, shared by scenes that accept GRN_FILL_BED */
-int grn__setup_bed(grn_world *w);
+/* geometry of the bench bed, shared by scenes that accept GRN_FILL_BED; *half: the box's half
+ * side */
+int grn__setup_bed(grn_world *w, double *half);
 
 #endif

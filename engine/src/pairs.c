@@ -100,46 +100,102 @@ static void permute(void *arr, size_t elem, const int32_t *perm, int n, void *bu
   memcpy(arr, buf, elem * (size_t)n);
 }
 
-/* Candidates of grain i in the 27 cells around it; when `out` is NULL only counts. */
-static int scan_pairs(const grn_world *w, int i, int32_t *out) {
+/* Positions and radii of the renumbered grains as planes, with 4 spare lanes at the end, so the
+ * scan tests four candidates at a time. */
+typedef struct planes {
+  double *x, *y, *z, *r;
+} planes;
+
+/* Whether candidate j pairs with owner i: i owns it, not both fixed, and within reach + skin. The
+ * AVX2 scan makes the same IEEE operations in the same order (no FMA), so both find the same
+ * pairs. */
+static inline bool listed(const grn_world *w, const planes *pl, int i, int j, bool fi) {
+  if (!owns(w, i, j) || (fi && (w->flags[j] & GRN_F_FIXED))) {
+    return false; /* owns(i, i) is false: a grain never pairs with itself */
+  }
+  const double ddx = pl->x[j] - pl->x[i], ddy = pl->y[j] - pl->y[i], ddz = pl->z[j] - pl->z[i],
+               rr = pl->r[i] + pl->r[j] + w->skin;
+  return ddx * ddx + ddy * ddy + ddz * ddz < rr * rr;
+}
+
+/* Emits j: written while there is room, always counted. */
+static inline int emit(int32_t *out, int count, int room, int j) {
+  if (count < room) {
+    out[count] = j;
+  }
+  return count + 1;
+}
+
+static int scan_run(const grn_world *w, const planes *pl, int i, bool fi, int j0, int j1,
+                    int32_t *out, int count, int room) {
+  for (int j = j0; j < j1; j++) {
+    if (listed(w, pl, i, j, fi)) {
+      count = emit(out, count, room, j);
+    }
+  }
+  return count;
+}
+
+#if defined(__x86_64__) && defined(GRN_SIMD)
+#include <immintrin.h>
+
+/* Four candidates at a time: lanes out of reach or not owned are dropped at once; a group with an
+ * equal radius in reach (ownership then falls to the id) goes through the scalar test. */
+__attribute__((target("avx2"))) static int scan_run_avx2(const grn_world *w, const planes *pl,
+                                                         int i, int j0, int j1, int32_t *out,
+                                                         int count, int room) {
+  const __m256d xi = _mm256_set1_pd(pl->x[i]), yi = _mm256_set1_pd(pl->y[i]),
+                zi = _mm256_set1_pd(pl->z[i]), ri = _mm256_set1_pd(pl->r[i]),
+                skin = _mm256_set1_pd(w->skin);
+  for (int j = j0; j < j1; j += 4) {
+    const __m256d rj = _mm256_loadu_pd(pl->r + j);
+    const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(pl->x + j), xi),
+                  dy = _mm256_sub_pd(_mm256_loadu_pd(pl->y + j), yi),
+                  dz = _mm256_sub_pd(_mm256_loadu_pd(pl->z + j), zi);
+    const __m256d d2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
+                                     _mm256_mul_pd(dz, dz));
+    const __m256d rr = _mm256_add_pd(_mm256_add_pd(ri, rj), skin);
+    const __m256d near = _mm256_cmp_pd(d2, _mm256_mul_pd(rr, rr), _CMP_LT_OQ);
+    const int valid = j1 - j >= 4 ? 15 : (1 << (j1 - j)) - 1;
+    const int in = _mm256_movemask_pd(near) & valid;
+    if (!in) {
+      continue;
+    }
+    if (_mm256_movemask_pd(_mm256_cmp_pd(rj, ri, _CMP_EQ_OQ)) & in) {
+      count = scan_run(w, pl, i, false, j, j1 - j >= 4 ? j + 4 : j1, out, count, room);
+      continue;
+    }
+    int bits = _mm256_movemask_pd(_mm256_cmp_pd(rj, ri, _CMP_LT_OQ)) & in;
+    while (bits) {
+      count = emit(out, count, room, j + __builtin_ctz((unsigned)bits));
+      bits &= bits - 1;
+    }
+  }
+  return count;
+}
+#endif
+
+/* Candidates of grain i in the 27 cells around it (three runs of three cells each, contiguous in
+ * cell order), all counted; the first `room` are written to out. */
+static int scan_pairs(const grn_world *w, const planes *pl, int i, int32_t *out, int room) {
   const grn_grid *g = &w->grid;
   const int c = w->cell[i];
   const int iz = c / (g->nx * g->ny), rest = c - iz * g->nx * g->ny, iy = rest / g->nx,
             ix = rest - iy * g->nx;
-  const grn_vec3 pi = w->pos[i];
-  const double ri = w->rad[i];
   const bool fi = (w->flags[i] & GRN_F_FIXED) != 0;
+  const int jx0 = ix > 0 ? ix - 1 : 0, jx1 = ix + 1 < g->nx ? ix + 1 : g->nx - 1;
   int count = 0;
-  for (int dz = -1; dz <= 1; dz++) {
-    const int jz = iz + dz;
-    if (jz < 0 || jz >= g->nz) {
-      continue;
-    }
-    for (int dy = -1; dy <= 1; dy++) {
-      const int jy = iy + dy;
-      if (jy < 0 || jy >= g->ny) {
+  for (int jz = iz > 0 ? iz - 1 : 0; jz <= iz + 1 && jz < g->nz; jz++) {
+    for (int jy = iy > 0 ? iy - 1 : 0; jy <= iy + 1 && jy < g->ny; jy++) {
+      const int row = g->nx * (jy + g->ny * jz);
+      const int j0 = w->cstart[row + jx0], j1 = w->cstart[row + jx1 + 1];
+#if defined(__x86_64__) && defined(GRN_SIMD)
+      if (w->simd && !fi) {
+        count = scan_run_avx2(w, pl, i, j0, j1, out, count, room);
         continue;
       }
-      for (int dx = -1; dx <= 1; dx++) {
-        const int jx = ix + dx;
-        if (jx < 0 || jx >= g->nx) {
-          continue;
-        }
-        const int cc = jx + g->nx * (jy + g->ny * jz);
-        for (int j = w->cstart[cc]; j < w->cstart[cc + 1]; j++) {
-          if (j == i || !owns(w, i, j) || (fi && (w->flags[j] & GRN_F_FIXED))) {
-            continue;
-          }
-          const double ddx = w->pos[j].x - pi.x, ddy = w->pos[j].y - pi.y, ddz = w->pos[j].z - pi.z,
-                       rr = ri + w->rad[j] + w->skin;
-          if (ddx * ddx + ddy * ddy + ddz * ddz < rr * rr) {
-            if (out) {
-              out[count] = j;
-            }
-            count++;
-          }
-        }
-      }
+#endif
+      count = scan_run(w, pl, i, fi, j0, j1, out, count, room);
     }
   }
   return count;
@@ -294,9 +350,16 @@ int grn__rebuild(grn_world *w) {
   }
   const size_t kept_bytes = sizeof(kept) * (size_t)k;
   const size_t tstart_bytes = sizeof(int32_t) * (size_t)(n_old + 1);
-  const size_t perm_bytes = 4 * sizeof(double) * (size_t)(nn > 0 ? nn : 1);
+  /* the permutation buffer, later the pair segments of step 4: room for the last rebuild's pairs
+   * per grain and a quarter more */
+  const double per_grain = w->nl > 0 ? 1.25 * (double)w->m / (double)w->nl + 1.0 : 0.0;
+  const size_t seg_bytes =
+      sizeof(int32_t) * ((size_t)(per_grain * (double)nn) + 64 * (size_t)w->threads + 64);
+  const size_t perm_bytes0 = 4 * sizeof(double) * (size_t)(nn > 0 ? nn : 1);
+  const size_t perm_bytes = perm_bytes0 > seg_bytes ? perm_bytes0 : seg_bytes;
   const size_t perm_at = (kept_bytes + tstart_bytes + 31u) & ~(size_t)31u; /* aligned for doubles */
-  if (ensure_scratch(w, perm_at + perm_bytes) != GRN_OK) {
+  const size_t plane = (size_t)nn + 4, planes_at = perm_at + ((perm_bytes + 31u) & ~(size_t)31u);
+  if (ensure_scratch(w, planes_at + 4 * sizeof(double) * plane) != GRN_OK) {
     return GRN_E_NOMEM;
   }
   kept *kp = (kept *)w->scratch;
@@ -332,18 +395,56 @@ int grn__rebuild(grn_world *w) {
   permute(w->hf, 4 * sizeof(double), w->perm, nn, pbuf);
   permute(w->id, sizeof(uint32_t), w->perm, nn, pbuf);
   permute(w->flags, sizeof(uint8_t), w->perm, nn, pbuf);
+  double *pd = (void *)((char *)w->scratch + planes_at);
+  const planes pl = {pd, pd + plane, pd + 2 * plane, pd + 3 * plane};
   for (int q = 0; q < nn; q++) {
     w->cell[q] = cell_of(&w->grid, w->pos[q]);
+    pl.x[q] = w->pos[q].x;
+    pl.y[q] = w->pos[q].y;
+    pl.z[q] = w->pos[q].z;
+    pl.r[q] = w->rad[q];
+  }
+  for (int q = nn; q < nn + 4; q++) {
+    pl.x[q] = pl.y[q] = pl.z[q] = pl.r[q] = 0.0; /* read by the last group, never listed */
   }
   /* perm[] must survive for the history lookup: old owner of new grain q is perm[q]. */
   w->n = nn;
 
-  /* 4. count candidates per owner, prefix sums (the s_jgi of reference 001) */
+  /* 4. each owner's candidates in one scan. Each thread writes its chunk's pairs into its own
+   * segment of scratch (past the permutation buffer, free now), sized from the last rebuild's pairs
+   * per grain; once a segment is full its thread only counts, and step 5 scans the rest again
+   * straight into the list. The list is the same whichever way it was made. */
   const int nthreads = w->threads;
-  (void)nthreads;
-#pragma omp parallel for schedule(static) num_threads(nthreads)
-  for (int i = 0; i < nn; i++) {
-    w->pstart[i + 1] = scan_pairs(w, i, NULL);
+  int64_t segoff[257];
+  int32_t done[256], *seg = (int32_t *)pbuf;
+  segoff[0] = 0;
+  for (int t = 0; t < nthreads; t++) {
+    const int64_t len = (int64_t)nn * (t + 1) / nthreads - (int64_t)nn * t / nthreads;
+    segoff[t + 1] = segoff[t] + (int64_t)(per_grain * (double)len) + 64;
+  }
+  if ((size_t)segoff[nthreads] * sizeof(int32_t) > perm_bytes) {
+    segoff[nthreads] = 0; /* no room past the buffer: every thread only counts */
+    for (int t = 0; t < nthreads; t++) {
+      segoff[t] = 0;
+    }
+  }
+#pragma omp parallel for schedule(static, 1) num_threads(nthreads)
+  for (int t = 0; t < nthreads; t++) {
+    const int lo = (int)((int64_t)nn * t / nthreads), hi = (int)((int64_t)nn * (t + 1) / nthreads);
+    int32_t *out = seg + segoff[t];
+    int room = (int)(segoff[t + 1] - segoff[t]);
+    done[t] = hi;
+    for (int i = lo; i < hi; i++) {
+      const int c = scan_pairs(w, &pl, i, out, room);
+      w->pstart[i + 1] = c;
+      if (c > room && done[t] == hi) {
+        done[t] = i;
+        room = 0;
+      } else if (done[t] == hi) {
+        out += c;
+        room -= c;
+      }
+    }
   }
   w->pstart[0] = 0;
   for (int i = 0; i < nn; i++) {
@@ -362,20 +463,27 @@ int grn__rebuild(grn_world *w) {
   }
 
   /* 5. list the pairs and move the kept history onto them */
-#pragma omp parallel for schedule(static) num_threads(nthreads)
-  for (int i = 0; i < nn; i++) {
-    const int base = w->pstart[i];
-    const int cnt = scan_pairs(w, i, w->pb + base);
-    const int old = w->perm[i];
-    for (int p = base; p < base + cnt; p++) {
-      const int j = w->pb[p];
-      w->pfn[p] = 0.0f;
-      memset(&w->hist[p], 0, sizeof(grn_hist));
-      for (int q = tstart[old]; q < tstart[old + 1]; q++) {
-        if (kp[q].partner == j) {
-          w->hist[p] = kp[q].h;
-          w->pfn[p] = kp[q].fn;
-          break;
+#pragma omp parallel for schedule(static, 1) num_threads(nthreads)
+  for (int t = 0; t < nthreads; t++) {
+    const int lo = (int)((int64_t)nn * t / nthreads), hi = (int)((int64_t)nn * (t + 1) / nthreads);
+    memcpy(w->pb + w->pstart[lo], seg + segoff[t],
+           sizeof(int32_t) * (size_t)(w->pstart[done[t]] - w->pstart[lo]));
+    for (int i = done[t]; i < hi; i++) {
+      (void)scan_pairs(w, &pl, i, w->pb + w->pstart[i], INT32_MAX);
+    }
+    for (int i = lo; i < hi; i++) {
+      const int base = w->pstart[i], cnt = w->pstart[i + 1] - base;
+      const int old = w->perm[i];
+      for (int p = base; p < base + cnt; p++) {
+        const int j = w->pb[p];
+        w->pfn[p] = 0.0f;
+        memset(&w->hist[p], 0, sizeof(grn_hist));
+        for (int q = tstart[old]; q < tstart[old + 1]; q++) {
+          if (kp[q].partner == j) {
+            w->hist[p] = kp[q].h;
+            w->pfn[p] = kp[q].fn;
+            break;
+          }
         }
       }
     }

@@ -38,8 +38,9 @@ static void usage(FILE *f) {
   fputs("usage:\n"
         "  grainlab run --scene NAME [--grains N | --quality Q --amount PCT] [--set KEY=VALUE]...\n"
         "               [--seed S] [--seconds T] [--threads K] [--action TIME:NAME[:ARG,...]]...\n"
-        "  grainlab bench --scene pour|dambreak|cluster --grains N [--steps S] [--threads K]\n"
-        "                 [--seed S]\n"
+        "  grainlab bench --scene pour|tilt|silo|dambreak|cluster --grains N [--steps S]\n"
+        "                 [--threads K] [--seed S] [--fill bed|scene] [--action NAME[:ARG,...]]\n"
+        "                 [--after SECONDS]\n"
         "  grainlab scenes\n"
         "  grainlab replay --db FILE --run ID [--threads K]\n"
         "  grainlab backup --db FILE --out FILE\n",
@@ -136,6 +137,9 @@ typedef struct options {
   const char *sets[64];
   int nactions;
   const char *actions[MAX_ACTIONS];
+  const char *start_action;
+  grn_fill fill; /* bench: acted once settled, `after` seconds before the timing */
+  double after;
 } options;
 
 static int parse_options(int argc, char **argv, bool bench, options *o) {
@@ -143,6 +147,8 @@ static int parse_options(int argc, char **argv, bool bench, options *o) {
   o->seconds = 10.0;
   o->threads = 1;
   o->steps = 1000;
+  o->fill = GRN_FILL_BED;
+  o->after = -1.0;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -197,6 +203,20 @@ static int parse_options(int argc, char **argv, bool bench, options *o) {
     } else if (bench && strcmp(a, "--steps") == 0) {
       rc = parse_int(a, v, 1, 100000000, &tmp);
       o->steps = tmp;
+    } else if (bench && strcmp(a, "--fill") == 0) {
+      if (strcmp(v, "bed") != 0 && strcmp(v, "scene") != 0) {
+        return usage_error("--fill: '%s' is neither 'bed' nor 'scene'", v);
+      }
+      o->fill = strcmp(v, "bed") == 0 ? GRN_FILL_BED : GRN_FILL_SCENE;
+    } else if (bench && strcmp(a, "--action") == 0) {
+      o->start_action = v;
+    } else if (bench && strcmp(a, "--after") == 0) {
+      if (grn_parse_number(v, &o->after) != GRN_OK) {
+        return usage_error("--after: '%s' is not a number", v);
+      }
+      if (!(o->after >= 0.0 && o->after <= 3600.0)) {
+        return usage_error("--after = %s is outside [0, 3600]", v);
+      }
     } else {
       return usage_error("unknown option '%s'", a);
     }
@@ -208,6 +228,10 @@ static int parse_options(int argc, char **argv, bool bench, options *o) {
   if (!o->scene) {
     return usage_error("--scene is required");
   }
+  if (o->after >= 0.0 && !o->start_action) {
+    return usage_error("--after needs --action");
+  }
+  o->after = o->after >= 0.0 ? o->after : 0.0;
   grn_error e = {0};
   if (grn_world_def_default(&o->def, o->scene, &e) != GRN_OK) {
     return engine_error(&e);
@@ -236,7 +260,7 @@ static int parse_options(int argc, char **argv, bool bench, options *o) {
   o->def.grains = o->grains_set ? (int)o->grains : 0;
   o->def.threads = (int)o->threads;
   if (bench) {
-    o->def.fill = GRN_FILL_BED; /* the benchmark's workload decides the count check too */
+    o->def.fill = o->fill; /* the benchmark's workload decides the count check too */
     o->def.allow_sleep = false;
   }
   if (o->seed_set) {
@@ -411,6 +435,21 @@ static int cmd_bench(int argc, char **argv) {
     grn_world_measurements(w, &m);
   }
   grn_world_step(w, settle ? 120 : 1);
+  /* a dynamic workload: the action that starts it (open the silo's hole, tilt the bed), then
+   * `after` seconds for the flow to develop, untimed */
+  if (o.start_action) {
+    grn_action act;
+    if (grn_action_parse(o.start_action, &act, &e) != GRN_OK ||
+        grn_world_act(w, &act, &e) != GRN_OK) {
+      grn_world_destroy(w);
+      return usage_error("--action '%s': %s", o.start_action, e.message);
+    }
+    if (grn_world_step(w, (int)lround(o.after / GRN_STEP_SECONDS)) != GRN_OK) {
+      fprintf(stderr, "grainlab: error: out of memory after the action\n");
+      grn_world_destroy(w);
+      return 1;
+    }
+  }
   const double settle_wall = now_seconds() - t0;
   grn_world_stats before, after;
   grn_world_get_stats(w, &before);

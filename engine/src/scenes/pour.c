@@ -198,11 +198,13 @@ SAME_LEN(pour_params, wet_info);
 static const char *const pour_actions[] = {"spout", "pour", "tool", "tool_off", "reset"};
 static const grn_plot_info angle_plots[] = {PLOT("Angle of repose, deg", S(GRN_M_ANGLE))};
 
+static int pour_bed(grn_world *w);
+
 /* pour, wet and chains are one script with three catalogue entries */
 #define POUR_HOOKS                                                                                 \
   .state_size = sizeof(pour_state), .setup = pour_setup, .script = pour_script,                    \
-  .measure = pour_measure, .act = pour_act, .calm = 0.02, .bed = grn__setup_bed,                   \
-  .busy = pour_busy, .param_set = pour_param_set, .state_ok = pour_state_ok
+  .measure = pour_measure, .act = pour_act, .calm = 0.02, .bed = pour_bed, .busy = pour_busy,      \
+  .param_set = pour_param_set, .state_ok = pour_state_ok
 
 const grn_scene grn__scene_pour = {
     .info = {"pour", GRN_MODEL_GRANULAR,
@@ -227,8 +229,9 @@ const grn_scene grn__scene_chains = {
              MEASURES(PILE), PLOTS(angle_plots), .chains = true},
     POUR_HOOKS};
 
-/* Packed bed: a square box of side 4·sc packed from the lattice, the benchmark's workload. */
-int grn__setup_bed(grn_world *w) {
+/* Packed bed: a square box of side 4·sc packed from the lattice, the benchmark's workload (also
+ * the tilt scene's bed, which turns gravity over it). Returns the box's half side in *half. */
+int grn__setup_bed(grn_world *w, double *half_out) {
   const double sc = scale_of(w), half = 2.0 * sc;
   w->geom.floor_y = 0.0;
   w->geom.fx0 = w->geom.fz0 = -half;
@@ -237,12 +240,18 @@ int grn__setup_bed(grn_world *w) {
   w->geom.xmin = w->geom.zmin = -half;
   w->geom.xmax = w->geom.zmax = half;
   w->geom.kill_y = -1.0;
-  ps(w)->pouring = false;
-  ps(w)->poured = w->n_target;
+  *half_out = half;
   int rc =
       grn__hmap_init(w, -half, -half, grn__hmap_cells(2.0 * half), grn__hmap_cells(2.0 * half));
   if (rc == GRN_OK) {
     rc = grn__fill_lattice(w, w->n_target, -half, half, -half, half, 0.12);
   }
   return rc;
+}
+
+static int pour_bed(grn_world *w) {
+  ps(w)->pouring = false;
+  ps(w)->poured = w->n_target;
+  double half;
+  return grn__setup_bed(w, &half);
 }

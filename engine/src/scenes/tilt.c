@@ -46,6 +46,17 @@ static int tilt_setup(grn_world *w) {
   return rc;
 }
 
+/* The benchmark's packed bed (pour.c), to be tilted: the avalanching bed of bench/. */
+static int tilt_bed(grn_world *w) {
+  double half = 0.0;
+  const int rc = grn__setup_bed(w, &half);
+  st(w)->box_lx = st(w)->ch_wz = half;
+  st(w)->phi = st(w)->phi_target = 0.0;
+  st(w)->phi_rate = w->param[GRN_P_TILT_RATE] * GRN_PI / 180.0;
+  set_gravity(w);
+  return rc;
+}
+
 static void tilt_script(grn_world *w) {
   if (st(w)->phi != st(w)->phi_target) {
     const double step = st(w)->phi_rate * GRN_H, d = st(w)->phi_target - st(w)->phi;
@@ -67,6 +78,11 @@ static int tilt_act(grn_world *w, const grn_action *a, grn_error *err) {
   }
   st(w)->phi_target = a->args[0] * GRN_PI / 180.0;
   st(w)->phi_rate = (a->nargs == 2 ? a->args[1] : w->param[GRN_P_TILT_RATE]) * GRN_PI / 180.0;
+  if (w->fill == GRN_FILL_BED) {
+    /* the benchmark's bed runs no script: gravity turns at once, as LIGGGHTS's deck turns it */
+    st(w)->phi = st(w)->phi_target;
+    set_gravity(w);
+  }
   return GRN_OK;
 }
 
@@ -104,6 +120,7 @@ const grn_scene grn__scene_tilt = {
              MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP)), PLOTS(angle_plots)},
     .state_size = sizeof(tilt_state),
     .setup = tilt_setup,
+    .bed = tilt_bed,
     .script = tilt_script,
     .measure = tilt_measure,
     .act = tilt_act,
