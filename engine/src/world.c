@@ -163,6 +163,10 @@ int grn_world_def_validate(const grn_world_def *def, grn_error *err) {
   if (def->fill != GRN_FILL_SCENE && def->fill != GRN_FILL_BED) {
     return grn__fail(err, GRN_E_INVALID, "fill", "unknown fill mode %d", (int)def->fill);
   }
+  if (def->fill == GRN_FILL_BED && !grn__scene_impl(def->scene)->bed) {
+    return grn__fail(err, GRN_E_UNSUPPORTED, "fill", "scene '%s' has no packed-bed fill",
+                     def->scene->name);
+  }
   if (grn_world_def_grains(def) < 1) {
     return grn__fail(err, GRN_E_UNSUPPORTED, "grains",
                      "scene '%s' sets its particle count from its parameters, not from grains",
@@ -310,11 +314,6 @@ int grn_world_create(const grn_world_def *def, grn_world **out, grn_error *err) 
   w->seed = def->seed;
   w->n_target = grn_world_def_grains(def);
   w->fill = def->fill;
-  if (w->fill == GRN_FILL_BED && !w->impl->bed) {
-    grn_world_destroy(w);
-    return grn__fail(err, GRN_E_UNSUPPORTED, "fill", "scene '%s' has no packed-bed fill",
-                     def->scene->name);
-  }
   rc = grn__world_setup(w);
   if (rc != GRN_OK) {
     grn_world_destroy(w);

@@ -137,8 +137,10 @@ typedef struct options {
   const char *sets[64];
   int nactions;
   const char *actions[MAX_ACTIONS];
+  /* bench: the start action, acted once settled, `after` seconds before the timing */
   const char *start_action;
-  grn_fill fill; /* bench: acted once settled, `after` seconds before the timing */
+  grn_action start;
+  grn_fill fill;
   double after;
 } options;
 
@@ -235,6 +237,10 @@ static int parse_options(int argc, char **argv, bool bench, options *o) {
   grn_error e = {0};
   if (grn_world_def_default(&o->def, o->scene, &e) != GRN_OK) {
     return engine_error(&e);
+  }
+  if (o->start_action && (grn_action_parse(o->start_action, &o->start, &e) != GRN_OK ||
+                          grn_action_check(o->def.scene, &o->start, &e) != GRN_OK)) {
+    return usage_error("--action '%s': %s", o->start_action, e.message);
   }
   if (o->grains_set && o->quality_set) {
     return usage_error("--grains excludes --quality and --amount");
@@ -438,9 +444,7 @@ static int cmd_bench(int argc, char **argv) {
   /* a dynamic workload: the action that starts it (open the silo's hole, tilt the bed), then
    * `after` seconds for the flow to develop, untimed */
   if (o.start_action) {
-    grn_action act;
-    if (grn_action_parse(o.start_action, &act, &e) != GRN_OK ||
-        grn_world_act(w, &act, &e) != GRN_OK) {
+    if (grn_world_act(w, &o.start, &e) != GRN_OK) {
       grn_world_destroy(w);
       return usage_error("--action '%s': %s", o.start_action, e.message);
     }

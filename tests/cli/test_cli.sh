@@ -180,6 +180,12 @@ expect_error "grain action in a water scene" "tool" run --scene dambreak --actio
 expect_error "bench of a scene without a bench workload" "orbit" bench --scene orbit --grains 100
 expect_error "bench without grains" "--grains" bench --scene pour
 expect_error "bench with a bad step count" "--steps" bench --scene pour --grains 100 --steps 0
+expect_error "bench with an unknown fill" "--fill" bench --scene pour --grains 100 --fill heap
+expect_error "bench waiting after no action" "--after" bench --scene silo --grains 100 --after 1
+expect_error "bench with a negative wait" "--after" bench --scene silo --grains 100 --action open_hole --after -1
+expect_error "bench with an action the scene lacks" "open_hole" bench --scene pour --grains 100 --action open_hole
+expect_error "bench with an action out of range" "angle" bench --scene tilt --grains 100 --action tilt:75
+expect_error "bench of the silo's own fill at a bed" "fill" bench --scene silo --grains 100 --fill bed
 
 # the fluid and gravity scenes: their own measurements, models in the catalogue, bench output
 if grep -q '"name":"dambreak","model":"fluid"' "$tmp/scenes" &&
@@ -206,6 +212,14 @@ if "$bin" bench --scene cluster --grains 300 --steps 5 | grep -q '"model":"gravi
   ok "bench runs water and bodies"
 else
   bad "bench of the new models failed"
+fi
+# the dynamic workloads of bench/: the silo flowing (its own fill), the bed tilted at once
+if "$bin" bench --scene silo --grains 300 --fill scene --action open_hole --after 0.5 --steps 20 |
+  grep -Eq '"scene":"silo","grains":300,.*"max_speed":[1-9]' &&
+  "$bin" bench --scene tilt --grains 300 --action tilt:35 --steps 20 | grep -q '"scene":"tilt","grains":300,'; then
+  ok "bench runs the flowing silo and the avalanching bed"
+else
+  bad "bench of the flowing silo or the avalanching bed failed"
 fi
 
 # a negative seed is a valid 64-bit integer
