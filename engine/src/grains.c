@@ -27,7 +27,7 @@ int grn__reserve_grains(grn_world *w, int need) {
            {(void **)&w->hf, 4 * sizeof(double), 0, NULL},
            {(void **)&w->id, sizeof(uint32_t), 0, NULL},
            {(void **)&w->flags, sizeof(uint8_t), 0, NULL},
-           {(void **)&w->nfast, sizeof(uint8_t), 0, NULL},
+           {(void **)&w->nu, sizeof(float), 0, NULL},
            {(void **)&w->pstart, sizeof(int32_t), 1, NULL},
            {(void **)&w->rstart, sizeof(int32_t), 1, NULL},
            {(void **)&w->nstart, sizeof(int32_t), 1, NULL},

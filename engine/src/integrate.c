@@ -15,7 +15,7 @@ grain_ctx grn__grain_ctx_of(const grn_world *w, bool near) {
                        near ? w->nstart : w->pstart,
                        near ? w->nrstart : w->rstart,
                        near ? w->nrref : w->rref,
-                       near ? w->nfast : NULL,
+                       near ? w->nu : NULL,
                        w->geom,
                        w->k};
   return c;
@@ -26,6 +26,8 @@ void grn__finish_pass(grn_world *w, const pass_sums *sum) {
   w->vmax = sqrt(sum->vm2);
   w->disp += w->vmax * GRN_H;
   w->ndisp += sqrt(sum->vm2_slow) * GRN_H;
+  w->nover += sum->over;
+  w->nsteps++;
   if (sum->killed > 0) {
     w->dirty = true;
   }
@@ -38,10 +40,10 @@ static void gather_pass(grn_world *w, bool near) {
   const grain_ctx shared = grn__grain_ctx_of(w, near);
   const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
   double vm2 = 0.0, vm2_slow = 0.0;
-  int moving = 0, count = 0, killed = 0;
+  int moving = 0, count = 0, killed = 0, over = 0;
   (void)nthreads;
 #pragma omp parallel num_threads(nthreads) reduction(max : vm2, vm2_slow)                      \
-    reduction(+ : moving, count, killed)
+    reduction(+ : moving, count, killed, over)
   {
     const grain_ctx c = shared;
     pass_sums sum = {0};
@@ -56,8 +58,9 @@ static void gather_pass(grn_world *w, bool near) {
     moving += sum.moving;
     count += sum.count;
     killed += sum.killed;
+    over += sum.over;
   }
-  const pass_sums total = {0.0, vm2, vm2_slow, 0, moving, count, killed};
+  const pass_sums total = {0.0, vm2, vm2_slow, 0, moving, count, killed, over};
   grn__finish_pass(w, &total);
 }
 

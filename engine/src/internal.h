@@ -182,10 +182,15 @@ struct grn_world {
   int32_t *na;      /* its owner */
   int32_t *nrstart; /* n+1 */
   int32_t *nrref;   /* near pairs where a grain is the smaller partner, in near order */
-  uint8_t *nfast;   /* per grain: it was fast at the refresh, so all its pairs are near */
+  float *nu;        /* per grain: 0, or the speed a fast grain may keep until the refresh, m/s */
   double nmargin;   /* INFINITY: every listed pair is near */
   double ndisp; /* sum over steps of the top speed of the other grains, ·H, since the refresh */
   double ngap;  /* reach gap the near list was made for */
+  int nk;       /* steps the fast grains' allowances cover */
+  int nsteps;   /* steps since the refresh */
+  int nfastn;   /* fast grains at the refresh */
+  int nover;    /* fast grains that went past their allowance since */
+  uint64_t refreshes;
   /* fused step (fused.c): block buffers and bands of rows over the near list, and running sums,
    * planned at each refresh */
   bool fused, no_fuse;

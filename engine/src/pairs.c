@@ -508,19 +508,23 @@ int grn__rebuild(grn_world *w) {
  * A listed pair apart by more than its reach plus a margin cannot touch, nor feel a bridge,
  * before its two grains have together moved that far: until then it would be found apart, with
  * zero history and a zero row, at every step. Its row adds nothing to the sums (adding +0 leaves
- * a sum unchanged to the bit), so the fused step may leave it out. A few fast grains (rattlers in
- * a resting bed, the front of a flow) would force a wide margin or a refresh every step, so the
- * grains faster than the 99th percentile of speed are marked fast and keep all their pairs; the
- * margin follows the other grains' speed, to keep refreshes about NEAR_STEPS steps apart, and
- * the refresh comes when their summed top speed·H reaches half of it. The margin never goes
+ * a sum unchanged to the bit), so the fused step may leave it out. The margin covers K steps
+ * (NEAR_STEPS, or fewer when the pair list is rebuilt sooner, as in a flow whose fastest grains
+ * bring the rebuild on every few steps). The grains below the 99th percentile of speed are slow:
+ * they share one allowance, and the list is refreshed when their summed top speed·H reaches half
+ * the margin. The others are fast: each may keep up to its own allowance (a quarter over its
+ * speed, plus what gravity adds in K steps), its pairs are near within that reach, and the list
+ * is refreshed once one goes past it or K steps have passed — so one rattler, or a stream of
+ * falling grains, neither widens every margin nor keeps all its pairs. The margin never goes
  * below NEAR_MIN (a bed at rest would otherwise refresh for nothing), and covers the whole list
  * once it would reach past the skin. */
 #define NEAR_STEPS 24
 #define NEAR_MIN 0.002 /* m */
-#define NEAR_FAST 0.01 /* at most this fraction of the grains is marked fast */
+#define NEAR_FAST 0.05 /* at most this fraction of the grains is slow-marked fast */
 
 bool grn__near_stale(const grn_world *w) {
-  if (!w->near_valid || w->ngap != grn__reach_gap(w)) {
+  if (!w->near_valid || w->ngap != grn__reach_gap(w) || w->nover > 0 ||
+      (w->nfastn > 0 && w->nsteps >= w->nk)) {
     return true;
   }
   /* a hair of slack for the rounding of the position updates the bound sums */
@@ -553,17 +557,19 @@ static int grow_near(grn_world *w, int need) {
   return GRN_OK;
 }
 
-/* Near pairs of owner a: marks them in near[] (indexed by pair) and counts them. */
-static inline int near_mark(const grn_world *w, int a, double margin, uint8_t *near) {
+/* Near pairs of owner a: marks them in near[] (indexed by pair) and counts them. A pair's reach
+ * grows by (ua + ub)·H·K, u being a fast grain's own allowance or the slow grains' vcut. */
+static inline int near_mark(const grn_world *w, int a, double vcut, double hk, uint8_t *near) {
   const grn_vec3 pa = w->pos[a];
-  const double gap = grn__reach_gap(w) + margin, ra = w->rad[a];
-  const bool fa = w->nfast[a] != 0;
+  const double gap = grn__reach_gap(w), ra = w->rad[a];
+  const double ua = w->nu[a] > 0.0f ? (double)w->nu[a] : vcut;
   int k = 0;
   for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
     const int b = w->pb[p];
+    const double ub = w->nu[b] > 0.0f ? (double)w->nu[b] : vcut;
     const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
-    const double r = ra + w->rad[b] + gap;
-    near[p] = w->pfn[p] != 0.0f || fa || w->nfast[b] || dx * dx + dy * dy + dz * dz < r * r;
+    const double r = ra + w->rad[b] + gap + (ua + ub) * hk;
+    near[p] = w->pfn[p] != 0.0f || dx * dx + dy * dy + dz * dz < r * r;
     k += near[p];
   }
   return k;
@@ -594,18 +600,28 @@ int grn__near_refresh(grn_world *w) {
   while (top > 0 && above + hist[top] <= (int)(NEAR_FAST * alive)) {
     above += hist[top--];
   }
+  /* steps until the pair list's rebuild, were the fastest grain to keep its speed */
+  int steps = NEAR_STEPS;
+  const double left = 0.8 * (w->skin - grn__reach_gap(w)) - w->disp;
+  if (w->vmax * GRN_H * NEAR_STEPS > left) {
+    steps = left > 0.0 ? (int)(left / (w->vmax * GRN_H)) + 1 : 1;
+  }
+  const double hk = GRN_H * steps;
   /* all but `above` grains have v² < 2^(top − 40) */
   const double vslow = sqrt(ldexp(1.0, top - 40));
-  double margin = 2.0 * vslow * GRN_H * NEAR_STEPS;
+  double margin = 2.0 * vslow * hk;
   margin = margin > NEAR_MIN ? margin : NEAR_MIN;
-  const double vcut = margin / (2.0 * GRN_H * NEAR_STEPS);
-  if (!(margin < w->skin - grn__reach_gap(w))) {
-    margin = INFINITY;
-  }
+  const double vcut = margin / (2.0 * hk);
+  const bool whole = !(margin < w->skin - grn__reach_gap(w));
+  int nfast = 0;
   for (int i = 0; i < n; i++) {
     const double v2 =
         w->vel[i].x * w->vel[i].x + w->vel[i].y * w->vel[i].y + w->vel[i].z * w->vel[i].z;
-    w->nfast[i] = isfinite(margin) && !(v2 < vcut * vcut);
+    w->nu[i] = 0.0f;
+    if (!whole && !(v2 < vcut * vcut)) {
+      w->nu[i] = (float)(1.25 * sqrt(v2) + GRN_G * hk);
+      nfast++;
+    }
   }
   if (ensure_scratch(w, (size_t)w->m + 1) != GRN_OK) {
     return GRN_E_NOMEM;
@@ -613,7 +629,7 @@ int grn__near_refresh(grn_world *w) {
   uint8_t *near = w->scratch;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < n; a++) {
-    w->nstart[a + 1] = near_mark(w, a, margin, near);
+    w->nstart[a + 1] = whole ? w->pstart[a + 1] - w->pstart[a] : near_mark(w, a, vcut, hk, near);
   }
   w->nstart[0] = 0;
   for (int a = 0; a < n; a++) {
@@ -627,7 +643,7 @@ int grn__near_refresh(grn_world *w) {
   for (int a = 0; a < n; a++) {
     int q = w->nstart[a];
     for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      if (near[p]) {
+      if (whole || near[p]) {
         w->nb[q] = w->pb[p];
         w->np[q] = p;
         w->na[q] = a;
@@ -637,7 +653,12 @@ int grn__near_refresh(grn_world *w) {
   }
 
   w->nm = nm;
-  w->nmargin = margin;
+  w->nmargin = whole ? INFINITY : margin;
+  w->nk = steps;
+  w->nsteps = 0;
+  w->nfastn = nfast;
+  w->nover = 0;
+  w->refreshes++;
   w->ndisp = 0.0;
   w->ngap = grn__reach_gap(w);
   w->near_valid = true;

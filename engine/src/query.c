@@ -65,6 +65,8 @@ void grn_world_get_stats(const grn_world *w, grn_world_stats *out) {
   out->pairs = w->m;
   out->contacts = w->contacts;
   out->rebuilds = w->rebuilds;
+  out->refreshes = w->refreshes;
+  out->near_pairs = w->near_valid ? w->nm : 0;
   out->max_speed = w->vmax;
   out->over_max = w->over_max;
   out->bytes_live = w->bytes_live;

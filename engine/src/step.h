@@ -10,6 +10,7 @@
 typedef struct pass_sums {
   double omax, vm2, vm2_slow; /* vm2_slow: over grains not marked fast in the near list */
   int touching, moving, count, killed;
+  int over; /* fast grains past the speed the near list allows them */
 } pass_sums;
 
 /* Per-grain pass view, copied into each thread so that stores cannot alias the pointers. */
@@ -19,7 +20,7 @@ typedef struct grain_ctx {
   double *restrict hf;
   uint8_t *restrict flags;
   const int32_t *restrict pstart, *restrict rstart, *restrict rref;
-  const uint8_t *restrict fast; /* the near list's fast grains, or NULL */
+  const float *restrict nu; /* the near list's allowances of fast grains (0: slow), or NULL */
   grn_geom geom;
   grn_consts k;
 } grain_ctx;
@@ -129,8 +130,11 @@ finish_one(const grain_ctx *c, int i, const double ft[6], const grn_world *w, pa
   c->spin[i] = sp;
   c->pos[i] = add(c->pos[i], scale(v, h));
   sum->vm2 = v2 > sum->vm2 ? v2 : sum->vm2;
-  if (!c->fast || !c->fast[i]) {
+  if (!c->nu || c->nu[i] == 0.0f) {
     sum->vm2_slow = v2 > sum->vm2_slow ? v2 : sum->vm2_slow;
+  } else {
+    const double u = c->nu[i];
+    sum->over += v2 > u * u;
   }
   sum->moving += v2 > GRN_VFLOW * GRN_VFLOW;
   sum->count++;

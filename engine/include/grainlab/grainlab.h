@@ -392,6 +392,8 @@ typedef struct grn_world_stats {
   int pairs;          /* listed pairs */
   int contacts;       /* touching pairs */
   uint64_t rebuilds;  /* pair-list rebuilds so far */
+  uint64_t refreshes; /* near-list refreshes since the world was made or restored */
+  int near_pairs;     /* pairs of the near list: those the step looks at (0: not in use) */
   double max_speed;   /* m/s, last step */
   double over_max;    /* largest grain overlap of the last step, m */
   size_t bytes_live;  /* bytes the world holds through its allocator */
