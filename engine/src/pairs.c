@@ -106,22 +106,24 @@ typedef struct planes {
   double *x, *y, *z, *r;
 } planes;
 
-/* Whether candidate j pairs with owner i: i owns it, not both fixed, and within reach + skin. The
- * AVX2 scan makes the same IEEE operations in the same order (no FMA), so both find the same
- * pairs. */
+/* Whether grains i and j pair: not both fixed, and within reach + skin. The test is symmetric to
+ * the bit (a − b = −(b − a), ri + rj = rj + ri), so either grain may make it; the AVX2 scan makes
+ * the same IEEE operations in the same order (no FMA), so both find the same pairs. */
 static inline bool listed(const grn_world *w, const planes *pl, int i, int j, bool fi) {
-  if (!owns(w, i, j) || (fi && (w->flags[j] & GRN_F_FIXED))) {
-    return false; /* owns(i, i) is false: a grain never pairs with itself */
+  if (fi && (w->flags[j] & GRN_F_FIXED)) {
+    return false;
   }
   const double ddx = pl->x[j] - pl->x[i], ddy = pl->y[j] - pl->y[i], ddz = pl->z[j] - pl->z[i],
                rr = pl->r[i] + pl->r[j] + w->skin;
   return ddx * ddx + ddy * ddy + ddz * ddz < rr * rr;
 }
 
-/* Emits j: written while there is room, always counted. */
-static inline int emit(int32_t *out, int count, int room, int j) {
+/* Emits pair {i, j} as (owner, partner): written while there is room, always counted. */
+static inline int emit(const grn_world *w, int32_t *out, int count, int room, int i, int j) {
   if (count < room) {
-    out[count] = j;
+    const bool oi = owns(w, i, j);
+    out[2 * count] = oi ? i : j;
+    out[2 * count + 1] = oi ? j : i;
   }
   return count + 1;
 }
@@ -130,7 +132,7 @@ static int scan_run(const grn_world *w, const planes *pl, int i, bool fi, int j0
                     int32_t *out, int count, int room) {
   for (int j = j0; j < j1; j++) {
     if (listed(w, pl, i, j, fi)) {
-      count = emit(out, count, room, j);
+      count = emit(w, out, count, room, i, j);
     }
   }
   return count;
@@ -139,8 +141,7 @@ static int scan_run(const grn_world *w, const planes *pl, int i, bool fi, int j0
 #if defined(__x86_64__) && defined(GRN_SIMD)
 #include <immintrin.h>
 
-/* Four candidates at a time: lanes out of reach or not owned are dropped at once; a group with an
- * equal radius in reach (ownership then falls to the id) goes through the scalar test. */
+/* Four candidates at a time: lanes out of reach are dropped at once. */
 __attribute__((target("avx2"))) static int scan_run_avx2(const grn_world *w, const planes *pl,
                                                          int i, int j0, int j1, int32_t *out,
                                                          int count, int room) {
@@ -148,26 +149,16 @@ __attribute__((target("avx2"))) static int scan_run_avx2(const grn_world *w, con
                 zi = _mm256_set1_pd(pl->z[i]), ri = _mm256_set1_pd(pl->r[i]),
                 skin = _mm256_set1_pd(w->skin);
   for (int j = j0; j < j1; j += 4) {
-    const __m256d rj = _mm256_loadu_pd(pl->r + j);
     const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(pl->x + j), xi),
                   dy = _mm256_sub_pd(_mm256_loadu_pd(pl->y + j), yi),
                   dz = _mm256_sub_pd(_mm256_loadu_pd(pl->z + j), zi);
     const __m256d d2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
                                      _mm256_mul_pd(dz, dz));
-    const __m256d rr = _mm256_add_pd(_mm256_add_pd(ri, rj), skin);
-    const __m256d near = _mm256_cmp_pd(d2, _mm256_mul_pd(rr, rr), _CMP_LT_OQ);
+    const __m256d rr = _mm256_add_pd(_mm256_add_pd(ri, _mm256_loadu_pd(pl->r + j)), skin);
     const int valid = j1 - j >= 4 ? 15 : (1 << (j1 - j)) - 1;
-    const int in = _mm256_movemask_pd(near) & valid;
-    if (!in) {
-      continue;
-    }
-    if (_mm256_movemask_pd(_mm256_cmp_pd(rj, ri, _CMP_EQ_OQ)) & in) {
-      count = scan_run(w, pl, i, false, j, j1 - j >= 4 ? j + 4 : j1, out, count, room);
-      continue;
-    }
-    int bits = _mm256_movemask_pd(_mm256_cmp_pd(rj, ri, _CMP_LT_OQ)) & in;
+    int bits = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_mul_pd(rr, rr), _CMP_LT_OQ)) & valid;
     while (bits) {
-      count = emit(out, count, room, j + __builtin_ctz((unsigned)bits));
+      count = emit(w, out, count, room, i, j + __builtin_ctz((unsigned)bits));
       bits &= bits - 1;
     }
   }
@@ -175,8 +166,11 @@ __attribute__((target("avx2"))) static int scan_run_avx2(const grn_world *w, con
 }
 #endif
 
-/* Candidates of grain i in the 27 cells around it (three runs of three cells each, contiguous in
- * cell order), all counted; the first `room` are written to out. */
+/* The pairs of grain i with the grains after it in cell order among the 27 cells around it: the
+ * rest of its own cell and the next one in x, the row above in y, and the three rows of the layer
+ * above in z (contiguous runs in cell order). Cells neighbour each other symmetrically, so every
+ * pair is found exactly once, by its grain earlier in cell order. All counted; the first `room`
+ * are written to out, two entries each. */
 static int scan_pairs(const grn_world *w, const planes *pl, int i, int32_t *out, int room) {
   const grn_grid *g = &w->grid;
   const int c = w->cell[i];
@@ -184,19 +178,30 @@ static int scan_pairs(const grn_world *w, const planes *pl, int i, int32_t *out,
             ix = rest - iy * g->nx;
   const bool fi = (w->flags[i] & GRN_F_FIXED) != 0;
   const int jx0 = ix > 0 ? ix - 1 : 0, jx1 = ix + 1 < g->nx ? ix + 1 : g->nx - 1;
-  int count = 0;
-  for (int jz = iz > 0 ? iz - 1 : 0; jz <= iz + 1 && jz < g->nz; jz++) {
+  int32_t runs[5][2], nr = 0;
+  runs[nr][0] = i + 1;
+  runs[nr++][1] = w->cstart[c - ix + jx1 + 1];
+  if (iy + 1 < g->ny) {
+    const int row = g->nx * (iy + 1 + g->ny * iz);
+    runs[nr][0] = w->cstart[row + jx0];
+    runs[nr++][1] = w->cstart[row + jx1 + 1];
+  }
+  if (iz + 1 < g->nz) {
     for (int jy = iy > 0 ? iy - 1 : 0; jy <= iy + 1 && jy < g->ny; jy++) {
-      const int row = g->nx * (jy + g->ny * jz);
-      const int j0 = w->cstart[row + jx0], j1 = w->cstart[row + jx1 + 1];
-#if defined(__x86_64__) && defined(GRN_SIMD)
-      if (w->simd && !fi) {
-        count = scan_run_avx2(w, pl, i, j0, j1, out, count, room);
-        continue;
-      }
-#endif
-      count = scan_run(w, pl, i, fi, j0, j1, out, count, room);
+      const int row = g->nx * (jy + g->ny * (iz + 1));
+      runs[nr][0] = w->cstart[row + jx0];
+      runs[nr++][1] = w->cstart[row + jx1 + 1];
     }
+  }
+  int count = 0;
+  for (int r = 0; r < nr; r++) {
+#if defined(__x86_64__) && defined(GRN_SIMD)
+    if (w->simd && !fi) {
+      count = scan_run_avx2(w, pl, i, runs[r][0], runs[r][1], out, count, room);
+      continue;
+    }
+#endif
+    count = scan_run(w, pl, i, fi, runs[r][0], runs[r][1], out, count, room);
   }
   return count;
 }
@@ -290,6 +295,17 @@ static void validate(const grn_world *w) {
 }
 #endif
 
+/* Out of memory in a rebuild: the grains are valid and renumbered, but there is no pair list;
+ * contact history is lost and the next step tries again. */
+static int no_list(grn_world *w, int nn) {
+  memset(w->pstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
+  memset(w->rstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
+  w->m = 0;
+  w->nl = nn;
+  w->dirty = true;
+  return GRN_E_NOMEM;
+}
+
 int grn__rebuild(grn_world *w) {
   const int n_old = w->n;
   w->fused = false; /* planned again with the near list */
@@ -354,7 +370,7 @@ int grn__rebuild(grn_world *w) {
    * per grain and a quarter more */
   const double per_grain = w->nl > 0 ? 1.25 * (double)w->m / (double)w->nl + 1.0 : 0.0;
   const size_t seg_bytes =
-      sizeof(int32_t) * ((size_t)(per_grain * (double)nn) + 64 * (size_t)w->threads + 64);
+      2 * sizeof(int32_t) * ((size_t)(per_grain * (double)nn) + 64 * (size_t)w->threads + 64);
   const size_t perm_bytes0 = 4 * sizeof(double) * (size_t)(nn > 0 ? nn : 1);
   const size_t perm_bytes = perm_bytes0 > seg_bytes ? perm_bytes0 : seg_bytes;
   const size_t perm_at = (kept_bytes + tstart_bytes + 31u) & ~(size_t)31u; /* aligned for doubles */
@@ -410,66 +426,96 @@ int grn__rebuild(grn_world *w) {
   /* perm[] must survive for the history lookup: old owner of new grain q is perm[q]. */
   w->n = nn;
 
-  /* 4. each owner's candidates in one scan. Each thread writes its chunk's pairs into its own
-   * segment of scratch (past the permutation buffer, free now), sized from the last rebuild's pairs
-   * per grain; once a segment is full its thread only counts, and step 5 scans the rest again
-   * straight into the list. The list is the same whichever way it was made. */
+  /* 4. the pairs, each found once by its grain earlier in cell order, as (owner, partner). Each
+   * thread writes its chunk's pairs into its own segment of scratch (past the permutation buffer,
+   * free now), sized from the last rebuild's pairs per grain; should one run out, every pair was
+   * still counted, and the scan is made again into a buffer of the size found. */
   const int nthreads = w->threads;
-  int64_t segoff[257];
-  int32_t done[256], *seg = (int32_t *)pbuf;
+  int64_t segoff[257], total[256];
+  int32_t *seg = pbuf, *big = NULL;
+  size_t big_bytes = 0;
   segoff[0] = 0;
   for (int t = 0; t < nthreads; t++) {
     const int64_t len = (int64_t)nn * (t + 1) / nthreads - (int64_t)nn * t / nthreads;
     segoff[t + 1] = segoff[t] + (int64_t)(per_grain * (double)len) + 64;
   }
-  if ((size_t)segoff[nthreads] * sizeof(int32_t) > perm_bytes) {
-    segoff[nthreads] = 0; /* no room past the buffer: every thread only counts */
+  if ((size_t)segoff[nthreads] * 2 * sizeof(int32_t) > perm_bytes) {
+    for (int t = 0; t <= nthreads; t++) {
+      segoff[t] = 0; /* no room past the buffer: every thread only counts */
+    }
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    bool full = false;
+#pragma omp parallel for schedule(static, 1) num_threads(nthreads) reduction(|| : full)
     for (int t = 0; t < nthreads; t++) {
-      segoff[t] = 0;
-    }
-  }
-#pragma omp parallel for schedule(static, 1) num_threads(nthreads)
-  for (int t = 0; t < nthreads; t++) {
-    const int lo = (int)((int64_t)nn * t / nthreads), hi = (int)((int64_t)nn * (t + 1) / nthreads);
-    int32_t *out = seg + segoff[t];
-    int room = (int)(segoff[t + 1] - segoff[t]);
-    done[t] = hi;
-    for (int i = lo; i < hi; i++) {
-      const int c = scan_pairs(w, &pl, i, out, room);
-      w->pstart[i + 1] = c;
-      if (c > room && done[t] == hi) {
-        done[t] = i;
-        room = 0;
-      } else if (done[t] == hi) {
-        out += c;
-        room -= c;
+      const int lo = (int)((int64_t)nn * t / nthreads),
+                hi = (int)((int64_t)nn * (t + 1) / nthreads);
+      const int64_t cap = segoff[t + 1] - segoff[t];
+      int32_t *out = seg + 2 * segoff[t];
+      int64_t used = 0;
+      for (int i = lo; i < hi; i++) {
+        const int room = used < cap ? (int)(cap - used) : 0;
+        used += scan_pairs(w, &pl, i, out + 2 * (used < cap ? used : 0), room);
       }
+      total[t] = used;
+      full = full || used > cap;
+    }
+    if (!full) {
+      break;
+    }
+    /* a segment ran out: one buffer of the size found, and the scan again */
+    segoff[0] = 0;
+    for (int t = 0; t < nthreads; t++) {
+      segoff[t + 1] = segoff[t] + total[t];
+    }
+    big_bytes = 2 * sizeof(int32_t) * (size_t)(segoff[nthreads] > 0 ? segoff[nthreads] : 1);
+    big = grn__alloc(w, big_bytes);
+    if (!big) {
+      return no_list(w, nn);
+    }
+    seg = big;
+  }
+  /* 5. count each owner's pairs, list them, and put each owner's partners in cell order (the
+   * order a scan of the 27 cells around the owner would meet them) */
+  memset(w->pstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
+  for (int t = 0; t < nthreads; t++) {
+    for (int64_t k = segoff[t]; k < segoff[t] + total[t]; k++) {
+      w->pstart[seg[2 * k] + 1]++;
     }
   }
-  w->pstart[0] = 0;
   for (int i = 0; i < nn; i++) {
     w->pstart[i + 1] += w->pstart[i];
   }
   const int m = w->pstart[nn];
   if (grn__grow_pairs(w, m) != GRN_OK) {
-    /* grains are valid and renumbered, but no pair list: contact history is lost and the next
-     * step tries again */
-    memset(w->pstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
-    memset(w->rstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
-    w->m = 0;
-    w->nl = nn;
-    w->dirty = true;
-    return GRN_E_NOMEM;
+    grn__free(w, big, big_bytes);
+    return no_list(w, nn);
   }
+  int32_t *cursor = w->newidx; /* old -> new is no longer needed */
+  memcpy(cursor, w->pstart, sizeof(int32_t) * (size_t)nn);
+  for (int t = 0; t < nthreads; t++) {
+    for (int64_t k = segoff[t]; k < segoff[t] + total[t]; k++) {
+      w->pb[cursor[seg[2 * k]]++] = seg[2 * k + 1];
+    }
+  }
+  grn__free(w, big, big_bytes);
 
-  /* 5. list the pairs and move the kept history onto them */
+  /* 6. move the kept history onto the pairs */
 #pragma omp parallel for schedule(static, 1) num_threads(nthreads)
   for (int t = 0; t < nthreads; t++) {
     const int lo = (int)((int64_t)nn * t / nthreads), hi = (int)((int64_t)nn * (t + 1) / nthreads);
-    memcpy(w->pb + w->pstart[lo], seg + segoff[t],
-           sizeof(int32_t) * (size_t)(w->pstart[done[t]] - w->pstart[lo]));
-    for (int i = done[t]; i < hi; i++) {
-      (void)scan_pairs(w, &pl, i, w->pb + w->pstart[i], INT32_MAX);
+    for (int i = lo; i < hi; i++) {
+      int32_t *pbi = w->pb + w->pstart[i];
+      const int cnt = w->pstart[i + 1] - w->pstart[i];
+      for (int x = 1; x < cnt; x++) {
+        const int32_t v = pbi[x];
+        int y = x - 1;
+        while (y >= 0 && pbi[y] > v) {
+          pbi[y + 1] = pbi[y];
+          y--;
+        }
+        pbi[y + 1] = v;
+      }
     }
     for (int i = lo; i < hi; i++) {
       const int base = w->pstart[i], cnt = w->pstart[i + 1] - base;
