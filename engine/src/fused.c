@@ -166,10 +166,10 @@ void grn__step_fused(grn_world *w) {
   const bool simd = w->simd;
   const int32_t fm = w->fsum_mask;
   double omax = 0.0, vm2 = 0.0, vm2_slow = 0.0;
-  int touching = 0, moving = 0, count = 0, killed = 0, over = 0;
+  int touching = 0, moving = 0, count = 0, killed = 0, over = 0, moved = 0;
   w->table_valid = false; /* the full table is not maintained here */
 #pragma omp parallel num_threads(nt) reduction(max : omax, vm2, vm2_slow)                       \
-    reduction(+ : touching, moving, count, killed, over)
+    reduction(+ : touching, moving, count, killed, over, moved)
   {
     const pair_ctx lc = pc;
     const grain_ctx lg = gc;
@@ -223,9 +223,10 @@ void grn__step_fused(grn_world *w) {
     count += sum.count;
     killed += sum.killed;
     over += sum.over;
+    moved += sum.moved;
   }
   w->over_max = omax;
   w->contacts = touching;
-  const pass_sums total = {omax, vm2, vm2_slow, touching, moving, count, killed, over};
+  const pass_sums total = {omax, vm2, vm2_slow, touching, moving, count, killed, over, moved};
   grn__finish_pass(w, &total);
 }

@@ -27,6 +27,8 @@ int grn__reserve_grains(grn_world *w, int need) {
            {(void **)&w->hf, 4 * sizeof(double), 0, NULL},
            {(void **)&w->id, sizeof(uint32_t), 0, NULL},
            {(void **)&w->flags, sizeof(uint8_t), 0, NULL},
+           {(void **)&w->ref, sizeof(grn_vec3), 0, NULL},
+           {(void **)&w->slack, sizeof(double), 0, NULL},
            {(void **)&w->nu, sizeof(float), 0, NULL},
            {(void **)&w->pstart, sizeof(int32_t), 1, NULL},
            {(void **)&w->rstart, sizeof(int32_t), 1, NULL},
@@ -83,6 +85,8 @@ int grn__add_grain(grn_world *w, double x, double y, double z, double r, grn_vec
   memset(&w->hf[4 * (size_t)i], 0, 4 * sizeof(double));
   w->id[i] = w->next_id++;
   w->flags[i] = GRN_F_ALIVE;
+  w->ref[i] = w->pos[i];
+  w->slack[i] = 0.0; /* no pairs yet: the list is made again (dirty) before it moves */
   w->alive++;
   w->dirty = true;
   return GRN_OK;

@@ -16,6 +16,8 @@ grain_ctx grn__grain_ctx_of(const grn_world *w, bool near) {
                        near ? w->nrstart : w->rstart,
                        near ? w->nrref : w->rref,
                        near ? w->nu : NULL,
+                       w->ref,
+                       w->slack,
                        w->geom,
                        w->k};
   return c;
@@ -24,12 +26,11 @@ grain_ctx grn__grain_ctx_of(const grn_world *w, bool near) {
 void grn__finish_pass(grn_world *w, const pass_sums *sum) {
   w->flowing = sum->count > 0 ? (double)sum->moving / sum->count : 0.0;
   w->vmax = sqrt(sum->vm2);
-  w->disp += w->vmax * GRN_H;
   w->ndisp += sqrt(sum->vm2_slow) * GRN_H;
   w->nover += sum->over;
   w->nsteps++;
-  if (sum->killed > 0) {
-    w->dirty = true;
+  if (sum->killed > 0 || sum->moved > 0) {
+    w->dirty = true; /* a grain moved as far as the pair list allows it: the list is made again */
   }
   w->alive -= sum->killed;
 }
@@ -40,10 +41,10 @@ static void gather_pass(grn_world *w, bool near) {
   const grain_ctx shared = grn__grain_ctx_of(w, near);
   const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
   double vm2 = 0.0, vm2_slow = 0.0;
-  int moving = 0, count = 0, killed = 0, over = 0;
+  int moving = 0, count = 0, killed = 0, over = 0, moved = 0;
   (void)nthreads;
 #pragma omp parallel num_threads(nthreads) reduction(max : vm2, vm2_slow)                      \
-    reduction(+ : moving, count, killed, over)
+    reduction(+ : moving, count, killed, over, moved)
   {
     const grain_ctx c = shared;
     pass_sums sum = {0};
@@ -59,8 +60,9 @@ static void gather_pass(grn_world *w, bool near) {
     count += sum.count;
     killed += sum.killed;
     over += sum.over;
+    moved += sum.moved;
   }
-  const pass_sums total = {0.0, vm2, vm2_slow, 0, moving, count, killed, over};
+  const pass_sums total = {0.0, vm2, vm2_slow, 0, moving, count, killed, over, moved};
   grn__finish_pass(w, &total);
 }
 

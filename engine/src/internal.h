@@ -159,6 +159,10 @@ struct grn_world {
   double *hf; /* floor spring history: 4 per grain (u_x, u_z, theta_x, theta_z) */
   uint32_t *id;
   uint8_t *flags;
+  /* the pair list's validity (pairs.c): each grain's position at the last rebuild and how far it
+   * may move from there before the list must be made again; saved */
+  grn_vec3 *ref;
+  double *slack;
 
   /* pairs (CSR under the owner = larger grain) */
   int m, mcap;
@@ -191,6 +195,8 @@ struct grn_world {
   int nfastn;   /* fast grains at the refresh */
   int nover;    /* fast grains that went past their allowance since */
   uint64_t refreshes;
+  uint64_t rebuild_step;  /* step of the last rebuild, and steps between the last two (not saved: */
+  uint64_t rebuild_every; /* they only set the near list's horizon, which changes no result) */
   /* fused step (fused.c): block buffers and bands of rows over the near list, and running sums,
    * planned at each refresh */
   bool fused, no_fuse;

@@ -1,6 +1,7 @@
 /* Pair list (spec §2, reference 001/002): grains renumbered by cell and size, each candidate pair
  * listed once under its larger grain in CSR form, contact history carried across rebuilds. */
 #include "internal.h"
+#include "model.h"
 
 #include <string.h>
 
@@ -100,21 +101,24 @@ static void permute(void *arr, size_t elem, const int32_t *perm, int n, void *bu
   memcpy(arr, buf, elem * (size_t)n);
 }
 
-/* Positions and radii of the renumbered grains as planes, with 4 spare lanes at the end, so the
- * scan tests four candidates at a time. */
+/* Positions, radii and slacks of the renumbered grains as planes, with 4 spare lanes at the end, so
+ * the scan tests four candidates at a time; with the slow grains' slack e0, the largest radius and
+ * slack, and the reach gap. */
 typedef struct planes {
-  double *x, *y, *z, *r;
+  double *x, *y, *z, *r, *e;
+  double e0, rmax, emax, gap;
 } planes;
 
-/* Whether grains i and j pair: not both fixed, and within reach + skin. The test is symmetric to
- * the bit (a − b = −(b − a), ri + rj = rj + ri), so either grain may make it; the AVX2 scan makes
- * the same IEEE operations in the same order (no FMA), so both find the same pairs. */
+/* Whether grains i and j pair: not both fixed, and within reach of each other once both have
+ * used up their slack, ri + rj + gap + ei + ej. Each pair is tested by one grain only (the
+ * earlier of two slow grains, the fast one, the earlier of two fast ones); the AVX2 scan makes the
+ * same IEEE operations in the same order (no FMA), so both find the same pairs. */
 static inline bool listed(const grn_world *w, const planes *pl, int i, int j, bool fi) {
   if (fi && (w->flags[j] & GRN_F_FIXED)) {
     return false;
   }
   const double ddx = pl->x[j] - pl->x[i], ddy = pl->y[j] - pl->y[i], ddz = pl->z[j] - pl->z[i],
-               rr = pl->r[i] + pl->r[j] + w->skin;
+               rr = (pl->r[i] + pl->r[j]) + ((pl->gap + pl->e[i]) + pl->e[j]);
   return ddx * ddx + ddy * ddy + ddz * ddz < rr * rr;
 }
 
@@ -128,10 +132,11 @@ static inline int emit(const grn_world *w, int32_t *out, int count, int room, in
   return count + 1;
 }
 
+/* A slow grain's pairs with the slow grains of a run (the fast ones test their own pairs). */
 static int scan_run(const grn_world *w, const planes *pl, int i, bool fi, int j0, int j1,
                     int32_t *out, int count, int room) {
   for (int j = j0; j < j1; j++) {
-    if (listed(w, pl, i, j, fi)) {
+    if (pl->e[j] <= pl->e0 && listed(w, pl, i, j, fi)) {
       count = emit(w, out, count, room, i, j);
     }
   }
@@ -147,16 +152,19 @@ __attribute__((target("avx2"))) static int scan_run_avx2(const grn_world *w, con
                                                          int count, int room) {
   const __m256d xi = _mm256_set1_pd(pl->x[i]), yi = _mm256_set1_pd(pl->y[i]),
                 zi = _mm256_set1_pd(pl->z[i]), ri = _mm256_set1_pd(pl->r[i]),
-                skin = _mm256_set1_pd(w->skin);
+                gei = _mm256_set1_pd(pl->gap + pl->e[i]), e0 = _mm256_set1_pd(pl->e0);
   for (int j = j0; j < j1; j += 4) {
     const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(pl->x + j), xi),
                   dy = _mm256_sub_pd(_mm256_loadu_pd(pl->y + j), yi),
                   dz = _mm256_sub_pd(_mm256_loadu_pd(pl->z + j), zi);
     const __m256d d2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
                                      _mm256_mul_pd(dz, dz));
-    const __m256d rr = _mm256_add_pd(_mm256_add_pd(ri, _mm256_loadu_pd(pl->r + j)), skin);
+    const __m256d ej = _mm256_loadu_pd(pl->e + j);
+    const __m256d rr =
+        _mm256_add_pd(_mm256_add_pd(ri, _mm256_loadu_pd(pl->r + j)), _mm256_add_pd(gei, ej));
     const int valid = j1 - j >= 4 ? 15 : (1 << (j1 - j)) - 1;
-    int bits = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_mul_pd(rr, rr), _CMP_LT_OQ)) & valid;
+    int bits = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_mul_pd(rr, rr), _CMP_LT_OQ)) &
+               _mm256_movemask_pd(_mm256_cmp_pd(ej, e0, _CMP_LE_OQ)) & valid;
     while (bits) {
       count = emit(w, out, count, room, i, j + __builtin_ctz((unsigned)bits));
       bits &= bits - 1;
@@ -165,6 +173,30 @@ __attribute__((target("avx2"))) static int scan_run_avx2(const grn_world *w, con
   return count;
 }
 #endif
+
+/* A fast grain's pairs: every grain within its reach (its slack and the largest other's beyond
+ * the largest radius), whole cells around it, but a fast grain earlier in cell order, which tests
+ * the pair itself. */
+static int scan_wide(const grn_world *w, const planes *pl, int i, int ix, int iy, int iz, bool fi,
+                     int32_t *out, int room) {
+  const grn_grid *g = &w->grid;
+  const double reach = pl->r[i] + pl->rmax + pl->gap + pl->e[i] + pl->emax;
+  const double kc = ceil(reach / g->cs);
+  const int k = kc < (double)(g->nx + g->ny + g->nz) ? (int)kc : g->nx + g->ny + g->nz;
+  const int jx0 = ix - k > 0 ? ix - k : 0, jx1 = ix + k < g->nx ? ix + k : g->nx - 1;
+  int count = 0;
+  for (int jz = iz - k > 0 ? iz - k : 0; jz <= iz + k && jz < g->nz; jz++) {
+    for (int jy = iy - k > 0 ? iy - k : 0; jy <= iy + k && jy < g->ny; jy++) {
+      const int row = g->nx * (jy + g->ny * jz);
+      for (int j = w->cstart[row + jx0]; j < w->cstart[row + jx1 + 1]; j++) {
+        if (j != i && (pl->e[j] <= pl->e0 || j > i) && listed(w, pl, i, j, fi)) {
+          count = emit(w, out, count, room, i, j);
+        }
+      }
+    }
+  }
+  return count;
+}
 
 /* The pairs of grain i with the grains after it in cell order among the 27 cells around it: the
  * rest of its own cell and the next one in x, the row above in y, and the three rows of the layer
@@ -177,6 +209,9 @@ static int scan_pairs(const grn_world *w, const planes *pl, int i, int32_t *out,
   const int iz = c / (g->nx * g->ny), rest = c - iz * g->nx * g->ny, iy = rest / g->nx,
             ix = rest - iy * g->nx;
   const bool fi = (w->flags[i] & GRN_F_FIXED) != 0;
+  if (pl->e[i] > pl->e0) {
+    return scan_wide(w, pl, i, ix, iy, iz, fi, out, room);
+  }
   const int jx0 = ix > 0 ? ix - 1 : 0, jx1 = ix + 1 < g->nx ? ix + 1 : g->nx - 1;
   int32_t runs[5][2], nr = 0;
   runs[nr][0] = i + 1;
@@ -295,6 +330,9 @@ static void validate(const grn_world *w) {
 }
 #endif
 
+/* Steps a fast grain's slack covers at its speed (see the slack in grn__rebuild). */
+#define REBUILD_STEPS 8
+
 /* Out of memory in a rebuild: the grains are valid and renumbered, but there is no pair list;
  * contact history is lost and the next step tries again. */
 static int no_list(grn_world *w, int nn) {
@@ -375,7 +413,7 @@ int grn__rebuild(grn_world *w) {
   const size_t perm_bytes = perm_bytes0 > seg_bytes ? perm_bytes0 : seg_bytes;
   const size_t perm_at = (kept_bytes + tstart_bytes + 31u) & ~(size_t)31u; /* aligned for doubles */
   const size_t plane = (size_t)nn + 4, planes_at = perm_at + ((perm_bytes + 31u) & ~(size_t)31u);
-  if (ensure_scratch(w, planes_at + 4 * sizeof(double) * plane) != GRN_OK) {
+  if (ensure_scratch(w, planes_at + 5 * sizeof(double) * plane) != GRN_OK) {
     return GRN_E_NOMEM;
   }
   kept *kp = (kept *)w->scratch;
@@ -411,17 +449,35 @@ int grn__rebuild(grn_world *w) {
   permute(w->hf, 4 * sizeof(double), w->perm, nn, pbuf);
   permute(w->id, sizeof(uint32_t), w->perm, nn, pbuf);
   permute(w->flags, sizeof(uint8_t), w->perm, nn, pbuf);
+  /* Each grain's slack: how far it may move before the list is made again. Slow grains share half
+   * the skin beyond the reach gap (a pair of them is listed out to ri + rj + SKIN); a granular
+   * grain fast enough to use that up in REBUILD_STEPS/2 steps gets what it would cover in
+   * REBUILD_STEPS steps on top, falling freely, so that a few fast grains (a stream through a
+   * silo's hole) widen their own reach instead of bringing a rebuild every few steps. */
   double *pd = (void *)((char *)w->scratch + planes_at);
-  const planes pl = {pd, pd + plane, pd + 2 * plane, pd + 3 * plane};
+  const double gap = grn__reach_gap(w), T = REBUILD_STEPS * GRN_H;
+  planes pl = {
+      pd,  pd + plane, pd + 2 * plane, pd + 3 * plane, pd + 4 * plane, 0.5 * (w->skin - gap), 0.0,
+      0.0, gap};
+  pl.emax = pl.e0;
+  const bool speedy = w->model->kind == GRN_MODEL_GRANULAR;
   for (int q = 0; q < nn; q++) {
     w->cell[q] = cell_of(&w->grid, w->pos[q]);
     pl.x[q] = w->pos[q].x;
     pl.y[q] = w->pos[q].y;
     pl.z[q] = w->pos[q].z;
     pl.r[q] = w->rad[q];
+    const grn_vec3 v = w->vel[q];
+    const double speed = sqrt(v.x * v.x + v.y * v.y + v.z * v.z);
+    pl.e[q] = speedy && speed * T > 0.5 * pl.e0 ? pl.e0 + speed * T + 0.5 * GRN_G * T * T : pl.e0;
+    pl.rmax = pl.r[q] > pl.rmax ? pl.r[q] : pl.rmax;
+    pl.emax = pl.e[q] > pl.emax ? pl.e[q] : pl.emax;
+    w->ref[q] = w->pos[q];
+    w->slack[q] = pl.e[q];
   }
   for (int q = nn; q < nn + 4; q++) {
-    pl.x[q] = pl.y[q] = pl.z[q] = pl.r[q] = 0.0; /* read by the last group, never listed */
+    /* read by the last group, never listed */
+    pl.x[q] = pl.y[q] = pl.z[q] = pl.r[q] = pl.e[q] = 0.0;
   }
   /* perm[] must survive for the history lookup: old owner of new grain q is perm[q]. */
   w->n = nn;
@@ -547,6 +603,8 @@ int grn__rebuild(grn_world *w) {
   w->disp = 0.0;
   w->dirty = false;
   w->rebuilds++;
+  w->rebuild_every = w->steps - w->rebuild_step;
+  w->rebuild_step = w->steps;
   return GRN_OK;
 }
 
@@ -646,11 +704,10 @@ int grn__near_refresh(grn_world *w) {
   while (top > 0 && above + hist[top] <= (int)(NEAR_FAST * alive)) {
     above += hist[top--];
   }
-  /* steps until the pair list's rebuild, were the fastest grain to keep its speed */
+  /* the next rebuild is likely as far off as the last was from the one before */
   int steps = NEAR_STEPS;
-  const double left = 0.8 * (w->skin - grn__reach_gap(w)) - w->disp;
-  if (w->vmax * GRN_H * NEAR_STEPS > left) {
-    steps = left > 0.0 ? (int)(left / (w->vmax * GRN_H)) + 1 : 1;
+  if (w->rebuild_every > 0 && w->rebuild_every < NEAR_STEPS) {
+    steps = (int)w->rebuild_every;
   }
   const double hk = GRN_H * steps;
   /* all but `above` grains have v² < 2^(top − 40) */

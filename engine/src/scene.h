@@ -45,12 +45,15 @@ struct grn_scene {
  *  - GRN_STATE_FAST, m/s: a grain's speed, 10^4 times the tool's top speed; spin, a grain at that
  *    speed rolling on 1 mm. Ten steps move a grain by at most 12.5 km, well inside the grid.
  *  - GRN_STATE_COUNT: a counter's ceiling (poured, log_n, pour_acc), so that adding to it cannot
- *    overflow an int (2^30: at one per step, 52 days of simulated time). */
+ *    overflow an int (2^30: at one per step, 52 days of simulated time).
+ *  - GRN_STATE_SLACK, m: a grain's pair-list slack; a rebuild gives at most half the skin plus
+ *    what a grain at GRN_VMAX covers in REBUILD_STEPS steps (pairs.c), about 1.06 m. */
 #define GRN_STATE_FAR 1e9
 #define GRN_STATE_SIZE 1e6
 #define GRN_STATE_FAST (1e4 * GRN_VMAX)
 #define GRN_STATE_SPIN (GRN_STATE_FAST / 1e-3)
 #define GRN_STATE_COUNT (1 << 30)
+#define GRN_STATE_SLACK 2.0
 
 /* |v| <= limit, false for NaN */
 static inline bool grn__within(double v, double limit) {

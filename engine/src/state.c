@@ -71,6 +71,8 @@ static void write_all(const grn_world *w, stream *s) {
   put(s, w->hf, 4 * sizeof(double) * n);
   put(s, w->id, sizeof(uint32_t) * n);
   put(s, w->flags, n);
+  put(s, w->ref, sizeof(grn_vec3) * n);
+  put(s, w->slack, sizeof(double) * n);
   put(s, w->pstart, sizeof(int32_t) * ((size_t)w->nl + 1));
   put(s, w->pb, sizeof(int32_t) * m);
   put(s, w->hist, sizeof(grn_hist) * m);
@@ -171,6 +173,12 @@ static bool grain_ok(const grn_world *w, int i) {
     if (!grn__within(w->hf[4 * (size_t)i + k], GRN_STATE_SIZE)) {
       return false;
     }
+  }
+  /* the slack bounds how far a fast grain's rebuild looks for partners (pairs.c) */
+  const grn_vec3 r = w->ref[i];
+  if (!grn__within(r.x, far) || !grn__within(r.y, far) || !grn__within(r.z, far) ||
+      !(w->slack[i] >= 0.0 && w->slack[i] <= GRN_STATE_SLACK)) {
+    return false;
   }
   return grn__within(p.x, far) && grn__within(p.y, far) && grn__within(p.z, far) &&
          grn__within(v.x, fast) && grn__within(v.y, fast) && grn__within(v.z, fast) &&
@@ -297,6 +305,8 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   get(&s, w->hf, 4 * sizeof(double) * (size_t)n);
   get(&s, w->id, sizeof(uint32_t) * (size_t)n);
   get(&s, w->flags, (size_t)n);
+  get(&s, w->ref, sizeof(grn_vec3) * (size_t)n);
+  get(&s, w->slack, sizeof(double) * (size_t)n);
   get(&s, w->pstart, sizeof(int32_t) * ((size_t)nl + 1));
   if (!s.ok || w->pstart[0] != 0 || w->pstart[nl] != m) {
     return corrupt(w, err, "bad pair index");

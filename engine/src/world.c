@@ -192,6 +192,8 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->hf, 4 * sizeof(double) * (size_t)w->cap);
   grn__free(w, w->id, sizeof(uint32_t) * (size_t)w->cap);
   grn__free(w, w->flags, sizeof(uint8_t) * (size_t)w->cap);
+  grn__free(w, w->ref, sizeof(grn_vec3) * (size_t)w->cap);
+  grn__free(w, w->slack, sizeof(double) * (size_t)w->cap);
   grn__free(w, w->nu, sizeof(float) * (size_t)w->cap);
   grn__free(w, w->pstart, sizeof(int32_t) * (size_t)(w->cap + 1));
   grn__free(w, w->rstart, sizeof(int32_t) * (size_t)(w->cap + 1));

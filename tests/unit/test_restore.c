@@ -64,7 +64,7 @@ typedef struct layout {
 
 static layout layout_of(const grn_world *w, size_t size) {
   const size_t n = (size_t)w->n, nl = (size_t)w->nl, m = (size_t)w->m;
-  const size_t arrays = n * (3 * sizeof(grn_vec3) + 7 * sizeof(double) + sizeof(uint32_t) + 1) +
+  const size_t arrays = n * (4 * sizeof(grn_vec3) + 8 * sizeof(double) + sizeof(uint32_t) + 1) +
                         (nl + 1) * sizeof(int32_t) +
                         m * (sizeof(int32_t) + sizeof(grn_hist) + sizeof(float));
   layout l;
@@ -149,7 +149,8 @@ static void patch_region(unsigned char *buf, size_t size, size_t from, size_t to
   }
 }
 
-/* The doubles of grain i (pos, vel, spin, rad, inv_m, inv_i, hf) get each hostile value. */
+/* The doubles of grain i (pos, vel, spin, rad, inv_m, inv_i, hf, ref, slack) get each hostile
+ * value. */
 static void patch_grain(unsigned char *buf, const layout *l, size_t n, size_t i,
                         const char *scene) {
   static const double d8[] = {NAN, INFINITY, 1e308, -1e308, 1e12, -1e12, 1e7, -1e7};
@@ -170,6 +171,15 @@ static void patch_grain(unsigned char *buf, const layout *l, size_t n, size_t i,
       }
     }
     at += n * arr[a].per * sizeof(double);
+  }
+  /* past id and flags: the pair list's reference position and slack (issue 18) */
+  at += n * (sizeof(uint32_t) + 1);
+  for (size_t c = 0; c < 4; c++) {
+    const size_t slot =
+        c < 3 ? at + (i * 3 + c) * sizeof(double) : at + n * sizeof(grn_vec3) + i * sizeof(double);
+    for (size_t k = 0; k < sizeof d8 / sizeof d8[0]; k++) {
+      patch(buf, l->size, slot, &d8[k], 8, scene, c < 3 ? "ref" : "slack", d8n[k]);
+    }
   }
 }
 

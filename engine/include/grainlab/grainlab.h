@@ -30,8 +30,13 @@ extern "C" {
  *    world's scalars, instead of ~25 mixed fields among them; trajectories unchanged.
  * 6: the saved geometry holds a rotating drum wall (radius, axis height, speed, friction);
  *    trajectories unchanged.
- * 7: one more parameter (rpm) in the saved parameter array; trajectories unchanged. */
-#define GRN_ENGINE_STATE_VERSION 7u
+ * 7: one more parameter (rpm) in the saved parameter array; trajectories unchanged.
+ * 8: each grain's position at the last pair-list rebuild and its slack are saved: the list is
+ *    made again once a grain has moved by its own slack, not once the fastest grain's summed
+ *    travel reaches 0.8 SKIN, and fast grains get a wider slack (issue 18: a silo's stream of
+ *    falling grains brought a rebuild every 3 steps). Rebuilds come at other steps, grains are
+ *    renumbered then, and sums are made in another order: trajectories change. */
+#define GRN_ENGINE_STATE_VERSION 8u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
 #define GRN_STATUS_TABLE(X)                                                                        \
