@@ -31,7 +31,9 @@ int grn__plan_fused(grn_world *w) {
       span = d > span ? d : span;
     }
   }
-  if (w->no_fuse || n < 64 || n / nt < 4 * span + 2 * GATHER_BLOCK) {
+  /* with threads, each chunk needs room for its bands; one thread has no bands, and its ring of
+   * sums may be as long as the world (a flow's fast grains have partners far off in cell order) */
+  if (w->no_fuse || n < 64 || (nt > 1 && n / nt < 4 * span + 2 * GATHER_BLOCK)) {
     return GRN_OK;
   }
   /* each thread's block buffer: the rows of any GATHER_BLOCK consecutive owners */
