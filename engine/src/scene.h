@@ -13,6 +13,7 @@ struct grn_scene {
   size_t state_size;
   int (*setup)(grn_world *w);   /* geometry and initial grains */
   void (*script)(grn_world *w); /* after each step; NULL: none */
+  bool bed_script;              /* the script runs on the benchmark's bed too (the tilt turns it) */
   /* every GRN_MEASURE_EVERY steps and after setup; NULL: the model's measurement */
   void (*measure)(grn_world *w);
   /* the scene's own actions (tool and reset are the world's); NULL: none */

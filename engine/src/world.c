@@ -410,7 +410,7 @@ int grn_world_step(grn_world *w, int steps) {
     }
     w->steps++;
     w->t = (double)w->steps * GRN_H;
-    if (w->fill == GRN_FILL_SCENE && w->impl->script) {
+    if (w->impl->script && (w->fill == GRN_FILL_SCENE || w->impl->bed_script)) {
       w->impl->script(w);
     }
     if (w->steps % GRN_MEASURE_EVERY == 0) {

@@ -5,56 +5,18 @@
 // downloads its CSV; last a dam break and a cluster: their own plots, the particles drawn in view,
 // their sliders (live, and restarting the scene).
 // Usage: node test_browser.mjs GRAINLABD WEB_CLIENT_DIR SCREENSHOT_DIR
-import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createRequire } from 'node:module';
-
-import { resolve } from 'node:path';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { checks, launchChromium, sleep, startDaemon, until } from '../support/daemon.mjs';
 const [daemon, client, shots] = process.argv.slice(2).map((p) => resolve(p));
-const require = createRequire(join(client, 'package.json'));
-const { chromium } = require('playwright-core');
-let passed = 0, failed = 0;
-const ok = (name, cond, detail = '') => {
-  console.log(`${cond ? 'ok  ' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`);
-  cond ? passed++ : failed++;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(what, fn, ms = 30000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => null);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
+const { ok, counts } = checks();
 
-const tmp = mkdtempSync(join(tmpdir(), 'grainlab-browser-'));
 mkdirSync(shots, { recursive: true });
 // every page and request comes from 127.0.0.1: the per-client limits are lifted (test_limits.sh tests them)
-const proc = spawn(daemon, ['--http-port', '0', '--ws-port', '0', '--data-dir', join(tmp, 'data'), '--static-dir', client,
-                            '--max-sessions-per-client', '10000', '--create-rate', '100000', '--join-guess-rate', '100000',
-                            '--max-connections-per-ip', '10000'],
-                   { stdio: ['ignore', 'pipe', 'inherit'] });
-const port = await new Promise((resolve, reject) => {
-  let out = '';
-  proc.stdout.on('data', (d) => {
-    out += d;
-    const m = out.match(/listening http=(\d+) ws=(\d+)/);
-    if (m) resolve(m[1]);
-  });
-  proc.on('exit', (c) => reject(new Error(`grainlabd exited ${c}`)));
-});
-const base = `http://127.0.0.1:${port}`;
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-         '--disable-default-apps', '--no-first-run', '--metrics-recording-only', '--disable-breakpad',
-         '--use-angle=swiftshader', '--enable-unsafe-swiftshader'],
-});
+const { proc, base, tmp } = await startDaemon(daemon, client,
+  ['--max-sessions-per-client', '10000', '--create-rate', '100000', '--join-guess-rate', '100000',
+   '--max-connections-per-ip', '10000'], 'grainlab-browser-');
+const browser = await launchChromium(client, ['--use-angle=swiftshader', '--enable-unsafe-swiftshader']);
 try {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
   const page = await context.newPage();
@@ -277,5 +239,6 @@ try {
   proc.kill('SIGTERM');
   rmSync(tmp, { recursive: true, force: true });
 }
+const { passed, failed } = counts();
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);

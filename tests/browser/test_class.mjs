@@ -4,64 +4,31 @@
 // three points on the Beverloo plot, pushes mu to every group, spotlights one (the other
 // students are offered it), ends the class and downloads its CSV.
 // Usage: node test_class.mjs GRAINLABD WEB_CLIENT_DIR SCREENSHOT_DIR
-import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { createRequire } from 'node:module';
+import { checks, launchChromium, startDaemon, until as poll } from '../support/daemon.mjs';
 
 const [daemon, client, shots] = process.argv.slice(2).map((p) => resolve(p));
-const require = createRequire(join(client, 'package.json'));
-const { chromium } = require('playwright-core');
 const slow = Number(process.env.GRAINLAB_TIMEOUT_MULTIPLIER || 1);
-let passed = 0, failed = 0;
-const ok = (name, cond, detail = '') => {
-  console.log(`${cond ? 'ok  ' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`);
-  cond ? passed++ : failed++;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(what, fn, ms = 30000) {
-  const end = Date.now() + ms * slow;
-  for (;;) {
-    const v = await fn().catch(() => null);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
+const { ok, counts } = checks();
+const until = (what, fn, ms = 30000) => poll(what, fn, ms, { every: 250, slow });
 
-const tmp = mkdtempSync(join(tmpdir(), 'grainlab-class-'));
 mkdirSync(shots, { recursive: true });
 const admin = 'class-test-admin-token-0123456789';
-writeFileSync(join(tmp, 'admin'), admin);
 // every page and request comes from 127.0.0.1: the per-client limits are lifted (test_limits.sh tests them)
-const proc = spawn(daemon, ['--http-port', '0', '--ws-port', '0', '--data-dir', join(tmp, 'data'), '--static-dir', client,
-                            '--admin-token-file', join(tmp, 'admin'),
-                            '--max-sessions-per-client', '10000', '--create-rate', '100000', '--join-guess-rate', '100000',
-                            '--max-connections-per-ip', '10000'],
-                   { stdio: ['ignore', 'pipe', 'inherit'] });
-const port = await new Promise((resolve, reject) => {
-  let out = '';
-  proc.stdout.on('data', (d) => {
-    out += d;
-    const m = out.match(/listening http=(\d+) ws=(\d+)/);
-    if (m) resolve(m[1]);
-  });
-  proc.on('exit', (c) => reject(new Error(`grainlabd exited ${c}`)));
-});
-const base = `http://127.0.0.1:${port}`;
+const { proc, base, tmp } = await startDaemon(daemon, client, (dir) => {
+  writeFileSync(join(dir, 'admin'), admin);
+  return ['--admin-token-file', join(dir, 'admin'),
+          '--max-sessions-per-client', '10000', '--create-rate', '100000', '--join-guess-rate', '100000',
+          '--max-connections-per-ip', '10000'];
+}, 'grainlab-class-');
 const call = async (method, path, body, token) => {
   const headers = { 'Content-Type': 'application/json' };
   if (token) headers.Authorization = 'Bearer ' + token;
   const r = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   return { status: r.status, json: await r.json().catch(() => null) };
 };
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-         '--disable-default-apps', '--no-first-run', '--metrics-recording-only', '--disable-breakpad'],
-});
+const browser = await launchChromium(client);
 try {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
   const errors = [];
@@ -172,5 +139,6 @@ try {
   proc.kill('SIGTERM');
   rmSync(tmp, { recursive: true, force: true });
 }
+const { passed, failed } = counts();
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);

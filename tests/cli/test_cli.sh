@@ -216,7 +216,7 @@ fi
 # the dynamic workloads of bench/: the silo flowing (its own fill), the bed tilted at once
 if "$bin" bench --scene silo --grains 300 --fill scene --action open_hole --after 0.5 --steps 20 |
   grep -Eq '"scene":"silo","grains":300,.*"max_speed":[1-9]' &&
-  "$bin" bench --scene tilt --grains 300 --action tilt:35 --steps 20 | grep -q '"scene":"tilt","grains":300,'; then
+  "$bin" bench --scene tilt --grains 300 --action tilt:35,90 --steps 20 | grep -q '"scene":"tilt","grains":300,'; then
   ok "bench runs the flowing silo and the avalanching bed"
 else
   bad "bench of the flowing silo or the avalanching bed failed"

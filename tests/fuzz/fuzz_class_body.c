@@ -38,14 +38,9 @@ static void class_ok(const api_class_create *c) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size < 1) {
-    return 0;
-  }
   api_error e;
-  memset(&e, 0, sizeof e);
-  json_t *body = api_parse_object((const char *)data + 1, size - 1, &e);
+  json_t *body = fuzz_body(data, size, &e);
   if (!body) {
-    fuzz_refusal_ok(&e);
     return 0;
   }
   int rc = 0;
@@ -81,9 +76,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     break;
   }
   }
-  if (rc != 0) {
-    fuzz_refusal_ok(&e);
-  }
-  json_decref(body);
+  fuzz_body_done(body, rc, &e);
   return 0;
 }

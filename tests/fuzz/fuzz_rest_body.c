@@ -67,18 +67,13 @@ static int apply(const json_t *params, const grn_scene_info *scene, api_params_u
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size < 1) {
+  api_error e;
+  json_t *body = fuzz_body(data, size, &e);
+  if (!body) {
     return 0;
   }
   const int reader = data[0] & 7;
   const grn_scene_info *scene = grn_scene_at((data[0] >> 3) % grn_scene_count());
-  api_error e;
-  memset(&e, 0, sizeof e);
-  json_t *body = api_parse_object((const char *)data + 1, size - 1, &e);
-  if (!body) {
-    fuzz_refusal_ok(&e);
-    return 0;
-  }
   int rc = 0;
   switch (reader) {
   case 0: {
@@ -138,9 +133,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   default:
     break;
   }
-  if (rc != 0) {
-    fuzz_refusal_ok(&e);
-  }
-  json_decref(body);
+  fuzz_body_done(body, rc, &e);
   return 0;
 }

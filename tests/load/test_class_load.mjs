@@ -4,23 +4,15 @@
 // chromium process), the daemon's own CPU and its workers'; checks (generously) that every tile
 // lives, none gets more frames than it asked for, and the page raises no error. The figures go
 // to bench/README.md. Usage: node test_class_load.mjs GRAINLABD WEB_CLIENT_DIR [SECONDS]
-import { execSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { execSync } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { checks, launchChromium, sleep, startDaemon } from '../support/daemon.mjs';
 
 const [daemon, client] = process.argv.slice(2, 4).map((p) => resolve(p));
 const seconds = Number(process.argv[4] || process.env.GRAINLAB_CLASS_LOAD_SECONDS || 20);
 const GROUPS = 30;
-const require = createRequire(join(client, 'package.json'));
-const { chromium } = require('playwright-core');
-let passed = 0, failed = 0;
-const ok = (name, cond, detail = '') => {
-  console.log(`${cond ? 'ok  ' : 'FAIL'} ${name}${detail !== '' ? ': ' + detail : ''}`);
-  cond ? passed++ : failed++;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const { ok, counts } = checks();
 const TICK = Number(execSync('getconf CLK_TCK').toString());
 
 // CPU seconds (user + system) of a process, 0 once it is gone
@@ -54,24 +46,12 @@ function descendants(root, skip) {
   return out;
 }
 
-const tmp = mkdtempSync(join(tmpdir(), 'grainlab-class-load-'));
-const teacherFile = join(tmp, 'teacher.token');
 const creator = 'teacher-' + Math.random().toString(16).slice(2) + Math.random().toString(16).slice(2);
-writeFileSync(teacherFile, creator + '\n');
-const proc = spawn(daemon, ['--http-port', '0', '--ws-port', '0', '--data-dir', join(tmp, 'data'), '--static-dir', client,
-                            '--teacher-token-file', teacherFile, '--max-sessions', String(GROUPS + 4),
-                            '--max-connections-per-ip', '10000', '--join-guess-rate', '100000'],
-                   { stdio: ['ignore', 'pipe', 'inherit'] });
-const port = await new Promise((res, rej) => {
-  let out = '';
-  proc.stdout.on('data', (d) => {
-    out += d;
-    const m = out.match(/listening http=(\d+) ws=(\d+)/);
-    if (m) res(m[1]);
-  });
-  proc.on('exit', (c) => rej(new Error(`grainlabd exited ${c}`)));
-});
-const base = `http://127.0.0.1:${port}`;
+const { proc, base, tmp } = await startDaemon(daemon, client, (dir) => {
+  writeFileSync(join(dir, 'teacher.token'), creator + '\n');
+  return ['--teacher-token-file', join(dir, 'teacher.token'), '--max-sessions', String(GROUPS + 4),
+          '--max-connections-per-ip', '10000', '--join-guess-rate', '100000'];
+}, 'grainlab-class-load-');
 async function api(method, path, body, token) {
   const headers = {};
   if (body) headers['Content-Type'] = 'application/json';
@@ -102,12 +82,7 @@ try {
   ok('the teacher opens every silo at once', opened.applied.length === GROUPS / 2, `${opened.applied.length} applied, ${opened.refused.length} refused (the piles have no hole)`);
 
   // ---- the dashboard ----------------------------------------------------------------------------
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-           '--disable-default-apps', '--no-first-run', '--metrics-recording-only', '--disable-breakpad'],
-  });
+  browser = await launchChromium(client);
   const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
@@ -161,5 +136,6 @@ try {
   await new Promise((r) => proc.on('exit', r));
   rmSync(tmp, { recursive: true, force: true });
 }
+const { passed, failed } = counts();
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -279,8 +279,8 @@ int main(void) {
   fused_equals_reference(4000, 1, true, true);
   fused_equals_reference(2000, 2, true, false);
   flow_equals_reference("silo", GRN_FILL_SCENE, "open_hole", 2000, 1);
-  flow_equals_reference("tilt", GRN_FILL_BED, "tilt:35", 4000, 1);
-  flow_equals_reference("tilt", GRN_FILL_BED, "tilt:35", 9000, 2);
+  flow_equals_reference("tilt", GRN_FILL_BED, "tilt:35,90", 4000, 1);
+  flow_equals_reference("tilt", GRN_FILL_BED, "tilt:35,90", 9000, 2);
   save_restore();
   reset_and_sleep();
   allocation();

@@ -46,7 +46,8 @@ static int tilt_setup(grn_world *w) {
   return rc;
 }
 
-/* The benchmark's packed bed (pour.c), to be tilted: the avalanching bed of bench/. */
+/* The benchmark's packed bed (pour.c), to be tilted: the avalanching bed of bench/ (its script,
+ * which turns gravity, runs on the bed too). */
 static int tilt_bed(grn_world *w) {
   double half = 0.0;
   const int rc = grn__setup_bed(w, &half);
@@ -78,11 +79,6 @@ static int tilt_act(grn_world *w, const grn_action *a, grn_error *err) {
   }
   st(w)->phi_target = a->args[0] * GRN_PI / 180.0;
   st(w)->phi_rate = (a->nargs == 2 ? a->args[1] : w->param[GRN_P_TILT_RATE]) * GRN_PI / 180.0;
-  if (w->fill == GRN_FILL_BED) {
-    /* the benchmark's bed runs no script: gravity turns at once, as LIGGGHTS's deck turns it */
-    st(w)->phi = st(w)->phi_target;
-    set_gravity(w);
-  }
   return GRN_OK;
 }
 
@@ -122,6 +118,7 @@ const grn_scene grn__scene_tilt = {
     .setup = tilt_setup,
     .bed = tilt_bed,
     .script = tilt_script,
+    .bed_script = true,
     .measure = tilt_measure,
     .act = tilt_act,
     .calm = 0.08,
