@@ -124,7 +124,6 @@ int sess__start_worker(session *s, sess_error *err) {
   s->state = SESS_RUNNING;
   s->reason[0] = '\0';
   s->step_acc = 0.0;
-  s->behind = 0;
   s->sample_mark = -1.0; /* no sample yet: the first, at t = 0, is recorded too */
   s->shown_state = st.meas.state;
   s->dirty = true;

@@ -50,7 +50,6 @@ struct session {
   sess_state state;
   char reason[200];
   double speed, rt_factor, step_acc;
-  int behind; /* ticks in a row that ended late (sess_pace.c): a late session steps more per call */
   uint64_t run_id;
   worker_client wc;
   worker_status last;

@@ -210,6 +210,7 @@ static void wait_for(session *s, double seconds) {
 void *sess__pace(void *arg) {
   session *s = arg;
   double next = sess__now(), win_wall = next, win_sim = 0.0;
+  int behind = 0; /* ticks in a row that ended late: a late session steps more per call */
   pthread_mutex_lock(&s->lock);
   win_sim = s->last.t;
   pthread_mutex_unlock(&s->lock);
@@ -231,7 +232,7 @@ void *sess__pace(void *arg) {
       }
       next = win_wall = sess__now();
       win_sim = s->last.t;
-      s->behind = 0;
+      behind = 0;
       pthread_mutex_unlock(&s->lock);
       continue;
     }
@@ -239,7 +240,7 @@ void *sess__pace(void *arg) {
     /* A session that cannot keep up (many on few cores) asks for up to BEHIND_MAX ticks' worth
      * per call: each call costs a round trip and a wait for this thread's turn on a core, during
      * which its worker idles. It stays behind real time, so this is no burst to catch up. */
-    const int mult = s->behind < 1 ? 1 : s->behind < 2 ? 2 : BEHIND_MAX;
+    const int mult = behind < 1 ? 1 : behind < 2 ? 2 : BEHIND_MAX;
     s->step_acc += 1.0 / GRN_STEP_SECONDS / TICK_HZ * s->speed * mult;
     int k = (int)s->step_acc;
     s->step_acc -= k;
@@ -259,7 +260,7 @@ void *sess__pace(void *arg) {
     }
     sess__disown(s);
     next += 1.0 / TICK_HZ * mult;
-    s->behind = next < t && !fast ? s->behind + 1 : 0;
+    behind = next < t && !fast ? behind + 1 : 0;
     if (next < t || fast) {
       next = t; /* behind (or fast-forwarding): do not try to catch up in a burst */
     }
