@@ -222,7 +222,7 @@ struct grn_world {
   uint64_t steps;
   double t;
   double settle; /* drag 0.97 per step while t < settle */
-  double disp;   /* sum of vmax·H since the last rebuild */
+  double disp;   /* SPH: sum of vmax·H since the last rebuild (grains use ref and slack) */
   bool dirty;
   double vmax, over_max, flowing;
   int alive;

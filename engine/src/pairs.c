@@ -483,9 +483,10 @@ int grn__rebuild(grn_world *w) {
   w->n = nn;
 
   /* 4. the pairs, each found once by its grain earlier in cell order, as (owner, partner). Each
-   * thread writes its chunk's pairs into its own segment of scratch (past the permutation buffer,
-   * free now), sized from the last rebuild's pairs per grain; should one run out, every pair was
-   * still counted, and the scan is made again into a buffer of the size found. */
+   * thread writes its chunk's pairs into its own segment of scratch (the permutation buffer, free
+   * now, sized above for all the segments), from the last rebuild's pairs per grain; should one run
+   * out, every pair was still counted, and the scan is made again into a buffer of the size
+   * found. */
   const int nthreads = w->threads;
   int64_t segoff[257], total[256];
   int32_t *seg = pbuf, *big = NULL;
@@ -494,11 +495,6 @@ int grn__rebuild(grn_world *w) {
   for (int t = 0; t < nthreads; t++) {
     const int64_t len = (int64_t)nn * (t + 1) / nthreads - (int64_t)nn * t / nthreads;
     segoff[t + 1] = segoff[t] + (int64_t)(per_grain * (double)len) + 64;
-  }
-  if ((size_t)segoff[nthreads] * 2 * sizeof(int32_t) > perm_bytes) {
-    for (int t = 0; t <= nthreads; t++) {
-      segoff[t] = 0; /* no room past the buffer: every thread only counts */
-    }
   }
   for (int pass = 0; pass < 2; pass++) {
     bool full = false;
@@ -531,8 +527,7 @@ int grn__rebuild(grn_world *w) {
     }
     seg = big;
   }
-  /* 5. count each owner's pairs, list them, and put each owner's partners in cell order (the
-   * order a scan of the 27 cells around the owner would meet them) */
+  /* 5. count each owner's pairs and list them */
   memset(w->pstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
   for (int t = 0; t < nthreads; t++) {
     for (int64_t k = segoff[t]; k < segoff[t] + total[t]; k++) {
@@ -556,7 +551,8 @@ int grn__rebuild(grn_world *w) {
   }
   grn__free(w, big, big_bytes);
 
-  /* 6. move the kept history onto the pairs */
+  /* 6. each owner's partners in cell order (the order a scan of the 27 cells around the owner
+   * would meet them), then the kept history moved onto them */
 #pragma omp parallel for schedule(static, 1) num_threads(nthreads)
   for (int t = 0; t < nthreads; t++) {
     const int lo = (int)((int64_t)nn * t / nthreads), hi = (int)((int64_t)nn * (t + 1) / nthreads);

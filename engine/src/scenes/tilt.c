@@ -18,6 +18,13 @@ static void set_gravity(grn_world *w) {
   w->gravity = (grn_vec3){GRN_G * sin(st(w)->phi), -GRN_G * cos(st(w)->phi), 0.0};
 }
 
+/* Level, and turning at the tilt_rate parameter when told to tilt. */
+static void start_level(grn_world *w) {
+  st(w)->phi = st(w)->phi_target = 0.0;
+  st(w)->phi_rate = w->param[GRN_P_TILT_RATE] * GRN_PI / 180.0;
+  set_gravity(w);
+}
+
 static int tilt_setup(grn_world *w) {
   const double sc = cbrt((double)w->n_target / 3000.0);
   const double lx = 3.0 * sc, wz = 1.0 * sc;
@@ -36,9 +43,7 @@ static int tilt_setup(grn_world *w) {
   g->zmax = wz;
   g->mu_wall = w->param[GRN_P_MU];
   g->kill_y = -1.0;
-  st(w)->phi = st(w)->phi_target = 0.0;
-  st(w)->phi_rate = w->param[GRN_P_TILT_RATE] * GRN_PI / 180.0;
-  set_gravity(w);
+  start_level(w);
   int rc = grn__hmap_init(w, -lx, -wz, grn__hmap_cells(2.0 * lx), grn__hmap_cells(2.0 * wz));
   if (rc == GRN_OK) {
     rc = grn__fill_lattice(w, w->n_target, -lx, lx, -wz, wz, 0.12);
@@ -52,9 +57,7 @@ static int tilt_bed(grn_world *w) {
   double half = 0.0;
   const int rc = grn__setup_bed(w, &half);
   st(w)->box_lx = st(w)->ch_wz = half;
-  st(w)->phi = st(w)->phi_target = 0.0;
-  st(w)->phi_rate = w->param[GRN_P_TILT_RATE] * GRN_PI / 180.0;
-  set_gravity(w);
+  start_level(w);
   return rc;
 }
 
