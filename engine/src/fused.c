@@ -167,10 +167,10 @@ void grn__step_fused(grn_world *w) {
   const int nt = w->threads, span = w->span;
   const bool simd = w->simd;
   const int32_t fm = w->fsum_mask;
-  double omax = 0.0, vm2 = 0.0, vm2_slow = 0.0;
+  double omax = 0.0, vm2 = 0.0;
   int touching = 0, moving = 0, count = 0, killed = 0, over = 0, moved = 0;
   w->table_valid = false; /* the full table is not maintained here */
-#pragma omp parallel num_threads(nt) reduction(max : omax, vm2, vm2_slow)                       \
+#pragma omp parallel num_threads(nt) reduction(max : omax, vm2)                       \
     reduction(+ : touching, moving, count, killed, over, moved)
   {
     const pair_ctx lc = pc;
@@ -219,7 +219,6 @@ void grn__step_fused(grn_world *w) {
     }
     omax = sum.omax > omax ? sum.omax : omax;
     vm2 = sum.vm2 > vm2 ? sum.vm2 : vm2;
-    vm2_slow = sum.vm2_slow > vm2_slow ? sum.vm2_slow : vm2_slow;
     touching += sum.touching;
     moving += sum.moving;
     count += sum.count;
@@ -229,6 +228,6 @@ void grn__step_fused(grn_world *w) {
   }
   w->over_max = omax;
   w->contacts = touching;
-  const pass_sums total = {omax, vm2, vm2_slow, touching, moving, count, killed, over, moved};
+  const pass_sums total = {omax, vm2, touching, moving, count, killed, over, moved};
   grn__finish_pass(w, &total);
 }

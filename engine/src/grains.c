@@ -30,6 +30,7 @@ int grn__reserve_grains(grn_world *w, int need) {
            {(void **)&w->ref, sizeof(grn_vec3), 0, NULL},
            {(void **)&w->slack, sizeof(double), 0, NULL},
            {(void **)&w->nu, sizeof(float), 0, NULL},
+           {(void **)&w->nref, sizeof(grn_vec3), 0, NULL},
            {(void **)&w->pstart, sizeof(int32_t), 1, NULL},
            {(void **)&w->rstart, sizeof(int32_t), 1, NULL},
            {(void **)&w->nstart, sizeof(int32_t), 1, NULL},

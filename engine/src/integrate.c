@@ -16,6 +16,7 @@ grain_ctx grn__grain_ctx_of(const grn_world *w, bool near) {
                        near ? w->nrstart : w->rstart,
                        near ? w->nrref : w->rref,
                        near ? w->nu : NULL,
+                       near ? w->nref : NULL,
                        w->ref,
                        w->slack,
                        w->geom,
@@ -26,9 +27,7 @@ grain_ctx grn__grain_ctx_of(const grn_world *w, bool near) {
 void grn__finish_pass(grn_world *w, const pass_sums *sum) {
   w->flowing = sum->count > 0 ? (double)sum->moving / sum->count : 0.0;
   w->vmax = sqrt(sum->vm2);
-  w->ndisp += sqrt(sum->vm2_slow) * GRN_H;
   w->nover += sum->over;
-  w->nsteps++;
   if (sum->killed > 0 || sum->moved > 0) {
     w->dirty = true; /* a grain moved as far as the pair list allows it: the list is made again */
   }
@@ -40,10 +39,10 @@ static void gather_pass(grn_world *w, bool near) {
   const int n = w->n, nthreads = w->threads;
   const grain_ctx shared = grn__grain_ctx_of(w, near);
   const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
-  double vm2 = 0.0, vm2_slow = 0.0;
+  double vm2 = 0.0;
   int moving = 0, count = 0, killed = 0, over = 0, moved = 0;
   (void)nthreads;
-#pragma omp parallel num_threads(nthreads) reduction(max : vm2, vm2_slow)                      \
+#pragma omp parallel num_threads(nthreads) reduction(max : vm2)                      \
     reduction(+ : moving, count, killed, over, moved)
   {
     const grain_ctx c = shared;
@@ -55,14 +54,13 @@ static void gather_pass(grn_world *w, bool near) {
       finish_one(&c, i, ft, w, &sum);
     }
     vm2 = sum.vm2 > vm2 ? sum.vm2 : vm2;
-    vm2_slow = sum.vm2_slow > vm2_slow ? sum.vm2_slow : vm2_slow;
     moving += sum.moving;
     count += sum.count;
     killed += sum.killed;
     over += sum.over;
     moved += sum.moved;
   }
-  const pass_sums total = {0.0, vm2, vm2_slow, 0, moving, count, killed, over, moved};
+  const pass_sums total = {0.0, vm2, 0, moving, count, killed, over, moved};
   grn__finish_pass(w, &total);
 }
 

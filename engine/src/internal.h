@@ -175,7 +175,8 @@ struct grn_world {
   int tcap;
   bool table_valid; /* inactive rows of the full table are zero */
   /* near list (pairs.c): the pairs of the list that can touch before it is refreshed — those
-   * within reach + nmargin, or still active — as indices into the list above, in pair order.
+   * within reach + both allowances (nu), or still active — as indices into the list above, in
+   * pair order.
    * Every other listed pair is apart with no history until then, so the fused step skips it;
    * the result is the same to the bit as stepping the whole list. */
   bool near_valid;
@@ -186,14 +187,12 @@ struct grn_world {
   int32_t *na;      /* its owner */
   int32_t *nrstart; /* n+1 */
   int32_t *nrref;   /* near pairs where a grain is the smaller partner, in near order */
-  float *nu;        /* per grain: 0, or the speed a fast grain may keep until the refresh, m/s */
-  double nmargin;   /* INFINITY: every listed pair is near */
-  double ndisp; /* sum over steps of the top speed of the other grains, ·H, since the refresh */
-  double ngap;  /* reach gap the near list was made for */
-  int nk;       /* steps the fast grains' allowances cover */
-  int nsteps;   /* steps since the refresh */
-  int nfastn;   /* fast grains at the refresh */
-  int nover;    /* fast grains that went past their allowance since */
+  float *nu;        /* per grain: how far it may move from nref before the refresh, m */
+  grn_vec3 *nref;   /* per grain: its position at the refresh */
+  double nmargin;   /* the slow grains' allowance, twice; INFINITY: every listed pair is near */
+  double ngap;      /* reach gap the near list was made for */
+  int nfastn;       /* fast grains (allowances of their own) at the refresh */
+  int nover;        /* grains that moved past their allowance since */
   uint64_t refreshes;
   uint64_t rebuild_step;  /* step of the last rebuild, and steps between the last two (not saved: */
   uint64_t rebuild_every; /* they only set the near list's horizon, which changes no result) */

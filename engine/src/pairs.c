@@ -605,30 +605,25 @@ int grn__rebuild(grn_world *w) {
 }
 
 /* ---- near list ----------------------------------------------------------------------------
- * A listed pair apart by more than its reach plus a margin cannot touch, nor feel a bridge,
- * before its two grains have together moved that far: until then it would be found apart, with
- * zero history and a zero row, at every step. Its row adds nothing to the sums (adding +0 leaves
- * a sum unchanged to the bit), so the fused step may leave it out. The margin covers K steps
- * (NEAR_STEPS, or fewer when the pair list is rebuilt sooner, as in a flow whose fastest grains
- * bring the rebuild on every few steps). The grains below the 99th percentile of speed are slow:
- * they share one allowance, and the list is refreshed when their summed top speed·H reaches half
- * the margin. The others are fast: each may keep up to its own allowance (a quarter over its
- * speed, plus what gravity adds in K steps), its pairs are near within that reach, and the list
- * is refreshed once one goes past it or K steps have passed — so one rattler, or a stream of
- * falling grains, neither widens every margin nor keeps all its pairs. The margin never goes
- * below NEAR_MIN (a bed at rest would otherwise refresh for nothing), and covers the whole list
- * once it would reach past the skin. */
+ * A listed pair apart by more than its reach plus both grains' allowances cannot touch, nor feel
+ * a bridge, before one of the two has moved its allowance from where the refresh found it: until
+ * then it would be found apart, with zero history and a zero row, at every step. Its row adds
+ * nothing to the sums (adding +0 leaves a sum unchanged to the bit), so the fused step may leave
+ * it out. Each grain's allowance is a distance, checked as the grain moves (finish_one), so the
+ * list is refreshed when one grain has actually gone that far, not when one grain is briefly
+ * fast. Allowances cover K steps (NEAR_STEPS, or fewer when the pair list is rebuilt sooner, as
+ * in a flow whose fastest grains bring the rebuild on every few steps): the grains below the
+ * 95th percentile of speed are slow and share one (their top speed·H·K), the others are fast and
+ * get their own (a quarter over their speed, plus what gravity adds in K steps) — so one
+ * rattler, or a stream of falling grains, neither widens every margin nor keeps all its pairs.
+ * The slow allowance never goes below NEAR_MIN/2 (a bed at rest would otherwise refresh for
+ * nothing), and the list is the whole pair list once that would reach past the skin. */
 #define NEAR_STEPS 24
 #define NEAR_MIN 0.002 /* m */
 #define NEAR_FAST 0.05 /* at most this fraction of the grains is slow-marked fast */
 
 bool grn__near_stale(const grn_world *w) {
-  if (!w->near_valid || w->ngap != grn__reach_gap(w) || w->nover > 0 ||
-      (w->nfastn > 0 && w->nsteps >= w->nk)) {
-    return true;
-  }
-  /* a hair of slack for the rounding of the position updates the bound sums */
-  return isfinite(w->nmargin) && 2.0 * w->ndisp >= w->nmargin * (1.0 - 1e-9) - 1e-12;
+  return !w->near_valid || w->ngap != grn__reach_gap(w) || w->nover > 0;
 }
 
 static int grow_near(grn_world *w, int need) {
@@ -657,18 +652,15 @@ static int grow_near(grn_world *w, int need) {
   return GRN_OK;
 }
 
-/* Near pairs of owner a: marks them in near[] (indexed by pair) and counts them. A pair's reach
- * grows by (ua + ub)·H·K, u being a fast grain's own allowance or the slow grains' vcut. */
-static inline int near_mark(const grn_world *w, int a, double vcut, double hk, uint8_t *near) {
+/* Near pairs of owner a: marks them in near[] (indexed by pair) and counts them. */
+static inline int near_mark(const grn_world *w, int a, uint8_t *near) {
   const grn_vec3 pa = w->pos[a];
-  const double gap = grn__reach_gap(w), ra = w->rad[a];
-  const double ua = w->nu[a] > 0.0f ? (double)w->nu[a] : vcut;
+  const double ra = w->rad[a] + grn__reach_gap(w) + (double)w->nu[a];
   int k = 0;
   for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
     const int b = w->pb[p];
-    const double ub = w->nu[b] > 0.0f ? (double)w->nu[b] : vcut;
     const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
-    const double r = ra + w->rad[b] + gap + (ua + ub) * hk;
+    const double r = ra + w->rad[b] + (double)w->nu[b];
     near[p] = w->pfn[p] != 0.0f || dx * dx + dy * dy + dz * dz < r * r;
     k += near[p];
   }
@@ -716,9 +708,13 @@ int grn__near_refresh(grn_world *w) {
   for (int i = 0; i < n; i++) {
     const double v2 =
         w->vel[i].x * w->vel[i].x + w->vel[i].y * w->vel[i].y + w->vel[i].z * w->vel[i].z;
-    w->nu[i] = 0.0f;
-    if (!whole && !(v2 < vcut * vcut)) {
-      w->nu[i] = (float)(1.25 * sqrt(v2) + GRN_G * hk);
+    w->nref[i] = w->pos[i];
+    if (whole) {
+      w->nu[i] = INFINITY;
+    } else if (v2 < vcut * vcut) {
+      w->nu[i] = (float)(0.5 * margin);
+    } else {
+      w->nu[i] = (float)((1.25 * sqrt(v2) + GRN_G * hk) * hk);
       nfast++;
     }
   }
@@ -728,7 +724,7 @@ int grn__near_refresh(grn_world *w) {
   uint8_t *near = w->scratch;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < n; a++) {
-    w->nstart[a + 1] = whole ? w->pstart[a + 1] - w->pstart[a] : near_mark(w, a, vcut, hk, near);
+    w->nstart[a + 1] = whole ? w->pstart[a + 1] - w->pstart[a] : near_mark(w, a, near);
   }
   w->nstart[0] = 0;
   for (int a = 0; a < n; a++) {
@@ -753,12 +749,9 @@ int grn__near_refresh(grn_world *w) {
 
   w->nm = nm;
   w->nmargin = whole ? INFINITY : margin;
-  w->nk = steps;
-  w->nsteps = 0;
   w->nfastn = nfast;
   w->nover = 0;
   w->refreshes++;
-  w->ndisp = 0.0;
   w->ngap = grn__reach_gap(w);
   w->near_valid = true;
   return GRN_OK;

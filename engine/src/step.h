@@ -8,9 +8,9 @@
 #include "contact_law.h"
 
 typedef struct pass_sums {
-  double omax, vm2, vm2_slow; /* vm2_slow: over grains not marked fast in the near list */
+  double omax, vm2;
   int touching, moving, count, killed;
-  int over;  /* fast grains past the speed the near list allows them */
+  int over;  /* grains that moved as far as the near list allows them */
   int moved; /* grains that moved as far as the pair list allows them */
 } pass_sums;
 
@@ -21,8 +21,9 @@ typedef struct grain_ctx {
   double *restrict hf;
   uint8_t *restrict flags;
   const int32_t *restrict pstart, *restrict rstart, *restrict rref;
-  const float *restrict nu;     /* the near list's allowances of fast grains (0: slow), or NULL */
-  const grn_vec3 *restrict ref; /* the pair list's positions at its rebuild and slack */
+  const float *restrict nu;      /* the near list's allowance of each grain, or NULL */
+  const grn_vec3 *restrict nref; /* and its position at the refresh */
+  const grn_vec3 *restrict ref;  /* the pair list's positions at its rebuild and slack */
   const double *restrict slack;
   grn_geom geom;
   grn_consts k;
@@ -140,11 +141,10 @@ finish_one(const grain_ctx *c, int i, const double ft[6], const grn_world *w, pa
     sum->moved += dot(d, d) >= e * e;
   }
   sum->vm2 = v2 > sum->vm2 ? v2 : sum->vm2;
-  if (!c->nu || c->nu[i] == 0.0f) {
-    sum->vm2_slow = v2 > sum->vm2_slow ? v2 : sum->vm2_slow;
-  } else {
-    const double u = c->nu[i];
-    sum->over += v2 > u * u;
+  if (c->nu) { /* the same hair of slack for the near list */
+    const grn_vec3 d = sub(c->pos[i], c->nref[i]);
+    const double e = (double)c->nu[i] * (1.0 - 1e-9);
+    sum->over += dot(d, d) >= e * e;
   }
   sum->moving += v2 > GRN_VFLOW * GRN_VFLOW;
   sum->count++;

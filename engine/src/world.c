@@ -195,6 +195,7 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->ref, sizeof(grn_vec3) * (size_t)w->cap);
   grn__free(w, w->slack, sizeof(double) * (size_t)w->cap);
   grn__free(w, w->nu, sizeof(float) * (size_t)w->cap);
+  grn__free(w, w->nref, sizeof(grn_vec3) * (size_t)w->cap);
   grn__free(w, w->pstart, sizeof(int32_t) * (size_t)(w->cap + 1));
   grn__free(w, w->rstart, sizeof(int32_t) * (size_t)(w->cap + 1));
   grn__free(w, w->nstart, sizeof(int32_t) * (size_t)(w->cap + 1));

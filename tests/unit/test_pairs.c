@@ -1,7 +1,8 @@
 /* The pair list against a brute-force all-pairs search at every rebuild of a 2000-grain pour and
  * of a flowing silo (whose fast grains get a wider slack), its layout (cell order, owners,
  * reference lists), contact history carried across rebuilds, and between rebuilds: no pair within
- * reach is ever missing from the list while every grain keeps within its slack. */
+ * reach is ever missing from the list while every grain keeps within its slack, nor from the near
+ * list while every grain keeps within its allowance. */
 #include "../support/check.h"
 #include "internal.h"
 
@@ -37,6 +38,37 @@ static int missing_within(const grn_world *w, bool slack, int *want) {
       bool found = false;
       for (int p = w->pstart[a]; p < w->pstart[a + 1] && !found; p++) {
         found = w->pb[p] == b;
+      }
+      bad += !found;
+    }
+  }
+  return bad;
+}
+
+/* While the near list is in use: grains farther from where its refresh found them than their
+ * allowance (what keeps a left-out pair apart), and listed pairs within reach (or active) that it
+ * leaves out (the fused step would skip a pair that touches). */
+static int near_missing(const grn_world *w) {
+  if (!w->near_valid || grn__near_stale(w) || grn__must_rebuild(w)) {
+    return 0;
+  }
+  int bad = 0;
+  for (int i = 0; i < w->nl; i++) {
+    const double dx = w->pos[i].x - w->nref[i].x, dy = w->pos[i].y - w->nref[i].y,
+                 dz = w->pos[i].z - w->nref[i].z, u = w->nu[i];
+    bad += (w->flags[i] & GRN_F_ALIVE) && dx * dx + dy * dy + dz * dz >= u * u;
+  }
+  for (int a = 0; a < w->nl; a++) {
+    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+      const int b = w->pb[p];
+      const double dx = w->pos[b].x - w->pos[a].x, dy = w->pos[b].y - w->pos[a].y,
+                   dz = w->pos[b].z - w->pos[a].z, rr = w->rad[a] + w->rad[b] + grn__reach_gap(w);
+      if (w->pfn[p] == 0.0f && dx * dx + dy * dy + dz * dz >= rr * rr) {
+        continue;
+      }
+      bool found = false;
+      for (int q = w->nstart[a]; q < w->nstart[a + 1] && !found; q++) {
+        found = w->np[q] == p;
       }
       bad += !found;
     }
@@ -146,7 +178,8 @@ int main(void) {
     grn_action open;
     grn_action_parse("open_hole", &open, &e);
     grn_world_act(s, &open, &e);
-    int sc = 0, smis = 0, slay = 0, swide = 0, looked = 0, missing = 0;
+    int sc = 0, smis = 0, slay = 0, swide = 0, looked = 0, missing = 0, nmiss = 0, nlooked = 0;
+    const uint64_t r0 = s->refreshes;
     for (int k = 0; k < 5 * 240; k++) {
       if (grn__must_rebuild(s)) {
         grn__rebuild(s);
@@ -158,6 +191,8 @@ int main(void) {
         sc++;
       }
       grn_world_step(s, 1);
+      nlooked += s->near_valid && !grn__near_stale(s) && s->nm < s->m;
+      nmiss += near_missing(s);
       if (k % 3 == 0 && !grn__must_rebuild(s)) {
         int near = 0;
         missing += missing_within(s, false, &near);
@@ -171,6 +206,11 @@ int main(void) {
     CHECK_NEAR("silo: pairs missing from or wrongly in the list, all rebuilds", smis, 0, 0);
     CHECK_NEAR("silo: cell order / reference list errors", slay, 0, 0);
     CHECK_NEAR("silo: pairs within reach but not listed, between rebuilds", missing, 0, 0);
+    printf("silo: %llu near-list refreshes, %d steps with pairs left out of it\n",
+           (unsigned long long)(s->refreshes - r0), nlooked);
+    CHECK_RANGE("silo: steps whose near list left pairs out", nlooked, 100, 1e9);
+    CHECK_NEAR("silo: grains past their near allowance, pairs in reach not near, any step", nmiss,
+               0, 0);
     grn_world_destroy(s);
   }
 
