@@ -33,18 +33,30 @@ typedef struct grain_ctx {
 void grn__boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t);
 
 /* Whether grn__boundaries() would leave grain i alone: no plate, dam, silo, drum or tool, no
- * floor history to clear, above the floor and inside the box walls, by the very tests it makes.
+ * floor history to clear, above the floor (or plate) and inside the box walls and the silo's
+ * cylinder, by the very tests it makes.
  * Most grains of a bed are, and the call costs more than these comparisons. */
 static inline bool clear_of_walls(const grain_ctx *w, int i) {
   const grn_geom *g = &w->geom;
-  if (g->plate || g->dam || g->silo_r > 0.0 || g->drum_r > 0.0 || g->tool ||
-      (w->flags[i] & GRN_F_FLOOR)) {
+  if (g->dam || g->drum_r > 0.0 || g->tool || (w->flags[i] & GRN_F_FLOOR)) {
     return false;
   }
   const grn_vec3 p = w->pos[i];
   const double r = w->rad[i];
-  if (!(g->floor_y + r - p.y <= 0.0)) {
+  if (g->plate) {
+    /* a radius or more above the plate: the plate's floor_contact finds no overlap, and the
+     * hole's rim is at least dy = r away (dy ≥ r gives dy² ≥ r² after rounding too) */
+    if (!(g->plate_y + r - p.y <= 0.0) || !(p.y - g->plate_y >= r)) {
+      return false;
+    }
+  } else if (!(g->floor_y + r - p.y <= 0.0)) {
     return false; /* floor_contact would look at it (if it is over the floor) */
+  }
+  if (g->silo_r > 0.0) {
+    const double rho2 = p.x * p.x + p.z * p.z, lim = g->silo_r - r;
+    if (rho2 > lim * lim) {
+      return false; /* against the silo's cylinder */
+    }
   }
   return !g->box ||
          !(p.x - r < g->xmin || p.x + r > g->xmax || p.z - r < g->zmin || p.z + r > g->zmax);
