@@ -24,6 +24,7 @@
 #define GRN_MU_FLOOR 1.0
 #define GRN_MUR_FLOOR 0.3
 #define GRN_VFLOW 0.15
+#define GRN_VREST 0.01 /* m/s: a grain "resting" in the stats */
 #define GRN_VMAX 30.0
 #define GRN_GAP_WET 0.01
 #define GRN_RHO_B (0.6 * GRN_RHO)

@@ -221,6 +221,15 @@ if "$bin" bench --scene silo --grains 300 --fill scene --action open_hole --afte
 else
   bad "bench of the flowing silo or the avalanching bed failed"
 fi
+# resting grains (under 1 cm/s): nearly all of a settled bed, few of a draining silo
+bed=$("$bin" bench --scene pour --grains 300 --steps 60 | sed -n 's/.*"resting_fraction":\([0-9.]*\).*/\1/p')
+flow=$("$bin" bench --scene silo --grains 300 --fill scene --action open_hole --after 0.5 --steps 60 |
+  sed -n 's/.*"resting_fraction":\([0-9.]*\).*/\1/p')
+if python3 -c 'import sys; b, f = map(float, sys.argv[1:]); sys.exit(0 if b > 0.8 and f < 0.3 else 1)' "${bed:-x}" "${flow:-x}" 2>/dev/null; then
+  ok "bench counts resting grains: settled bed $bed, draining silo $flow"
+else
+  bad "resting fractions: bed '$bed', silo '$flow'"
+fi
 
 # a negative seed is a valid 64-bit integer
 if "$bin" run --scene pour --quality 0 --seconds 0.25 --seed -5 >/dev/null; then

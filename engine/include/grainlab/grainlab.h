@@ -400,6 +400,8 @@ typedef struct grn_world_stats {
   uint64_t refreshes; /* near-list refreshes since the world was made or restored */
   int near_pairs;     /* pairs of the near list: those the step looks at (0: not in use) */
   double max_speed;   /* m/s, last step */
+  int resting;        /* alive free grains slower than 1 cm/s, in speed and in spin × radius: at
+                         most what a sleeping region could leave out of a step */
   double over_max;    /* largest grain overlap of the last step, m */
   size_t bytes_live;  /* bytes the world holds through its allocator */
   int substeps;       /* model steps per step of H: SPH sub-steps from its CFL condition, else 1 */
