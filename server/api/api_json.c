@@ -50,7 +50,8 @@ json_t *api_session_json(const api_session_view *v) {
   }
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)v->digest);
-  json_object_set_new(j, "digest", json_string(hex)); /* of the state at `steps` */
+  /* of the state at `steps`; taken when the session stops changing (paused, ended) */
+  json_object_set_new(j, "digest", v->digest_known ? json_string(hex) : json_null());
   return j;
 }
 

@@ -44,6 +44,7 @@ typedef struct api_session_view {
   double t, rt_factor, speed;
   int viewers;
   uint64_t run_id, steps, digest;
+  bool digest_known; /* the digest is of the state at steps */
   grn_measurements meas;
   const char *script; /* "replay" or "fork" while one plays; NULL otherwise */
   int64_t script_run;

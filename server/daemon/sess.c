@@ -145,6 +145,49 @@ void sess__own(session *s) {
   pthread_mutex_lock(&s->lock);
 }
 
+void sess__own_to_end(session *s) {
+  pthread_mutex_lock(&s->lock);
+  const bool short_calls = grn_world_def_step_cost(&s->def) <= CALL_BUDGET_US;
+  pthread_mutex_unlock(&s->lock);
+  __atomic_add_fetch(&s->wanted, 1, __ATOMIC_ACQ_REL);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  const long ns = until.tv_nsec + (long)END_WAIT_MS * 1000000L;
+  until.tv_sec += ns / 1000000000L;
+  until.tv_nsec = ns % 1000000000L;
+  if (!short_calls || pthread_mutex_timedlock(&s->wlock, &until) != 0) {
+    const uint64_t one = 1;
+    if (write(s->cancel_fd, &one, sizeof one) != (ssize_t)sizeof one) {
+      log_msg(LOG_WARN, "cancel_failed", "session=%s: the cancel did not go out", s->id);
+    }
+    pthread_mutex_lock(&s->wlock);
+  }
+  __atomic_sub_fetch(&s->wanted, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_lock(&s->lock);
+}
+
+int sess__fresh_digest(session *s) {
+  if (s->last.digest_steps == s->last.steps || s->wc.ended || s->state == SESS_FAILED ||
+      s->state == SESS_ENDED) {
+    return WORKER_REPLY_STATUS;
+  }
+  /* a cancel written when the wait ran out, after the call in flight had ended anyway, would cut
+   * this call short: the worker is still good, so it is taken back */
+  uint64_t pending;
+  if (read(s->cancel_fd, &pending, sizeof pending) < 0 && errno != EAGAIN) {
+    log_msg(LOG_WARN, "cancel_read", "session=%s: %s", s->id, strerror(errno));
+  }
+  worker_result r;
+  const int timeout = sess__timeout_for(s, 1);
+  pthread_mutex_unlock(&s->lock);
+  const int type = worker_call_status(&s->wc, timeout, &r);
+  pthread_mutex_lock(&s->lock);
+  if (type == WORKER_REPLY_STATUS) {
+    s->last = r.status;
+  }
+  return type;
+}
+
 void sess__disown(session *s) {
   pthread_mutex_unlock(&s->lock);
   pthread_mutex_unlock(&s->wlock);
@@ -473,7 +516,7 @@ void sess_release(session *s) {
 }
 
 /* Stop the pacing thread and the worker; the session stays allocated. A worker busy with a long
- * step is not waited for: the cancel cuts its call short and it is killed. */
+ * step is not waited for: the cancel cuts its call short and it is killed (sess__own_to_end). */
 static void end(session *s, const char *reason) {
   pthread_mutex_lock(&s->lock);
   s->stop = true;
@@ -483,16 +526,16 @@ static void end(session *s, const char *reason) {
   const bool thread = s->has_thread;
   s->has_thread = false;
   pthread_mutex_unlock(&s->lock);
-  const uint64_t one = 1;
-  if (write(s->cancel_fd, &one, sizeof one) != (ssize_t)sizeof one) {
-    log_msg(LOG_WARN, "cancel_failed", "session=%s: the cancel did not go out", s->id);
-  }
+  sess__own_to_end(s);
+  const bool was_dead = s->state == SESS_FAILED || s->state == SESS_ENDED;
+  (void)sess__fresh_digest(s); /* the run's record ends with it */
+  sess__close_run(s, reason);
+  /* the pacing thread sees `stop` once it has the worker again, and leaves */
+  sess__disown(s);
   if (thread) {
     pthread_join(s->thread, NULL);
   }
   sess__own(s);
-  const bool was_dead = s->state == SESS_FAILED || s->state == SESS_ENDED;
-  sess__close_run(s, reason);
   pthread_mutex_unlock(&s->lock);
   worker_stop(&s->wc, STOP_GRACE_MS);
   pthread_mutex_lock(&s->lock);
@@ -648,6 +691,7 @@ void sess_view(session *s, api_session_view *out) {
   out->run_id = s->run_id;
   out->steps = s->last.steps;
   out->digest = s->last.digest;
+  out->digest_known = s->last.digest_steps == s->last.steps;
   out->meas = s->last.meas;
   if (s->script) {
     out->script = s->script->fast ? "fork" : "replay";

@@ -125,8 +125,8 @@ static int set_clock(session *s, bool pause, sess_error *err) {
   return 0;
 }
 
-/* finish: the run is recorded as finished and the worker stopped, without waiting for a call in
- * flight (the cancel cuts it short). */
+/* finish: the run is recorded as finished and the worker stopped, after the call in flight if it
+ * is short, else cutting it short (sess__own_to_end). */
 int sess_finish(session *s, const char *why, sess_error *err) {
   pthread_mutex_lock(&s->lock);
   if (s->state == SESS_FAILED || s->state == SESS_ENDED || s->ending) {
@@ -138,11 +138,8 @@ int sess_finish(session *s, const char *why, sess_error *err) {
   s->ending = true;
   s->step_cancel = true;
   pthread_mutex_unlock(&s->lock);
-  const uint64_t one = 1;
-  if (write(s->cancel_fd, &one, sizeof one) != (ssize_t)sizeof one) {
-    log_msg(LOG_WARN, "cancel_failed", "session=%s: the cancel did not go out", s->id);
-  }
-  sess__own(s);
+  sess__own_to_end(s);
+  (void)sess__fresh_digest(s); /* the run's record ends with it */
   sess__close_run(s, "finished");
   pthread_mutex_unlock(&s->lock);
   worker_stop(&s->wc, STOP_GRACE_MS);
@@ -207,7 +204,8 @@ static int step(session *s, const api_action *p, sess_error *err) {
     const int timeout = sess__timeout_for(s, want);
     worker_result r;
     pthread_mutex_unlock(&s->lock);
-    const int type = worker_call_step(&s->wc, want, timeout, &r);
+    /* a paused session's state, digest and all, as each call leaves it */
+    const int type = worker_call_step(&s->wc, want, true, timeout, &r);
     pthread_mutex_lock(&s->lock);
     if ((rc = sess__reply(s, type, &r, false, err)) != 0) {
       break;
@@ -359,6 +357,7 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
       return -1;
     }
   }
+  (void)sess__fresh_digest(s); /* the run's record ends with it */
   sess__close_run(s, "switched");
   s->step_cancel = true;
   pthread_mutex_unlock(&s->lock);

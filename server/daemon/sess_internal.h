@@ -132,6 +132,16 @@ session **sess__snapshot(sess_registry *r, int *n);
 /* Take wlock then lock, ahead of the pacing thread's next call; and give both back. */
 void sess__own(session *s);
 void sess__disown(session *s);
+/* sess__own for a finish or a DELETE (ending set, the pacing thread and `step n` told to stop):
+ * a call in flight of a world whose calls are short (within CALL_BUDGET_US) is waited for, up to
+ * END_WAIT_MS, so that the run ends where the worker's state is known; a longer one (an N-body
+ * step of seconds, a hung worker) is cut short by the cancel, which ends the worker. */
+#define END_WAIT_MS 1000
+void sess__own_to_end(session *s);
+/* Under both locks: make s->last's digest that of its steps (a STATUS call: the pacing thread
+ * does not ask for it, sess_pace.c) unless the worker is gone. Returns the worker's reply type,
+ * WORKER_REPLY_STATUS when nothing was needed. */
+int sess__fresh_digest(session *s);
 /* The pacing thread, between calls (both locks held): let a thread that waits for the worker go
  * first; sess__give_way is the wait itself, with neither lock held. */
 void sess__let_in(session *s);

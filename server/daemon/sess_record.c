@@ -74,8 +74,11 @@ void sess__close_run(session *s, const char *reason) {
       json_object_set_new(results, "flow_vs_beverloo", json_real(mean / bev));
     }
   }
-  store_run_end(s->reg->st, (int64_t)s->run_id, reason, s->last.steps, s->last.t, s->last.digest,
-                results);
+  /* the digest is known unless the worker was cut short mid-call or died: the run then ends
+   * where it was last seen, without one (a replay can still run it, not check it) */
+  const bool known = s->last.digest_steps == s->last.steps;
+  store_run_end(s->reg->st, (int64_t)s->run_id, reason, s->last.steps, s->last.t,
+                known ? &s->last.digest : NULL, results);
 }
 
 void sess__run_started(session *s) {

@@ -60,7 +60,7 @@ void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_me
   "finished", "stopped", "switched", "deleted", "failed", "interrupted", "idle"
 /* `results`: name → number (stolen); `reason`: one of STORE_END_REASONS. */
 void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, double t,
-                   uint64_t digest, json_t *results);
+                   const uint64_t *digest, json_t *results);
 /* Classes (issue 17, migration 007). A class row is a JSON object with the keys of
  * store_class_columns (NULL-terminated): id, code, name (strings), scenes (array), max_groups,
  * grain_budget (integers), defaults (object), private, locked (booleans), second_join,

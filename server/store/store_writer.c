@@ -288,7 +288,11 @@ static int write_job(store *st, writer_stmts *w, job *j) {
     bind_text(w->run_end, 2, j->a);
     sqlite3_bind_int64(w->run_end, 3, (sqlite3_int64)j->steps);
     sqlite3_bind_double(w->run_end, 4, j->t);
-    bind_text(w->run_end, 5, j->b);
+    if (j->b) {
+      bind_text(w->run_end, 5, j->b);
+    } else {
+      sqlite3_bind_null(w->run_end, 5); /* no digest known at the end */
+    }
     sqlite3_bind_int64(w->run_end, 6, (sqlite3_int64)j->events_dropped);
     sqlite3_bind_int64(w->run_end, 7, (sqlite3_int64)j->samples_dropped);
     sqlite3_bind_int64(w->run_end, 8, j->run);
@@ -593,7 +597,7 @@ void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_me
 }
 
 void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, double t,
-                   uint64_t digest, json_t *results) {
+                   const uint64_t *digest, json_t *results) {
   job *j = new_job(J_RUN_END, run);
   /* the run's losses go into its record, and its count is done with */
   store_track lost = {run, 0, 0, 0};
@@ -615,11 +619,11 @@ void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, d
     return;
   }
   char hex[17];
-  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)digest);
+  snprintf(hex, sizeof hex, "%016llx", digest ? (unsigned long long)*digest : 0ull);
   j->steps = steps;
   j->t = t;
   j->a = dup_or_null(reason);
-  j->b = dup_or_null(hex);
+  j->b = digest ? dup_or_null(hex) : NULL;
   j->j = results;
   j->events_dropped = lost.events_dropped;
   j->samples_dropped = lost.samples_dropped;

@@ -29,6 +29,10 @@ static uint32_t frame_size; /* bytes of the last frame written, reported once */
 static uint32_t chain_size; /* and of the chains message after it */
 static grn_contact *chain_buf;
 static int chain_cap;
+/* The last digest and the step it is of: a reply not asked for a fresh one carries it; an action
+ * or a parameter change, which may move grains without a step, forgets it. */
+static uint64_t digest;
+static uint64_t digest_steps = WORKER_NO_DIGEST;
 
 static void send_msg(const void *msg, size_t size) {
   if (send(chan, msg, size, MSG_NOSIGNAL) != (ssize_t)size) {
@@ -45,7 +49,7 @@ static void send_error(const grn_error *e) {
   send_msg(&r, sizeof r);
 }
 
-static void send_status(const grn_world *w) {
+static void send_status(const grn_world *w, bool fresh) {
   worker_status r;
   memset(&r, 0, sizeof r);
   r.h.type = WORKER_REPLY_STATUS;
@@ -56,7 +60,12 @@ static void send_status(const grn_world *w) {
   grn_world_stats st;
   grn_world_get_stats(w, &st);
   r.alive = st.alive;
-  r.digest = grn_world_digest(w);
+  if (fresh && digest_steps != r.steps) {
+    digest = grn_world_digest(w);
+    digest_steps = r.steps;
+  }
+  r.digest = digest;
+  r.digest_steps = digest_steps;
   grn_world_measurements(w, &r.meas);
   r.frame_size = frame_size;
   r.chain_size = chain_size;
@@ -255,7 +264,7 @@ int main(void) {
     send_error(&e);
     return WORKER_EXIT_SETUP;
   }
-  send_status(w);
+  send_status(w, true);
   for (;;) {
     const ssize_t got = recv(chan, buf, sizeof buf, 0);
     if (got <= 0) {
@@ -283,7 +292,7 @@ int main(void) {
       if (grn_world_step(w, s.steps) != GRN_OK) {
         return WORKER_EXIT_NOMEM;
       }
-      send_status(w);
+      send_status(w, s.digest != 0);
       break;
     }
     case WORKER_CMD_ACT: {
@@ -295,7 +304,8 @@ int main(void) {
       if (grn_world_act(w, &a.action, &e) != GRN_OK) {
         send_error(&e);
       } else {
-        send_status(w);
+        digest_steps = WORKER_NO_DIGEST;
+        send_status(w, true);
       }
       break;
     }
@@ -308,12 +318,13 @@ int main(void) {
       if (grn_world_set_param(w, param_name(scene, s.param), s.value, &e) != GRN_OK) {
         send_error(&e);
       } else {
-        send_status(w);
+        digest_steps = WORKER_NO_DIGEST;
+        send_status(w, true);
       }
       break;
     }
     case WORKER_CMD_STATUS:
-      send_status(w);
+      send_status(w, true);
       break;
     case WORKER_CMD_FRAME: {
       worker_frame f;
@@ -350,7 +361,7 @@ int main(void) {
         memcpy(frames + at, out, len);
         chain_size = (uint32_t)len;
       }
-      send_status(w);
+      send_status(w, false); /* frames are sent every tick: the digest only when asked */
       break;
     }
     case WORKER_CMD_QUIT:

@@ -277,8 +277,9 @@ static int typed_call(worker_client *wc, const void *cmd, size_t size, int timeo
   return out->type;
 }
 
-int worker_call_step(worker_client *wc, int steps, int timeout_ms, worker_result *out) {
-  const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, steps};
+int worker_call_step(worker_client *wc, int steps, bool digest, int timeout_ms,
+                     worker_result *out) {
+  const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, steps, digest ? 1 : 0};
   return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
 }
 

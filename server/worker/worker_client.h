@@ -46,7 +46,8 @@ typedef struct worker_result {
 } worker_result;
 
 /* One command each, with its reply in `out`; each returns out->type. */
-int worker_call_step(worker_client *wc, int steps, int timeout_ms, worker_result *out);
+/* digest: the reply's digest must be of the state after these steps (worker_proto.h) */
+int worker_call_step(worker_client *wc, int steps, bool digest, int timeout_ms, worker_result *out);
 int worker_call_act(worker_client *wc, const grn_action *action, int timeout_ms,
                     worker_result *out);
 int worker_call_set(worker_client *wc, grn_param_id param, double value, int timeout_ms,

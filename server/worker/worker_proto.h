@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#define WORKER_PROTO_VERSION 2u /* 2: parameters are set by id */
+#define WORKER_PROTO_VERSION 3u /* 2: parameters are set by id; 3: the digest on demand */
 #define WORKER_MAX_MESSAGE 65536
 /* The most steps one step command may ask for: a minute of simulated time. */
 #define WORKER_MAX_STEPS ((int)(60.0 / GRN_STEP_SECONDS + 0.5))
@@ -70,6 +70,8 @@ typedef struct worker_frame {
 typedef struct worker_step {
   worker_header h;
   int32_t steps;
+  int32_t digest; /* 1: the reply's digest is of the state after these steps (a pass over every
+                     grain, as long as a few steps' contact forces: not asked for while pacing) */
 } worker_step;
 
 typedef struct worker_act {
@@ -90,11 +92,15 @@ typedef struct worker_status {
   double t;
   uint8_t asleep;
   int32_t alive;
-  uint64_t digest;
+  uint64_t digest;       /* the engine's digest of the state at digest_steps */
+  uint64_t digest_steps; /* = steps when the reply was asked for it (every command but a pacing
+                            step or a frame); WORKER_NO_DIGEST before the first */
   grn_measurements meas;
   uint32_t frame_size; /* bytes of the frame just written to the shared memory (FRAME only) */
   uint32_t chain_size; /* bytes of the chains message after it, at frame_size rounded up to 8 */
 } worker_status;
+
+#define WORKER_NO_DIGEST UINT64_MAX
 
 typedef struct worker_error {
   worker_header h;

@@ -45,6 +45,7 @@ else
   bad "pacing: t=$t rt=$rt"
 fi
 [ "$(field label)" = "group A" ] && [ "$(field params.mu)" = 0.6 ] && ok "label and params kept" || bad "label/params: $body"
+[ "$(field digest)" = None ] && ok "a running session shows no digest (its state changes every tick)" || bad "digest while running: $body"
 ! grep -q "$TA" <<<"$body" && ok "GET never shows the control token" || bad "token leaked"
 req GET "/api/sessions/$JA" ""
 [ "$code" = 200 ] && [ "$(field id)" = "$A" ] && ok "the join code finds the session" || bad "join code: $code"
@@ -56,10 +57,14 @@ req POST "/api/sessions/$A/actions" "$TA" '{"type":"pause"}'
 sleep 0.3
 req GET "/api/sessions/$A" ""
 s0=$(field steps)
+d0=$(field digest)
 [ "$(field state)" = paused ] && ok "pause" || bad "pause: $body"
+[[ "$d0" =~ ^[0-9a-f]{16}$ ]] && ok "a paused session shows its digest ($d0)" || bad "digest when paused: $body"
 req POST "/api/sessions/$A/actions" "$TA" '{"type":"step","n":10}'
 s1=$(field steps)
 [ "$code" = 200 ] && [ $((s1 - s0)) = 10 ] && ok "step 10 while paused ($s0 -> $s1)" || bad "step: $code $s0 $s1 $body"
+d1=$(field digest)
+[[ "$d1" =~ ^[0-9a-f]{16}$ ]] && [ "$d1" != "$d0" ] && ok "and the digest of the state it reached" || bad "digest after step: $d0 -> $d1"
 req POST "/api/sessions/$A/actions" "$TA" '{"type":"cancel"}'
 ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
 [ "$code" = 409 ] && [ "$ecode" = nothing_to_cancel ] && ok "cancel without a step: 409" || bad "cancel: $code $body"

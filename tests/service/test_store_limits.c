@@ -75,7 +75,8 @@ int main(void) {
       store_sync(st, (int)(60000 * multiplier()));
     }
   }
-  store_run_end(st, r1, "finished", STORE_RUN_EVENTS_MAX + extra, 1.0, 0x1234, json_object());
+  const uint64_t d1 = 0x1234, d2 = 0x99;
+  store_run_end(st, r1, "finished", STORE_RUN_EVENTS_MAX + extra, 1.0, &d1, json_object());
   CHECK("everything committed", store_sync(st, (int)(60000 * multiplier())) == STORE_OK);
   snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE run_id = %lld", (long long)r1);
   const int64_t kept = db_int(db, sql);
@@ -176,7 +177,7 @@ int main(void) {
          (unsigned long long)(s1.dropped - s0.dropped), (unsigned long long)(pushed - room + 1));
   check_failures += s1.dropped - s0.dropped != pushed - room + 1;
   CHECK("write failures counted", s1.write_failures >= 1 && !s1.writable);
-  store_run_end(st, r2, "finished", 1000, 1.0, 0x99, json_object()); /* kept past the bound */
+  store_run_end(st, r2, "finished", 1000, 1.0, &d2, json_object()); /* kept past the bound */
   sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   /* the writer retries by itself (at most RETRY_MAX_MS apart); a sync answers at once while the
    * store is down, so wait for it to come back first */

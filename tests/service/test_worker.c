@@ -35,7 +35,7 @@ static worker_create definition(const char *scene, int quality) {
 
 static int step(worker_client *wc, int steps, worker_status *st) {
   worker_result r;
-  const int type = worker_call_step(wc, steps, 5000, &r);
+  const int type = worker_call_step(wc, steps, true, 5000, &r);
   *st = r.status;
   return type;
 }
@@ -52,7 +52,14 @@ static void same_as_in_process(void) {
   const worker_create c = definition("pour", 0);
   CHECK("spawn a pour worker", worker_spawn(&wc, exe, &c, true, 5000, -1, &st) == 0);
   CHECK("it reports step 0", st.steps == 0);
-  CHECK("step 480 in the sandbox", step(&wc, 480, &st) == WORKER_REPLY_STATUS);
+  /* a pacing step is not asked for the digest: the reply keeps the one it has, and its step */
+  worker_result pr;
+  CHECK("step 240 in the sandbox, no digest asked",
+        worker_call_step(&wc, 240, false, 5000, &pr) == WORKER_REPLY_STATUS);
+  CHECK("its reply says its digest is still that of step 0",
+        pr.status.steps == 240 && pr.status.digest_steps == 0 && pr.status.digest == st.digest);
+  CHECK("240 more, the digest asked for", step(&wc, 240, &st) == WORKER_REPLY_STATUS);
+  CHECK("its digest is of step 480", st.steps == 480 && st.digest_steps == 480);
   grn_world_def d;
   grn_error e;
   grn_world_def_default(&d, "pour", &e);
@@ -69,7 +76,9 @@ static void same_as_in_process(void) {
   grn_action a;
   worker_result r;
   grn_action_parse("spout:1,1", &a, &e);
-  CHECK("an action is accepted", worker_call_act(&wc, &a, 5000, &r) == WORKER_REPLY_STATUS);
+  CHECK("an action is accepted, its reply with the digest after it",
+        worker_call_act(&wc, &a, 5000, &r) == WORKER_REPLY_STATUS &&
+            r.status.digest_steps == r.status.steps);
   grn_action_parse("open_hole", &a, &e);
   CHECK("a wrong action is refused with an error",
         worker_call_act(&wc, &a, 5000, &r) == WORKER_REPLY_ERROR &&
@@ -192,7 +201,7 @@ static void cancelled(void) {
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   /* the write comes while the longest step a call may ask for is in flight */
-  const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, WORKER_MAX_STEPS};
+  const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, WORKER_MAX_STEPS, 0};
   CHECK("the long step goes out", send(wc.fd, &cmd, sizeof cmd, MSG_NOSIGNAL) == sizeof cmd);
   const struct timespec pause = {0, 50000000};
   nanosleep(&pause, NULL);
@@ -271,7 +280,8 @@ static void unterminated_text(void) {
   CHECK("a hostile worker spawns",
         worker_spawn(&wc, "/proc/self/exe", &c, true, 5000, -1, &st) == 0);
   worker_result r;
-  CHECK("its error reply is an error", worker_call_step(&wc, 1, 5000, &r) == WORKER_REPLY_ERROR);
+  CHECK("its error reply is an error",
+        worker_call_step(&wc, 1, true, 5000, &r) == WORKER_REPLY_ERROR);
   CHECK("the message ends within its buffer",
         memchr(r.error.message, 0, sizeof r.error.message) != NULL &&
             memchr(r.error.field, 0, sizeof r.error.field) != NULL);
