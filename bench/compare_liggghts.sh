@@ -17,6 +17,10 @@
 #   WORKLOADS  "bed", "avalanche" or both (default: "bed avalanche")
 #   TILT       degrees gravity turns by for the avalanche (default 35)
 #   RATE       degrees per second it turns at (default 20: 35 degrees in 420 steps)
+#   PIN        the CPU both codes run on (default: the last one; "none": wherever the
+#              scheduler puts them). Unpinned, a process moved between this VM's two
+#              vCPUs mid-run starts again with cold caches: the same binary times
+#              ~25 % apart from run to run (bench/README.md, "Second pass").
 #
 # Both codes run the same timed step count on a settled bed; the figure of
 # merit is grain-steps/s = N * steps / (time of the timed loop only).
@@ -66,6 +70,15 @@ fi
 # One process, one thread: a single MPI rank (singleton start, no mpirun) and
 # no OpenMP threads in either code.
 export OMP_NUM_THREADS=1
+pin_cpu="${PIN:-$(( $(nproc) - 1 ))}"
+pin=()
+if [[ "$pin_cpu" != none ]]; then
+  [[ "$pin_cpu" =~ ^[0-9]+$ && "$pin_cpu" -lt "$(nproc)" ]] || { echo "error: PIN='$pin_cpu' is not a CPU of this machine (0..$(( $(nproc) - 1 )) or none)" >&2; exit 2; }
+  pin=(taskset -c "$pin_cpu")
+  pin_label="pinned to CPU $pin_cpu"
+else
+  pin_label="unpinned"
+fi
 
 rows=()
 for wl in $workloads; do
@@ -85,7 +98,7 @@ for n in "${sizes[@]}"; do
   [[ -n "${SETTLE:-}" ]] && vars+=(-var settle "$SETTLE")
   [[ "$wl" == avalanche ]] && vars+=(-var tilt "$tilt" -var rate "$rate")
   echo "LIGGGHTS: $wl N=$n steps=$steps (run $r of $repeat) ..." >&2
-  if ! (cd "$dir" && "$liggghts" -in "$deck" "${vars[@]}" -log log.liggghts -screen screen.txt </dev/null); then
+  if ! (cd "$dir" && "${pin[@]}" "$liggghts" -in "$deck" "${vars[@]}" -log log.liggghts -screen screen.txt </dev/null); then
     echo "error: LIGGGHTS failed for N=$n; last lines of its output:" >&2
     tail -n 20 "$dir/screen.txt" >&2 || true
     exit 1
@@ -132,9 +145,9 @@ print(m.group(1), m.group(3), m.group(4), nb.group(1) if nb else "nan",
   if (( have_grainlab )); then
     echo "grainlab: $wl N=$n steps=$steps (run $r of $repeat) ..." >&2
     if [[ "$wl" == avalanche ]]; then
-      out="$("$grainlab" bench --scene tilt --grains "$n" --steps "$steps" --threads 1 --action "tilt:$tilt,$rate")"
+      out="$("${pin[@]}" "$grainlab" bench --scene tilt --grains "$n" --steps "$steps" --threads 1 --action "tilt:$tilt,$rate")"
     else
-      out="$("$grainlab" bench --scene pour --grains "$n" --steps "$steps" --threads 1)"
+      out="$("${pin[@]}" "$grainlab" bench --scene pour --grains "$n" --steps "$steps" --threads 1)"
     fi
     read -r gl_rate gl_cpg gl_ns gl_rss gl_reb < <(python3 -c '
 import json, sys
@@ -171,7 +184,7 @@ done
 done
 
 echo
-echo "1 core; avalanche = the bed with gravity turning $tilt degrees at $rate degrees/s from the first timed step; grain-steps/s = N*steps/loop time, the best of $repeat alternating runs of each; coord = grain-grain contacts per grain at the end, both sides counted; builds = pair-list builds in the timed steps (of the run kept last)"
+echo "1 core ($pin_label); avalanche = the bed with gravity turning $tilt degrees at $rate degrees/s from the first timed step; grain-steps/s = N*steps/loop time, the best of $repeat alternating runs of each; coord = grain-grain contacts per grain at the end, both sides counted; builds = pair-list builds in the timed steps (of the run kept last)"
 printf '%10s %8s %6s %14s %6s %7s %5s %14s %6s %7s %10s\n' workload N steps LIGGGHTS coord builds lost grainlab coord builds ratio
 for row in "${rows[@]}"; do
   read -r wl n steps lr lc lb ll gr gc gb ra <<<"$row"
