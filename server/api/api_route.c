@@ -20,6 +20,8 @@ const api_route api_routes[] = {
     {"PATCH", "/api/sessions/{id}/params", API_AUTH_CONTROL, API_H_SESSION_PARAMS},
     {"POST", "/api/sessions/{id}/actions", API_AUTH_CONTROL, API_H_SESSION_ACTION},
     {"POST", "/api/sessions/{id}/scene", API_AUTH_CONTROL, API_H_SESSION_SCENE},
+    /* whoever may watch a session may take its particles away */
+    {"GET", "/api/sessions/{id}/snapshot", API_AUTH_NONE, API_H_SESSION_SNAPSHOT},
     {"POST", "/api/admin/backup", API_AUTH_ADMIN, API_H_BACKUP},
     {"GET", "/api/runs", API_AUTH_NONE, API_H_RUNS_LIST},
     {"GET", "/api/runs/{run}", API_AUTH_NONE, API_H_RUN_GET},

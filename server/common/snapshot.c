@@ -76,15 +76,46 @@ typedef struct id_row {
   int row;
 } id_row;
 
-static int by_id(const void *a, const void *b) {
-  const uint32_t x = ((const id_row *)a)->id, y = ((const id_row *)b)->id;
-  return (x > y) - (x < y);
+/* Heapsort by id, not qsort: glibc's qsort asks the kernel for the machine's memory size, a
+ * system call the worker's sandbox does not allow. */
+static void sift(id_row *a, int at, int n) {
+  for (int child; (child = 2 * at + 1) < n; at = child) {
+    child += child + 1 < n && a[child + 1].id > a[child].id;
+    if (a[at].id >= a[child].id) {
+      return;
+    }
+    const id_row t = a[at];
+    a[at] = a[child];
+    a[child] = t;
+  }
+}
+
+static void sort_by_id(id_row *a, int n) {
+  for (int i = n / 2 - 1; i >= 0; i--) {
+    sift(a, i, n);
+  }
+  for (int end = n - 1; end > 0; end--) {
+    const id_row t = a[0];
+    a[0] = a[end];
+    a[end] = t;
+    sift(a, 0, end);
+  }
 }
 
 static int row_of(const id_row *rows, int n, uint32_t id) {
-  const id_row key = {id, 0};
-  const id_row *r = bsearch(&key, rows, (size_t)n, sizeof *rows, by_id);
-  return r ? r->row : -1;
+  int lo = 0, hi = n - 1;
+  while (lo <= hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (rows[mid].id == id) {
+      return rows[mid].row;
+    }
+    if (rows[mid].id < id) {
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return -1;
 }
 
 static void vectors(out *o, const char *name, const double *v, const grn_grains_view *g) {
@@ -182,7 +213,7 @@ int snapshot_write(const grn_world *w, snapshot_format f, const char *title, sna
         row++;
       }
     }
-    qsort(rows, (size_t)n, sizeof *rows, by_id);
+    sort_by_id(rows, n);
     grn_world_contacts(w, c, m);
     for (int k = 0; k < m; k++) {
       ends[k][0] = row_of(rows, n, c[k].a);

@@ -7,6 +7,7 @@
 #include "api_json.h"
 #include "api_route.h"
 #include "log.h"
+#include "snapshot.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,10 +38,10 @@ typedef struct http_reply {
   int status;
   char *body; /* malloc'd */
   const char *type;
-  char allow[64];       /* for 405 */
-  char disposition[64]; /* Content-Disposition, for downloads */
-  size_t len;           /* bytes of body when set (static files may hold NULs); else strlen */
-  int retry_after;      /* seconds, for a 429; 0: no Retry-After */
+  char allow[64];        /* for 405 */
+  char disposition[128]; /* Content-Disposition, for downloads */
+  size_t len;            /* bytes of body when set (static files may hold NULs); else strlen */
+  int retry_after;       /* seconds, for a 429; 0: no Retry-After */
 } http_reply;
 
 static http_reply json_reply(int status, json_t *j) {
@@ -492,6 +493,29 @@ static http_reply h_session_action(const http_call *k) {
   return r;
 }
 
+/* GET /api/sessions/{id}/snapshot?format=csv|vtk (csv when absent): the particles and contacts
+ * now, as a download named after the session and the step. */
+static http_reply h_session_snapshot(const http_call *k) {
+  const char *name = MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, "format");
+  snapshot_format f = SNAPSHOT_CSV;
+  if (name && snapshot_format_parse(name, &f) != 0) {
+    return error_reply(400, "bad_format", "format", "format is csv or vtk");
+  }
+  char *text;
+  size_t len;
+  uint64_t steps;
+  api_error e;
+  if (sess_snapshot(k->s, (int)f, &text, &len, &steps, &e) != 0) {
+    return api_error_reply(&e);
+  }
+  http_reply r = {200, text, snapshot_content_type(f), "", "", len, 0};
+  /* the id is the session's own (16 letters and digits): nothing else reaches the header */
+  snprintf(r.disposition, sizeof r.disposition,
+           "attachment; filename=\"session-%.16s-step-%llu.%s\"", k->m->id,
+           (unsigned long long)steps, snapshot_format_name(f));
+  return r;
+}
+
 static http_reply h_session_scene(const http_call *k) {
   http_reply err;
   json_t *body = parse_object(k->c, k->rq, &err);
@@ -917,6 +941,7 @@ static const http_handler handlers[API_H_COUNT] = {
     [API_H_SESSIONS_LIST] = h_sessions_list,
     [API_H_SESSIONS_CREATE] = h_sessions_create,
     [API_H_SESSION_GET] = h_session_get,
+    [API_H_SESSION_SNAPSHOT] = h_session_snapshot,
     [API_H_SESSION_PATCH] = h_session_patch,
     [API_H_SESSION_DELETE] = h_session_delete,
     [API_H_SESSION_PARAMS] = h_session_params,

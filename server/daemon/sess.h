@@ -132,6 +132,12 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
  * saying why (at most 199 bytes) to its viewers. */
 int sess_finish(session *s, const char *why, sess_error *err);
 
+/* The world's particles and contacts now (server/common/snapshot.h), in *text (malloc'd, *len
+ * bytes), and the step they are of. One at a time per session: another asked meanwhile is
+ * refused (429), so viewers cannot queue the pacing thread out. */
+int sess_snapshot(session *s, int format, char **text, size_t *len, uint64_t *steps,
+                  sess_error *err);
+
 /* Metrics for /metrics. */
 typedef struct sess_totals {
   int sessions, running, failed, viewers, workers;

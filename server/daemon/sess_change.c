@@ -2,8 +2,10 @@
  * each checked before it touches anything, and the worker calls they make. */
 #define _GNU_SOURCE
 #include "sess_internal.h"
+#include "snapshot.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -95,6 +97,45 @@ int sess_set_params(session *s, const api_params *params, sess_error *err) {
   }
   json_decref(applied);
   sess__disown(s);
+  return rc;
+}
+
+int sess_snapshot(session *s, int format, char **text, size_t *len, uint64_t *steps,
+                  sess_error *err) {
+  *text = NULL;
+  pthread_mutex_lock(&s->lock);
+  const bool busy = s->snapping;
+  s->snapping = true;
+  pthread_mutex_unlock(&s->lock);
+  if (busy) {
+    api_fail(err, 429, "busy", "", "a snapshot of this session is being made: ask again after it");
+    return -1;
+  }
+  sess__own(s);
+  int rc = sess__live(s, err);
+  if (rc == 0) {
+    /* every particle's row and its share of the contacts, formatted at about a microsecond a
+     * number on a slow machine */
+    const int alive = s->last.alive;
+    const int timeout = sess__timeout_for(s, 0) + alive / 50;
+    worker_result r;
+    pthread_mutex_unlock(&s->lock);
+    const int type =
+        worker_call_snapshot(&s->wc, format, snapshot_max_bytes(alive), timeout, text, len, &r);
+    pthread_mutex_lock(&s->lock);
+    rc = sess__reply(s, type, &r, false, err);
+    if (rc == 0 && !*text) {
+      api_fail(err, 503, "no_memory", "", "no memory for the snapshot");
+      rc = -1;
+    }
+    *steps = s->last.steps;
+  }
+  s->snapping = false;
+  sess__disown(s);
+  if (rc != 0) {
+    free(*text);
+    *text = NULL;
+  }
   return rc;
 }
 

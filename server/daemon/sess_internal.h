@@ -70,6 +70,7 @@ struct session {
   script *script; /* a replay or fork in progress (NULL: none) */
   int stepping;   /* a `step n` in progress: its steps left (0: none) */
   bool step_cancel;
+  bool snapping;        /* a snapshot is being made (sess_snapshot) */
   bool in_class;        /* a class's group's session: link holds its class */
   sess_class_link link; /* set at creation, never changed */
   double active;        /* when a controller last changed something, or a viewer left (s) */

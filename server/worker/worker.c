@@ -5,6 +5,7 @@
 #include "worker_proto.h"
 
 #include "frame.h"
+#include "snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +48,16 @@ static void send_error(const grn_error *e) {
   r.h.size = sizeof r;
   r.error = *e;
   send_msg(&r, sizeof r);
+}
+
+/* A snapshot's piece, as one worker_data message. */
+static int send_piece(void *ctx, const char *data, size_t len) {
+  worker_data *d = ctx;
+  d->h.type = WORKER_REPLY_DATA;
+  d->h.size = (uint32_t)(sizeof d->h + len);
+  memcpy(d->bytes, data, len);
+  send_msg(d, d->h.size);
+  return 0;
 }
 
 static void send_status(const grn_world *w, bool fresh) {
@@ -362,6 +373,34 @@ int main(void) {
         chain_size = (uint32_t)len;
       }
       send_status(w, false); /* frames are sent every tick: the digest only when asked */
+      break;
+    }
+    case WORKER_CMD_SNAPSHOT: {
+      worker_snapshot q;
+      if (h.size != sizeof q) {
+        return WORKER_EXIT_PROTOCOL;
+      }
+      memcpy(&q, buf, sizeof q);
+      if (q.format != SNAPSHOT_CSV && q.format != SNAPSHOT_VTK) {
+        return WORKER_EXIT_PROTOCOL;
+      }
+      char title[160];
+      snprintf(title, sizeof title, "grainlab %s, step %llu, t = %.6g s", scene->name,
+               (unsigned long long)grn_world_step_count(w), grn_world_time(w));
+      worker_data *piece = malloc(sizeof *piece);
+      const int rc =
+          piece ? snapshot_write(w, (snapshot_format)q.format, title, send_piece, piece) : -2;
+      free(piece);
+      if (rc != 0) {
+        /* nothing was sent yet: the writer allocates and counts before its first piece */
+        e.code = rc == -3 ? GRN_E_BUFFER : GRN_E_NOMEM;
+        snprintf(e.message, sizeof e.message, "%s",
+                 rc == -3 ? "more touching pairs than a snapshot carries"
+                          : "no memory for the snapshot");
+        send_error(&e);
+        break;
+      }
+      send_status(w, false);
       break;
     }
     case WORKER_CMD_QUIT:

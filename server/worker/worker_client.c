@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -92,8 +93,9 @@ static int64_t now_ms(void) {
 }
 
 /* Receive one message within the deadline; -1 on end, timeout or a malformed reply. */
-static int receive(worker_client *wc, void *reply, size_t reply_size, int timeout_ms) {
-  const int64_t deadline = now_ms() + timeout_ms;
+/* One reply, by `deadline` (ms, now_ms's clock); a worker_data piece is one only when `data`. */
+static int receive_by(worker_client *wc, void *reply, size_t reply_size, int64_t deadline,
+                      bool data) {
   for (;;) {
     const int64_t left = deadline - now_ms();
     struct pollfd p[2] = {{wc->fd, POLLIN, 0}, {wc->cancel_fd, POLLIN, 0}};
@@ -123,12 +125,17 @@ static int receive(worker_client *wc, void *reply, size_t reply_size, int timeou
     memcpy(&h, reply, sizeof h);
     if (h.size != (size_t)n || (h.type == WORKER_REPLY_STATUS && h.size != sizeof(worker_status)) ||
         (h.type == WORKER_REPLY_ERROR && h.size != sizeof(worker_error)) ||
-        (h.type != WORKER_REPLY_STATUS && h.type != WORKER_REPLY_ERROR)) {
+        (h.type != WORKER_REPLY_STATUS && h.type != WORKER_REPLY_ERROR &&
+         !(data && h.type == WORKER_REPLY_DATA))) {
       finish(wc, "worker sent a malformed reply");
       return -1;
     }
     return (int)h.type;
   }
+}
+
+static int receive(worker_client *wc, void *reply, size_t reply_size, int timeout_ms) {
+  return receive_by(wc, reply, reply_size, now_ms() + timeout_ms, false);
 }
 
 /* A worker's text is outside input (a compromised worker sends any bytes): end it within its
@@ -312,6 +319,68 @@ int worker_call_frame(worker_client *wc, bool key, const double chains[4], int t
     cmd.nz = chains[3];
   }
   return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
+}
+
+int worker_call_snapshot(worker_client *wc, int format, size_t cap, int timeout_ms, char **text,
+                         size_t *len, worker_result *out) {
+  memset(out, 0, sizeof *out);
+  *text = NULL;
+  *len = 0;
+  if (wc->ended) {
+    out->type = -1;
+    return -1;
+  }
+  const worker_snapshot cmd = {{WORKER_CMD_SNAPSHOT, sizeof cmd}, format, 0};
+  const int64_t deadline = now_ms() + timeout_ms;
+  worker_data *piece = malloc(sizeof *piece);
+  if (!piece) {
+    out->type = WORKER_REPLY_ERROR;
+    out->error.code = GRN_E_NOMEM;
+    snprintf(out->error.message, sizeof out->error.message, "no memory for a snapshot");
+    return out->type;
+  }
+  /* a send that fails finds out why in the receive */
+  (void)send(wc->fd, &cmd, sizeof cmd, MSG_NOSIGNAL);
+  char *all = NULL;
+  size_t have = 0, room = 0;
+  int type;
+  while ((type = receive_by(wc, piece, sizeof *piece, deadline, true)) == WORKER_REPLY_DATA) {
+    const size_t n = piece->h.size - sizeof piece->h;
+    if (have + n > cap) {
+      /* only a broken or hostile worker sends more than any world of its size could */
+      finish(wc, "worker sent a snapshot beyond its size");
+      type = -1;
+      break;
+    }
+    if (have + n > room) {
+      room = 2 * (have + n) < cap ? 2 * (have + n) : cap;
+      char *more = realloc(all, room);
+      if (!more) {
+        /* the worker goes on sending: it is ended rather than read out of step */
+        finish(wc, "no memory for the worker's snapshot");
+        type = -1;
+        break;
+      }
+      all = more;
+    }
+    memcpy(all + have, piece->bytes, n);
+    have += n;
+  }
+  out->type = type;
+  if (type == WORKER_REPLY_STATUS) {
+    memcpy(&out->status, piece, sizeof out->status);
+    *text = all ? all : calloc(1, 1);
+    *len = have;
+    all = NULL;
+  } else if (type == WORKER_REPLY_ERROR) {
+    worker_error e;
+    memcpy(&e, piece, sizeof e);
+    out->error = e.error;
+    own_text(&out->error);
+  }
+  free(all);
+  free(piece);
+  return type;
 }
 
 int worker_call_bare(worker_client *wc, uint32_t type, int timeout_ms, worker_result *out) {

@@ -57,6 +57,11 @@ int worker_call_set(worker_client *wc, grn_param_id param, double value, int tim
 int worker_call_frame(worker_client *wc, bool key, const double chains[4], int timeout_ms,
                       worker_result *out);
 int worker_call_status(worker_client *wc, int timeout_ms, worker_result *out);
+/* A snapshot (server/common/snapshot.h's `format`) of the world now: its text in *text (malloc'd,
+ * *len bytes), at most `cap` bytes (a worker that sends more is ended), then its status; NULL on
+ * any other reply. */
+int worker_call_snapshot(worker_client *wc, int format, size_t cap, int timeout_ms, char **text,
+                         size_t *len, worker_result *out);
 /* A command that is its header alone (STATUS, and the test builds' limit breakers). */
 int worker_call_bare(worker_client *wc, uint32_t type, int timeout_ms, worker_result *out);
 

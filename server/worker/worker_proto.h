@@ -8,7 +8,8 @@
 
 #include <stdint.h>
 
-#define WORKER_PROTO_VERSION 3u /* 2: parameters are set by id; 3: the digest on demand */
+#define WORKER_PROTO_VERSION                                                                       \
+  4u /* 2: parameters are set by id; 3: the digest on demand; 4: snapshots */
 #define WORKER_MAX_MESSAGE 65536
 /* The most steps one step command may ask for: a minute of simulated time. */
 #define WORKER_MAX_STEPS ((int)(60.0 / GRN_STEP_SECONDS + 0.5))
@@ -31,6 +32,7 @@ typedef enum worker_cmd {
   WORKER_CMD_STATUS,     /* nothing → worker_status */
   WORKER_CMD_QUIT,       /* nothing → the worker exits 0 */
   WORKER_CMD_FRAME,      /* worker_frame → worker_status with the frame in the shared memory */
+  WORKER_CMD_SNAPSHOT, /* worker_snapshot → worker_data... then worker_status, or worker_error */
   /* test-only (GRAINLAB_TEST_COMMANDS builds): prove that limits end the worker */
   WORKER_CMD_TEST_HOG = 100, /* allocate and touch memory until the limit stops it */
   WORKER_CMD_TEST_SYSCALL,   /* try to open a file: the filter must kill the process */
@@ -38,7 +40,11 @@ typedef enum worker_cmd {
   WORKER_CMD_TEST_PRLIMIT    /* read another process's limits: the filter must kill */
 } worker_cmd;
 
-typedef enum worker_reply { WORKER_REPLY_STATUS = 1, WORKER_REPLY_ERROR } worker_reply;
+typedef enum worker_reply {
+  WORKER_REPLY_STATUS = 1,
+  WORKER_REPLY_ERROR,
+  WORKER_REPLY_DATA
+} worker_reply;
 
 typedef struct worker_header {
   uint32_t type; /* worker_cmd or worker_reply */
@@ -73,6 +79,21 @@ typedef struct worker_step {
   int32_t digest; /* 1: the reply's digest is of the state after these steps (a pass over every
                      grain, as long as a few steps' contact forces: not asked for while pacing) */
 } worker_step;
+
+/* The world's particles and contacts as text (server/common/snapshot.h), sent as worker_data
+ * pieces in order, then the status; an error (no memory, too many contacts) comes before any
+ * piece. */
+typedef struct worker_snapshot {
+  worker_header h;
+  int32_t format; /* snapshot_format */
+  int32_t pad;
+} worker_snapshot;
+
+/* One piece of a snapshot's text: the header, then h.size - sizeof h bytes. */
+typedef struct worker_data {
+  worker_header h;
+  char bytes[WORKER_MAX_MESSAGE - sizeof(worker_header)];
+} worker_data;
 
 typedef struct worker_act {
   worker_header h;

@@ -97,6 +97,13 @@ try {
   await viewer.screenshot({ path: join(shots, 'session-viewer.png') });
   const s1 = await (await fetch(`${base}/api/sessions/${id}`)).json();
   ok('nothing changed', s1.params.mu === 0.8);
+  // a viewer takes a snapshot away (issue 19): the download is the CSV of every grain
+  const [snap] = await Promise.all([viewer.waitForEvent('download'), viewer.click('#snap-csv')]);
+  const snapText = readFileSync(await snap.path(), 'utf8').trim().split('\n');
+  const grains = Number(await viewer.evaluate(() => window.grainlabView.grains.count));
+  ok('the viewer downloads a snapshot: a CSV row per grain',
+     /^session-[0-9a-f]{16}-step-\d+\.csv$/.test(snap.suggestedFilename()) && snapText[0].startsWith('id,x_m,y_m,z_m,radius_m,') &&
+     snapText.length - 1 === grains, `${snap.suggestedFilename()}: ${snapText.length - 1} rows, ${grains} grains in view`);
   await viewer.close(); // two software-rendered pages on two cores would starve each other
 
 

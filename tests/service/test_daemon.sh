@@ -65,6 +65,30 @@ s1=$(field steps)
 [ "$code" = 200 ] && [ $((s1 - s0)) = 10 ] && ok "step 10 while paused ($s0 -> $s1)" || bad "step: $code $s0 $s1 $body"
 d1=$(field digest)
 [[ "$d1" =~ ^[0-9a-f]{16}$ ]] && [ "$d1" != "$d0" ] && ok "and the digest of the state it reached" || bad "digest after step: $d0 -> $d1"
+# ---- snapshots (issue 19): the paused state's particles, read back with python3-vtk9 against
+# its digest; the step is taken to a sample's step, where the measured `alive` is of this state
+n=$((60 - s1 % 60))
+req POST "/api/sessions/$A/actions" "$TA" "{\"type\":\"step\",\"n\":$n}"
+s2=$(field steps)
+d2=$(field digest)
+alive=$(field measurements.alive)
+alive=${alive%.0} # a measurement: a JSON number
+for f in csv vtk; do
+  scode=$(curl -s -D "$tmp/snap-$f.h" -o "$tmp/snap.$f" -w '%{http_code}' "$base/api/sessions/$A/snapshot?format=$f")
+  [ "$scode" = 200 ] && grep -qi "content-disposition: attachment; filename=\"session-$A-step-$s2.$f\"" "$tmp/snap-$f.h" &&
+    ok "GET snapshot?format=$f: 200, session-$A-step-$s2.$f ($(wc -c <"$tmp/snap.$f") bytes)" || bad "snapshot $f: $scode $(head -c 300 "$tmp/snap.$f")"
+done
+if /usr/bin/python3 "$(dirname "$0")/../support/check_snapshot.py" "$tmp/snap.csv" "$tmp/snap.vtk" "$d2" "$alive" >"$tmp/check.out" 2>&1; then
+  ok "the snapshots hold the session's $alive grains at step $s2, bit for bit (digest $d2)"
+else
+  bad "snapshot contents: $(grep -v '^ok' "$tmp/check.out" | head -c 600)"
+fi
+scode=$(curl -s -o "$tmp/snap.none" -w '%{http_code}' "$base/api/sessions/$A/snapshot")
+head -1 "$tmp/snap.none" | grep -q '^id,x_m,' && [ "$scode" = 200 ] && ok "snapshot without a format: CSV" || bad "snapshot, no format: $scode"
+req GET "/api/sessions/$A/snapshot?format=xml" ""
+[ "$code" = 400 ] && [ "$(field error.code)" = bad_format ] && [ "$(field error.field)" = format ] && ok "snapshot?format=xml: 400 bad_format" || bad "format=xml: $code $body"
+req GET "/api/sessions/$A" ""
+[ "$(field steps)" = "$s2" ] && [ "$(field digest)" = "$d2" ] && ok "a snapshot changes nothing (step $s2, digest $d2)" || bad "after snapshots: $body"
 req POST "/api/sessions/$A/actions" "$TA" '{"type":"cancel"}'
 ecode=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])' <<<"$body" 2>/dev/null)
 [ "$code" = 409 ] && [ "$ecode" = nothing_to_cancel ] && ok "cancel without a step: 409" || bad "cancel: $code $body"

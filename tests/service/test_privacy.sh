@@ -55,6 +55,12 @@ O=$sid OT=$token OR=$run
 sleep 1
 curl -s -o /dev/null -X POST "$base/api/sessions/$Q/actions" -H "Authorization: Bearer $QT" -H "Content-Type: application/json" --data-binary '{"type":"spout","x":0.2,"z":0.1}'
 
+# a private session's particles, like its stream, need its viewer token (issue 19's snapshots)
+get "/api/sessions/$Q/snapshot?format=csv"
+[ "$code" = 404 ] || [ "$code" = 403 ] && ! grep -q '^id,' "$tmp/body" && ok "a private session's snapshot without a token: $code" || bad "private snapshot, no token: $code $(head -c 200 "$tmp/body")"
+get "/api/sessions/$Q/snapshot?format=csv" "$QV"
+[ "$code" = 200 ] && head -1 "$tmp/body" | grep -q '^id,x_m,' && ok "and with its viewer token: 200, CSV" || bad "private snapshot with viewer token: $code $(head -c 200 "$tmp/body")"
+
 # ---- /metrics names no private session (while they are live) ------------------------------------
 curl -s "$base/metrics" >"$tmp/metrics"
 grep -q "session=\"$P\"" "$tmp/metrics" && ok "/metrics names the public session" || bad "/metrics lacks $P"

@@ -34,6 +34,37 @@ export async function api(method, path, body, token) {
   return json;
 }
 
+// A file from the API saved by the browser: fetched with the token (a private session's needs
+// its header, which a plain link cannot carry), named as the server's Content-Disposition says.
+export async function download(path, token, fallbackName) {
+  const headers = token ? { Authorization: 'Bearer ' + token } : {};
+  let response;
+  try {
+    response = await fetch(path, { headers });
+  } catch (e) {
+    showError(`GET ${path}: the server cannot be reached (${e.message})`);
+    throw e;
+  }
+  if (!response.ok) {
+    const text = await response.text();
+    let err = null;
+    try { err = JSON.parse(text).error; } catch { /* not JSON: shown as it is */ }
+    const message = err ? err.message : `${response.status} ${text.slice(0, 200)}`;
+    showError(message);
+    throw new Error(message);
+  }
+  const named = /filename="([^"]+)"/.exec(response.headers.get('Content-Disposition') || '');
+  const url = URL.createObjectURL(await response.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = named ? named[1] : fallbackName;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+  return a.download;
+}
+
 export function fmt(v, digits = 3) {
   if (v === null || v === undefined || Number.isNaN(v)) return '—';
   if (typeof v !== 'number') return String(v);

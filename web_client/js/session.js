@@ -2,7 +2,7 @@
 // sent in a request line) the parameters, actions, pause/resume/reset, speed and drags; for
 // everyone the measurements, the scene's plots over time, and messages when a silo jams or drains.
 import uPlot from 'uplot';
-import { api, fmt, showError } from './api.js';
+import { api, download, fmt, showError } from './api.js';
 import { connect, CHAINS } from './stream.js';
 import { View } from './view.js';
 
@@ -238,6 +238,14 @@ function runControls() {
     api('PATCH', `/api/sessions/${id}`, { speed: Number($('speed').value) }, controlToken).catch(() => {}));
 }
 
+function snapshotButtons() {
+  const take = (format) => download(`/api/sessions/${id}/snapshot?format=${format}`, token, `session-${id}.${format}`)
+    .then((name) => { document.body.dataset.snapshot = name; })
+    .catch(() => {});
+  $('snap-csv').onclick = () => take('csv');
+  $('snap-vtk').onclick = () => take('vtk');
+}
+
 async function refresh() {
   try {
     session = await api('GET', `/api/sessions/${id}`, undefined, token);
@@ -275,6 +283,7 @@ async function start() {
   view.setModel(scene.model);
   setupPlots();
   if (controlToken) { paramControls(); actionButtons(actionInfo); runControls(); }
+  snapshotButtons();
   link = await connect(session.id, {
     onOpen() { if (token) link.send({ type: 'auth', token }); }, // a private session shows nothing before
     onFrame(info, d) {
