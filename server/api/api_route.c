@@ -26,6 +26,7 @@ const api_route api_routes[] = {
     {"GET", "/api/runs", API_AUTH_NONE, API_H_RUNS_LIST},
     {"GET", "/api/runs/{run}", API_AUTH_NONE, API_H_RUN_GET},
     {"GET", "/api/runs/{run}/samples", API_AUTH_NONE, API_H_RUN_SAMPLES},
+    {"GET", "/api/runs/{run}/snapshot", API_AUTH_NONE, API_H_RUN_SNAPSHOT},
     {"POST", "/api/runs/{run}/replay", API_AUTH_NONE, API_H_RUN_REPLAY},
     {"POST", "/api/runs/{run}/fork", API_AUTH_NONE, API_H_RUN_FORK},
     /* classes (issue 17): a private class is shown to its teacher and its groups only */

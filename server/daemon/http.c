@@ -493,13 +493,24 @@ static http_reply h_session_action(const http_call *k) {
   return r;
 }
 
-/* GET /api/sessions/{id}/snapshot?format=csv|vtk (csv when absent): the particles and contacts
- * now, as a download named after the session and the step. */
-static http_reply h_session_snapshot(const http_call *k) {
+/* A snapshot's ?format=csv|vtk (csv when absent): 0, or -1 with the refusal in *r. */
+static int snapshot_format_of(const http_call *k, snapshot_format *f, http_reply *r) {
   const char *name = MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, "format");
-  snapshot_format f = SNAPSHOT_CSV;
-  if (name && snapshot_format_parse(name, &f) != 0) {
-    return error_reply(400, "bad_format", "format", "format is csv or vtk");
+  *f = SNAPSHOT_CSV;
+  if (name && snapshot_format_parse(name, f) != 0) {
+    *r = error_reply(400, "bad_format", "format", "format is csv or vtk");
+    return -1;
+  }
+  return 0;
+}
+
+/* GET /api/sessions/{id}/snapshot: the particles and contacts now, as a download named after the
+ * session and the step. */
+static http_reply h_session_snapshot(const http_call *k) {
+  snapshot_format f;
+  http_reply bad;
+  if (snapshot_format_of(k, &f, &bad) != 0) {
+    return bad;
   }
   char *text;
   size_t len;
@@ -741,6 +752,32 @@ static http_reply h_run_samples(const http_call *k) {
   return r;
 }
 
+/* GET /api/runs/{id}/snapshot: a stored run's final state, replayed (sess_run_snapshot). */
+static http_reply h_run_snapshot(const http_call *k) {
+  const store_access a = run_access(k);
+  store_error se;
+  bool private_ = false;
+  if (store_run_access(k->srv->store, k->run, &a, &private_, &se) != STORE_OK) {
+    return store_error_reply(&se);
+  }
+  snapshot_format f;
+  http_reply bad;
+  if (snapshot_format_of(k, &f, &bad) != 0) {
+    return bad;
+  }
+  char *text;
+  size_t len;
+  uint64_t steps;
+  api_error e;
+  if (sess_run_snapshot(k->srv->reg, k->run, (int)f, &text, &len, &steps, &e) != 0) {
+    return api_error_reply(&e);
+  }
+  http_reply r = {200, text, snapshot_content_type(f), "", "", len, 0};
+  snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"run-%lld-step-%llu.%s\"",
+           k->run, (unsigned long long)steps, snapshot_format_name(f));
+  return r;
+}
+
 /* POST /api/runs/{id}/replay {label?, private?} and /fork {params?, label?, private?}: a run the
  * caller may read; a private session's run makes a private session (asking for a public one is
  * refused, so what a viewer token reads is not republished to everyone). */
@@ -951,6 +988,7 @@ static const http_handler handlers[API_H_COUNT] = {
     [API_H_RUNS_LIST] = h_runs_list,
     [API_H_RUN_GET] = h_run_get,
     [API_H_RUN_SAMPLES] = h_run_samples,
+    [API_H_RUN_SNAPSHOT] = h_run_snapshot,
     [API_H_RUN_REPLAY] = h_run_replay,
     [API_H_RUN_FORK] = h_run_fork,
     [API_H_CLASSES_CREATE] = h_classes_create,

@@ -3,6 +3,7 @@
  * sess_change.c. */
 #define _GNU_SOURCE
 #include "sess_internal.h"
+#include "snapshot.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -76,6 +77,7 @@ sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_e
     return NULL;
   }
   pthread_mutex_init(&r->lock, NULL);
+  pthread_mutex_init(&r->replay_lock, NULL);
   r->limits = *limits;
   snprintf(r->worker_exe, sizeof r->worker_exe, "%s", worker_exe);
   r->st = st;
@@ -86,6 +88,7 @@ sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_e
     pthread_mutex_destroy(&r->reaper_lock);
     pthread_cond_destroy(&r->reaper_wake);
     pthread_mutex_destroy(&r->lock);
+    pthread_mutex_destroy(&r->replay_lock);
     free(r);
     return NULL;
   }
@@ -419,31 +422,166 @@ bool sess_alive(session *s) {
   return alive;
 }
 
+/* A stored run loaded for replaying: 0, or -1 with err (404 unknown, 422 dropped events, 409 no
+ * recorded end). */
+static int load_run(sess_registry *r, int64_t run, store_replay *out, sess_error *err) {
+  if (!r->st) {
+    api_fail(err, 503, "no_store", "", "this server keeps no record");
+    return -1;
+  }
+  char why[256];
+  store_sync(r->st, 2000); /* the run may have ended a moment ago */
+  if (store_load_replay(store_path(r->st), run, out, why, sizeof why) != 0) {
+    api_fail(err, strcmp(why, "no such run") == 0 ? 404 : 422,
+             strcmp(why, "no such run") == 0 ? "not_found" : "not_replayable", "id", "run %lld: %s",
+             (long long)run, why);
+    return -1;
+  }
+  if (!out->ended) {
+    store_replay_free(out);
+    api_fail(err, 409, "not_replayable", "id",
+             "run %lld has no recorded end (still running, or interrupted)", (long long)run);
+    return -1;
+  }
+  return 0;
+}
+
+/* The most work a snapshot's replay may be, in the engine's cost units (µs on a slow machine):
+ * five minutes there, one or two here; the request waits for it. */
+#define REPLAY_MAX_US 300e6
+
+static int replay_timeout(const grn_world_def *def, int steps) {
+  const double ms = WORKER_TIMEOUT_MS + 0.001 * steps * grn_world_def_step_cost(def);
+  return ms < 600000.0 ? (int)ms : 600000;
+}
+
+/* One recorded event applied in the replay's worker: the engine took it when it was recorded, so
+ * a refusal now means the replay is not the run. 0 or -1 with err. */
+static int replay_event(worker_client *wc, const grn_world_def *def, const timeline_event *ev,
+                        uint64_t at, sess_error *err) {
+  worker_result res;
+  int type;
+  if (ev->is_action) {
+    type = worker_call_act(wc, &ev->action, replay_timeout(def, 600), &res);
+  } else {
+    const int k = grn_scene_param_index(def->scene, ev->param);
+    type = worker_call_set(wc, k < 0 ? GRN_PARAM_COUNT : def->scene->params[k], ev->value,
+                           replay_timeout(def, 0), &res);
+  }
+  if (type == WORKER_REPLY_STATUS) {
+    return 0;
+  }
+  api_fail(err, 500, "replay_failed", "", "the replay refused its event at step %llu: %s",
+           (unsigned long long)at, type == WORKER_REPLY_ERROR ? res.error.message : wc->reason);
+  return -1;
+}
+
+/* Steps the replay's worker through the run's events to its end, then takes the snapshot. */
+static int replay_to_end(worker_client *wc, store_replay *rp, int64_t run, int format, char **text,
+                         size_t *len, uint64_t *steps, sess_error *err) {
+  const grn_world_def *def = &rp->def;
+  const double cost = grn_world_def_step_cost(def);
+  const double per_call = CALL_BUDGET_US * 20.0 / (cost > 0.0 ? cost : 1.0);
+  const uint64_t chunk = per_call >= (double)WORKER_MAX_STEPS ? (uint64_t)WORKER_MAX_STEPS
+                         : per_call <= 1.0                    ? 1
+                                                              : (uint64_t)per_call;
+  worker_result res;
+  /* the timeline counts the run's steps: a reset restarts the world's clock, not the run's */
+  for (uint64_t now = 0;;) {
+    const timeline_event *ev;
+    while ((ev = timeline_due(&rp->events, now)) != NULL) {
+      if (replay_event(wc, def, ev, now, err) != 0) {
+        return -1;
+      }
+    }
+    if (timeline_done(&rp->events, now)) {
+      break;
+    }
+    const uint64_t k = timeline_room(&rp->events, now, chunk);
+    if (worker_call_step(wc, (int)k, false, replay_timeout(def, (int)k), &res) !=
+        WORKER_REPLY_STATUS) {
+      api_fail(err, 500, "replay_failed", "", "the replay's worker ended: %s", wc->reason);
+      return -1;
+    }
+    now += k;
+  }
+  if (worker_call_status(wc, replay_timeout(def, 1), &res) != WORKER_REPLY_STATUS) {
+    api_fail(err, 500, "replay_failed", "", "the replay's worker ended: %s", wc->reason);
+    return -1;
+  }
+  char digest[17];
+  snprintf(digest, sizeof digest, "%016llx", (unsigned long long)res.status.digest);
+  if (rp->digest[0] && strcmp(digest, rp->digest) != 0) {
+    api_fail(err, 500, "replay_diverged", "", "run %lld replayed to digest %s, not its recorded %s",
+             (long long)run, digest, rp->digest);
+    return -1;
+  }
+  const int alive = res.status.alive;
+  *steps = res.status.steps;
+  const int type = worker_call_snapshot(wc, format, snapshot_max_bytes(alive),
+                                        replay_timeout(def, 0) + alive / 50, text, len, &res);
+  if (type != WORKER_REPLY_STATUS || !*text) {
+    api_fail(err, 500, "replay_failed", "", "no snapshot from the replay: %s",
+             type == WORKER_REPLY_ERROR ? res.error.message
+             : type < 0                 ? wc->reason
+                                        : "out of memory");
+    free(*text);
+    *text = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+int sess_run_snapshot(sess_registry *r, int64_t run, int format, char **text, size_t *len,
+                      uint64_t *steps, sess_error *err) {
+  *text = NULL;
+  if (pthread_mutex_trylock(&r->replay_lock) != 0) {
+    api_fail(err, 429, "busy", "",
+             "another run is being replayed for its snapshot: ask again when it is done");
+    return -1;
+  }
+  store_replay rp;
+  int rc = load_run(r, run, &rp, err);
+  if (rc == 0) {
+    const double work = (double)rp.end_steps * grn_world_def_step_cost(&rp.def);
+    if (work > REPLAY_MAX_US) {
+      api_fail(err, 422, "too_long", "id",
+               "run %lld is too long to replay for a snapshot (about %.0f s of work; at most "
+               "%.0f s)",
+               (long long)run, work * 1e-6, REPLAY_MAX_US * 1e-6);
+      rc = -1;
+    }
+  }
+  if (rc == 0) {
+    worker_client wc;
+    memset(&wc, 0, sizeof wc);
+    wc.cancel_fd = -1;
+    worker_create c = create_msg(r, &rp.def);
+    c.frame_bytes = 0; /* nobody watches a replay for a snapshot */
+    worker_status first;
+    if (worker_spawn(&wc, r->worker_exe, &c, false, replay_timeout(&rp.def, 4), -1, &first) != 0) {
+      api_fail(err, 500, "worker_failed", "", "the replay's worker did not start: %s", wc.reason);
+      rc = -1;
+    } else {
+      rc = replay_to_end(&wc, &rp, run, format, text, len, steps, err);
+      worker_stop(&wc, STOP_GRACE_MS);
+    }
+    store_replay_free(&rp);
+  }
+  pthread_mutex_unlock(&r->replay_lock);
+  return rc;
+}
+
 session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *fork_params,
                               const char *label, bool private_, const char *client,
                               char token_out[65], char viewer_token_out[65], sess_error *err) {
-  if (!r->st) {
-    api_fail(err, 503, "no_store", "", "this server keeps no record");
-    return NULL;
-  }
   script *sc = calloc(1, sizeof *sc);
-  char why[256];
   if (!sc) {
     api_fail(err, 503, "out_of_memory", "", "out of memory");
     return NULL;
   }
-  store_sync(r->st, 2000); /* the run may have ended a moment ago */
-  if (store_load_replay(store_path(r->st), run, &sc->r, why, sizeof why) != 0) {
+  if (load_run(r, run, &sc->r, err) != 0) {
     free(sc);
-    api_fail(err, strcmp(why, "no such run") == 0 ? 404 : 422,
-             strcmp(why, "no such run") == 0 ? "not_found" : "not_replayable", "id", "run %lld: %s",
-             (long long)run, why);
-    return NULL;
-  }
-  if (!sc->r.ended) {
-    sess__free_script(sc);
-    api_fail(err, 409, "not_replayable", "id",
-             "run %lld has no recorded end (still running, or interrupted)", (long long)run);
     return NULL;
   }
   sc->source = run;
@@ -639,6 +777,7 @@ void sess_registry_free(sess_registry *r) {
   pthread_mutex_destroy(&r->reaper_lock);
   pthread_cond_destroy(&r->reaper_wake);
   pthread_mutex_destroy(&r->lock);
+  pthread_mutex_destroy(&r->replay_lock);
   free(r);
 }
 

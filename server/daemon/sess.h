@@ -59,6 +59,12 @@ void sess_registry_free(sess_registry *r);
 session *sess_create(sess_registry *r, const grn_world_def *def, const char *label, bool private_,
                      const char *client, char token_out[65], char viewer_token_out[65],
                      sess_error *err);
+/* A stored run's final state (server/common/snapshot.h's format), made by replaying it in a
+ * worker of its own to its recorded end, checked against its recorded digest where it has one:
+ * *text (malloc'd, *len bytes), and the step it is of. One replay at a time (429 busy
+ * meanwhile); a run that would take more than a few minutes is refused (422). */
+int sess_run_snapshot(sess_registry *r, int64_t run, int format, char **text, size_t *len,
+                      uint64_t *steps, sess_error *err);
 /* A live session from a stored run: a replay (the run's changes at their steps, in real time, then
  * paused) or, with fork_params (possibly none), a fork (as fast as the worker goes to
  * the run's end, then the new parameters, then on in real time). Both are recorded as new runs

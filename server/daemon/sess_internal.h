@@ -91,6 +91,7 @@ struct sess_registry {
   pthread_mutex_t reaper_lock;
   pthread_cond_t reaper_wake;
   bool reaper_stop;
+  pthread_mutex_t replay_lock; /* a stored run replayed for its snapshot: one at a time */
 };
 
 /* sess_record.c: the one place every change passes (under the session's lock): the stream's

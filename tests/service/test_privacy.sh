@@ -125,6 +125,15 @@ for t in "$QV" "$QT"; do
 done
 get "/api/runs/$QR"
 [ "$code" = 404 ] && ok "after the session ended, anonymous still gets 404" || bad "ended anonymous: $code"
+# its final state as a snapshot (a replay of it): the same rule
+for who in none other; do
+  t=
+  [ "$who" = other ] && t=$OT
+  get "/api/runs/$QR/snapshot?format=csv" "$t"
+  [ "$code" = 404 ] && ok "a private run's snapshot, $who token: 404" || bad "private run snapshot, $who token: $code ${body:0:200}"
+done
+get "/api/runs/$QR/snapshot?format=csv" "$QV"
+[ "$code" = 200 ] && head -1 "$tmp/body" | grep -q '^id,x_m,' && ok "and with its viewer token: 200, CSV" || bad "private run snapshot with viewer token: $code ${body:0:200}"
 
 # replay and fork
 for kind in replay fork; do

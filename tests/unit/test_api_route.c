@@ -43,6 +43,7 @@ static const route_case cases[] = {
     {"GET", "/api/runs", 200, API_H_RUNS_LIST, "", API_SCOPE_RUNS, ""},
     {"GET", "/api/runs/42", 200, API_H_RUN_GET, "", API_SCOPE_RUNS, "42"},
     {"GET", "/api/runs/42/samples", 200, API_H_RUN_SAMPLES, "", API_SCOPE_RUNS, "42"},
+    {"GET", "/api/runs/42/snapshot", 200, API_H_RUN_SNAPSHOT, "", API_SCOPE_RUNS, "42"},
     {"POST", "/api/runs/42/replay", 200, API_H_RUN_REPLAY, "", API_SCOPE_RUNS, "42"},
     {"POST", "/api/runs/42/fork", 200, API_H_RUN_FORK, "", API_SCOPE_RUNS, "42"},
     {"POST", "/api/classes", 200, API_H_CLASSES_CREATE, "", API_SCOPE_API, ""},
