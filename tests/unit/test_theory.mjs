@@ -1,9 +1,20 @@
 // The class results' laws (web_client/js/theory.js) against known values: Beverloo against the
 // engine's own `beverloo` measurement (GET /api/sessions of a silo at these holes), Coulomb's
-// angle, Lube et al.'s runout in both regimes and joined between them, the leapfrog fit.
-// Usage: node test_theory.mjs
+// angle, Lube et al.'s runout in both regimes and joined between them, the leapfrog fit; the
+// repose sweep's table (web_client/js/repose_table.js) in shape and against the catalogue's mu
+// range; the plot's columns; what a stored run's record gives its figure (js/run_history.js).
+// Usage: node test_theory.mjs GRAINLAB   (the CLI, for the catalogue: grainlab scenes)
+import { execFileSync } from 'node:child_process';
 const here = new URL('.', import.meta.url);
 const t = await import(new URL('../../web_client/js/theory.js', here));
+const { REPOSE_SWEEP } = await import(new URL('../../web_client/js/repose_table.js', here));
+const rh = await import(new URL('../../web_client/js/run_history.js', here));
+if (!process.argv[2]) {
+  console.error('usage: node test_theory.mjs GRAINLAB');
+  process.exit(2);
+}
+const catalogue = JSON.parse(execFileSync(process.argv[2], ['scenes'], { encoding: 'utf8' }));
+const param = (scene, name) => catalogue.scenes.find((s) => s.name === scene).params.find((p) => p.name === name);
 let fail = 0;
 function near(name, got, want, tol) {
   const ok = Math.abs(got - want) <= tol;
@@ -66,5 +77,73 @@ const nb = t.plotColumns(t.EXPERIMENTS.softening, [{ x: 0.1, y: 2.5e-4 }, { x: 0
 near('columns: the leapfrog prefactor fitted through two runs', nb.c, 2.5e-7, 1e-18);
 check('columns: a log axis starts above 0', nb.data[0][0] > 0 && nb.data[3].every((y) => y > 0));
 check('columns: no fitted law without a finished run', !t.plotColumns(t.EXPERIMENTS.softening, [{ x: 0.1, y: 1e-3, live: true }], { min: 0, max: 1 }).law);
+
+// ---- the repose sweep's table: our own piles' angle against mu --------------------------------
+const rows = REPOSE_SWEEP.rows, mu = param(REPOSE_SWEEP.scene, 'mu');
+check(`sweep: ${rows.length} rows of [mu, angle], 6 or more`, rows.length >= 6 && rows.every((r) => r.length === 2 && r.every(Number.isFinite)));
+check('sweep: one standard deviation per row', REPOSE_SWEEP.sd.length === rows.length && REPOSE_SWEEP.sd.every((d) => d >= 0));
+check('sweep: mu strictly increasing', rows.every((r, i) => i === 0 || r[0] > rows[i - 1][0]));
+near('sweep: starts at the catalogue\'s least mu', rows[0][0], mu.min, 0);
+near('sweep: ends at the catalogue\'s greatest mu', rows[rows.length - 1][0], mu.max, 0);
+check('sweep: every angle between 0° and 90°', rows.every(([, a]) => a > 0 && a < 90));
+// the angle rises with friction and then levels off (near 30° above mu ≈ 0.75): no row may fall
+// below the one before by more than two standard errors of the difference of the seeds' means
+const worst = Math.min(...rows.slice(1).map(([, a], i) => {
+  const se = Math.hypot(REPOSE_SWEEP.sd[i], REPOSE_SWEEP.sd[i + 1]) / Math.sqrt(REPOSE_SWEEP.seeds);
+  return (a - rows[i][1]) / se;
+}));
+check(`sweep: monotone in mu within the seeds' scatter (worst step ${worst.toFixed(2)} standard errors, least allowed -2)`, worst >= -2);
+check('sweep: rises by more than 10° over the range', rows[rows.length - 1][1] - rows[0][1] > 10);
+near('sweep: exact at a row', t.reposeSweep(rows[2][0]), rows[2][1], 1e-12);
+near('sweep: straight between rows', t.reposeSweep((rows[2][0] + rows[3][0]) / 2), (rows[2][1] + rows[3][1]) / 2, 1e-12);
+check('sweep: nothing outside the mu swept', t.reposeSweep(rows[0][0] - 0.01) === null && t.reposeSweep(rows[rows.length - 1][0] + 0.01) === null);
+
+// the pile's plot: Coulomb over the whole range and the sweep as a second curve at its rows
+const pc = t.plotColumns(t.EXPERIMENTS.pour, [{ x: 0.5, y: 28 }], { min: mu.min, max: mu.max });
+check('pile columns: x, runs, live, law and sweep', pc.data.length === 5 && pc.law && pc.ref);
+check('pile columns: the sweep at each of its rows and nowhere else', pc.data[4].filter((y) => y !== null).length === rows.length);
+near('pile columns: the law from the range\'s start', pc.data[0][0], mu.min, 0);
+near('pile columns: the law to the range\'s end', pc.data[0][pc.data[0].length - 1], mu.max, 1e-12);
+check('pile columns: no sweep on the rolling-friction axis (no law there)', !t.plotColumns(t.EXPERIMENTS.pour, [], { min: 0, max: 0.5 }, false).ref);
+const hole = param('silo', 'hole');
+const sc = t.plotColumns(t.EXPERIMENTS.silo, [], { min: hole.min, max: hole.max });
+check('silo columns: Beverloo at 120 holes over the catalogue\'s range, no sweep', sc.data[0].length === 120 && sc.data.length === 4 &&
+  sc.data[0][0] === hole.min && Math.abs(sc.data[0][119] - hole.max) < 1e-12);
+
+// ---- a stored run's record: the parameters it ended with, a slump's L0 -------------------------
+const record = {
+  '/api/runs/7?events_after=0&events_limit=1000': { events: [
+    { id: 1, t: 0, kind: 'run_started', detail: {} },
+    { id: 2, t: 0.4, kind: 'parameter_changed', detail: { params: { aspect: 3 } } },
+    { id: 3, t: 0.5, kind: 'action', detail: { action: { type: 'reset' } } },
+    { id: 4, t: 1.1, kind: 'parameter_changed', detail: { params: { mu: 0.7 } } },
+  ], events_next: 4 },
+  '/api/runs/7?events_after=4&events_limit=1000': { events: [
+    { id: 5, t: 1.6, kind: 'action', detail: { action: { type: 'pull_dam' } } },
+    { id: 6, t: 2.0, kind: 'parameter_changed', detail: { params: { aspect: 1 } } },
+  ], events_next: null },
+  '/api/runs/7/samples': { columns: ['t', 'steps', 'state', 'front'], rows: [[0.25, 60, 'settling', 3.1], [1.5, 360, 'running', 2.5], [1.75, 420, 'running', 2.9]] },
+};
+const asked = [];
+const get = async (path) => { asked.push(path); if (!record[path]) throw new Error(`404 ${path}`); return record[path]; };
+const slumpRun = { id: 7, scene: 'slump', params: { aspect: 2, mu: 0.5 }, end_reason: 'finished', results: { front: 7.5 } };
+const h = await rh.readHistory(get, slumpRun, rh.newHistory(slumpRun));
+near('history: L0 is the front at the last sample before the pull', h.l0, 2.5, 0);
+check('history: the slump\'s aspect as built at the pull (3, set before the reset)', rh.figureParams(slumpRun, h).aspect === 3);
+check('history: read to the end (two pages and the samples)', h.complete && asked.length === 3);
+near('history: the runout (L∞ − L0)/L0', rh.runFigure(slumpRun, h), 2, 1e-12);
+const n0 = asked.length;
+await rh.readHistory(get, slumpRun, h);
+check('history: a complete one is not read again', asked.length === n0);
+record['/api/runs/8?events_after=0&events_limit=1000'] = { events: [{ id: 1, t: 0.1, kind: 'action', detail: { action: { type: 'pull_dam' } } }], events_next: null };
+record['/api/runs/8/samples'] = { columns: ['t', 'steps', 'state', 'front'], rows: [[0.25, 60, 'running', 3]] };
+const early = { id: 8, scene: 'slump', params: { aspect: 2 }, end_reason: 'deleted', results: { front: 7 } };
+const he = await rh.readHistory(get, early, rh.newHistory(early));
+check('history: a pull before the first sample leaves L0 unknown, and no runout', he.l0 === null && rh.runFigure(early, he) === null && he.complete);
+record['/api/runs/9?events_after=0&events_limit=1000'] = { events: [{ id: 1, t: 3, kind: 'parameter_changed', detail: { params: { hole: 1.2 } } }], events_next: null };
+const silo9 = { id: 9, scene: 'silo', params: { hole: 0.9 }, end_reason: 'finished', results: { mean_flow: 1500 } };
+const hs = await rh.readHistory(get, silo9, rh.newHistory(silo9));
+check('history: a silo\'s figure belongs to the hole it ended with', rh.figureParams(silo9, hs).hole === 1.2 && rh.runFigure(silo9, hs) === 1500);
+
 console.log(fail === 0 ? 'all passed' : `${fail} failed`);
 process.exit(fail === 0 ? 0 : 1);

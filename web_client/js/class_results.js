@@ -2,9 +2,10 @@
 // runs in one table (GET /api/runs?class=ID), the groups' live sessions as they run, one plot of
 // the chosen scene against its law (js/theory.js) drawn over the parameter's whole range, and
 // the class's CSV.
-import uPlot from 'uplot';
 import { fmt, showError } from './api.js';
-import { EXPERIMENTS, plotColumns } from './theory.js';
+import { catalogueParam, describe, LawPlot, lawColumns, plottedScenes, xChoices } from './law_plot.js';
+import { figureParams, newHistory, readHistory, runFigure } from './run_history.js';
+import { EXPERIMENTS } from './theory.js';
 
 // A group's session while it runs (the class object names an ended one null; a session caught
 // in its last moments may still say "ended")
@@ -24,15 +25,14 @@ export class ClassResults {
     this.klass = null;
     this.live = new Map(); // session id -> {run, sum, n, t}: a silo's mean flow so far
     this.hist = new Map(); // run id -> what its events tell (see history())
-    this.plot = null;
-    this.plotKey = '';
-    const plotted = this.scenes.filter((s) => EXPERIMENTS[s]);
+    const plotted = plottedScenes(this.scenes);
     root.innerHTML = `<div class="row"><label>plot <select class="cr-scene">${plotted.map((s) => `<option>${esc(s)}</option>`).join('')}</select></label>
       <select class="cr-x" style="display:none"></select>
       <button class="cr-csv">CSV of the class</button> <span class="cr-note"></span></div>
       <h3 class="cr-title"></h3><div class="plot cr-plot"></div>
       <table><thead><tr><th>group</th><th>scene</th><th>run</th><th>parameters</th><th>result</th><th>end</th></tr></thead><tbody class="cr-rows"></tbody></table>`;
     this.$ = (c) => root.querySelector(c);
+    this.plot = new LawPlot(this.$('.cr-plot'));
     if (plotted.length === 0) this.$('.cr-plot').style.display = 'none';
     if (!this.csvAllowed) this.$('.cr-csv').style.display = 'none';
     this.$('.cr-scene').addEventListener('change', () => { this.setupX(); this.render(); });
@@ -44,9 +44,9 @@ export class ClassResults {
   scene() { return this.$('.cr-scene').value; }
 
   setupX() {
-    const exp = EXPERIMENTS[this.scene()], box = this.$('.cr-x');
-    box.innerHTML = exp && exp.alt ? `<option value="${exp.x}">${exp.xLabel}</option><option value="${exp.alt.x}">${exp.alt.xLabel}</option>` : '';
-    box.style.display = exp && exp.alt ? '' : 'none';
+    const xs = xChoices(EXPERIMENTS[this.scene()]), box = this.$('.cr-x');
+    box.innerHTML = xs.length > 1 ? xs.map((x) => `<option value="${x.name}">${esc(x.label)}</option>`).join('') : '';
+    box.style.display = xs.length > 1 ? '' : 'none';
   }
 
   // The latest class object (its groups' live sessions) and the class's runs afresh.
@@ -101,40 +101,16 @@ export class ClassResults {
     }
   }
 
-  // A run records the parameters it started with; a change while it ran (the group's slider, the
-  // teacher's push) is a parameter_changed event, and its results belong to the parameters it
-  // ended with. A slump's column is built at the start or a reset, and the runout counts from
-  // the front just before the dam was pulled: for those, its events and samples. Read once per
-  // finished run, and for a live slump until its dam is pulled.
+  // What each run's figure belongs to (js/run_history.js): read once per finished run, and for
+  // a live slump until its dam is pulled.
   async history() {
     const live = new Set(this.sessions().map((g) => g.s.run_id));
     for (const r of this.runs) {
       if (!r.end_reason && !(EXPERIMENTS[r.scene] && EXPERIMENTS[r.scene].built && live.has(r.id))) continue;
-      let h = this.hist.get(r.id);
-      if (!h) {
-        h = { after: 0, params: { ...r.params }, built: { ...r.params }, pull: null, l0: undefined, complete: false };
-        this.hist.set(r.id, h);
-      }
-      if (h.complete) continue;
+      if (!this.hist.has(r.id)) this.hist.set(r.id, newHistory(r));
+      const h = this.hist.get(r.id);
       try {
-        for (let more = true; more;) {
-          const page = await this.quiet(`/api/runs/${r.id}?events_after=${h.after}&events_limit=1000`);
-          for (const e of page.events) {
-            const type = e.kind === 'action' && e.detail && e.detail.action ? e.detail.action.type : null;
-            if (e.kind === 'parameter_changed') Object.assign(h.params, e.detail.params);
-            if (type === 'reset') h.built = { ...h.params };
-            if (type === 'pull_dam' && !h.pull) h.pull = { t: e.t, params: { ...h.built } };
-            h.after = e.id;
-          }
-          more = page.events_next !== null && page.events_next !== undefined && page.events.length > 0;
-        }
-        if (h.pull && h.l0 === undefined) {
-          const { columns, rows } = await this.quiet(`/api/runs/${r.id}/samples`);
-          const kt = columns.indexOf('t'), kf = columns.indexOf('front');
-          const before = rows.filter((row) => row[kt] <= h.pull.t && Number.isFinite(row[kf]));
-          h.l0 = before.length ? before[before.length - 1][kf] : null;
-        }
-        h.complete = !!r.end_reason && (!h.pull || h.l0 !== undefined);
+        await readHistory((path) => this.quiet(path), r, h);
       } catch (e) {
         h.complete = true; // not readable (a private session's run): its start parameters stand
       }
@@ -150,7 +126,7 @@ export class ClassResults {
       const h = this.hist.get(r.id), exp = EXPERIMENTS[r.scene];
       // the parameters its figure belongs to: a slump's as its column was built when the dam
       // was pulled; any other's as they are now (live) or were at its end
-      const params = exp && exp.built && h && h.pull ? h.pull.params : g ? g.s.params : h ? h.params : r.params;
+      const params = exp && exp.built && h && h.start ? h.start.params : g ? g.s.params : figureParams(r, h);
       return { run: r, group: r.group, scene: r.scene, params, live: g ? g.s : null };
     });
     const listed = new Set(this.runs.map((r) => r.id));
@@ -165,12 +141,12 @@ export class ClassResults {
     if (!exp) return null;
     const h = row.run && this.hist.get(row.run.id);
     if (row.live) return exp.liveY(row.live, { ...this.live.get(row.live.id), l0: h && h.l0 });
-    return exp.runY(row.run, h && h.l0);
+    return runFigure(row.run, h);
   }
 
   render() {
     const rows = this.rows();
-    const param = (sc, name) => ((this.catalogue.scenes.find((s) => s.name === sc) || { params: [] }).params.find((p) => p.name === name));
+    const param = (sc, name) => catalogueParam(this.catalogue, sc, name);
     this.$('.cr-rows').innerHTML = rows.map((row) => {
       const exp = EXPERIMENTS[row.scene];
       // the plotted parameters first, then those the group moved off the scene's default
@@ -185,34 +161,15 @@ export class ClassResults {
   }
 
   draw(rows) {
-    const scene = this.scene(), exp = EXPERIMENTS[scene];
-    if (!exp) return;
-    const xName = this.$('.cr-x').value || exp.x;
-    const p = (this.catalogue.scenes.find((s) => s.name === scene) || { params: [] }).params.find((q) => q.name === xName);
-    if (!p) return;
+    const scene = this.scene();
+    if (!EXPERIMENTS[scene]) return;
+    const xName = this.$('.cr-x').value || EXPERIMENTS[scene].x;
     const points = rows.filter((r) => r.scene === scene).map((r) => ({ x: r.params[xName], y: this.figure(r), live: !!r.live }));
-    const alt = xName !== exp.x;
-    const cols = plotColumns(exp, points, { min: p.min, max: p.max }, !alt);
-    const xLabel = alt ? exp.alt.xLabel : exp.xLabel;
-    this.$('.cr-title').textContent = `${scene}: ${exp.yLabel} against ${xLabel}` +
-      (cols.law ? ` (curve: ${exp.lawLabel})` : alt ? ' (no closed-form law: points only)' : ' (the curve needs a finished run)');
-    this.root.dataset.points = cols.points;
-    this.root.dataset.curve = cols.law ? cols.data[0].length - cols.points : 0;
-    this.root.dataset.scene = scene;
-    const key = `${scene}/${xName}/${cols.law}`;
-    if (this.plot && key === this.plotKey) { this.plot.setData(cols.data); return; }
-    if (this.plot) this.plot.destroy();
-    this.plotKey = key;
-    const div = this.$('.cr-plot');
-    const tick = (u, splits) => splits.map((v) => (v === null ? '' : Math.abs(v) < 1e-3 && v !== 0 ? v.toExponential(0) : String(Number(v.toPrecision(3)))));
-    const dots = (stroke, size) => ({ stroke, fill: stroke, width: 0, points: { show: true, size, fill: stroke }, paths: () => null });
-    this.plot = new uPlot({
-      width: Math.max(320, Math.min(760, div.clientWidth || 640)), height: 280,
-      scales: { x: { time: false, distr: exp.log ? 3 : 1 }, y: { distr: exp.log ? 3 : 1 } },
-      axes: [{ label: xLabel, values: tick }, { label: exp.yLabel, size: 64, values: tick }],
-      series: [{ label: xName }, { label: 'runs', ...dots('#c0392b', 8) }, { label: 'live', ...dots('#2471a3', 9) },
-               { label: exp.lawLabel, stroke: '#2c3e50', width: 2, spanGaps: true, points: { show: false } }],
-    }, cols.data, div);
+    const plot = lawColumns(this.catalogue, scene, xName, points);
+    if (!plot) return;
+    this.$('.cr-title').textContent = plot.title;
+    describe(this.root, plot);
+    this.plot.draw(plot);
   }
 
   // The class's CSV, with the token in a header (never in the address): fetched, then saved.

@@ -1,73 +1,132 @@
-// The results page: stored runs with filters, a plot across runs against theory (silo flow vs
-// hole diameter with the Beverloo curve; pile angle vs friction; N-body energy drift vs the
-// softening length), and each run's CSV.
-import uPlot from 'uplot';
+// The results page: stored runs with filters, each run's CSV, and one plot of a chosen scene's
+// finished runs against its law across the parameter's whole catalogue range (js/law_plot.js,
+// the class dashboard's plot: silo flow against Beverloo, piles against Coulomb and our own
+// sweep, the slump's runout against Lube et al., N-body drift against the leapfrog's fit).
 import { api, fmt } from './api.js';
+import { describe, LawPlot, lawColumns, plottedScenes, xChoices } from './law_plot.js';
+import { figureParams, newHistory, readHistory, runFigure } from './run_history.js';
+import { EXPERIMENTS } from './theory.js';
 
 const $ = (s) => document.getElementById(s);
-let plot = null;
+const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const PAGE = 500; // GET /api/runs's largest limit
+const PLOT_MAX = 2000; // runs read for one plot: each finished one costs a read of its events
+let catalogue = null;
+let chosen = false; // the plot's scene was picked by hand: loading runs no longer moves it
+let generation = 0; // the latest plot asked for: an older one's late answers are dropped
+const hist = new Map(); // run id -> its history (js/run_history.js); a finished run's never changes
+const plot = new LawPlot($('plot'), { live: false });
 
-function query() {
-  const q = new URLSearchParams({ limit: '500' });
-  if ($('scene').value) q.set('scene', $('scene').value);
+// the form's filters, for the form's scene or the plot's
+function filters(scene = $('scene').value) {
+  const q = new URLSearchParams();
+  if (scene) q.set('scene', scene);
   if ($('label').value) q.set('label', $('label').value);
   const p = $('pname').value.trim();
   if (p && $('pmin').value) q.set(`param.${p}.min`, $('pmin').value);
   if (p && $('pmax').value) q.set(`param.${p}.max`, $('pmax').value);
-  if ($('sort').value) q.set('sort', $('sort').value);
-  return q.toString();
+  return q;
 }
 
-// Beverloo: W = C ρb √g (D − k d)^2.5, with the engine's constants fitted through the runs'
-// own Beverloo figure at each hole (flow_vs_beverloo = 1 on the curve).
-function drawPlot(runs) {
-  const silo = runs.filter((r) => r.scene === 'silo' && r.results.mean_flow !== undefined);
-  const piles = runs.filter((r) => r.results.angle !== undefined);
-  // N-body runs: how far the total energy drifted by the run's end, against the softening
-  const bodies = runs.filter((r) => r.results.energy_drift !== undefined && r.params.eps !== undefined);
-  let data, opts;
-  if (bodies.length > silo.length && bodies.length > piles.length) {
-    bodies.sort((a, b) => a.params.eps - b.params.eps);
-    $('plot-title').textContent = 'N-body: |energy drift| at the end vs softening eps';
-    // decades apart: a log axis (a drift of exactly 0 has no place on it)
-    data = [bodies.map((r) => r.params.eps), bodies.map((r) => Math.abs(r.results.energy_drift) || null)];
-    opts = { series: [{ label: 'eps' }, { label: '|drift|', stroke: '#c0392b', points: { size: 7 }, paths: () => null }],
-             scales: { x: { time: false }, y: { distr: 3 } },
-             axes: [{}, { size: 60, values: (u, splits) => splits.map((v) => (v ? v.toExponential(0) : '')) }] };
-  } else if (silo.length >= piles.length && silo.length > 0) {
-    silo.sort((a, b) => a.params.hole - b.params.hole);
-    $('plot-title').textContent = 'Silo: mean flow vs hole diameter (dashed: Beverloo)';
-    const bev = silo.map((r) => (r.results.flow_vs_beverloo ? r.results.mean_flow / r.results.flow_vs_beverloo : null));
-    data = [silo.map((r) => r.params.hole), silo.map((r) => r.results.mean_flow), bev];
-    opts = { series: [{}, { label: 'mean flow, kg/s', stroke: '#c0392b', points: { size: 7 }, paths: () => null },
-                      { label: 'Beverloo', stroke: '#2c3e50', dash: [6, 4] }] };
-  } else {
-    piles.sort((a, b) => a.params.mu - b.params.mu);
-    $('plot-title').textContent = 'Angle of repose vs sliding friction mu';
-    data = [piles.map((r) => r.params.mu), piles.map((r) => r.results.angle)];
-    opts = { series: [{}, { label: 'angle, °', stroke: '#c0392b', points: { size: 7 }, paths: () => null }] };
+function setupX() {
+  const xs = xChoices(EXPERIMENTS[$('plot-scene').value]), box = $('plot-x');
+  box.innerHTML = xs.length > 1 ? xs.map((x) => `<option value="${x.name}">${esc(x.label)}</option>`).join('') : '';
+  box.style.display = xs.length > 1 ? '' : 'none';
+}
+
+// GET without the page's error banner: a run's record that cannot be read is counted instead
+async function quiet(path) {
+  const r = await fetch(path);
+  if (!r.ok) throw new Error(`${path}: ${r.status}`);
+  return r.json();
+}
+
+// at most `n` reads at once
+async function pool(items, n, fn) {
+  const queue = [...items];
+  await Promise.all(Array.from({ length: Math.min(n, queue.length) }, async () => {
+    while (queue.length) await fn(queue.shift());
+  }));
+}
+
+// The chosen scene's finished runs (under the form's other filters), each at the parameters its
+// figure belongs to, against the law over the catalogue's range.
+async function drawPlot() {
+  const mine = ++generation, scene = $('plot-scene').value, exp = EXPERIMENTS[scene];
+  if (!exp) return;
+  const runs = [];
+  let total = 0;
+  for (;;) {
+    const q = filters(scene);
+    q.set('limit', String(PAGE));
+    q.set('offset', String(runs.length));
+    const page = await api('GET', '/api/runs?' + q);
+    runs.push(...page.runs);
+    total = page.total;
+    if (page.runs.length === 0 || runs.length >= Math.min(total, PLOT_MAX)) break;
   }
-  if (plot) plot.destroy();
-  plot = new uPlot({ width: Math.min(720, window.innerWidth - 40), height: 260, scales: { x: { time: false } }, ...opts }, data, $('plot'));
+  const done = runs.filter((r) => r.end_reason);
+  let unread = 0;
+  await pool(done.filter((r) => !(hist.get(r.id) || {}).complete), 6, async (r) => {
+    if (!hist.has(r.id)) hist.set(r.id, newHistory(r));
+    // a run gone since the list (or unreadable): plotted at its start parameters, and counted
+    await readHistory(quiet, r, hist.get(r.id)).catch(() => { unread++; });
+  });
+  if (mine !== generation) return;
+  const xName = $('plot-x').value || exp.x;
+  const points = done.map((r) => ({ x: figureParams(r, hist.get(r.id))[xName], y: runFigure(r, hist.get(r.id)) }));
+  const shown = lawColumns(catalogue, scene, xName, points);
+  if (!shown) return;
+  $('plot-title').textContent = shown.title;
+  describe($('plot'), shown);
+  plot.draw(shown);
+  // why a finished run has no point: said, not hidden
+  const why = [];
+  if (exp.l0) {
+    const never = done.filter((r) => !hist.get(r.id).start).length;
+    const early = done.filter((r) => hist.get(r.id).start && hist.get(r.id).l0 === null).length;
+    if (never) why.push(`${never} without ${exp.l0.action}`);
+    if (early) why.push(`${early} without a sample before ${exp.l0.action} (L0 unknown)`);
+  }
+  $('plot-note').textContent = `${shown.cols.points} of ${done.length} finished runs plotted` +
+    (why.length ? `; ${why.join(', ')}` : '') + (unread ? `; ${unread} runs' events unreadable` : '') + (total > runs.length ? `; the first ${runs.length} of ${total} runs read` : '');
 }
 
 async function load() {
-  const { runs, total } = await api('GET', '/api/runs?' + query());
+  const q = filters();
+  q.set('limit', String(PAGE));
+  if ($('sort').value) q.set('sort', $('sort').value);
+  const { runs, total } = await api('GET', '/api/runs?' + q);
   $('total').textContent = total;
   $('runs').innerHTML = runs.map((r) => {
-    const params = Object.entries(r.params).map(([k, v]) => `${k} ${fmt(v)}`).join(', ');
-    const results = Object.entries(r.results).map(([k, v]) => `${k} ${fmt(v)}`).join(', ');
-    return `<tr><td>${r.id}</td><td>${r.scene}</td><td>${String(r.label).replace(/[<&]/g, '')}</td>` +
-      `<td>${params}</td><td>${results}</td><td>${r.end_reason || 'running'}</td>` +
+    const params = Object.entries(r.params).map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ');
+    const results = Object.entries(r.results).map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ');
+    return `<tr><td>${r.id}</td><td>${esc(r.scene)}</td><td>${esc(r.label)}</td>` +
+      `<td>${params}</td><td>${results}</td><td>${esc(r.end_reason || 'running')}</td>` +
       `<td><a class="csv" href="/api/runs/${r.id}/samples?format=csv" download>CSV</a></td></tr>`;
   }).join('');
-  drawPlot(runs);
+  // the plot follows the scene filter; else, until picked by hand, the scene with most runs here
+  const box = $('plot-scene'), options = [...box.options].map((o) => o.value);
+  let want = options.includes($('scene').value) ? $('scene').value : null;
+  if (!want && !chosen) {
+    const count = (s) => runs.filter((r) => r.scene === s).length;
+    want = options.reduce((best, s) => (count(s) > count(best) ? s : best), box.value);
+  }
+  if (want && want !== box.value) {
+    box.value = want;
+    setupX();
+  }
+  await drawPlot();
 }
 
 async function start() {
-  const { scenes } = await api('GET', '/api/scenes');
-  for (const s of scenes) $('scene').insertAdjacentHTML('beforeend', `<option>${s.name}</option>`);
+  catalogue = await api('GET', '/api/scenes');
+  for (const s of catalogue.scenes) $('scene').insertAdjacentHTML('beforeend', `<option>${esc(s.name)}</option>`);
+  $('plot-scene').innerHTML = plottedScenes(catalogue.scenes.map((s) => s.name)).map((s) => `<option>${esc(s)}</option>`).join('');
+  setupX();
   $('filters').addEventListener('submit', (e) => { e.preventDefault(); load().catch(() => {}); });
+  $('plot-scene').addEventListener('change', () => { chosen = true; setupX(); drawPlot().catch(() => {}); });
+  $('plot-x').addEventListener('change', () => drawPlot().catch(() => {}));
   await load();
 }
 start().catch(() => {});

@@ -1,6 +1,7 @@
 // The laws a class's results are plotted against, one function each, and which run figures
 // each scene compares with which law. Pure functions (no DOM): tests/unit/test_theory.mjs checks
 // them against known values in node.
+import { REPOSE_SWEEP } from './repose_table.js';
 
 // The engine's constants for Beverloo's law, as ../shared/spec/engine.md §1 gives them (the
 // engine's own `beverloo` measurement uses the same: 805.04 kg/s through a 0.9 m hole).
@@ -23,6 +24,19 @@ export function beverloo(d) {
 // what a class sees when it plots its piles against it).
 export function reposeCoulomb(mu) {
   return (Math.atan(mu) * 180) / Math.PI;
+}
+
+// Angle of repose (degrees) our own engine gives a poured pile at sliding friction mu, the rest
+// at the pour scene's defaults: straight lines between the rows of bench/repose_sweep.sh's table
+// (js/repose_table.js), null outside the mu it swept. It rises like Coulomb's at small mu, then
+// levels off near 30° above mu ≈ 0.75, where rolling resistance and the packing hold the slope.
+export function reposeSweep(mu, rows = REPOSE_SWEEP.rows) {
+  if (!Number.isFinite(mu) || rows.length === 0 || mu < rows[0][0] || mu > rows[rows.length - 1][0]) return null;
+  if (rows.length === 1) return rows[0][1];
+  let k = 1;
+  while (rows[k][0] < mu) k++;
+  const [x0, y0] = rows[k - 1], [x1, y1] = rows[k];
+  return y0 + ((mu - x0) * (y1 - y0)) / (x1 - x0);
 }
 
 // Normalised runout (L∞ − L0)/L0 of a collapsing column of aspect ratio a = H0/L0 in a channel:
@@ -58,7 +72,8 @@ export function sample(f, x0, x1, n = 120, log = false) {
   const xs = [], ys = [];
   for (let i = 0; i < n; i++) {
     const s = i / (n - 1);
-    const x = log ? x0 * (x1 / x0) ** s : x0 + (x1 - x0) * s;
+    // the last point exactly at x1: a curve ends where the range ends, not a rounding short
+    const x = i === n - 1 ? x1 : log ? x0 * (x1 / x0) ** s : x0 + (x1 - x0) * s;
     xs.push(x);
     ys.push(f(x));
   }
@@ -75,6 +90,8 @@ const pile = {
   runY: (r) => num(r.results && r.results.angle),
   liveY: (s) => num(s.measurements && s.measurements.angle),
   law: reposeCoulomb, lawLabel: 'Coulomb: tan θ = mu',
+  // our own engine's piles over the same range, a second curve next to the law
+  ref: { f: reposeSweep, xs: REPOSE_SWEEP.rows.map((r) => r[0]), label: 'grainlab sweep (pour at defaults)' },
   alt: { x: 'mur', xLabel: 'rolling friction mur' }, // plotted without a law (no closed form)
 };
 export const EXPERIMENTS = {
@@ -91,6 +108,8 @@ export const EXPERIMENTS = {
     // the column's length L0: its front just before the dam was pulled; the column's aspect is
     // the one it was built with (start or reset), not a later change (`built`)
     built: true,
+    // L0: this measurement at the last sample no later than this action (js/run_history.js)
+    l0: { action: 'pull_dam', measure: 'front' },
     runY: (r, l0) => (num(r.results && r.results.front) !== null && l0 > 0 ? r.results.front / l0 - 1 : null),
     liveY: (s, live) => (live && live.l0 > 0 && num(s.measurements && s.measurements.front) !== null
       ? s.measurements.front / live.l0 - 1 : null),
@@ -115,8 +134,10 @@ function absOrNull(v) {
 
 // uPlot's columns for one plot of a class: rows [{x, y, live}] (finished runs and live
 // sessions), the x range of the parameter (the catalogue's min and max), and the law drawn over
-// the whole range (also at every row's x, so the curve passes under each point). Returns
-// {data: [xs, runs' ys, live ys, law ys], law: bool, c: fitted prefactor or undefined}.
+// the whole range (also at every row's x, so the curve passes under each point); with the law,
+// an experiment's `ref` (our own sweep) as a second curve, given at its rows. Returns {data: [xs,
+// runs' ys, live ys, law ys, ref ys (only with a ref)], law: bool, ref: bool, c: fitted prefactor
+// or undefined, points: rows plotted}.
 export function plotColumns(exp, rows, range, withLaw = true) {
   const pts = rows.filter((r) => Number.isFinite(r.x) && Number.isFinite(r.y) && (!exp.log || (r.x > 0 && r.y > 0)));
   let law = withLaw ? exp.law : null, c;
@@ -124,12 +145,14 @@ export function plotColumns(exp, rows, range, withLaw = true) {
     c = exp.fit(pts.filter((r) => !r.live).map((r) => [r.x, r.y]));
     law = c ? ((x) => exp.law(x, c)) : null; // a fitted law needs a finished run to fit
   }
+  const ref = withLaw && exp.ref ? exp.ref : null;
   let x0 = range.min, x1 = range.max;
   if (exp.log) {
     const least = Math.min(...pts.map((r) => r.x), x1);
     if (!(x0 > 0)) x0 = Math.min(least / 2, x1 / 100);
   }
   const xs = law ? sample(law, x0, x1, 120, !!exp.log)[0] : [];
+  if (ref) xs.push(...ref.xs.filter((x) => x >= x0 && x <= x1));
   for (const r of pts) xs.push(r.x);
   xs.sort((a, b) => a - b);
   // one point per row: two groups at the same x take two entries of xs
@@ -141,6 +164,9 @@ export function plotColumns(exp, rows, range, withLaw = true) {
     return r.y;
   });
   const finished = at(false), current = at(true);
-  const ys = law ? xs.map((x) => { const y = law(x); return Number.isFinite(y) ? y : null; }) : xs.map(() => null);
-  return { data: [xs, finished, current, ys], law: !!law, c, points: pts.length };
+  const curve = (f) => xs.map((x, i) => { const y = f(x, i); return Number.isFinite(y) ? y : null; });
+  const data = [xs, finished, current, law ? curve((x) => law(x)) : xs.map(() => null)];
+  // the sweep at its own rows only: uPlot joins them with straight lines (as reposeSweep does)
+  if (ref) data.push(curve((x, i) => (ref.xs.includes(x) && xs[i - 1] !== x ? ref.f(x) : null)));
+  return { data, law: !!law, ref: !!ref, c, points: pts.length };
 }
