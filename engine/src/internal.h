@@ -30,7 +30,6 @@
 #define GRN_RHO_B (0.6 * GRN_RHO)
 #define GRN_LAT_A 0.235
 #define GRN_LAT_G 0.17
-#define GRN_MEASURE_EVERY GRN_SAMPLE_STEPS
 #define GRN_CELL_MAP 0.2 /* height-map cell, m */
 #define GRN_NBIN 256     /* radial / profile bins */
 

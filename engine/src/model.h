@@ -19,7 +19,7 @@ typedef struct grn_model_ops {
   int (*count)(const grn_world_def *def);
   /* One step of H (all sub-steps). GRN_OK or GRN_E_NOMEM. */
   int (*step)(grn_world *w);
-  /* Default measurement when the scene has none of its own (every GRN_MEASURE_EVERY steps). */
+  /* Default measurement when the scene has none of its own (every sample of the scene's). */
   void (*measure)(grn_world *w);
   /* A parameter changed (after the scene derived its constants): drop cached forces. */
   void (*changed)(grn_world *w);

@@ -14,10 +14,13 @@ struct grn_scene {
   int (*setup)(grn_world *w);   /* geometry and initial grains */
   void (*script)(grn_world *w); /* after each step; NULL: none */
   bool bed_script;              /* the script runs on the benchmark's bed too (the tilt turns it) */
-  /* every GRN_MEASURE_EVERY steps and after setup; NULL: the model's measurement */
+  /* every sample_steps steps and after setup; NULL: the model's measurement */
   void (*measure)(grn_world *w);
   /* the scene's own actions (tool and reset are the world's); NULL: none */
   int (*act)(grn_world *w, const grn_action *a, grn_error *err);
+  /* Steps between two measurement samples, as fast as the scene's physics needs them to be seen
+   * (its catalogue entry: grn_scene_sample_steps); 0: GRN_SAMPLE_STEPS. */
+  int sample_steps;
   double calm;                            /* sleep speed, m/s */
   int (*bed)(grn_world *w);               /* GRN_FILL_BED workload; NULL: the scene has none */
   int (*count)(const grn_world_def *def); /* particles the definition makes; NULL: the model's */

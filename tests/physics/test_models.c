@@ -199,10 +199,10 @@ static void part_orbit(void) {
   const double l0 = w->meas.value[GRN_M_ANGULAR_MOMENTUM];
   double drift = 0.0, ldrift = 0.0, rdev = 0.0;
   for (int done = 0; done < steps;) {
-    const int k = steps - done < GRN_MEASURE_EVERY ? steps - done : GRN_MEASURE_EVERY;
+    const int k = steps - done < GRN_SAMPLE_STEPS ? steps - done : GRN_SAMPLE_STEPS;
     step(w, k);
     done += k;
-    if (k == GRN_MEASURE_EVERY) {
+    if (k == GRN_SAMPLE_STEPS) {
       drift = fmax(drift, fabs(w->meas.value[GRN_M_ENERGY_DRIFT]));
       ldrift = fmax(ldrift, fabs(w->meas.value[GRN_M_ANGULAR_MOMENTUM] / l0 - 1.0));
     }
@@ -265,10 +265,10 @@ static void part_bh(void) {
 static void part_plummer(void) {
   grn_world *w = make("cluster", GRN_FILL_SCENE, 0, 2, 2, (const char *const[]){"bodies", "1000"});
   const double tcr = 2.0 * sqrt(2.0);
-  const int samples = (int)ceil(10.0 * tcr / (GRN_MEASURE_EVERY * GRN_H));
+  const int samples = (int)ceil(10.0 * tcr / (GRN_SAMPLE_STEPS * GRN_H));
   double lo = w->meas.value[GRN_M_VIRIAL], hi = lo, drift = 0.0;
   for (int k = 0; k < samples; k++) {
-    step(w, GRN_MEASURE_EVERY);
+    step(w, GRN_SAMPLE_STEPS);
     lo = fmin(lo, w->meas.value[GRN_M_VIRIAL]);
     hi = fmax(hi, w->meas.value[GRN_M_VIRIAL]);
     drift = fmax(drift, fabs(w->meas.value[GRN_M_ENERGY_DRIFT]));

@@ -31,7 +31,7 @@ static void watchdog(int sig) {
 
 /* A small world of the scene (every count parameter at its minimum, quality 0), 295 steps in: the
  * 10 steps after a restore cross step 300, where the pour's script pours a layer (every 20 steps)
- * and every scene measures (every GRN_MEASURE_EVERY = 60), so their counters are used. */
+ * and every scene measures (every grn_scene_sample_steps: 60 or 4), so their counters are used. */
 static grn_world *small_world(const grn_scene_info *sc) {
   grn_world_def d;
   grn_error e;

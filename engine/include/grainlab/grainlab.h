@@ -19,8 +19,9 @@ extern "C" {
 #endif
 
 #define GRN_ENGINE_VERSION "0.1.0"
-/* One step of simulated time (s), and how many steps lie between two measurement samples (0.25 s).
- * The daemon, the CLI and the store read these; nothing else spells the numbers. */
+/* One step of simulated time (s), and how many steps lie between two measurement samples where a
+ * scene does not sample faster (0.25 s; grn_scene_sample_steps gives each scene's). The daemon,
+ * the CLI and the store read these; nothing else spells the numbers. */
 #define GRN_STEP_SECONDS (1.0 / 240.0)
 #define GRN_SAMPLE_STEPS 60
 /* Bumped whenever a change alters trajectories or the saved-state layout.
@@ -198,6 +199,9 @@ typedef struct grn_scene_info {
 GRN_API int grn_scene_count(void);
 GRN_API const grn_scene_info *grn_scene_at(int index);
 GRN_API const grn_scene_info *grn_scene_find(const char *name);
+/* Steps between two of the scene's measurement samples: GRN_SAMPLE_STEPS (0.25 s), or fewer where
+ * its physics is faster (a dam break's surge crosses its tank in half a second). */
+GRN_API int grn_scene_sample_steps(const grn_scene_info *scene);
 GRN_API const char *grn_measure_name(grn_measure_key key);
 /* Name, unit and label of a measurement; NULL for a key out of range. */
 GRN_API const grn_measure_info *grn_measure_info_of(grn_measure_key key);
@@ -314,8 +318,9 @@ typedef struct grn_world grn_world;
 GRN_API int grn_world_create(const grn_world_def *def, grn_world **out, grn_error *err);
 GRN_API void grn_world_destroy(grn_world *world);
 
-/* Advance by `steps` steps of GRN_STEP_SECONDS. Measurements are taken inside the step every
- * GRN_SAMPLE_STEPS steps because the scene script depends on them (the spout rides on the pile).
+/* Advance by `steps` steps of GRN_STEP_SECONDS. Measurements are taken inside the step at every
+ * sample (grn_scene_sample_steps) because the scene script depends on them (the spout rides on
+ * the pile).
  * Returns GRN_OK, or GRN_E_NOMEM when the pair list could not grow: the grains stay valid but
  * contact history is lost, and the next step tries again. */
 GRN_API int grn_world_step(grn_world *world, int steps);
@@ -345,7 +350,7 @@ typedef struct grn_measurements {
 } grn_measurements;
 
 GRN_API const char *grn_state_name(grn_state state);
-/* The latest sample (taken every 0.25 s of simulated time). */
+/* The latest sample (taken every grn_scene_sample_steps steps of simulated time). */
 GRN_API void grn_world_measurements(const grn_world *world, grn_measurements *out);
 GRN_API uint64_t grn_world_step_count(const grn_world *world);
 GRN_API double grn_world_time(const grn_world *world);

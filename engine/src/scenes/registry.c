@@ -47,6 +47,11 @@ const grn_scene_info *grn_scene_find(const char *name) {
   return NULL;
 }
 
+int grn_scene_sample_steps(const grn_scene_info *scene) {
+  const grn_scene *s = grn__scene_impl(scene);
+  return s && s->sample_steps > 0 ? s->sample_steps : GRN_SAMPLE_STEPS;
+}
+
 const grn_scene *grn__scene_impl(const grn_scene_info *info) {
   for (int i = 0; i < grn_scene_count(); i++) {
     if (&scenes[i]->info == info) {

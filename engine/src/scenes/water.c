@@ -76,6 +76,7 @@ const grn_scene grn__scene_dambreak = {
              LEN(dambreak_params), dambreak_params, dambreak_info, LEN(reset_only), reset_only,
              MEASURES(WATER M(GRN_M_FRONT) M(GRN_M_HEIGHT)), PLOTS(dambreak_plots)},
     .setup = dambreak_setup,
+    .sample_steps = 4, /* 60 Hz: the surge and the splash last half a second */
     .bed = grn__sph_bed,
     .count = dambreak_count,
     .derive = dambreak_derive};
@@ -162,5 +163,6 @@ const grn_scene grn__scene_drop = {
              LEN(drop_params), drop_params, drop_info, LEN(reset_only), reset_only,
              MEASURES(WATER M(GRN_M_TOP)), PLOTS(drop_plots)},
     .setup = drop_setup,
+    .sample_steps = 4, /* 60 Hz: the surge and the splash last half a second */
     .count = drop_count,
     .derive = drop_derive};
