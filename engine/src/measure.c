@@ -175,15 +175,32 @@ static double profile_bins(grn_world *w, double half_w) {
   return hm;
 }
 
+/* The farthest edge (x + r) of the resting grains whose centres lie in the height map's column
+ * of cells k: where, inside that 0.2 m cell, the deposit ends. */
+static double cell_front(const grn_world *w, int k) {
+  double front = w->hx0 + k * GRN_CELL_MAP;
+  for (int i = 0; i < w->n; i++) {
+    const grn_vec3 p = w->pos[i], v = w->vel[i];
+    if (!(w->flags[i] & GRN_F_ALIVE) || v.x * v.x + v.y * v.y + v.z * v.z > 1.0 ||
+        floor((p.x - w->hx0) / GRN_CELL_MAP) != k) {
+      continue;
+    }
+    front = p.x + w->rad[i] > front ? p.x + w->rad[i] : front;
+  }
+  return front;
+}
+
 /* Slump (spec §3): front = farthest x where the mean height across the channel exceeds 0.1 m,
  * reported from the channel's back wall; slope fitted from the peak outward between 20 % and
- * 80 % of the peak. */
+ * 80 % of the peak. Within that last cell the front is its farthest grain's edge: the cell's own
+ * edge put the column's length L0 up to a cell (0.2 m, 12 % of a tall column's L0) too far, and
+ * the runout (L∞ − L0)/L0 too short by as much (issue 19). */
 void grn__channel_profile(grn_world *w, double half_width) {
   const double cs = GRN_CELL_MAP;
   grn__surface(w, w->geom.floor_y, -INFINITY);
   profile_bins(w, half_width);
-  double peak = 0.0, front = 0.0;
-  int kp = 0;
+  double peak = 0.0;
+  int kp = 0, kf = -1;
   for (int k = 0; k < w->hnx && k < GRN_NBIN; k++) {
     if (!w->binn[k]) {
       continue;
@@ -194,12 +211,13 @@ void grn__channel_profile(grn_world *w, double half_width) {
       kp = k;
     }
     if (v > 0.1) {
-      front = (k + 1) * cs; /* the map starts at the back wall */
+      kf = k;
     }
   }
   double *m = w->meas.value;
   m[GRN_M_TOP] = peak;
-  m[GRN_M_FRONT] = front;
+  /* the map starts at the back wall */
+  m[GRN_M_FRONT] = kf < 0 ? 0.0 : cell_front(w, kf) - w->hx0;
   const int end = w->hnx < GRN_NBIN ? w->hnx : GRN_NBIN;
   const double slope = fit_bins(w, kp, end, 0.2 * peak, 0.8 * peak, w->hx0, cs);
   m[GRN_M_ANGLE] = isnan(slope) ? NAN : -atan(slope) * 180.0 / GRN_PI;

@@ -120,16 +120,22 @@ try {
   await page.screenshot({ path: join(shots, 'session-flowing.png') });
   ok('no script errors on the pages', consoleErrors.length === 0, consoleErrors.join('; '));
 
-  // ---- a slump: its plot carries the angle and the runout front --------------------------------------
+  // ---- a slump: its plot carries the angle, the runout front and, once the dam is pulled, the law ----
   const slump = await (await fetch(`${base}/api/sessions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"scene":"slump","params":{"quality":0}}' })).json();
   const slumpPage = await context.newPage();
   await slumpPage.goto(`${base}/s/${slump.id}#control=${slump.control_token}`);
+  // the column has settled to a front (its length L0) before the pull
+  const frontOf = () => slumpPage.evaluate(() => Number((document.querySelector('#plot-0').dataset.last || '').split(',')[1]));
+  const l0 = await until('a settled column', async () => { const f = await frontOf(); return f > 0.5 ? f : null; }, 60000);
   await slumpPage.click('#actions button', { timeout: 60000, noWaitAfter: true }); // pull the dam
   const plotted = await until('both slump series', async () => {
     const keys = await slumpPage.evaluate(() => document.body.dataset.plotSeries || '');
     return keys === 'angle,front' ? keys : null;
   }, 60000);
   ok('the slump plots its angle and runout front over time', plotted === 'angle,front');
+  // the default aspect 2 gives 2.47·L0 of runout (Lube et al. 2005): the line at 3.47·L0
+  const law = await until('the runout law', async () => Number(await slumpPage.evaluate(() => document.body.dataset.plotLaw || 0)) || null, 30000);
+  ok('the slump draws the law\'s final front once the dam is pulled', law > 3 * l0 && law < 4 * l0, `${law} m for L0 ${l0} m`);
   await slumpPage.screenshot({ path: join(shots, 'session-slump.png') });
   await slumpPage.close();
   await fetch(`${base}/api/sessions/${slump.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${slump.control_token}` } });

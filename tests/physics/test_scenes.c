@@ -209,37 +209,73 @@ static void tilt_avalanche(void) {
 }
 
 /* ---- slump: runout -------------------------------------------------------------------------- */
-static void slump_runout(void) {
-  const char *aspects[3] = {"0.5", "1", "2"};
-  double last = -INFINITY;
-  printf("slump runouts, 1500 grains:\n");
-  for (int k = 0; k < 3; k++) {
-    const char *kv[] = {"aspect", aspects[k]};
-    grn_world *w = scene_world("slump", 1, 2, kv);
-    settle(w);
-    grn_measurements m = sample(w);
-    const double front0 = m.value[GRN_M_FRONT];
-    act(w, "pull_dam");
-    double at8 = NAN;
-    for (int s = 1; s <= 40; s++) {
-      m = sample(w);
-      if (s == 32) {
-        at8 = m.value[GRN_M_FRONT];
-      }
+/* Normalised runout (L∞ − L0)/L0 of a planar column of aspect a = H0/L0 (Lube, Huppert, Sparks &
+ * Freundt 2005, Phys. Rev. E 72, 041301): 1.2·a for a ≤ 1.8, 1.9·a^(2/3) for a ≥ 2.8, joined by a
+ * power law through both ends; the same definition as slumpRunout() in web_client/js/theory.js. */
+static double slump_law(double a) {
+  const double lo = 1.8, hi = 2.8;
+  if (a <= lo) {
+    return 1.2 * a;
+  }
+  if (a >= hi) {
+    return 1.9 * pow(a, 2.0 / 3.0);
+  }
+  const double y0 = log(1.2 * lo), y1 = log(1.9 * pow(hi, 2.0 / 3.0));
+  return exp(y0 + (log(a) - log(lo)) / (log(hi) - log(lo)) * (y1 - y0));
+}
+
+/* One collapse at quality 2 (3000 grains, the scene's default): the runout (L∞ − L0)/L0 with L0
+ * the front before the pull, as the client plots it (theory.js); the column's aspect H0/L0 it
+ * settled to in *aspect_got. */
+static double collapse(const char *aspect, uint64_t seed, double *aspect_got) {
+  const char *kv[] = {"aspect", aspect, "quality", "2"};
+  grn_world *w = scene_world("slump", seed, 4, kv);
+  settle(w);
+  grn_measurements m = sample(w);
+  const double front0 = m.value[GRN_M_FRONT], top0 = m.value[GRN_M_TOP];
+  *aspect_got = top0 / front0;
+  act(w, "pull_dam");
+  double at8 = NAN;
+  for (int s = 1; s <= 40; s++) {
+    m = sample(w);
+    if (s == 32) {
+      at8 = m.value[GRN_M_FRONT];
     }
-    const double runout = m.value[GRN_M_FRONT] - front0;
-    printf("  aspect %s: front %.2f → %.2f m, runout %.2f m, %s\n", aspects[k], front0,
-           m.value[GRN_M_FRONT], runout, grn_state_name(m.state));
+  }
+  const double runout = m.value[GRN_M_FRONT] / front0 - 1.0;
+  printf("  aspect %s seed %d: column %.2f m long, %.2f m tall (aspect %.2f); front %.2f m; "
+         "runout %.3f\n",
+         aspect, (int)seed, front0, top0, *aspect_got, m.value[GRN_M_FRONT], runout);
+  char name[96];
+  snprintf(name, sizeof name, "front still from 8 s to 10 s after the pull (aspect %s), m", aspect);
+  /* the front is the farthest resting grain's edge: it may creep, but by far less than a grain */
+  CHECK_NEAR(name, m.value[GRN_M_FRONT], at8, 0.02);
+  grn_world_destroy(w);
+  return runout;
+}
+
+static void slump_runout(void) {
+  const char *aspects[] = {"0.5", "1", "1.5", "2", "3", "4"};
+  printf("slump runouts (L∞ − L0)/L0, 3000 grains, mean of 2 seeds, against Lube et al. 2005:\n");
+  for (size_t k = 0; k < sizeof aspects / sizeof aspects[0]; k++) {
+    const double a = atof(aspects[k]), law = slump_law(a);
+    double got[2], sum = 0.0;
+    for (int s = 0; s < 2; s++) {
+      sum += collapse(aspects[k], (uint64_t)s + 1, &got[s]);
+    }
+    const double runout = 0.5 * sum;
+    printf("  aspect %s: runout %.3f, law %.3f, ratio %.3f\n", aspects[k], runout, law,
+           runout / law);
     char name[96];
-    snprintf(name, sizeof name, "runout grows with the aspect ratio (%s), m", aspects[k]);
-    CHECK_RANGE(name, runout, last + 0.01, INFINITY);
-    snprintf(name, sizeof name, "front still from 8 s to 10 s after the pull (aspect %s), m",
-             aspects[k]);
-    CHECK_NEAR(name, m.value[GRN_M_FRONT], at8, 0.0);
-    snprintf(name, sizeof name, "asleep 10 s after the pull (aspect %s)", aspects[k]);
-    CHECK(name, m.state == GRN_STATE_ASLEEP);
-    last = runout;
-    grn_world_destroy(w);
+    /* the column settles under its own weight; the scene builds it for the asked aspect */
+    snprintf(name, sizeof name, "settled column's aspect H0/L0 (asked %s), ±10 %%", aspects[k]);
+    CHECK_RANGE(name, 0.5 * (got[0] + got[1]), 0.9 * a, 1.1 * a);
+    /* ±25 %: the issue's tolerance. The law fits experiments with ~1 mm grains in wide channels;
+     * here a deposit is a few 0.2 m grains thick and its front moves by a grain between seeds
+     * (5–15 % of the runout), and the law's prefactors differ by as much between experiments
+     * (Lube 2005; Lajeunesse 2005) */
+    snprintf(name, sizeof name, "runout (L∞ − L0)/L0 at aspect %s, law ±25 %%", aspects[k]);
+    CHECK_RANGE(name, runout, 0.75 * law, 1.25 * law);
   }
 }
 

@@ -5,6 +5,7 @@ import uPlot from 'uplot';
 import { api, download, fmt, showError } from './api.js';
 import { connect, CHAINS } from './stream.js';
 import { View } from './view.js';
+import { EXPERIMENTS, slumpRunout } from './theory.js';
 
 const id = decodeURIComponent(location.pathname.split('/')[2] || '');
 const fragment = new URLSearchParams(location.hash.slice(1));
@@ -49,9 +50,33 @@ function tick(v) {
   return Math.abs(v) < 1e-3 || Math.abs(v) >= 1e5 ? v.toExponential(1) : String(Number(v.toPrecision(4)));
 }
 
+// A slump's runout law on its front axis (issue 19): once the dam is pulled, a dashed line at the
+// final front the law predicts, L0·(1 + slumpRunout(aspect)), L0 being the front just before the
+// pull (as theory.js's liveY counts the runout) and the aspect the one the column was built with
+// (at the start or a reset). A page opened after the pull draws no line: it never saw L0.
+const runoutLaw = { key: EXPERIMENTS.slump.key, label: EXPERIMENTS.slump.lawLabel };
+let lastFront = null, builtAspect = null, predictedFront = null;
+
+function resetRunoutLaw() {
+  builtAspect = session && session.params ? session.params.aspect : null;
+  predictedFront = null;
+  document.body.dataset.plotLaw = '';
+}
+
+// The stream's events that move the line: the pull fixes it, a new run or a reset clears it.
+function plotEvent(msg) {
+  const type = msg.event === 'action' && msg.action ? msg.action.type : null;
+  if (msg.event === 'run_started' || type === 'reset') resetRunoutLaw();
+  if (type === 'pull_dam' && predictedFront === null && lastFront > 0 && builtAspect > 0) {
+    predictedFront = lastFront * (1 + slumpRunout(builtAspect));
+    document.body.dataset.plotLaw = predictedFront;
+  }
+}
+
 function setupPlots() {
   const box = $('plots');
   box.innerHTML = '';
+  resetRunoutLaw();
   plots = plotsOf(scene).map((p, i) => {
     const section = document.createElement('section');
     section.innerHTML = `<h2 class="plot-title">${p.title}</h2><div class="plot" id="plot-${i}"></div>`;
@@ -59,20 +84,25 @@ function setupPlots() {
     const div = section.querySelector('.plot');
     const scales = [...new Set(p.series.map((s) => s.scale || 'y'))];
     const series = [{ label: 't, s' }, ...p.series.map((s) => ({ label: s.label, stroke: s.stroke, width: 2, dash: s.dash, scale: s.scale || 'y' }))];
+    const front = scene.name === 'slump' ? p.series.find((s) => s.key === runoutLaw.key) : null;
+    if (front) series.push({ label: runoutLaw.label, stroke: front.stroke, width: 1.5, dash: [6, 4], scale: front.scale || 'y' });
     const values = (u, splits) => splits.map(tick);
     const axes = [{ label: 't, s' }, ...scales.map((sc, k) => (k === 0 ? { scale: sc, values, size: 56 }
       : { scale: sc, values, size: 56, side: 1, grid: { show: false } }))];
-    const data = [[], ...p.series.map(() => [])];
+    const data = series.map(() => []);
     const uplot = new uPlot({ width: div.clientWidth || 330, height: 180, series, axes, scales: { x: { time: false } } }, data, div);
-    return { keys: p.series.map((s) => s.key), data, uplot, div };
+    // law: the data column of the law's line, after the measurements' (none: no line)
+    return { keys: p.series.map((s) => s.key), data, uplot, div, law: front ? p.series.length + 1 : 0 };
   });
   document.body.dataset.plots = plots.map((p) => p.keys.join(',')).join(';');
 }
 
 function addSample(msg) {
+  if (Number.isFinite(msg.values[runoutLaw.key])) lastFront = msg.values[runoutLaw.key];
   for (const p of plots) {
     p.data[0].push(msg.t);
     p.keys.forEach((k, i) => p.data[i + 1].push(Number.isFinite(msg.values[k]) ? msg.values[k] : null));
+    if (p.law) p.data[p.law].push(predictedFront);
     if (p.data[0].length > 2400) for (const a of p.data) a.shift();
     p.uplot.setData(p.data);
     // for tests and scripting: which series have data, how many points, the newest values
@@ -297,6 +327,7 @@ async function start() {
     onText(msg) {
       if (msg.type === 'measurements') { showMeasurements(msg.values, msg.state); addSample(msg); }
       if (msg.type === 'event') {
+        plotEvent(msg);
         if (msg.event === 'jam') message('The silo has jammed: an arch of grains blocks the hole.');
         else if (msg.event === 'done' && msg.state === 'drained') message('The silo has drained.');
         else if (msg.event === 'run_started' && msg.scene !== scene.name) location.reload(); // another scene: its own page
