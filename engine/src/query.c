@@ -60,6 +60,20 @@ void grn_world_height_map(const grn_world *w, grn_height_map *out) {
   out->top = w->hmap;
 }
 
+int grn_world_resting(const grn_world *w) {
+  int resting = 0;
+  for (int i = 0; i < w->n; i++) {
+    if ((w->flags[i] & (GRN_F_ALIVE | GRN_F_FIXED)) != GRN_F_ALIVE) {
+      continue;
+    }
+    const grn_vec3 v = w->vel[i], o = w->spin[i];
+    const double r2 = w->rad[i] * w->rad[i], lim2 = GRN_VREST * GRN_VREST;
+    resting +=
+        v.x * v.x + v.y * v.y + v.z * v.z < lim2 && (o.x * o.x + o.y * o.y + o.z * o.z) * r2 < lim2;
+  }
+  return resting;
+}
+
 void grn_world_get_stats(const grn_world *w, grn_world_stats *out) {
   out->alive = w->alive;
   out->pairs = w->m;
@@ -68,16 +82,6 @@ void grn_world_get_stats(const grn_world *w, grn_world_stats *out) {
   out->refreshes = w->refreshes;
   out->near_pairs = w->near_valid ? w->nm : 0;
   out->max_speed = w->vmax;
-  out->resting = 0;
-  for (int i = 0; i < w->n; i++) {
-    if ((w->flags[i] & (GRN_F_ALIVE | GRN_F_FIXED)) != GRN_F_ALIVE) {
-      continue;
-    }
-    const grn_vec3 v = w->vel[i], o = w->spin[i];
-    const double r2 = w->rad[i] * w->rad[i], lim2 = GRN_VREST * GRN_VREST;
-    out->resting +=
-        v.x * v.x + v.y * v.y + v.z * v.z < lim2 && (o.x * o.x + o.y * o.y + o.z * o.z) * r2 < lim2;
-  }
   out->over_max = w->over_max;
   out->bytes_live = w->bytes_live;
   out->substeps = 1;

@@ -37,6 +37,10 @@ struct grn_scene {
   void (*geometry)(const grn_world *w, grn_geometry *out);
 };
 
+static inline uint64_t grn__sample_steps(const grn_scene *s) {
+  return s->sample_steps > 0 ? (uint64_t)s->sample_steps : GRN_SAMPLE_STEPS;
+}
+
 /* Bounds on what a saved state may hold (issue 16): restore refuses a state beyond them, so every
  * state it accepts steps safely. Nothing a scene builds comes near them: the largest scene (a pour
  * of GRN_MAX_GRAINS) spans 66 m, the water tanks a few metres, bodies start within a few units of

@@ -414,7 +414,7 @@ int grn_world_step(grn_world *w, int steps) {
     if (w->impl->script && (w->fill == GRN_FILL_SCENE || w->impl->bed_script)) {
       w->impl->script(w);
     }
-    if (w->steps % (uint64_t)grn_scene_sample_steps(&w->impl->info) == 0) {
+    if (w->steps % grn__sample_steps(w->impl) == 0) {
       grn__measure(w);
     }
   }

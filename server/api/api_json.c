@@ -127,10 +127,12 @@ json_t *api_scenes_json(void) {
         json_array_append_new(meas, json_string(grn_measure_name((grn_measure_key)k)));
       }
     }
-    json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "name", sc->name,
-                                       "model", grn_model_name(sc->model), "description",
-                                       sc->description, "params", params, "actions", actions,
-                                       "measurements", meas, "plots", plots_json(sc)));
+    const int every = grn_scene_sample_steps(sc);
+    json_array_append_new(
+        a, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:i, s:f}", "name", sc->name, "model",
+                     grn_model_name(sc->model), "description", sc->description, "params", params,
+                     "actions", actions, "measurements", meas, "plots", plots_json(sc),
+                     "sample_steps", every, "sample_seconds", every * GRN_STEP_SECONDS));
   }
   json_t *actions = json_array(), *measures = json_array();
   for (int k = 0; k < GRN_ACTION_COUNT; k++) {
@@ -150,9 +152,8 @@ json_t *api_scenes_json(void) {
     json_array_append_new(models, json_pack("{s:s, s:s, s:b, s:b}", "name", m->name, "particles",
                                             m->particles, "settles", m->settles, "si", m->si));
   }
-  return json_pack("{s:o, s:o, s:o, s:o, s:f, s:i}", "scenes", a, "models", models, "actions",
-                   actions, "measurements", measures, "step_seconds", GRN_STEP_SECONDS,
-                   "sample_steps", GRN_SAMPLE_STEPS);
+  return json_pack("{s:o, s:o, s:o, s:o, s:f}", "scenes", a, "models", models, "actions", actions,
+                   "measurements", measures, "step_seconds", GRN_STEP_SECONDS);
 }
 
 int api_read_action(const json_t *body, api_action *out, api_error *err) {

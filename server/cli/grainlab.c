@@ -296,9 +296,10 @@ static int compare_actions(const void *a, const void *b) {
 }
 
 /* Steps a world along a timeline to its end, applying each event as it falls due; with
- * `samples`, prints the measurements every GRN_SAMPLE_STEPS steps of the world. The timeline
- * counts the steps taken here: a reset restarts the world's clock, not the run's. */
-static int play(grn_world *w, timeline *tl, bool samples) {
+ * `samples` (the scene's interval, grn_scene_sample_steps; 0: none), prints the measurements at
+ * every sample of the world. The timeline counts the steps taken here: a reset restarts the
+ * world's clock, not the run's. */
+static int play(grn_world *w, timeline *tl, uint64_t samples) {
   grn_error e;
   for (uint64_t now = grn_world_step_count(w);;) {
     const timeline_event *ev;
@@ -312,14 +313,14 @@ static int play(grn_world *w, timeline *tl, bool samples) {
       return 0;
     }
     const uint64_t at = grn_world_step_count(w);
-    const uint64_t want = samples ? GRN_SAMPLE_STEPS - at % GRN_SAMPLE_STEPS : INT_MAX;
+    const uint64_t want = samples ? samples - at % samples : INT_MAX;
     const uint64_t k = timeline_room(tl, now, want);
     now += k;
     if (grn_world_step(w, (int)k) != GRN_OK) {
       fprintf(stderr, "grainlab: error: out of memory at t = %g s\n", grn_world_time(w));
       return 1;
     }
-    if (samples && grn_world_step_count(w) % GRN_SAMPLE_STEPS == 0) {
+    if (samples && grn_world_step_count(w) % samples == 0) {
       grn_measurements m;
       grn_world_measurements(w, &m);
       print_measurements(&m);
@@ -422,7 +423,7 @@ static int cmd_run(int argc, char **argv) {
       return 1;
     }
   }
-  rc = play(w, &tl, true);
+  rc = play(w, &tl, (uint64_t)grn_scene_sample_steps(o.def.scene));
   timeline_free(&tl);
   if (rc != 0) {
     drop_snapshot(&o, snap);
@@ -526,7 +527,7 @@ static int cmd_bench(int argc, char **argv) {
     }
     grn_world_stats now;
     grn_world_get_stats(w, &now);
-    resting += now.alive > 0 ? (double)now.resting / now.alive : 0.0;
+    resting += now.alive > 0 ? (double)grn_world_resting(w) / now.alive : 0.0;
     looks++;
   }
   const double dt = now_seconds() - t1;
@@ -593,7 +594,7 @@ static int cmd_replay(int argc, char **argv) {
     store_replay_free(&r);
     return engine_error(&e);
   }
-  const int rc = play(w, &r.events, false);
+  const int rc = play(w, &r.events, 0);
   if (rc != 0) {
     grn_world_destroy(w);
     store_replay_free(&r);

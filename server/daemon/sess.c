@@ -498,7 +498,7 @@ static int replay_to_end(worker_client *wc, store_replay *rp, int64_t run, int f
       break;
     }
     const uint64_t k = timeline_room(&rp->events, now, chunk);
-    if (worker_call_step(wc, (int)k, false, replay_timeout(def, (int)k), &res) !=
+    if (worker_call_step(wc, (int)k, false, replay_timeout(def, (int)k), NULL, &res) !=
         WORKER_REPLY_STATUS) {
       api_fail(err, 500, "replay_failed", "", "the replay's worker ended: %s", wc->reason);
       return -1;
@@ -626,6 +626,7 @@ session *sess_find(sess_registry *r, const char *id) {
 
 static void destroy(session *s) {
   sess__free_script(s->script);
+  worker_samples_free(&s->samples);
   chan_destroy(&s->ch);
   if (s->cancel_fd >= 0) {
     close(s->cancel_fd);

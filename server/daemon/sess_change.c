@@ -246,11 +246,12 @@ static int step(session *s, const api_action *p, sess_error *err) {
     worker_result r;
     pthread_mutex_unlock(&s->lock);
     /* a paused session's state, digest and all, as each call leaves it */
-    const int type = worker_call_step(&s->wc, want, true, timeout, &r);
+    const int type = worker_call_step(&s->wc, want, true, timeout, &s->samples, &r);
     pthread_mutex_lock(&s->lock);
     if ((rc = sess__reply(s, type, &r, false, err)) != 0) {
       break;
     }
+    sess__samples(s);
     done += want;
     s->stepping = (int)n - done;
     s->dirty = true;

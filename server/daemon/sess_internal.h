@@ -53,6 +53,7 @@ struct session {
   uint64_t run_id;
   worker_client wc;
   worker_status last;
+  worker_samples samples; /* those the last step call brought (wlock), published after it */
   bool stop;
   pthread_t thread;
   bool has_thread;
@@ -105,6 +106,9 @@ void sess__close_run(session *s, const char *reason);
 /* The worker ended: the session fails with its reason, and its run closes as failed. */
 void sess__failed(session *s);
 void sess__publish(session *s, bool samples);
+/* The samples the last step call brought (s->samples), each streamed and recorded in order; under
+ * both locks, right after the call. */
+void sess__samples(session *s);
 
 /* sess_pace.c */
 double sess__now(void);

@@ -178,13 +178,14 @@ static void step_tick(session *s, int k) {
     pthread_mutex_unlock(&s->lock);
     /* no digest: a pass over every grain at each call was 6 % of a class's time; it is asked for
      * where it is shown or recorded (paused, ended: sess__fresh_digest) */
-    const int type = worker_call_step(&s->wc, n, false, timeout, &r);
+    const int type = worker_call_step(&s->wc, n, false, timeout, &s->samples, &r);
     pthread_mutex_lock(&s->lock);
     if (type != WORKER_REPLY_STATUS) {
       sess__failed(s);
       return;
     }
     s->last = r.status;
+    sess__samples(s);
     if (s->state == SESS_RUNNING || s->state == SESS_ASLEEP) { /* not paused meanwhile */
       s->state = r.status.asleep ? SESS_ASLEEP : SESS_RUNNING;
     }

@@ -90,9 +90,11 @@ void sess__run_started(session *s) {
                     grn_world_def_grains(&s->def), s->in_class ? s->link.class_id : NULL,
                     s->in_class ? s->link.group : NULL);
   }
-  json_t *detail = json_pack("{s:s, s:o, s:I, s:i}", "scene", s->def.scene->name, "params",
-                             api_params_json(&s->def), "seed", (json_int_t)s->def.seed, "grains",
-                             grn_world_def_grains(&s->def));
+  const int every = grn_scene_sample_steps(s->def.scene);
+  json_t *detail = json_pack("{s:s, s:o, s:I, s:i, s:i, s:f}", "scene", s->def.scene->name,
+                             "params", api_params_json(&s->def), "seed", (json_int_t)s->def.seed,
+                             "grains", grn_world_def_grains(&s->def), "sample_steps", every,
+                             "sample_seconds", every * GRN_STEP_SECONDS);
   if (s->script) {
     json_object_set_new(detail, s->script->fast ? "fork_of" : "replay_of",
                         json_integer(s->script->source));
@@ -118,30 +120,50 @@ void sess__failed(session *s) {
   sess__close_run(s, "failed");
 }
 
-/* The measurements at every new sample of the engine's (every GRN_SAMPLE_STEPS steps), streamed
- * and recorded, and the changes of the measured state as events. */
+/* One new sample of the engine's (every grn_scene_sample_steps of simulated time), streamed and
+ * recorded once: the same sample seen again (the status after the step call that brought it, a
+ * frame's) is not. */
+static void publish_sample(session *s, const grn_measurements *m, int alive) {
+  const double sample_t = m->value[GRN_M_T];
+  if (!isfinite(sample_t) || sample_t == s->sample_mark) {
+    return;
+  }
+  s->sample_mark = sample_t;
+  const uint64_t sample_steps = (uint64_t)llround(sample_t / GRN_STEP_SECONDS);
+  if (s->reg->st && s->run_open) {
+    store_sample(s->reg->st, (int64_t)s->run_id, sample_steps, sample_t, m);
+  }
+  if (m->state == GRN_STATE_FLOWING && isfinite(m->value[GRN_M_FLOW])) {
+    s->flow_sum += m->value[GRN_M_FLOW];
+    s->flow_n++;
+  }
+  json_t *line = json_array();
+  for (int i = 0; i < 4; i++) {
+    json_array_append_new(line, number_or_null(m->line[i]));
+  }
+  sess__stream_text(s, json_pack("{s:s, s:f, s:I, s:s, s:f, s:i, s:o, s:o}", "type", "measurements",
+                                 "t", sample_t, "steps", (json_int_t)sample_steps, "state",
+                                 grn_state_name(m->state), "rt_factor", s->rt_factor, "alive",
+                                 alive, "values", api_measurements_json(m), "line", line));
+}
+
+void sess__samples(session *s) {
+  for (int i = 0; i < s->samples.n; i++) {
+    publish_sample(s, &s->samples.at[i].meas, s->samples.at[i].alive);
+  }
+  if (s->samples.lost > 0) {
+    log_msg(LOG_WARN, "samples_lost", "session=%s: %d samples not kept (out of memory)", s->id,
+            s->samples.lost);
+  }
+  s->samples.n = 0;
+  s->samples.lost = 0;
+}
+
+/* The latest sample (one a step call did not bring: after a reset, a scene switch), and the
+ * changes of the measured state as events. */
 void sess__publish(session *s, bool samples) {
-  /* a new sample of the engine's (every 0.25 s of simulated time): streamed and recorded */
-  const double sample_t = s->last.meas.value[GRN_M_T];
-  if (samples && isfinite(sample_t) && sample_t != s->sample_mark) {
-    s->sample_mark = sample_t;
-    const uint64_t sample_steps = (uint64_t)llround(sample_t / GRN_STEP_SECONDS);
-    if (s->reg->st && s->run_open) {
-      store_sample(s->reg->st, (int64_t)s->run_id, sample_steps, sample_t, &s->last.meas);
-    }
-    if (s->last.meas.state == GRN_STATE_FLOWING && isfinite(s->last.meas.value[GRN_M_FLOW])) {
-      s->flow_sum += s->last.meas.value[GRN_M_FLOW];
-      s->flow_n++;
-    }
-    json_t *line = json_array();
-    for (int i = 0; i < 4; i++) {
-      json_array_append_new(line, number_or_null(s->last.meas.line[i]));
-    }
-    sess__stream_text(s, json_pack("{s:s, s:f, s:I, s:s, s:f, s:i, s:o, s:o}", "type",
-                                   "measurements", "t", sample_t, "steps", (json_int_t)sample_steps,
-                                   "state", grn_state_name(s->last.meas.state), "rt_factor",
-                                   s->rt_factor, "alive", (int)s->last.alive, "values",
-                                   api_measurements_json(&s->last.meas), "line", line));
+  if (samples) {
+    publish_sample(s, &s->last.meas, (int)s->last.alive);
   }
   if (s->last.meas.state != s->shown_state) {
     s->shown_state = s->last.meas.state;

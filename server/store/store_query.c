@@ -170,7 +170,8 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
   add(&sql, "SELECT r.id, r.session_id, r.label, r.scene, r.seed, r.grains, r.engine_version, "
             "r.params, r.started_at, r.ended_at, r.end_reason, r.end_steps, r.end_t, r.digest, "
             "(SELECT json_group_object(name, value) FROM run_results WHERE run_id = r.id), "
-            "r.events_dropped, r.samples_dropped, r.class_id, r.group_name FROM runs r");
+            "r.events_dropped, r.samples_dropped, r.class_id, r.group_name, r.sample_steps "
+            "FROM runs r");
   add(&sql, where.text);
   add(&sql, order.text);
   add(&sql, " LIMIT ? OFFSET ?");
@@ -234,7 +235,8 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
                                        "events_dropped",
                                        "samples_dropped",
                                        "class",
-                                       "group"};
+                                       "group",
+                                       "sample_steps"};
     for (int k = 0; k < (int)(sizeof cols / sizeof cols[0]); k++) {
       if (k == 7 || k == 14) { /* JSON columns */
         const char *text = (const char *)sqlite3_column_text(q, k);
@@ -335,7 +337,7 @@ store_status store_get_run(store *st, int64_t id, const store_access *a,
                          "SELECT id, session_id, label, scene, seed, grains, engine_version, "
                          "params, started_at, ended_at, end_reason, end_steps, end_t, digest, "
                          "events_dropped, samples_dropped, class_id AS class, group_name AS "
-                         "\"group\", "
+                         "\"group\", sample_steps, "
                          "(SELECT count(*) FROM samples WHERE run_id = runs.id) AS samples, "
                          "(SELECT count(*) FROM events WHERE run_id = runs.id) AS events_total "
                          "FROM runs WHERE id = ?",
@@ -411,11 +413,13 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
   }
   sqlite3_stmt *q = NULL;
   const grn_scene_info *scene = NULL;
-  if (sqlite3_prepare_v2(rd->db, "SELECT scene FROM runs WHERE id = ?", -1, &q, NULL) ==
-      SQLITE_OK) {
+  json_int_t every = GRN_SAMPLE_STEPS;
+  if (sqlite3_prepare_v2(rd->db, "SELECT scene, sample_steps FROM runs WHERE id = ?", -1, &q,
+                         NULL) == SQLITE_OK) {
     sqlite3_bind_int64(q, 1, id);
     if (sqlite3_step(q) == SQLITE_ROW) {
       scene = grn_scene_find((const char *)sqlite3_column_text(q, 0));
+      every = sqlite3_column_int64(q, 1);
     }
   }
   sqlite3_finalize(q);
@@ -486,8 +490,9 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
     for (int c = 0; c < nc; c++) {
       json_array_append_new(names, json_string(grn_measure_name((grn_measure_key)cols[c])));
     }
-    json_t *doc =
-        json_pack("{s:I, s:o, s:o}", "run_id", (json_int_t)id, "columns", names, "rows", rows);
+    json_t *doc = json_pack("{s:I, s:I, s:f, s:o, s:o}", "run_id", (json_int_t)id, "sample_steps",
+                            every, "sample_seconds", (double)every * GRN_STEP_SECONDS, "columns",
+                            names, "rows", rows);
     char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(doc);
     fputs(text ? text : "{}", f);

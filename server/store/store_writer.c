@@ -252,6 +252,7 @@ static int write_job(store *st, writer_stmts *w, job *j) {
     sqlite3_bind_double(w->run, 9, j->at);
     bind_json(w->run, 10, json_object_get(j->j, "class"));
     bind_json(w->run, 11, json_object_get(j->j, "group"));
+    sqlite3_bind_int64(w->run, 12, json_integer_value(json_object_get(j->j, "sample_steps")));
     rc = run_stmt(st, w->run);
     const char *name;
     json_t *v;
@@ -363,7 +364,8 @@ static void *writer(void *arg) {
       {&w.session_end, "UPDATE sessions SET ended_at = ? WHERE id = ?"},
       {&w.run,
        "INSERT INTO runs (id, session_id, label, scene, seed, grains, engine_version, "
-       "params, started_at, class_id, group_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+       "params, started_at, class_id, group_name, sample_steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+       "?, ?, ?, ?)"},
       {&w.param, "INSERT OR REPLACE INTO run_params (run_id, name, value) VALUES (?, ?, ?)"},
       {&w.event,
        "INSERT INTO events (run_id, steps, t, at, kind, detail) VALUES (?, ?, ?, ?, ?, ?)"},
@@ -542,8 +544,8 @@ void store_run_start(store *st, int64_t run, const char *session_id, const char 
     json_object_set_new(params, def->scene->param_info[i].name,
                         json_real(def->param[def->scene->params[i]]));
   }
-  j->j = json_pack("{s:s, s:I, s:o}", "scene", def->scene->name, "seed", (json_int_t)def->seed,
-                   "params", params);
+  j->j = json_pack("{s:s, s:I, s:o, s:i}", "scene", def->scene->name, "seed", (json_int_t)def->seed,
+                   "params", params, "sample_steps", grn_scene_sample_steps(def->scene));
   if (class_id && group) {
     json_object_set_new(j->j, "class", json_string(class_id));
     json_object_set_new(j->j, "group", json_string(group));

@@ -60,6 +60,19 @@ static int send_piece(void *ctx, const char *data, size_t len) {
   return 0;
 }
 
+static void send_sample(const grn_world *w) {
+  worker_sample r;
+  memset(&r, 0, sizeof r);
+  r.h.type = WORKER_REPLY_SAMPLE;
+  r.h.size = sizeof r;
+  r.steps = grn_world_step_count(w);
+  grn_world_stats st;
+  grn_world_get_stats(w, &st);
+  r.alive = st.alive;
+  grn_world_measurements(w, &r.meas);
+  send_msg(&r, sizeof r);
+}
+
 static void send_status(const grn_world *w, bool fresh) {
   worker_status r;
   memset(&r, 0, sizeof r);
@@ -300,8 +313,18 @@ int main(void) {
       if (s.steps < 0 || s.steps > WORKER_MAX_STEPS) {
         return WORKER_EXIT_PROTOCOL;
       }
-      if (grn_world_step(w, s.steps) != GRN_OK) {
-        return WORKER_EXIT_NOMEM;
+      /* in pieces that end at each sample, which is sent as it is taken */
+      const uint64_t every = (uint64_t)grn_scene_sample_steps(scene);
+      for (int left = s.steps; left > 0;) {
+        const uint64_t to_sample = every - grn_world_step_count(w) % every;
+        const int k = to_sample < (uint64_t)left ? (int)to_sample : left;
+        if (grn_world_step(w, k) != GRN_OK) {
+          return WORKER_EXIT_NOMEM;
+        }
+        left -= k;
+        if (grn_world_step_count(w) % every == 0) {
+          send_sample(w);
+        }
       }
       send_status(w, s.digest != 0);
       break;

@@ -93,9 +93,10 @@ static int64_t now_ms(void) {
 }
 
 /* Receive one message within the deadline; -1 on end, timeout or a malformed reply. */
-/* One reply, by `deadline` (ms, now_ms's clock); a worker_data piece is one only when `data`. */
+/* One reply, by `deadline` (ms, now_ms's clock): a status or an error, or one of the `extra` kind
+ * the command asked for (WORKER_REPLY_DATA, WORKER_REPLY_SAMPLE; 0: none). */
 static int receive_by(worker_client *wc, void *reply, size_t reply_size, int64_t deadline,
-                      bool data) {
+                      uint32_t extra) {
   for (;;) {
     const int64_t left = deadline - now_ms();
     struct pollfd p[2] = {{wc->fd, POLLIN, 0}, {wc->cancel_fd, POLLIN, 0}};
@@ -125,8 +126,8 @@ static int receive_by(worker_client *wc, void *reply, size_t reply_size, int64_t
     memcpy(&h, reply, sizeof h);
     if (h.size != (size_t)n || (h.type == WORKER_REPLY_STATUS && h.size != sizeof(worker_status)) ||
         (h.type == WORKER_REPLY_ERROR && h.size != sizeof(worker_error)) ||
-        (h.type != WORKER_REPLY_STATUS && h.type != WORKER_REPLY_ERROR &&
-         !(data && h.type == WORKER_REPLY_DATA))) {
+        (h.type == WORKER_REPLY_SAMPLE && h.size != sizeof(worker_sample)) ||
+        (h.type != WORKER_REPLY_STATUS && h.type != WORKER_REPLY_ERROR && h.type != extra)) {
       finish(wc, "worker sent a malformed reply");
       return -1;
     }
@@ -135,7 +136,7 @@ static int receive_by(worker_client *wc, void *reply, size_t reply_size, int64_t
 }
 
 static int receive(worker_client *wc, void *reply, size_t reply_size, int timeout_ms) {
-  return receive_by(wc, reply, reply_size, now_ms() + timeout_ms, false);
+  return receive_by(wc, reply, reply_size, now_ms() + timeout_ms, 0);
 }
 
 /* A worker's text is outside input (a compromised worker sends any bytes): end it within its
@@ -284,10 +285,63 @@ static int typed_call(worker_client *wc, const void *cmd, size_t size, int timeo
   return out->type;
 }
 
+void worker_samples_free(worker_samples *s) {
+  free(s->at);
+  *s = (worker_samples){0};
+}
+
 int worker_call_step(worker_client *wc, int steps, bool digest, int timeout_ms,
-                     worker_result *out) {
+                     worker_samples *samples, worker_result *out) {
+  memset(out, 0, sizeof *out);
+  if (samples) {
+    samples->n = 0;
+    samples->lost = 0;
+  }
+  if (wc->ended) {
+    out->type = -1;
+    return -1;
+  }
   const worker_step cmd = {{WORKER_CMD_STEP, sizeof cmd}, steps, digest ? 1 : 0};
-  return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
+  const int64_t deadline = now_ms() + timeout_ms;
+  /* a send that fails finds out why in the receive */
+  (void)send(wc->fd, &cmd, sizeof cmd, MSG_NOSIGNAL);
+  union {
+    worker_status st;
+    worker_error er;
+    worker_sample sm;
+  } reply;
+  int type, taken = 0;
+  while ((type = receive_by(wc, &reply, sizeof reply, deadline, WORKER_REPLY_SAMPLE)) ==
+         WORKER_REPLY_SAMPLE) {
+    /* the engine samples once in a step at most: more is a broken or hostile worker */
+    if (++taken > steps) {
+      finish(wc, "worker sent more samples than it took steps");
+      type = -1;
+      break;
+    }
+    if (!samples) {
+      continue;
+    }
+    if (samples->n == samples->cap) {
+      const int cap = samples->cap ? 2 * samples->cap : 16;
+      worker_sample *more = realloc(samples->at, sizeof *more * (size_t)cap);
+      if (!more) {
+        samples->lost++;
+        continue;
+      }
+      samples->at = more;
+      samples->cap = cap;
+    }
+    samples->at[samples->n++] = reply.sm;
+  }
+  out->type = type;
+  if (type == WORKER_REPLY_STATUS) {
+    out->status = reply.st;
+  } else if (type == WORKER_REPLY_ERROR) {
+    out->error = reply.er.error;
+    own_text(&out->error);
+  }
+  return type;
 }
 
 int worker_call_act(worker_client *wc, const grn_action *action, int timeout_ms,
@@ -344,7 +398,8 @@ int worker_call_snapshot(worker_client *wc, int format, size_t cap, int timeout_
   char *all = NULL;
   size_t have = 0, room = 0;
   int type;
-  while ((type = receive_by(wc, piece, sizeof *piece, deadline, true)) == WORKER_REPLY_DATA) {
+  while ((type = receive_by(wc, piece, sizeof *piece, deadline, WORKER_REPLY_DATA)) ==
+         WORKER_REPLY_DATA) {
     const size_t n = piece->h.size - sizeof piece->h;
     if (have + n > cap) {
       /* only a broken or hostile worker sends more than any world of its size could */

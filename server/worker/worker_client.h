@@ -45,9 +45,19 @@ typedef struct worker_result {
   grn_error error;
 } worker_result;
 
+/* The samples a step command brought, in order (the caller's; each call empties it first). */
+typedef struct worker_samples {
+  worker_sample *at;
+  int n, cap;
+  int lost; /* not kept: no memory for them */
+} worker_samples;
+void worker_samples_free(worker_samples *s);
+
 /* One command each, with its reply in `out`; each returns out->type. */
-/* digest: the reply's digest must be of the state after these steps (worker_proto.h) */
-int worker_call_step(worker_client *wc, int steps, bool digest, int timeout_ms, worker_result *out);
+/* digest: the reply's digest must be of the state after these steps (worker_proto.h); samples:
+ * where the samples taken on the way go (NULL: read and dropped). */
+int worker_call_step(worker_client *wc, int steps, bool digest, int timeout_ms,
+                     worker_samples *samples, worker_result *out);
 int worker_call_act(worker_client *wc, const grn_action *action, int timeout_ms,
                     worker_result *out);
 int worker_call_set(worker_client *wc, grn_param_id param, double value, int timeout_ms,

@@ -8,8 +8,8 @@
 
 #include <stdint.h>
 
-#define WORKER_PROTO_VERSION                                                                       \
-  4u /* 2: parameters are set by id; 3: the digest on demand; 4: snapshots */
+/* 2: parameters are set by id; 3: the digest on demand; 4: snapshots; 5: every sample of a step */
+#define WORKER_PROTO_VERSION 5u
 #define WORKER_MAX_MESSAGE 65536
 /* The most steps one step command may ask for: a minute of simulated time. */
 #define WORKER_MAX_STEPS ((int)(60.0 / GRN_STEP_SECONDS + 0.5))
@@ -26,7 +26,7 @@ enum {
 
 typedef enum worker_cmd {
   WORKER_CMD_CREATE = 1, /* worker_create → worker_status */
-  WORKER_CMD_STEP,       /* worker_step → worker_status */
+  WORKER_CMD_STEP,       /* worker_step → a worker_sample per sample taken, then worker_status */
   WORKER_CMD_ACT,        /* grn_action → worker_status or worker_error */
   WORKER_CMD_SET,        /* worker_set → worker_status or worker_error */
   WORKER_CMD_STATUS,     /* nothing → worker_status */
@@ -43,7 +43,8 @@ typedef enum worker_cmd {
 typedef enum worker_reply {
   WORKER_REPLY_STATUS = 1,
   WORKER_REPLY_ERROR,
-  WORKER_REPLY_DATA
+  WORKER_REPLY_DATA,
+  WORKER_REPLY_SAMPLE
 } worker_reply;
 
 typedef struct worker_header {
@@ -94,6 +95,17 @@ typedef struct worker_data {
   worker_header h;
   char bytes[WORKER_MAX_MESSAGE - sizeof(worker_header)];
 } worker_data;
+
+/* A measurement sample the engine took during a step command (every grn_scene_sample_steps of
+ * the world's steps), sent as it is taken: a call of many steps (a late tick, `step n`, a fork's
+ * fast-forward) loses none of them. */
+typedef struct worker_sample {
+  worker_header h;
+  uint64_t steps;
+  int32_t alive;
+  int32_t pad;
+  grn_measurements meas;
+} worker_sample;
 
 typedef struct worker_act {
   worker_header h;

@@ -214,6 +214,11 @@ try {
       return n.length === plots.split(';').length && n.every((k) => k >= 4) ? n : null;
     }, 90000).catch(() => null);
     ok(`${scene}: every plot gathers samples`, !!points, `${points}`);
+    // each scene's own sample interval reaches the plot (issue 19): a dam break at 60 Hz
+    const every = (await (await fetch(`${base}/api/scenes`)).json()).scenes.find((c) => c.name === scene).sample_seconds;
+    const dt = Number(await mp.evaluate(() => document.body.dataset.plotDt));
+    ok(`${scene}: plotted every ${every.toPrecision(3)} s of simulated time, as the catalogue says`,
+       Math.abs(dt - every) < 1e-9 && (scene !== 'dambreak' || every <= 1 / 60 + 1e-12), `${dt} s apart`);
     await until(`${scene}: frames`, async () => Number(await mp.evaluate(() => document.body.dataset.frames || 0)) > 10, 60000);
     const framed = await mp.evaluate(() => window.grainlabView.framed);
     ok(`${scene}: the camera was aimed at the particles`, framed === true);

@@ -58,7 +58,7 @@ static void coulomb(double coh) {
     w->steps++;
     w->t = (double)w->steps * GRN_H;
     w->impl->script(w);
-    if (w->steps % (uint64_t)grn_scene_sample_steps(&w->impl->info) == 0) {
+    if (w->steps % grn__sample_steps(w->impl) == 0) {
       w->impl->measure(w);
     }
   }

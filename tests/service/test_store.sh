@@ -260,6 +260,22 @@ for p in "/api/runs/0" "/api/runs/999999" "/api/runs/abc" "/api/runs/1/nothing" 
   get "$p"
   [ "$code" = 404 ] && ok "GET $p: 404" || bad "GET $p: $code"
 done
+# a granular world's `step n` goes to the worker in calls of ~80 steps (its cost budget), some of
+# which span two samples: every one is recorded, none only the last of its call
+curl -s -X POST "$base/api/sessions" -H 'Content-Type: application/json' --data-binary '{"scene":"pour","params":{"amount":10}}' >"$tmp/stepper"
+G=$(j 'd["id"]' <"$tmp/stepper") GT=$(j 'd["control_token"]' <"$tmp/stepper") GR=$(j 'd["run_id"]' <"$tmp/stepper")
+curl -s -o /dev/null -X POST "$base/api/sessions/$G/actions" -H "$(auth "$GT")" -H 'Content-Type: application/json' --data-binary '{"type":"pause"}'
+curl -s -o /dev/null -X POST "$base/api/sessions/$G/actions" -H "$(auth "$GT")" -H 'Content-Type: application/json' --data-binary '{"type":"step","n":1200}'
+curl -s -o /dev/null -X DELETE "$base/api/sessions/$G" -H "$(auth "$GT")"
+get "/api/runs/$GR/samples"
+echo "$body" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+steps = [r[1] for r in d["rows"]]
+gaps = [(a, b) for a, b in zip(steps, steps[1:]) if b - a != d["sample_steps"]]
+assert d["sample_steps"] == 60 and steps[-1] >= 1200 and not gaps, (d["sample_steps"], steps[-3:], gaps[:3])
+' && ok "a paused step of 1200 steps records each of its $(echo "$body" | j 'len(d["rows"])') samples (every 60 steps, no gap)" ||
+  bad "step 1200 samples: ${body:0:300}"
 get "/api/runs/$RA/samples?format=xml"
 [ "$code" = 400 ] && ok "samples?format=xml: 400" || bad "format=xml: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$base/api/runs/$RA")
@@ -296,6 +312,10 @@ while IFS='|' read -r scene params live lval fixed fval restart cols; do
     [ "$before" = "$after" ] && ok "$scene: '$fixed' is refused live (409 needs_restart) and nothing changed" ||
     bad "$scene: PATCH $fixed: $code $(cat "$tmp/body"); before $before after $after"
   poll "$M" 60 'd["t"] >= 2.0' || bad "$scene: the session did not reach t = 2 s"
+  # one call of many samples (a paused `step n` of 10 intervals): each of them is recorded
+  curl -s -o /dev/null -X POST "$base/api/sessions/$M/actions" -H "$(auth "$MT")" -H 'Content-Type: application/json' --data-binary '{"type":"pause"}'
+  every=$(curl -s "$base/api/scenes" | j "[s['sample_steps'] for s in d['scenes'] if s['name'] == '$scene'][0]")
+  curl -s -o /dev/null -X POST "$base/api/sessions/$M/actions" -H "$(auth "$MT")" -H 'Content-Type: application/json' --data-binary "{\"type\":\"step\",\"n\":$((10 * every))}"
   curl -s -o /dev/null -X DELETE "$base/api/sessions/$M" -H "$(auth "$MT")"
   get "/api/runs/$RM/samples"
   echo "$body" | python3 -c '
@@ -308,8 +328,14 @@ assert len(rows) >= 8, len(rows)
 at = [d["columns"].index(c) for c in cols]
 bad = [r for r in rows for i in at if not (isinstance(r[i], (int, float)) and math.isfinite(r[i]))]
 assert not bad, bad[:3]
-assert all(abs(r[0] * 4 - round(r[0] * 4)) < 1e-9 for r in rows)
-' "$cols" && ok "$scene: $(echo "$body" | j 'len(d["rows"])') samples, each with finite $cols" ||
+# each scene samples at its own interval (as the catalogue says), every sample kept: none lost when a call took several
+every = d["sample_steps"]
+assert every == int(sys.argv[2]) and abs(d["sample_seconds"] - every / 240) < 1e-15, (every, sys.argv[2])
+steps = [r[1] for r in rows]
+gaps = [(a, b) for a, b in zip(steps, steps[1:]) if b - a != every]
+assert not gaps and all(abs(r[0] - r[1] / 240) < 1e-12 for r in rows), gaps[:3]
+' "$cols" "$(curl -s "$base/api/scenes" | j "[s['sample_steps'] for s in d['scenes'] if s['name'] == '$scene'][0]")" &&
+    ok "$scene: $(echo "$body" | j 'len(d["rows"])') samples, every $(echo "$body" | j 'd["sample_steps"]') steps without a gap, each with finite $cols" ||
     bad "$scene samples: ${body:0:400}"
   get "/api/runs/$RM"
   echo "$body" | j '[e["detail"]["params"] for e in d["events"] if e["kind"] == "parameter_changed"]' |
@@ -346,7 +372,7 @@ echo "$body" | j '[r["grains"] for r in d["runs"]]' | grep -qx '\[300, 300, 100\
   ok "the cluster's runs: 300 bodies, then 100 after the restart" || bad "cluster runs: ${body:0:600}"
 
 # ---- the file: schema version, WAL, STRICT tables, integrity -----------------------------------
-[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 7 ] && ok "schema version 7 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
+[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 8 ] && ok "schema version 8 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
 # samples hold one JSON object of measurements (schema/migrations/004), finite numbers only
 [ "$(sqlite3 "$db" "SELECT count(*) FROM samples WHERE NOT json_valid(measures) OR json_type(measures) != 'object'")" = 0 ] &&
   [ "$(sqlite3 "$db" "SELECT count(*) FROM samples s, json_each(s.measures) j WHERE j.type != 'real'")" = 0 ] &&
@@ -428,13 +454,14 @@ port3=$(sed -n 's/^listening http=\([0-9]*\).*/\1/p' "$tmp/out3")
 curl -s "http://127.0.0.1:$port3/api/runs/7/samples?format=csv" >"$tmp/old_csv"
 kill -TERM "$opid"
 wait "$opid"
-[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 7 ] &&
+[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 8 ] &&
+  [ "$(sqlite3 "$old/grainlab.db" 'SELECT sample_steps FROM runs WHERE id = 7')" = 60 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT end_reason FROM runs WHERE id = 7')" = stopped ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT measures FROM samples WHERE run_id = 7 ORDER BY steps')" = '{}
 {"angle":0.30000000000000004,"top":25.0,"over_max":-1.4999999999999999e-07,"alive":300.0}' ] &&
   [ "$(sqlite3 "$old/grainlab.db" "SELECT json_extract(measures, '$.angle') = 0.1 + 0.2 AND json_extract(measures, '$.over_max') = -1.5e-7 FROM samples WHERE steps = 60")" = 1 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'PRAGMA foreign_key_check' | wc -l)" = 0 ] &&
-  ok "a version-1 database migrates to 5: the run reads 'stopped', its samples stay, exactly, as JSON objects" ||
+  ok "a version-1 database migrates to 8: the run reads 'stopped', sampled every 60 steps, its samples stay, exactly, as JSON objects" ||
   bad "migration 1 -> 5: $(sqlite3 "$old/grainlab.db" 'PRAGMA user_version; SELECT end_reason FROM runs; SELECT measures FROM samples') $(cat "$tmp/err3")"
 printf 't,steps,state,angle,top,cx,cz,over_max,flowing,alive\r\n0,0,filling,,,,,,,\r\n0.25,60,running,0.30000000000000004,25,,,-1.4999999999999999e-07,,300\r\n' >"$tmp/want_csv"
 cmp -s "$tmp/old_csv" "$tmp/want_csv" && ok "the migrated run's CSV: the same columns and numbers as before" ||

@@ -98,15 +98,17 @@ static void check_catalogue(void) {
   int bad = 0, state = 0;
   json_array_foreach(scenes, i, sc) {
     const grn_scene_info *info = grn_scene_at((int)i);
-    bad += !json_is_string(json_object_get(sc, "name")) ||
-           strcmp(json_string_value(json_object_get(sc, "name")), info->name) != 0 ||
-           !json_is_string(json_object_get(sc, "model")) ||
-           !json_is_string(json_object_get(sc, "description")) ||
-           (int)json_array_size(json_object_get(sc, "params")) != info->param_count ||
-           (int)json_array_size(json_object_get(sc, "actions")) != info->action_count ||
-           !json_is_array(json_object_get(sc, "measurements")) ||
-           (int)json_array_size(json_object_get(sc, "plots")) != info->plot_count ||
-           json_object_size(sc) != 7;
+    bad +=
+        !json_is_string(json_object_get(sc, "name")) ||
+        strcmp(json_string_value(json_object_get(sc, "name")), info->name) != 0 ||
+        !json_is_string(json_object_get(sc, "model")) ||
+        !json_is_string(json_object_get(sc, "description")) ||
+        (int)json_array_size(json_object_get(sc, "params")) != info->param_count ||
+        (int)json_array_size(json_object_get(sc, "actions")) != info->action_count ||
+        !json_is_array(json_object_get(sc, "measurements")) ||
+        (int)json_array_size(json_object_get(sc, "plots")) != info->plot_count ||
+        json_integer_value(json_object_get(sc, "sample_steps")) != grn_scene_sample_steps(info) ||
+        json_object_size(sc) != 9;
     size_t k;
     json_t *m;
     json_array_foreach(json_object_get(sc, "measurements"), k, m) {
@@ -170,9 +172,21 @@ static void check_catalogue(void) {
             strcmp(json_string_value(json_object_get(
                        json_array_get(json_object_get(j, "models"), GRN_MODEL_FLUID), "particles")),
                    "water particles") == 0);
-  CHECK("catalogue: the step length and the sample interval",
-        json_real_value(json_object_get(j, "step_seconds")) == GRN_STEP_SECONDS &&
-            json_integer_value(json_object_get(j, "sample_steps")) == GRN_SAMPLE_STEPS);
+  CHECK("catalogue: the step length",
+        json_real_value(json_object_get(j, "step_seconds")) == GRN_STEP_SECONDS);
+  /* each scene's own sample interval: the dam break's 60 Hz, a pile's 4 Hz */
+  const json_t *catalogue = json_object_get(j, "scenes");
+  int fast = 0, slow = 0;
+  for (size_t k = 0; k < json_array_size(catalogue); k++) {
+    const json_t *sc = json_array_get(catalogue, k);
+    const char *name = json_string_value(json_object_get(sc, "name"));
+    const json_int_t every = json_integer_value(json_object_get(sc, "sample_steps"));
+    const double secs = json_real_value(json_object_get(sc, "sample_seconds"));
+    fast += strcmp(name, "dambreak") == 0 && every == 4 && secs == 4 * GRN_STEP_SECONDS;
+    slow += strcmp(name, "pour") == 0 && every == GRN_SAMPLE_STEPS && secs == 0.25;
+  }
+  CHECK("catalogue: each scene's sample interval (dambreak every 4 steps, pour every 60)",
+        fast == 1 && slow == 1);
   json_decref(j);
 }
 

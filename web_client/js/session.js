@@ -97,25 +97,40 @@ function setupPlots() {
   document.body.dataset.plots = plots.map((p) => p.keys.join(',')).join(';');
 }
 
-function addSample(msg) {
-  if (Number.isFinite(msg.values[runoutLaw.key])) lastFront = msg.values[runoutLaw.key];
+// The plots keep the last ten minutes of simulated time, whatever the scene's sample interval
+// (the catalogue's: 0.25 s for most, 1/60 s for a dam break), and redraw at most ten times a second.
+const PLOT_SECONDS = 600;
+let plotDraw = null, lastValues = {};
+function drawPlots() {
+  plotDraw = null;
   for (const p of plots) {
-    p.data[0].push(msg.t);
-    p.keys.forEach((k, i) => p.data[i + 1].push(Number.isFinite(msg.values[k]) ? msg.values[k] : null));
-    if (p.law) p.data[p.law].push(predictedFront);
-    if (p.data[0].length > 2400) for (const a of p.data) a.shift();
     p.uplot.setData(p.data);
     // for tests and scripting: which series have data, how many points, the newest values
     p.div.dataset.series = p.keys.filter((k, i) => p.data[i + 1].some((v) => v !== null)).join(',');
     p.div.dataset.points = p.data[0].length;
-    p.div.dataset.last = p.keys.map((k) => msg.values[k] ?? '').join(',');
+    p.div.dataset.last = p.keys.map((k) => lastValues[k] ?? '').join(',');
   }
   const first = plots[0];
   if (!first) return;
-  document.body.dataset.plotLast = msg.values[first.keys[0]] ?? '';
+  document.body.dataset.plotLast = lastValues[first.keys[0]] ?? '';
   document.body.dataset.plotPoints = first.data[0].length;
+  const t = first.data[0];
+  document.body.dataset.plotDt = t.length > 1 ? t[t.length - 1] - t[t.length - 2] : '';
   document.body.dataset.plotSeries = first.div.dataset.series;
   document.body.dataset.plotSeriesAll = plots.map((p) => p.div.dataset.series).join(';');
+}
+
+function addSample(msg) {
+  if (Number.isFinite(msg.values[runoutLaw.key])) lastFront = msg.values[runoutLaw.key];
+  const keep = Math.ceil(PLOT_SECONDS / scene.sample_seconds);
+  lastValues = msg.values;
+  for (const p of plots) {
+    p.data[0].push(msg.t);
+    p.keys.forEach((k, i) => p.data[i + 1].push(Number.isFinite(msg.values[k]) ? msg.values[k] : null));
+    if (p.law) p.data[p.law].push(predictedFront);
+    if (p.data[0].length > keep) for (const a of p.data) a.splice(0, a.length - keep);
+  }
+  if (!plotDraw) plotDraw = setTimeout(drawPlots, 100);
 }
 
 function clearPlots() {

@@ -405,8 +405,6 @@ typedef struct grn_world_stats {
   uint64_t refreshes; /* near-list refreshes since the world was made or restored */
   int near_pairs;     /* pairs of the near list: those the step looks at (0: not in use) */
   double max_speed;   /* m/s, last step */
-  int resting;        /* alive free grains slower than 1 cm/s, in speed and in spin × radius: at
-                         most what a sleeping region could leave out of a step */
   double over_max;    /* largest grain overlap of the last step, m */
   size_t bytes_live;  /* bytes the world holds through its allocator */
   int substeps;       /* model steps per step of H: SPH sub-steps from its CFL condition, else 1 */
@@ -414,6 +412,10 @@ typedef struct grn_world_stats {
   const char *forces; /* how the last forces were found: "pairs", "direct" (every pair of
                          bodies) or "tree" */
 } grn_world_stats;
+/* Alive free grains slower than 1 cm/s, in speed and in spin × radius: at most what a sleeping
+ * region could leave out of a step. A pass over every grain, so not one of the stats above, which
+ * the worker reads at every call. */
+GRN_API int grn_world_resting(const grn_world *world);
 
 GRN_API void grn_world_get_stats(const grn_world *world, grn_world_stats *out);
 

@@ -49,7 +49,7 @@ const grn_scene_info *grn_scene_find(const char *name) {
 
 int grn_scene_sample_steps(const grn_scene_info *scene) {
   const grn_scene *s = grn__scene_impl(scene);
-  return s && s->sample_steps > 0 ? s->sample_steps : GRN_SAMPLE_STEPS;
+  return s ? (int)grn__sample_steps(s) : GRN_SAMPLE_STEPS;
 }
 
 const grn_scene *grn__scene_impl(const grn_scene_info *info) {
