@@ -346,14 +346,13 @@ static int write_snapshot(const options *o, const grn_world *w, FILE *f) {
   snprintf(title, sizeof title, "grainlab %s run, step %" PRIu64 ", t = %.6g s", o->def.scene->name,
            grn_world_step_count(w), grn_world_time(w));
   const int rc = snapshot_write(w, o->snap_format, title, to_file, f);
-  if (rc != 0 || fclose(f) != 0) {
+  const int write_errno = errno;
+  const int closed = fclose(f);
+  if (rc != 0 || closed != 0) {
     fprintf(stderr, "grainlab: error: --snapshot '%s': %s\n", o->snapshot,
             rc == -2   ? "out of memory"
             : rc == -3 ? "more touching pairs than a snapshot carries"
-                       : strerror(errno));
-    if (rc != 0) {
-      fclose(f);
-    }
+                       : strerror(rc != 0 ? write_errno : errno));
     unlink(o->snapshot);
     return 1;
   }

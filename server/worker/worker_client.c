@@ -401,6 +401,9 @@ int worker_call_snapshot(worker_client *wc, int format, size_t cap, int timeout_
   while ((type = receive_by(wc, piece, sizeof *piece, deadline, WORKER_REPLY_DATA)) ==
          WORKER_REPLY_DATA) {
     const size_t n = piece->h.size - sizeof piece->h;
+    if (n == 0) {
+      continue; /* nothing to add (and no buffer yet to add it to) */
+    }
     if (have + n > cap) {
       /* only a broken or hostile worker sends more than any world of its size could */
       finish(wc, "worker sent a snapshot beyond its size");

@@ -187,6 +187,11 @@ try {
   const [download] = await Promise.all([results.waitForEvent('download'), results.click('#runs tr a.csv')]);
   const csv = readFileSync(await download.path(), 'utf8');
   ok('the CSV downloads', csv.startsWith('t,steps,state') && csv.split('\n').length > 10, `${csv.split('\n').length} lines`);
+  // a finished run's final state, replayed by the server, as a VTK snapshot for ParaView
+  const [vtk] = await Promise.all([results.waitForEvent('download', { timeout: 120000 }), results.click('#runs tr a.snap-vtk')]);
+  const vtkText = readFileSync(await vtk.path(), 'utf8');
+  ok('a finished run downloads its final state as VTK', vtkText.startsWith('# vtk DataFile Version 3.0') &&
+     /^POINTS \d+ double$/m.test(vtkText), `${vtk.suggestedFilename()}: ${(vtkText.match(/^POINTS .*$/m) || ['no POINTS'])[0]}`);
 
   // ---- water and bodies: their own plots, the canvas draws them, their parameters work ----------
   // scene, start parameters, the plots' series with data (plot by plot), a live parameter and a

@@ -103,7 +103,12 @@ async function load() {
     const results = Object.entries(r.results).map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ');
     return `<tr><td>${r.id}</td><td>${esc(r.scene)}</td><td>${esc(r.label)}</td>` +
       `<td>${params}</td><td>${results}</td><td>${esc(r.end_reason || 'running')}</td>` +
-      `<td><a class="csv" href="/api/runs/${r.id}/samples?format=csv" download>CSV</a></td></tr>`;
+      `<td><a class="csv" href="/api/runs/${r.id}/samples?format=csv" download>CSV</a>` +
+      // the final state, replayed by the server (seconds for a minute of a silo), for Python or ParaView
+      (r.end_reason && r.end_reason !== 'interrupted'
+        ? ` · snapshot <a class="snap-csv" href="/api/runs/${r.id}/snapshot?format=csv" download>CSV</a>` +
+          ` <a class="snap-vtk" href="/api/runs/${r.id}/snapshot?format=vtk" download>VTK</a>`
+        : '') + '</td></tr>';
   }).join('');
   // the plot follows the scene filter; else, until picked by hand, the scene with most runs here
   const box = $('plot-scene'), options = [...box.options].map((o) => o.value);
