@@ -493,38 +493,39 @@ static http_reply h_session_action(const http_call *k) {
   return r;
 }
 
-/* A snapshot's ?format=csv|vtk (csv when absent): 0, or -1 with the refusal in *r. */
-static int snapshot_format_of(const http_call *k, snapshot_format *f, http_reply *r) {
+/* GET .../snapshot?format=csv|vtk (csv when absent) of a session (its particles now) or of a
+ * stored run (its final state, replayed): a download named after it and the step it is of. */
+static http_reply snapshot_reply(const http_call *k, bool run) {
   const char *name = MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, "format");
-  *f = SNAPSHOT_CSV;
-  if (name && snapshot_format_parse(name, f) != 0) {
-    *r = error_reply(400, "bad_format", "format", "format is csv or vtk");
-    return -1;
-  }
-  return 0;
-}
-
-/* GET /api/sessions/{id}/snapshot: the particles and contacts now, as a download named after the
- * session and the step. */
-static http_reply h_session_snapshot(const http_call *k) {
-  snapshot_format f;
-  http_reply bad;
-  if (snapshot_format_of(k, &f, &bad) != 0) {
-    return bad;
+  snapshot_format f = SNAPSHOT_CSV;
+  if (name && snapshot_format_parse(name, &f) != 0) {
+    return error_reply(400, "bad_format", "format", "format is csv or vtk");
   }
   char *text;
   size_t len;
   uint64_t steps;
   api_error e;
-  if (sess_snapshot(k->s, (int)f, &text, &len, &steps, &e) != 0) {
+  const int rc = run ? sess_run_snapshot(k->srv->reg, k->run, (int)f, &text, &len, &steps, &e)
+                     : sess_snapshot(k->s, (int)f, &text, &len, &steps, &e);
+  if (rc != 0) {
     return api_error_reply(&e);
   }
   http_reply r = {200, text, snapshot_content_type(f), "", "", len, 0};
-  /* the id is the session's own (16 letters and digits): nothing else reaches the header */
-  snprintf(r.disposition, sizeof r.disposition,
-           "attachment; filename=\"session-%.16s-step-%llu.%s\"", k->m->id,
+  /* a run's number, or the session's own id (16 letters and digits): nothing else reaches the
+   * header */
+  char who[40];
+  if (run) {
+    snprintf(who, sizeof who, "run-%lld", k->run);
+  } else {
+    snprintf(who, sizeof who, "session-%.16s", k->m->id);
+  }
+  snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"%s-step-%llu.%s\"", who,
            (unsigned long long)steps, snapshot_format_name(f));
   return r;
+}
+
+static http_reply h_session_snapshot(const http_call *k) {
+  return snapshot_reply(k, false);
 }
 
 static http_reply h_session_scene(const http_call *k) {
@@ -752,7 +753,7 @@ static http_reply h_run_samples(const http_call *k) {
   return r;
 }
 
-/* GET /api/runs/{id}/snapshot: a stored run's final state, replayed (sess_run_snapshot). */
+/* GET /api/runs/{id}/snapshot: who may read the run may have its final state. */
 static http_reply h_run_snapshot(const http_call *k) {
   const store_access a = run_access(k);
   store_error se;
@@ -760,22 +761,7 @@ static http_reply h_run_snapshot(const http_call *k) {
   if (store_run_access(k->srv->store, k->run, &a, &private_, &se) != STORE_OK) {
     return store_error_reply(&se);
   }
-  snapshot_format f;
-  http_reply bad;
-  if (snapshot_format_of(k, &f, &bad) != 0) {
-    return bad;
-  }
-  char *text;
-  size_t len;
-  uint64_t steps;
-  api_error e;
-  if (sess_run_snapshot(k->srv->reg, k->run, (int)f, &text, &len, &steps, &e) != 0) {
-    return api_error_reply(&e);
-  }
-  http_reply r = {200, text, snapshot_content_type(f), "", "", len, 0};
-  snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"run-%lld-step-%llu.%s\"",
-           k->run, (unsigned long long)steps, snapshot_format_name(f));
-  return r;
+  return snapshot_reply(k, true);
 }
 
 /* POST /api/runs/{id}/replay {label?, private?} and /fork {params?, label?, private?}: a run the
