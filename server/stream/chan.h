@@ -11,7 +11,9 @@
 #include <stdint.h>
 
 #define CHAN_HEADROOM 32 /* bytes free before each blob's data: the websocket header goes there */
-#define CHAN_TEXT_RING 64
+/* Text messages a viewer may fall behind by before it skips some: 4 s of a 60 Hz scene's samples
+ * (a dam break's, issue 19) with its events, over a minute of a 4 Hz one's. */
+#define CHAN_TEXT_RING 256
 
 enum { CHAN_TEXT = 0, CHAN_BINARY = 1 };
 
