@@ -273,6 +273,12 @@ try {
     ok(`${scene}: the ${fixed} slider restarts the scene with the new value, the live change kept`,
        restarted && restarted.params[fixed] !== s.params[fixed] && restarted.params[live] === value,
        restarted ? `${fixed} ${s.params[fixed]} -> ${restarted.params[fixed]}` : 'no restart');
+    // the new run ends with results (a sample or two) before it is deleted: the results page below
+    // plots every finished run, and one deleted before its first sample has none to plot
+    await until(`${scene}: the restarted run's first samples`, async () => {
+      const st = await (await fetch(`${base}/api/sessions/${s.id}`)).json();
+      return st.t >= 0.5 ? st : null;
+    }, 30000).catch(() => null);
     await mp.close();
     await fetch(`${base}/api/sessions/${s.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${s.control_token}` } });
   }
