@@ -218,7 +218,7 @@ int api_read_join(const json_t *body, api_join *out, api_error *err) {
     return -1;
   }
   /* a code of another length is no code: told as a wrong one (404) by the caller */
-  snprintf(out->code, sizeof out->code, "%.7s", json_string_value(code));
+  snprintf(out->code, sizeof out->code, "%.*s", (int)sizeof out->code - 1, json_string_value(code));
   if (read_name(json_object_get(body, "group"), "group", API_GROUP_NAME_MAX, "bad_group",
                 out->group, sizeof out->group, err) != 0) {
     return -1;

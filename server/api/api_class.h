@@ -37,7 +37,7 @@ int api_class_definition(const json_t *defaults, const grn_scene_info *scene, gr
 /* POST /api/join {code, group, scene?}: the code as given (checked against the classes by the
  * caller), the group's name, and the scene (NULL: the class's first). */
 typedef struct api_join {
-  char code[8];
+  char code[NODE_CODE_SIZE + 1]; /* one more: a longer one is told apart */
   char group[API_CLASS_TEXT];
   const grn_scene_info *scene;
 } api_join;

@@ -6,6 +6,7 @@
 
 #include "api_error.h"
 #include "grainlab/grainlab.h"
+#include "node.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -36,7 +37,7 @@ json_t *api_measurements_json(const grn_measurements *m);
 
 /* What a session shows: a copy taken under its lock, rendered without it. */
 typedef struct api_session_view {
-  char id[17], join_code[7], label[64];
+  char id[NODE_NAME_SIZE], join_code[NODE_CODE_SIZE], label[64];
   bool private_;
   grn_world_def def;
   const char *state; /* running, paused, asleep, failed, ended */

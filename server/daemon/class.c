@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "class.h"
 #include "log.h"
+#include "node.h"
 #include "utc.h"
 
 #include <pthread.h>
@@ -16,12 +17,12 @@
 typedef struct class_group {
   char name[API_CLASS_TEXT];
   double joined_at;
-  char session[17]; /* "" none (ended ones are found out when looked at) */
+  char session[NODE_NAME_SIZE]; /* "" none (ended ones are found out when looked at) */
   char control_token[65], viewer_token[65];
 } class_group;
 
 typedef struct klass {
-  char id[17], code[7];
+  char id[NODE_NAME_SIZE], code[NODE_CODE_SIZE];
   char name[API_CLASS_TEXT];
   const grn_scene_info *scenes[API_CLASS_SCENES_MAX];
   int nscenes;
@@ -335,11 +336,14 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   char token[65];
   sess_random_text(token, 64, "0123456789abcdef");
   store_token_hash(token, c->teacher_hash);
-  sess_random_text(c->id, 16, "0123456789abcdef");
+  char id[17], code[7];
+  sess_random_text(id, 16, "0123456789abcdef");
+  node_join(c->id, sizeof c->id, sess_node(cr->reg), false, id);
   pthread_mutex_lock(&cr->lock);
   /* a code names one class for ever (the store's UNIQUE): drawn again on the rare clash */
   do {
-    sess_random_text(c->code, 6, SESS_CODE_ALPHABET);
+    sess_random_text(code, 6, SESS_CODE_ALPHABET);
+    node_join(c->code, sizeof c->code, sess_node(cr->reg), true, code);
   } while (find(cr, c->code, true));
   const int rc = add_class(cr, c);
   if (rc == 0) {
@@ -441,7 +445,7 @@ json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *c
       rc = -1;
     }
   }
-  char spot[17] = "";
+  char spot[NODE_NAME_SIZE] = "";
   if (g) {
     snprintf(spot, sizeof spot, "%s", g->session);
   }
@@ -601,10 +605,12 @@ static void label_of(const klass *c, const char *group, char out[64]) {
 json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_error *err) {
   *created = false;
   pthread_mutex_lock(&cr->lock);
-  klass *c = strlen(cmd->code) == 6 ? find(cr, cmd->code, true) : NULL;
+  klass *c = node_name_ok(cmd->code, sess_node(cr->reg), true, 6, SESS_CODE_ALPHABET)
+                 ? find(cr, cmd->code, true)
+                 : NULL;
   pthread_mutex_unlock(&cr->lock);
   if (!c) {
-    api_fail(err, 404, "no_class", "code", "no class has the code '%.8s'", cmd->code);
+    api_fail(err, 404, "no_class", "code", "no class has the code '%.16s'", cmd->code);
     return NULL;
   }
   /* classes are never freed while the registry lives: c stays valid without the lock */

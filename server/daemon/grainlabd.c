@@ -23,7 +23,7 @@
 #define TEXT_MAX 1024 /* a list setting's characters */
 
 typedef struct config {
-  char bind[64];
+  char bind[64], node[NODE_ID_MAX + 1];
   long http_port, ws_port;
   char data_dir[PATH_MAX], static_dir[PATH_MAX], admin_token_file[PATH_MAX],
       create_token_file[PATH_MAX], teacher_token_file[PATH_MAX];
@@ -41,6 +41,7 @@ typedef enum setting_kind {
   SET_PATH,
   SET_TEXT,
   SET_ADDR,
+  SET_NODE,
   SET_LEVEL
 } setting_kind;
 
@@ -58,6 +59,9 @@ typedef struct setting {
 #define AT(f) offsetof(config, f)
 static const setting settings[] = {
     {"bind", "ADDR", SET_ADDR, 0, 0, "127.0.0.1", AT(bind), "IPv4 address to listen on"},
+    {"node", "ID", SET_NODE, 0, 0, "", AT(node),
+     "this node's id in a cluster (1-8 of a-z, 0-9; a letter first): it prefixes every session "
+     "and class id and join code, so a router sends each request to its node"},
     {"http-port", "N", SET_LONG, 0, 65535, "8080", AT(http_port), "HTTP port (0: any free)"},
     {"ws-port", "N", SET_LONG, 0, 65535, "8081", AT(ws_port), "websocket port (0: any free)"},
     {"ws-public-port", "N", SET_LONG, -1, 65535, "-1", AT(ws_public_port),
@@ -162,6 +166,12 @@ static int apply(config *c, const char *name, const char *value) {
     snprintf(at, sizeof c->bind, "%s", value);
     return 0;
   }
+  case SET_NODE:
+    if (*value && !node_id_ok(value)) {
+      return usage_error("%s: '%s' is not 1-8 of a-z and 0-9 starting with a letter", name, value);
+    }
+    snprintf(at, sizeof c->node, "%s", value);
+    return 0;
   case SET_LEVEL: {
     const int level = log_parse_level(value);
     if (level < 0) {
@@ -370,7 +380,7 @@ int main(int argc, char **argv) {
             "%d run(s) left open by an earlier stop closed as interrupted", store_interrupted(st));
   }
   srv.store = st;
-  srv.reg = sess_registry_new(&limits, worker, st);
+  srv.reg = sess_registry_new(&limits, c.node, worker, st);
   srv.classes = class_registry_new(srv.reg, st, why_db, sizeof why_db);
   if (!srv.classes) {
     fprintf(stderr, "grainlabd: error: %s\n", why_db);

@@ -703,9 +703,11 @@ static http_reply h_runs_list(const http_call *k) {
     return error_reply(500, "store_error", "", "out of memory");
   }
   http_reply r = {200, text, "text/csv; charset=utf-8", "", "", len, 0};
-  /* a class id is plain hex (it named a class that exists): nothing else reaches the header */
-  const bool named = filter.has_class && strlen(filter.class_id) == 16 &&
-                     strspn(filter.class_id, "0123456789abcdef") == 16;
+  /* a class id is a node id and hex (it named a class that exists): nothing else reaches the
+   * header */
+  char node[NODE_ID_MAX + 1];
+  const char *hex = filter.has_class ? node_split(filter.class_id, node) : NULL;
+  const bool named = hex && strlen(hex) == 16 && strspn(hex, "0123456789abcdef") == 16;
   snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"%s%s.csv\"",
            named ? "class-" : "runs", named ? filter.class_id : "");
   return r;
@@ -1062,6 +1064,17 @@ static bool route_authorized(const http_call *k, http_reply *err) {
   return true;
 }
 
+/* A session or class that is not here: on another node's id, the router's mistake (421); else
+ * none such (404). */
+static http_reply not_here(const char *node, const char *id, const char *code, const char *what) {
+  char of[NODE_ID_MAX + 1];
+  if (*node && node_split(id, of) && strcmp(of, node) != 0) {
+    return error_reply(421, "wrong_node", "id", "'%.40s' belongs to node '%s', this is '%s'", id,
+                       *of ? of : "(none)", node);
+  }
+  return error_reply(404, code, "id", "no %s '%.40s'", what, id);
+}
+
 /* Checks in the order the API promises: a session must exist and be visible before its 404 or
  * 405, the record must be kept before anything under /api/runs; then the method, the token, and
  * the handler (which reads the body). */
@@ -1079,6 +1092,18 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
   }
   if (rq->too_big) {
     return error_reply(413, "too_large", "", "request bodies are limited to %d bytes", BODY_LIMIT);
+  }
+  /* /n/{node}/…: the cluster's router sends it to that node (placement's redirects, a class's
+   * joins); another node's is a router's mistake, said so rather than answered here */
+  const char *node = sess_node(srv->reg);
+  if (strncmp(url, "/n/", 3) == 0) {
+    const char *slash = strchr(url + 3, '/');
+    const size_t n = slash ? (size_t)(slash - (url + 3)) : strlen(url + 3);
+    if (!*node || !slash || n != strlen(node) || strncmp(url + 3, node, n) != 0) {
+      return error_reply(421, "wrong_node", "", "this is node '%s', not '%.*s'",
+                         *node ? node : "(none)", (int)(n < 16 ? n : 16), url + 3);
+    }
+    url = slash;
   }
   api_match m;
   api_route_match(method, url, &m);
@@ -1101,7 +1126,7 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
       if (srv->guesses) {
         iplimit_charge(srv->guesses, client);
       }
-      return error_reply(404, "not_found", "id", "no session '%.40s'", m.id);
+      return not_here(node, m.id, "not_found", "session");
     }
     const char *presented = bearer(c);
     if (!sess_viewer_ok(k.s, presented) && !admin_ok(srv, presented)) {
@@ -1128,7 +1153,7 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
       if (srv->guesses) {
         iplimit_charge(srv->guesses, client);
       }
-      return error_reply(404, "no_class", "id", "no class '%.40s'", m.id);
+      return not_here(node, m.id, "no_class", "class");
     }
   }
   http_reply r;

@@ -2,6 +2,7 @@
  * views of them. Pacing and playback are in sess_pace.c, the record in sess_record.c, changes in
  * sess_change.c. */
 #define _GNU_SOURCE
+#include "node.h"
 #include "sess_internal.h"
 #include "snapshot.h"
 
@@ -58,6 +59,10 @@ int sess__check_count(const sess_registry *r, const grn_world_def *def, sess_err
   return 0;
 }
 
+const char *sess_node(const sess_registry *r) {
+  return r->node;
+}
+
 void sess_random_text(char *out, size_t len, const char *alphabet) {
   const size_t k = strlen(alphabet);
   unsigned char bytes[64];
@@ -71,7 +76,8 @@ void sess_random_text(char *out, size_t len, const char *alphabet) {
 
 static void *reaper(void *arg);
 
-sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe, store *st) {
+sess_registry *sess_registry_new(const sess_limits *limits, const char *node,
+                                 const char *worker_exe, store *st) {
   sess_registry *r = calloc(1, sizeof *r);
   if (!r) {
     return NULL;
@@ -79,6 +85,7 @@ sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_e
   pthread_mutex_init(&r->lock, NULL);
   pthread_mutex_init(&r->replay_lock, NULL);
   r->limits = *limits;
+  snprintf(r->node, sizeof r->node, "%s", node);
   snprintf(r->worker_exe, sizeof r->worker_exe, "%s", worker_exe);
   r->st = st;
   r->next_run = st ? (uint64_t)store_next_run_id(st) : 1;
@@ -312,8 +319,11 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
   pthread_cond_init(&s->wake, NULL);
   pthread_mutex_init(&s->qlock, NULL);
   chan_init(&s->ch);
-  sess_random_text(s->id, 16, "0123456789abcdef");
-  sess_random_text(s->join, 6, SESS_CODE_ALPHABET);
+  char id[17], join[7];
+  sess_random_text(id, 16, "0123456789abcdef");
+  sess_random_text(join, 6, SESS_CODE_ALPHABET);
+  node_join(s->id, sizeof s->id, r->node, false, id);
+  node_join(s->join, sizeof s->join, r->node, true, join);
   sess_random_text(s->token, 64, "0123456789abcdef");
   if (private_) {
     sess_random_text(s->viewer_token, 64, "0123456789abcdef");

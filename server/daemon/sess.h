@@ -42,8 +42,12 @@ typedef struct sess_registry sess_registry;
 /* A failed request (api_error.h). */
 typedef api_error sess_error;
 
-/* `st` (may be NULL: nothing recorded) records every session, run, event and sample. */
-sess_registry *sess_registry_new(const sess_limits *limits, const char *worker_exe, store *st);
+/* `st` (may be NULL: nothing recorded) records every session, run, event and sample. node (a
+ * node_id_ok id, or "" for a lone daemon) prefixes every session id and join code (node.h). */
+sess_registry *sess_registry_new(const sess_limits *limits, const char *node,
+                                 const char *worker_exe, store *st);
+/* This daemon's node id ("" alone). */
+const char *sess_node(const sess_registry *r);
 /* Called (from any thread) whenever a session's stream has something new: the websocket server
  * wakes its service thread here. Set once, before the first session. */
 void sess_registry_set_notify(sess_registry *r, void (*notify)(void *), void *ctx);
@@ -77,7 +81,7 @@ session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *f
  * class sets with __atomic builtins and the session only reads; the class outlives it). */
 #define SESS_CLASS_SCENES 32
 typedef struct sess_class_link {
-  char class_id[17];
+  char class_id[NODE_NAME_SIZE];
   char group[321]; /* 80 characters of UTF-8 at most */
   int grain_budget;
   const grn_scene_info *scenes[SESS_CLASS_SCENES];

@@ -38,7 +38,8 @@ struct session {
   int refs;        /* under the registry lock */
   bool live;       /* under the registry lock: holds a slot (not failed or ended) */
   char client[48]; /* who created it, for the per-client limit */
-  char id[17], join[7], token[65], viewer_token[65]; /* viewer_token empty: public */
+  char id[NODE_NAME_SIZE], join[NODE_CODE_SIZE], token[65],
+      viewer_token[65]; /* viewer_token empty: public */
   char label[64];
   pthread_mutex_t wlock; /* the worker channel */
   pthread_mutex_t lock;  /* everything below but wc */
@@ -82,6 +83,7 @@ struct sess_registry {
   session **list;
   int n, cap;
   sess_limits limits;
+  char node[NODE_ID_MAX + 1]; /* "" a lone daemon */
   char worker_exe[4096];
   uint64_t next_run, created, worker_failures;
   uint64_t steps; /* __atomic: every step of every session, for /metrics */

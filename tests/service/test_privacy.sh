@@ -54,6 +54,8 @@ O=$sid OT=$token OR=$run
 [ -z "$PV" ] && [ ${#QV} = 64 ] && ok "a private session has a viewer token, a public one none" || bad "viewer tokens: '$PV' '$QV'"
 sleep 1
 curl -s -o /dev/null -X POST "$base/api/sessions/$Q/actions" -H "Authorization: Bearer $QT" -H "Content-Type: application/json" --data-binary '{"type":"spout","x":0.2,"z":0.1}'
+# a third event that does not hang on how far the pile got (a state change did, on a fast machine)
+curl -s -o /dev/null -X PATCH "$base/api/sessions/$Q/params" -H "Authorization: Bearer $QT" -H "Content-Type: application/json" --data-binary '{"mu":0.6}'
 
 # a private session's particles, like its stream, need its viewer token (issue 19's snapshots)
 get "/api/sessions/$Q/snapshot?format=csv"
