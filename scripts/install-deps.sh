@@ -5,7 +5,7 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(ca-certificates gcc libc6-dev make cmake ninja-build pkg-config libseccomp-dev
-  libmicrohttpd-dev libjansson-dev libzstd-dev libwebsockets-dev libssl-dev libsqlite3-dev sqlite3 clang-format clang-tidy cppcheck curl python3 python3-vtk9 python3-numpy chromium nginx systemd)
+  libmicrohttpd-dev libjansson-dev libzstd-dev libwebsockets-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev sqlite3 clang-format clang-tidy cppcheck curl python3 python3-vtk9 python3-numpy chromium nginx systemd)
 # Node.js and npm from Debian unless the machine has them already (e.g. NodeSource's, which bundles npm)
 command -v node >/dev/null || pkgs+=(nodejs)
 command -v npm >/dev/null || pkgs+=(npm)

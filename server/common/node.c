@@ -2,7 +2,6 @@
  * and the one parser the router's rules mirror (deploy/nginx-cluster.conf). */
 #include "node.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,17 +11,12 @@ bool node_id_ok(const char *id) {
          strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789") == n;
 }
 
-void node_join(char *out, size_t size, const char *node, bool upper, const char *rest) {
-  if (!*node) {
+void node_join(char *out, size_t size, const char *node, const char *rest) {
+  if (*node) {
+    snprintf(out, size, "%s-%s", node, rest);
+  } else {
     snprintf(out, size, "%s", rest);
-    return;
   }
-  char prefix[NODE_ID_MAX + 1];
-  snprintf(prefix, sizeof prefix, "%s", node);
-  for (char *p = prefix; upper && *p; p++) {
-    *p = (char)toupper((unsigned char)*p);
-  }
-  snprintf(out, size, "%s-%s", prefix, rest);
 }
 
 const char *node_split(const char *name, char *node) {
@@ -35,25 +29,14 @@ const char *node_split(const char *name, char *node) {
   if (n == 0 || n > NODE_ID_MAX) {
     return NULL;
   }
-  for (size_t i = 0; i < n; i++) {
-    node[i] = (char)tolower((unsigned char)name[i]);
-  }
+  memcpy(node, name, n);
   node[n] = '\0';
   return node_id_ok(node) ? dash + 1 : NULL;
 }
 
-bool node_name_ok(const char *name, const char *node, bool upper, size_t rest_len,
-                  const char *alphabet) {
+bool node_name_ok(const char *name, const char *node, size_t rest_len, const char *alphabet) {
   char own[NODE_ID_MAX + 1];
   const char *rest = node_split(name, own);
-  if (!rest || strcmp(own, node) != 0) {
-    return false;
-  }
-  /* the node part in the case its names use: "n0-…" for ids, "N0-…" for codes */
-  for (const char *p = name; *node && p < rest - 1; p++) {
-    if (upper ? islower((unsigned char)*p) : isupper((unsigned char)*p)) {
-      return false;
-    }
-  }
-  return strlen(rest) == rest_len && strspn(rest, alphabet) == rest_len;
+  return rest && strcmp(own, node) == 0 && strlen(rest) == rest_len &&
+         strspn(rest, alphabet) == rest_len;
 }

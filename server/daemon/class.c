@@ -338,12 +338,12 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   store_token_hash(token, c->teacher_hash);
   char id[17], code[7];
   sess_random_text(id, 16, "0123456789abcdef");
-  node_join(c->id, sizeof c->id, sess_node(cr->reg), false, id);
+  node_join(c->id, sizeof c->id, sess_node(cr->reg), id);
   pthread_mutex_lock(&cr->lock);
   /* a code names one class for ever (the store's UNIQUE): drawn again on the rare clash */
   do {
     sess_random_text(code, 6, SESS_CODE_ALPHABET);
-    node_join(c->code, sizeof c->code, sess_node(cr->reg), true, code);
+    node_join(c->code, sizeof c->code, sess_node(cr->reg), code);
   } while (find(cr, c->code, true));
   const int rc = add_class(cr, c);
   if (rc == 0) {
@@ -605,10 +605,18 @@ static void label_of(const klass *c, const char *group, char out[64]) {
 json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_error *err) {
   *created = false;
   pthread_mutex_lock(&cr->lock);
-  klass *c = node_name_ok(cmd->code, sess_node(cr->reg), true, 6, SESS_CODE_ALPHABET)
+  klass *c = node_name_ok(cmd->code, sess_node(cr->reg), 6, SESS_CODE_ALPHABET)
                  ? find(cr, cmd->code, true)
                  : NULL;
   pthread_mutex_unlock(&cr->lock);
+  char home[NODE_ID_MAX + 1];
+  if (!c && node_split(cmd->code, home) && *home && strcmp(home, sess_node(cr->reg)) != 0) {
+    /* the cluster's router sends a join to the code's node (/n/{node}/api/join): one that
+     * reached another node is told where, not that the code is wrong */
+    api_fail(err, 421, "wrong_node", "code",
+             "the class '%.16s' is on node '%s': join at /n/%s/api/join", cmd->code, home, home);
+    return NULL;
+  }
   if (!c) {
     api_fail(err, 404, "no_class", "code", "no class has the code '%.16s'", cmd->code);
     return NULL;

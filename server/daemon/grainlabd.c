@@ -33,6 +33,7 @@ typedef struct config {
   long idle_seconds;
   double step_budget;
   char allowed_hosts[TEXT_MAX], allowed_origins[TEXT_MAX], trusted_proxies[TEXT_MAX];
+  char peers[TEXT_MAX];
 } config;
 
 typedef enum setting_kind {
@@ -42,6 +43,7 @@ typedef enum setting_kind {
   SET_TEXT,
   SET_ADDR,
   SET_NODE,
+  SET_PEERS,
   SET_LEVEL
 } setting_kind;
 
@@ -62,6 +64,9 @@ static const setting settings[] = {
     {"node", "ID", SET_NODE, 0, 0, "", AT(node),
      "this node's id in a cluster (1-8 of a-z, 0-9; a letter first): it prefixes every session "
      "and class id and join code, so a router sends each request to its node"},
+    {"peers", "LIST", SET_PEERS, 0, 0, "", AT(peers),
+     "the cluster's nodes as http://HOST:PORT, comma-separated (this node's own may be among "
+     "them): new sessions and classes go to the one with room and the least load (needs node)"},
     {"http-port", "N", SET_LONG, 0, 65535, "8080", AT(http_port), "HTTP port (0: any free)"},
     {"ws-port", "N", SET_LONG, 0, 65535, "8081", AT(ws_port), "websocket port (0: any free)"},
     {"ws-public-port", "N", SET_LONG, -1, 65535, "-1", AT(ws_public_port),
@@ -171,6 +176,12 @@ static int apply(config *c, const char *name, const char *value) {
       return usage_error("%s: '%s' is not 1-8 of a-z and 0-9 starting with a letter", name, value);
     }
     snprintf(at, sizeof c->node, "%s", value);
+    return 0;
+  case SET_PEERS:
+    if (strlen(value) >= TEXT_MAX) {
+      return usage_error("%s: list too long%s", name, "");
+    }
+    snprintf(at, TEXT_MAX, "%s", value); /* checked when placement starts, with the node known */
     return 0;
   case SET_LEVEL: {
     const int level = log_parse_level(value);
@@ -386,6 +397,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "grainlabd: error: %s\n", why_db);
     return 1;
   }
+  if (*c.peers && !*c.node) {
+    return usage_error("peers needs node: placement sends sessions to nodes by id%s%s", "", "");
+  }
+  if (*c.peers && !(srv.place = place_start(c.peers, c.node, why_db, sizeof why_db))) {
+    return usage_error("peers: %s%s", why_db, "");
+  }
 
   struct sockaddr_in ha = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c.http_port)};
   inet_pton(AF_INET, c.bind, &ha.sin_addr);
@@ -420,6 +437,7 @@ int main(int argc, char **argv) {
   /* stop accepting, then end every session cleanly */
   __atomic_store_n(&srv.ready, false, __ATOMIC_RELEASE);
   http_stop(&srv);
+  place_stop(srv.place);
   ws_stop(ws);
   class_registry_stop(srv.classes); /* no class ends sessions from here on */
   sess_registry_free(srv.reg);

@@ -42,10 +42,11 @@ typedef struct http_reply {
   char disposition[128]; /* Content-Disposition, for downloads */
   size_t len;            /* bytes of body when set (static files may hold NULs); else strlen */
   int retry_after;       /* seconds, for a 429; 0: no Retry-After */
+  char location[64];     /* for a 307: where placement sends a creation */
 } http_reply;
 
 static http_reply json_reply(int status, json_t *j) {
-  http_reply r = {status, api_dumps(j), "application/json", "", "", 0, 0};
+  http_reply r = {status, api_dumps(j), "application/json", "", "", 0, 0, ""};
   json_decref(j);
   return r;
 }
@@ -177,6 +178,7 @@ typedef struct http_call {
   session *s;      /* /api/sessions/{id}/...: found, and visible to the caller */
   long long run;   /* /api/runs/{run}/...: its id */
   class_role role; /* /api/classes/{id}/...: who the caller is in the class */
+  bool pinned;     /* asked of this node by name (/n/{node}/...): never placed elsewhere */
 } http_call;
 
 typedef http_reply (*http_handler)(const http_call *k);
@@ -201,6 +203,19 @@ static bool store_refuses(const http_server *srv, http_reply *err) {
   return true;
 }
 
+/* This node's figure for placement (place.h): sessions holding a slot against the limit, and the
+ * grain-steps per second its running sessions ask for, per core, in millions. */
+static void own_load(const http_server *srv, place_load *out) {
+  sess_totals t;
+  sess_get_totals(srv->reg, &t);
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  snprintf(out->node, sizeof out->node, "%s", sess_node(srv->reg));
+  out->sessions = t.workers;
+  out->max_sessions = t.max_sessions;
+  out->cores = cores > 0 ? (int)cores : 1;
+  out->load = t.work / out->cores / 1e6;
+}
+
 static http_reply h_readyz(const http_call *k) {
   char why[160];
   if (!__atomic_load_n(&k->srv->ready, __ATOMIC_ACQUIRE)) {
@@ -209,7 +224,33 @@ static http_reply h_readyz(const http_call *k) {
   if (k->srv->store && !store_writable(k->srv->store, why, sizeof why)) {
     return error_reply(503, "store_unavailable", "", "the store cannot write (%s)", why);
   }
-  return json_reply(200, json_pack("{s:b}", "ready", 1));
+  place_load fig;
+  own_load(k->srv, &fig);
+  return json_reply(200, json_pack("{s:b, s:s, s:i, s:i, s:i, s:f}", "ready", 1, "node", fig.node,
+                                   "sessions", fig.sessions, "max_sessions", fig.max_sessions,
+                                   "cores", fig.cores, "load", fig.load));
+}
+
+/* A new session or class that placement sends to another node: 307 to /n/{node}{path}, which the
+ * cluster's router takes there with the method and body (the client follows it). Only where
+ * this daemon is a node with peers, and never for a request already asked of this node. */
+static bool placed_elsewhere(const http_call *k, int need, double work, const char *path,
+                             http_reply *out) {
+  const char *node = sess_node(k->srv->reg);
+  if (!*node || k->pinned || !k->srv->place) {
+    return false;
+  }
+  place_load fig;
+  own_load(k->srv, &fig);
+  char to[NODE_ID_MAX + 1];
+  place_choose(k->srv->place, &fig, need, work, to);
+  if (strcmp(to, node) == 0) {
+    return false;
+  }
+  *out = json_reply(307, json_pack("{s:s, s:s}", "node", to, "reason",
+                                   "placed on the node with room and the least load"));
+  snprintf(out->location, sizeof out->location, "/n/%s%s", to, path);
+  return true;
 }
 
 static http_reply h_config(const http_call *k) {
@@ -309,7 +350,9 @@ static http_reply h_sessions_create(const http_call *k) {
     return api_error_reply(&e);
   }
   json_decref(body);
-  if (store_refuses(k->srv, &err) || !create_rate_ok(k, client, &err)) {
+  const double work = grn_world_def_grains(&cmd.def) / GRN_STEP_SECONDS;
+  if (placed_elsewhere(k, 1, work, "/api/sessions", &err) || store_refuses(k->srv, &err) ||
+      !create_rate_ok(k, client, &err)) {
     return err;
   }
   char token[65], viewer_token[65];
@@ -434,7 +477,7 @@ static http_reply h_metrics(const http_call *k) {
             (unsigned long long)ss.write_failures, (unsigned long long)ss.dropped);
   }
   fclose(f);
-  http_reply r = {200, more, "text/plain; version=0.0.4", "", "", 0, 0};
+  http_reply r = {200, more, "text/plain; version=0.0.4", "", "", 0, 0, ""};
   return r;
 }
 
@@ -510,7 +553,7 @@ static http_reply snapshot_reply(const http_call *k, bool run) {
   if (rc != 0) {
     return api_error_reply(&e);
   }
-  http_reply r = {200, text, snapshot_content_type(f), "", "", len, 0};
+  http_reply r = {200, text, snapshot_content_type(f), "", "", len, 0, ""};
   /* a run's number, or the session's own id (16 letters and digits): nothing else reaches the
    * header */
   char who[40];
@@ -614,7 +657,7 @@ static http_reply static_file(const http_server *srv, const char *url) {
     return error_reply(500, "io_error", "", "could not read the file");
   }
   buf[got] = '\0';
-  http_reply r = {200, buf, mime(real), "", "", (size_t)got, 0};
+  http_reply r = {200, buf, mime(real), "", "", (size_t)got, 0, ""};
   return r;
 }
 
@@ -702,7 +745,7 @@ static http_reply h_runs_list(const http_call *k) {
   if (failed) {
     return error_reply(500, "store_error", "", "out of memory");
   }
-  http_reply r = {200, text, "text/csv; charset=utf-8", "", "", len, 0};
+  http_reply r = {200, text, "text/csv; charset=utf-8", "", "", len, 0, ""};
   /* a class id is a node id and hex (it named a class that exists): nothing else reaches the
    * header */
   char node[NODE_ID_MAX + 1];
@@ -748,7 +791,8 @@ static http_reply h_run_samples(const http_call *k) {
   if (store_samples(k->srv->store, k->run, &a, csv, &body, &len, &se) != STORE_OK) {
     return store_error_reply(&se);
   }
-  http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", "", 0, 0};
+  http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", "", 0,
+                  0,   ""};
   if (csv) {
     snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"run-%lld.csv\"", k->run);
   }
@@ -874,6 +918,11 @@ static http_reply h_classes_create(const http_call *k) {
   json_decref(body);
   if (rc != 0) {
     return api_error_reply(&e);
+  }
+  /* a class and all its groups live on one node: it goes where its groups fit */
+  if (placed_elsewhere(k, cmd.max_groups, 0, "/api/classes", &err)) {
+    json_decref(cmd.defaults);
+    return err;
   }
   json_t *j = NULL;
   if (!store_refuses(k->srv, &err)) { /* a class nobody could find again after a restart */
@@ -1079,7 +1128,8 @@ static http_reply not_here(const char *node, const char *id, const char *code, c
  * 405, the record must be kept before anything under /api/runs; then the method, the token, and
  * the handler (which reads the body). */
 static http_reply route(http_server *srv, struct MHD_Connection *c, const char *method,
-                        const char *url, const http_req *rq) {
+                        const char *full, const http_req *rq) {
+  const char *url = full;
   const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
   if (srv->hosts && !allow_host(srv->hosts, host)) {
     /* a page of another site that a rebinding DNS points at this server: it must not talk */
@@ -1107,7 +1157,7 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
   }
   api_match m;
   api_route_match(method, url, &m);
-  http_call k = {srv, c, method, rq, &m, NULL, 0, CLASS_ANYONE};
+  http_call k = {srv, c, method, rq, &m, NULL, 0, CLASS_ANYONE, url != full};
   if (m.scope == API_SCOPE_SESSION) {
     if (!m.id[0] || m.id_truncated || strlen(m.id) >= 64) {
       return error_reply(404, "not_found", "id", "no such session");
@@ -1295,6 +1345,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   MHD_add_response_header(resp, "Content-Security-Policy", csp);
   if (r.allow[0]) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r.allow);
+  }
+  if (r.location[0]) {
+    MHD_add_response_header(resp, "Location", r.location);
   }
   if (r.disposition[0]) {
     MHD_add_response_header(resp, "Content-Disposition", r.disposition);

@@ -5,6 +5,7 @@
 #include "allow.h"
 #include "class.h"
 #include "iplimit.h"
+#include "place.h"
 #include "sess.h"
 #include "ws.h"
 
@@ -27,6 +28,7 @@ typedef struct http_server {
   iplimit *conns;            /* HTTP connections per address (trusted proxies exempt) */
   iplimit *creates;          /* sessions created, per client */
   iplimit *guesses;          /* failed session lookups, per client (shared with ws) */
+  place *place;              /* NULL: no peers, every creation stays here */
   unsigned max_connections, per_ip, timeout_s;
   char data_dir[4096]; /* backups go to its backups/ folder */
   bool ready;          /* read and written with __atomic builtins: request threads read it */

@@ -322,8 +322,8 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
   char id[17], join[7];
   sess_random_text(id, 16, "0123456789abcdef");
   sess_random_text(join, 6, SESS_CODE_ALPHABET);
-  node_join(s->id, sizeof s->id, r->node, false, id);
-  node_join(s->join, sizeof s->join, r->node, true, join);
+  node_join(s->id, sizeof s->id, r->node, id);
+  node_join(s->join, sizeof s->join, r->node, join);
   sess_random_text(s->token, 64, "0123456789abcdef");
   if (private_) {
     sess_random_text(s->viewer_token, 64, "0123456789abcdef");
@@ -887,6 +887,7 @@ void sess_get_totals(sess_registry *r, sess_totals *out) {
   out->created = r->created;
   out->worker_failures = r->worker_failures;
   out->steps = __atomic_load_n(&r->steps, __ATOMIC_RELAXED);
+  out->max_sessions = r->limits.max_sessions;
   pthread_mutex_unlock(&r->lock);
   int n;
   session **copy = sess__snapshot(r, &n);
@@ -894,7 +895,13 @@ void sess_get_totals(sess_registry *r, sess_totals *out) {
   for (int i = 0; i < n; i++) {
     pthread_mutex_lock(&copy[i]->lock);
     const sess_state st = copy[i]->state;
+    const double speed = copy[i]->speed, rt = copy[i]->rt_factor;
+    const int grains = grn_world_def_grains(&copy[i]->def);
     pthread_mutex_unlock(&copy[i]->lock);
+    if (st == SESS_RUNNING) {
+      out->work += grains * speed / GRN_STEP_SECONDS;
+      out->lagging += rt > 0 && rt < 0.95 * speed;
+    }
     out->running += st == SESS_RUNNING || st == SESS_ASLEEP;
     out->workers += st != SESS_FAILED && st != SESS_ENDED;
     out->failed += st == SESS_FAILED;

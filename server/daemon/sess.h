@@ -148,9 +148,12 @@ int sess_finish(session *s, const char *why, sess_error *err);
 int sess_snapshot(session *s, int format, char **text, size_t *len, uint64_t *steps,
                   sess_error *err);
 
-/* Metrics for /metrics. */
+/* Metrics for /metrics, and the load a node publishes in /readyz for placement. */
 typedef struct sess_totals {
   int sessions, running, failed, viewers, workers;
+  int max_sessions; /* the limit: room is max_sessions - workers */
+  int lagging;      /* running sessions behind real time (rt factor under 0.95) */
+  double work;      /* grain-steps per second the running sessions ask for, at their speeds */
   uint64_t created, worker_failures, steps;
 } sess_totals;
 void sess_get_totals(sess_registry *r, sess_totals *out);

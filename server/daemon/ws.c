@@ -127,8 +127,9 @@ static session *path_session(ws_server *ws, struct lws *wsi, char *path, size_t 
   }
   const size_t pre = strlen(PATH_PREFIX);
   const char *id = path + pre;
-  if (strncmp(path, PATH_PREFIX, pre) != 0 || strlen(id) < 6 || strlen(id) > 16 ||
-      strspn(id, "0123456789abcdefABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(id)) {
+  /* an id or a join code, either with its node ("n0-…", node.h) */
+  if (strncmp(path, PATH_PREFIX, pre) != 0 || strlen(id) < 6 || strlen(id) >= NODE_NAME_SIZE ||
+      strspn(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-") != strlen(id)) {
     return NULL;
   }
   return sess_find(ws->reg, id);

@@ -2,6 +2,8 @@
 // experiment → POST /api/join → the student's class page, the group's token in its fragment.
 // A refusal (wrong code, class full or ended, a scene the class does not allow) is shown as the
 // API words it.
+import { normalCode, onNode } from './node.js';
+
 const $ = (s) => document.getElementById(s);
 
 const query = new URLSearchParams(location.search);
@@ -38,11 +40,12 @@ $('join').addEventListener('submit', async (e) => {
   e.preventDefault();
   refuse('');
   // the group name goes as typed: a space at either end is the API's to refuse, not ours to drop
-  const body = { code: $('code').value.trim().toUpperCase(), group: $('group').value };
+  const body = { code: normalCode($('code').value), group: $('group').value };
   if ($('scene').value) body.scene = $('scene').value;
   let response, json = null;
   try {
-    response = await fetch('/api/join', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    // a class lives on one node: its join goes there (the code names it)
+    response = await fetch(onNode(body.code, '/api/join'), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
     json = await response.json().catch(() => null);
   } catch (err) {
     refuse(`The server cannot be reached (${err.message}).`);

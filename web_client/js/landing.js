@@ -1,6 +1,7 @@
 // The landing page: a card per scene (from the catalogue) to start a session, the share links of
 // a new session, joining by code, and the live sessions with their viewer counts.
 import { api, sceneText } from './api.js';
+import { normalCode } from './node.js';
 
 const $ = (s) => document.getElementById(s);
 
@@ -41,7 +42,7 @@ async function sessions() {
 
 $('join').addEventListener('submit', (e) => {
   e.preventDefault();
-  const code = $('code').value.trim().toUpperCase();
+  const code = normalCode($('code').value);
   if (code) location.assign(`/s/${encodeURIComponent(code)}`);
 });
 scenes();

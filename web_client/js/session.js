@@ -352,7 +352,13 @@ async function start() {
       }
       if (msg.type === 'error') showError(msg.error.message);
     },
-    onClose(ev) { if (ev.code === 1001) message('The session has ended.'); },
+    // 1001: the session ended; 1008: refused, with the server's reason; 1006 (no close from the
+    // server) a cut stream: the node that ran it may have stopped, which the next refresh says
+    onClose(ev) {
+      if (ev.code === 1001) message('The session has ended.');
+      else if (ev.code === 1008) message(`The stream was refused: ${ev.reason}`);
+      else if (ev.code === 1006) message('The stream was cut: the server running this session does not answer.');
+    },
   });
   setInterval(refresh, 1000);
   refresh();

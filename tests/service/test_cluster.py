@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""Several grainlabd nodes behind one real nginx (deploy/nginx-cluster.conf), all on loopback
+(issue 20): 30 sessions and 2 classes created through the one origin spread across the nodes by
+placement; a class and its groups stay on one node; viewers watch through the origin; ids and
+join codes reach their node; one node killed with -9 is told to its viewers while the others
+carry on; restarted, it closes its runs as interrupted.
+
+usage: test_cluster.py path/to/grainlabd path/to/ws_probe"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+EXE, PROBE = sys.argv[1], sys.argv[2]
+DEPLOY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy")
+STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web_client")
+MULT = float(os.environ.get("GRAINLAB_TIMEOUT_MULTIPLIER", "1"))
+TMP = tempfile.mkdtemp(prefix="grainlab-cluster-")
+TEACHER = "teacher-" + os.urandom(16).hex()
+NODES = ["n0", "n1", "n2"]
+passed = failed = 0
+
+
+def check(cond, what, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print("ok   " + what + (": " + str(detail) if detail != "" else ""))
+    else:
+        failed += 1
+        print("FAIL " + what + (": " + str(detail)[:600] if detail != "" else ""))
+    return cond
+
+
+def free_ports(n):
+    """n ports free now (bound together, then let go: nothing else on a test machine takes them
+    in the second before the nodes do)."""
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def req(port, method, path, body=None, token=None):
+    """One request; (status, JSON or text, headers)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60 * MULT)
+    headers = {}
+    data = json.dumps(body) if body is not None else None
+    if data is not None:
+        headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    conn.request(method, path, body=data, headers=headers)
+    r = conn.getresponse()
+    text = r.read().decode()
+    conn.close()
+    try:
+        return r.status, json.loads(text), dict(r.getheaders())
+    except ValueError:
+        return r.status, text, dict(r.getheaders())
+
+
+class Node:
+    def __init__(self, name, http_port, ws_port, peers):
+        self.name, self.port, self.ws = name, http_port, ws_port
+        self.peers = peers
+        self.data = os.path.join(TMP, name)
+        self.proc = None
+        self.start()
+
+    def start(self):
+        err = open(os.path.join(TMP, self.name + ".err"), "a")
+        self.proc = subprocess.Popen(
+            [EXE, "--node", self.name, "--http-port", str(self.port), "--ws-port", str(self.ws),
+             "--ws-public-port", "0", "--peers", self.peers, "--data-dir", self.data,
+             "--static-dir", STATIC, "--trusted-proxies", "127.0.0.1",
+             "--teacher-token-file", os.path.join(TMP, "teacher"), "--max-sessions", "16",
+             "--max-sessions-per-client", "10000", "--create-rate", "100000",
+             "--join-guess-rate", "100000", "--max-connections-per-ip", "10000"],
+            stdout=subprocess.PIPE, stderr=err, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("listening"):
+            raise SystemExit("FAIL node %s did not start: %s" % (self.name, line))
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=60 * MULT)
+
+
+def follow_create(port, path, body, token=None):
+    """POST through the origin, following placement's 307 as a browser does; (status, reply,
+    redirected to)."""
+    s, r, h = req(port, "POST", path, body, token)
+    moved = None
+    if s == 307:
+        moved = h.get("Location")
+        s, r, h = req(port, "POST", moved, body, token)
+    return s, r, moved
+
+
+def start_nginx(nodes, port):
+    d = os.path.join(TMP, "nginx")
+    os.makedirs(d)
+    with open(os.path.join(d, "grainlab-nodes.conf"), "w") as f:
+        for n in nodes:
+            f.write("upstream grainlab_%s { server 127.0.0.1:%d; keepalive 8; }\n" % (n.name, n.port))
+            f.write("upstream grainlab_%s_ws { server 127.0.0.1:%d; }\n" % (n.name, n.ws))
+        f.write("upstream grainlab_any { %s keepalive 16; }\n"
+                % " ".join("server 127.0.0.1:%d;" % n.port for n in nodes))
+        f.write("upstream grainlab_any_ws { %s }\n"
+                % " ".join("server 127.0.0.1:%d;" % n.ws for n in nodes))
+        f.write("map $grainlab_named $grainlab_node { %s default \"\"; }\n"
+                % " ".join("%s %s;" % (n.name, n.name) for n in nodes))
+    with open(os.path.join(DEPLOY, "nginx-cluster.conf")) as f:
+        site = f.read().replace("listen 80;", "listen 127.0.0.1:%d;" % port)
+    with open(os.path.join(d, "site.conf"), "w") as f:
+        f.write(site)
+    with open(os.path.join(d, "nginx.conf"), "w") as f:
+        f.write("worker_processes 1; pid %s/nginx.pid; error_log %s/error.log;\n"
+                "events { worker_connections 1024; }\n"
+                "http { access_log off; client_body_temp_path %s/body; proxy_temp_path %s/proxy;\n"
+                "  include /etc/nginx/mime.types; include %s/site.conf; }\n" % ((d,) * 5))
+    t = subprocess.run(["nginx", "-t", "-c", d + "/nginx.conf", "-p", d],
+                       capture_output=True, text=True)
+    check(t.returncode == 0, "nginx -t accepts deploy/nginx-cluster.conf", t.stderr.strip()[-300:])
+    return subprocess.Popen(["nginx", "-c", d + "/nginx.conf", "-p", d, "-g", "daemon off;"],
+                            stderr=subprocess.DEVNULL)
+
+
+def wait_for(cond, seconds):
+    end = time.time() + seconds * MULT
+    while time.time() < end:
+        try:
+            if cond():
+                return True
+        except OSError:
+            pass  # not listening yet
+        time.sleep(0.2)
+    return False
+
+
+def node_of(name):
+    return name.split("-", 1)[0]
+
+
+def probe(port, session, seconds, frames=None):
+    args = [PROBE, "--port", str(port), "--session", session, "--seconds", str(seconds)]
+    if frames:
+        args += ["--frames", str(frames)]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def main():
+    with open(os.path.join(TMP, "teacher"), "w") as f:
+        f.write(TEACHER + "\n")
+    ports = free_ports(2 * len(NODES) + 1)
+    peers = ",".join("http://127.0.0.1:%d" % ports[2 * i] for i in range(len(NODES)))
+    nodes = [Node(n, ports[2 * i], ports[2 * i + 1], peers) for i, n in enumerate(NODES)]
+    origin = ports[-1]
+    nginx = start_nginx(nodes, origin)
+    try:
+        run(nodes, origin)
+    finally:
+        nginx.send_signal(signal.SIGTERM)
+        nginx.wait()
+        for n in nodes:
+            n.stop()
+    print("%d passed, %d failed" % (passed, failed))
+    if failed:
+        for n in NODES:
+            with open(os.path.join(TMP, n + ".err")) as f:
+                print("---- %s's stderr (last 20 lines) ----\n%s" % (n, "".join(f.readlines()[-20:])))
+    shutil.rmtree(TMP, ignore_errors=True)
+    sys.exit(1 if failed else 0)
+
+
+def run(nodes, origin):
+    by = {n.name: n for n in nodes}
+    # ---- every node publishes its load, and hears the others ----------------------------------
+    s, ready, _ = req(nodes[1].port, "GET", "/readyz")
+    check(s == 200 and ready.get("node") == "n1" and ready.get("max_sessions") == 16
+          and ready.get("sessions") == 0 and ready.get("load") == 0 and ready.get("cores", 0) >= 1,
+          "/readyz publishes the node, its room and its load", json.dumps(ready))
+    wait_for(lambda: req(origin, "GET", "/api/scenes")[0] == 200, 10)
+    time.sleep(2.5)  # each node asks its peers once a second
+    s, _, _ = req(origin, "GET", "/api/scenes")
+    check(s == 200, "through the origin: GET /api/scenes")
+    s, page, _ = req(origin, "GET", "/")
+    check(s == 200 and "<html" in str(page).lower(), "through the origin: the landing page")
+
+    # ---- 30 sessions through the origin: placement spreads them --------------------------------
+    made, moved = [], 0
+    for i in range(30):
+        scene = ["pour", "silo", "dambreak"][i % 3]
+        s, r, to = follow_create(origin, "/api/sessions",
+                                 {"scene": scene, "params": {"quality": 0}, "label": "g%d" % i})
+        if s != 201:
+            check(False, "session %d created through the origin" % i, "%d %s" % (s, r))
+            continue
+        moved += to is not None
+        made.append(r)
+        if to:
+            check(to == "/n/%s/api/sessions" % node_of(r["id"]),
+                  "a 307 sends session %d to the node that made it" % i, to) if i < 3 else None
+    count = {n: sum(1 for r in made if node_of(r["id"]) == n) for n in NODES}
+    check(len(made) == 30, "30 sessions created through the one origin", "%d" % len(made))
+    check(all(7 <= c <= 13 for c in count.values()),
+          "placement spreads them: 7 to 13 on each node", "%s, %d sent on by a 307" % (count, moved))
+    check(all(r["join_code"].startswith(node_of(r["id"]) + "-") for r in made),
+          "every id and join code carries its node", made[0]["id"] + " " + made[0]["join_code"])
+    for n in nodes:
+        s, lst, _ = req(n.port, "GET", "/api/sessions")
+        ids = sorted(x["id"] for x in lst.get("sessions", []))
+        want = sorted(r["id"] for r in made if node_of(r["id"]) == n.name)
+        check(ids == want, "node %s lists exactly the sessions placed on it" % n.name,
+              "%d listed" % len(ids))
+    s, ready, _ = req(nodes[0].port, "GET", "/readyz")
+    check(ready.get("sessions") == count["n0"] and ready.get("load", 0) > 0,
+          "n0's published figure counts its sessions and their work", json.dumps(ready))
+
+    # ---- by id and by join code, every node's sessions answer through the origin --------------
+    ok_id = ok_code = 0
+    for r in made:
+        s1, a, _ = req(origin, "GET", "/api/sessions/" + r["id"])
+        s2, b, _ = req(origin, "GET", "/api/sessions/" + r["join_code"])
+        ok_id += s1 == 200 and a.get("id") == r["id"]
+        ok_code += s2 == 200 and b.get("id") == r["id"]
+    check(ok_id == len(made) and ok_code == len(made),
+          "GET by id and by join code reaches the owning node for all", "%d, %d" % (ok_id, ok_code))
+    one = next(r for r in made if node_of(r["id"]) == "n2" and r["scene"] == "pour")
+    s, page, _ = req(origin, "GET", "/s/" + one["id"])
+    check(s == 200 and "<html" in str(page).lower(), "the session page /s/{id} through the origin")
+    s, r, _ = req(origin, "PATCH", "/api/sessions/" + one["id"] + "/params", {"mu": 0.7},
+                  one["control_token"])
+    check(s == 200 and r["params"]["mu"] == 0.7, "a controller's PATCH reaches its node", s)
+    s, r, _ = req(origin, "GET", "/api/sessions/n7-0123456789abcdef")
+    check(s == 421 and r["error"]["code"] == "wrong_node",
+          "an id of a node the cluster lacks: 421 wrong_node, from any node", json.dumps(r))
+    s, r, _ = req(nodes[0].port, "GET", "/api/sessions/" + one["id"])
+    check(s == 421 and "n2" in r["error"]["message"],
+          "a node asked for another's session says whose it is (421)", json.dumps(r))
+    s, r, _ = req(origin, "GET", "/n/n1/readyz")
+    check(s == 200 and r.get("node") == "n1", "/n/{node}/ reaches that node", json.dumps(r))
+
+    # ---- 2 classes: each lives with all its groups on one node --------------------------------
+    classes = []
+    for name in ("Physics 3B", "Physics 4A"):
+        s, c, to = follow_create(origin, "/api/classes", {
+            "name": name, "scenes": ["pour"], "max_groups": 3, "grain_budget": 20000,
+            "defaults": {"pour": {"quality": 0}},
+            "ends_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))},
+            TEACHER)
+        check(s == 201 and c["code"].startswith(node_of(c["id"]) + "-"),
+              "class %s created through the origin, on a node with room" % name,
+              "%d %s %s" % (s, c.get("id") if isinstance(c, dict) else c, to or ""))
+        classes.append(c)
+    for c in classes:
+        home = node_of(c["id"])
+        groups = []
+        for g in ("team 1", "team 2"):
+            s, j, _ = req(origin, "POST", "/n/%s/api/join" % home, {"code": c["code"], "group": g})
+            groups.append(j["session"]["id"] if s in (200, 201) else "(%d %s)" % (s, j))
+        check(all(node_of(x) == home for x in groups),
+              "class %s's groups run on its node %s" % (c["code"], home), groups)
+        s, got, _ = req(origin, "GET", "/api/classes/" + c["id"], token=c["teacher_token"])
+        check(s == 200 and len(got.get("groups", [])) == 2,
+              "the teacher's view of class %s through the origin" % c["code"], s)
+    s, r, _ = req(origin, "POST", "/api/join", {"code": classes[0]["code"], "group": "team 9"})
+    home = node_of(classes[0]["id"])
+    # sent to any node: the class's own may answer; another says whose the code is
+    check(s in (200, 201) or (s == 421 and r["error"]["code"] == "wrong_node"
+                              and "/n/%s/api/join" % home in r["error"]["message"]),
+          "a join not sent to the class's node is answered there or told where, never misplaced",
+          "%d %s" % (s, json.dumps(r)[:200]))
+
+    # ---- viewers through the origin, one session per node --------------------------------------
+    watched = {}
+    for n in NODES:
+        r = next(x for x in made if node_of(x["id"]) == n)
+        p = probe(origin, r["id"], 3, frames=10)
+        out, _ = p.communicate(timeout=60 * MULT)
+        seen = json.loads(out or "{}")
+        watched[n] = seen.get("frames", 0)
+    check(all(f >= 10 for f in watched.values()),
+          "a viewer of each node's session gets its frames through the origin", watched)
+
+    # ---- kill -9 one node: its viewers are told, the others carry on --------------------------
+    victim = next(r for r in made if node_of(r["id"]) == "n1" and r["scene"] == "pour")
+    survivor = next(r for r in made if node_of(r["id"]) == "n0")
+    viewer = probe(origin, victim["id"], 30)
+    time.sleep(2)
+    _, before, _ = req(origin, "GET", "/api/sessions/" + survivor["id"])
+    t_kill = time.time()
+    by["n1"].kill()
+    out, _ = viewer.communicate(timeout=60 * MULT)
+    seen = json.loads(out or "{}")
+    check(seen.get("frames", 0) > 0 and time.time() - t_kill < 10 * MULT
+          and seen.get("close_status") not in (1000, 1001),
+          "n1's viewer had frames and its stream was cut when n1 died",
+          "frames %s, close %s, %.1f s after the kill" % (seen.get("frames"), seen.get("close_status"),
+                                                         time.time() - t_kill))
+    s, r, _ = req(origin, "GET", "/api/sessions/" + victim["id"])
+    check(s == 503 and r.get("error", {}).get("code") == "node_unavailable",
+          "the page's next look at n1's session is told the node does not answer",
+          "%d %s" % (s, json.dumps(r)[:200]))
+    time.sleep(1.5)
+    _, after, _ = req(origin, "GET", "/api/sessions/" + survivor["id"])
+    check(after.get("t", 0) > before.get("t", 0),
+          "n0's sessions carry on (t %.2f -> %.2f)" % (before.get("t", 0), after.get("t", 0)))
+    time.sleep(3.5)  # n1's figure goes stale: placement stops sending there
+    late = [follow_create(origin, "/api/sessions", {"scene": "pour", "params": {"quality": 0}})
+            for _ in range(4)]
+    check(all(s == 201 and node_of(r["id"]) in ("n0", "n2") for s, r, _ in late),
+          "new sessions go to the nodes that answer", [(s, r.get("id") if isinstance(r, dict)
+                                                        else r) for s, r, _ in late])
+
+    # ---- restart it: its runs left open are closed as interrupted -----------------------------
+    by["n1"].start()
+    wait_for(lambda: req(origin, "GET", "/n/n1/readyz")[0] == 200, 20)
+    s, runs, _ = req(by["n1"].port, "GET", "/api/runs?limit=500")
+    mine = [r for r in runs.get("runs", []) if r["session_id"] == victim["id"]]
+    check(s == 200 and mine and all(r["end_reason"] == "interrupted" for r in mine),
+          "restarted, n1 records the killed session's run as interrupted",
+          [(r["id"], r["end_reason"]) for r in mine])
+    s, r, _ = req(origin, "GET", "/api/sessions/" + victim["id"])
+    check(s == 404, "its killed session is gone (404), not served from a dead worker", s)
+
+
+if __name__ == "__main__":
+    main()
