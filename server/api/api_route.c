@@ -10,6 +10,7 @@ const api_route api_routes[] = {
     {"GET", "/readyz", API_AUTH_NONE, API_H_READYZ},
     {"GET", "/metrics", API_AUTH_NONE, API_H_METRICS},
     {"GET", "/api/config", API_AUTH_NONE, API_H_CONFIG},
+    {"GET", "/api/nodes", API_AUTH_NONE, API_H_NODES},
     {"GET", "/api/scenes", API_AUTH_NONE, API_H_SCENES},
     /* private sessions are listed for the admin only */
     {"GET", "/api/sessions", API_AUTH_NONE, API_H_SESSIONS_LIST},

@@ -23,6 +23,7 @@ typedef enum api_handler {
   API_H_READYZ,
   API_H_METRICS,
   API_H_CONFIG,
+  API_H_NODES,
   API_H_SCENES,
   API_H_SESSIONS_LIST,
   API_H_SESSIONS_CREATE,

@@ -216,6 +216,12 @@ static void own_load(const http_server *srv, place_load *out) {
   out->load = t.work / out->cores / 1e6;
 }
 
+/* A node's figure as /readyz and /api/nodes say it (place.c reads it back). */
+static json_t *load_json(const place_load *fig) {
+  return json_pack("{s:s, s:i, s:i, s:i, s:f}", "node", fig->node, "sessions", fig->sessions,
+                   "max_sessions", fig->max_sessions, "cores", fig->cores, "load", fig->load);
+}
+
 static http_reply h_readyz(const http_call *k) {
   char why[160];
   if (!__atomic_load_n(&k->srv->ready, __ATOMIC_ACQUIRE)) {
@@ -226,9 +232,9 @@ static http_reply h_readyz(const http_call *k) {
   }
   place_load fig;
   own_load(k->srv, &fig);
-  return json_reply(200, json_pack("{s:b, s:s, s:i, s:i, s:i, s:f}", "ready", 1, "node", fig.node,
-                                   "sessions", fig.sessions, "max_sessions", fig.max_sessions,
-                                   "cores", fig.cores, "load", fig.load));
+  json_t *j = load_json(&fig);
+  json_object_set_new(j, "ready", json_true());
+  return json_reply(200, j);
 }
 
 /* A new session or class that placement sends to another node: 307 to /n/{node}{path}, which the
@@ -251,6 +257,22 @@ static bool placed_elsewhere(const http_call *k, int need, double work, const ch
                                    "placed on the node with room and the least load"));
   snprintf(out->location, sizeof out->location, "/n/%s%s", to, path);
   return true;
+}
+
+/* The cluster's nodes as this one last heard them (itself first): a page lists every node's
+ * sessions by asking each at /n/{node}/ through the router. */
+static http_reply h_nodes(const http_call *k) {
+  place_load fig, peers[PLACE_PEERS_MAX];
+  own_load(k->srv, &fig);
+  json_t *list = json_array();
+  json_t *own = load_json(&fig);
+  json_object_set_new(own, "self", json_true());
+  json_array_append_new(list, own);
+  const int n = place_peers(k->srv->place, peers, PLACE_PEERS_MAX);
+  for (int i = 0; i < n; i++) {
+    json_array_append_new(list, load_json(&peers[i]));
+  }
+  return json_reply(200, json_pack("{s:o}", "nodes", list));
 }
 
 static http_reply h_config(const http_call *k) {
@@ -1011,6 +1033,7 @@ static const http_handler handlers[API_H_COUNT] = {
     [API_H_READYZ] = h_readyz,
     [API_H_METRICS] = h_metrics,
     [API_H_CONFIG] = h_config,
+    [API_H_NODES] = h_nodes,
     [API_H_SCENES] = h_scenes,
     [API_H_SESSIONS_LIST] = h_sessions_list,
     [API_H_SESSIONS_CREATE] = h_sessions_create,

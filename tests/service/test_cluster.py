@@ -201,6 +201,10 @@ def run(nodes, origin):
     check(s == 200, "through the origin: GET /api/scenes")
     s, page, _ = req(origin, "GET", "/")
     check(s == 200 and "<html" in str(page).lower(), "through the origin: the landing page")
+    s, nl, _ = req(nodes[2].port, "GET", "/api/nodes")
+    check(s == 200 and [x["node"] for x in nl["nodes"]][0] == "n2"
+          and sorted(x["node"] for x in nl["nodes"]) == NODES,
+          "/api/nodes: this node first, then the peers it hears", json.dumps(nl)[:300])
 
     # ---- 30 sessions through the origin: placement spreads them --------------------------------
     made, moved = [], 0

@@ -33,8 +33,19 @@ async function create(scene, label) {
   location.assign(control);
 }
 
+// Every node's live sessions: in a cluster each node is asked at /n/{node}/ through the router
+// (a node that does not answer is left out of this refresh); a lone server is asked directly.
+async function allSessions() {
+  const { nodes } = await api('GET', '/api/nodes');
+  if (nodes.length < 2) return (await api('GET', '/api/sessions')).sessions;
+  const lists = await Promise.all(nodes.map((n) =>
+    fetch(`/n/${n.node}/api/sessions`).then((r) => (r.ok ? r.json() : { sessions: [] }))
+      .catch(() => ({ sessions: [] }))));
+  return lists.flatMap((l) => l.sessions);
+}
+
 async function sessions() {
-  const { sessions } = await api('GET', '/api/sessions');
+  const sessions = await allSessions();
   $('sessions').innerHTML = sessions.map((s) =>
     `<tr><td>${s.scene}</td><td>${s.label.replace(/[<&]/g, '')}</td><td>${s.state}</td><td>${s.t.toFixed(1)}</td>` +
     `<td>${s.viewers}</td><td><a href="/s/${s.id}">watch</a></td></tr>`).join('');

@@ -6,6 +6,7 @@ import { api, fmt } from './api.js';
 import { describe, LawPlot, lawColumns, plottedScenes, xChoices } from './law_plot.js';
 import { figureParams, newHistory, readHistory, runFigure } from './run_history.js';
 import { EXPERIMENTS } from './theory.js';
+import { runRef } from './node.js';
 
 const $ = (s) => document.getElementById(s);
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -14,7 +15,7 @@ const PLOT_MAX = 2000; // runs read for one plot: each finished one costs a read
 let catalogue = null;
 let chosen = false; // the plot's scene was picked by hand: loading runs no longer moves it
 let generation = 0; // the latest plot asked for: an older one's late answers are dropped
-const hist = new Map(); // run id -> its history (js/run_history.js); a finished run's never changes
+const hist = new Map(); // run (runRef) -> its history (js/run_history.js); a finished run's never changes
 const plot = new LawPlot($('plot'), { live: false });
 
 // the form's filters, for the form's scene or the plot's
@@ -67,14 +68,14 @@ async function drawPlot() {
   }
   const done = runs.filter((r) => r.end_reason);
   let unread = 0;
-  await pool(done.filter((r) => !(hist.get(r.id) || {}).complete), 6, async (r) => {
-    if (!hist.has(r.id)) hist.set(r.id, newHistory(r));
+  await pool(done.filter((r) => !(hist.get(runRef(r)) || {}).complete), 6, async (r) => {
+    if (!hist.has(runRef(r))) hist.set(runRef(r), newHistory(r));
     // a run gone since the list (or unreadable): plotted at its start parameters, and counted
-    await readHistory(quiet, r, hist.get(r.id)).catch(() => { unread++; });
+    await readHistory(quiet, r, hist.get(runRef(r))).catch(() => { unread++; });
   });
   if (mine !== generation) return;
   const xName = $('plot-x').value || exp.x;
-  const points = done.map((r) => ({ x: figureParams(r, hist.get(r.id))[xName], y: runFigure(r, hist.get(r.id)) }));
+  const points = done.map((r) => ({ x: figureParams(r, hist.get(runRef(r)))[xName], y: runFigure(r, hist.get(runRef(r))) }));
   const shown = lawColumns(catalogue, scene, xName, points);
   if (!shown) return;
   $('plot-title').textContent = shown.title;
@@ -83,8 +84,8 @@ async function drawPlot() {
   // why a finished run has no point: said, not hidden
   const why = [];
   if (exp.l0) {
-    const never = done.filter((r) => !hist.get(r.id).start).length;
-    const early = done.filter((r) => hist.get(r.id).start && hist.get(r.id).l0 === null).length;
+    const never = done.filter((r) => !hist.get(runRef(r)).start).length;
+    const early = done.filter((r) => hist.get(runRef(r)).start && hist.get(runRef(r)).l0 === null).length;
     if (never) why.push(`${never} without ${exp.l0.action}`);
     if (early) why.push(`${early} without a sample before ${exp.l0.action} (L0 unknown)`);
   }
@@ -101,13 +102,13 @@ async function load() {
   $('runs').innerHTML = runs.map((r) => {
     const params = Object.entries(r.params).map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ');
     const results = Object.entries(r.results).map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ');
-    return `<tr><td>${r.id}</td><td>${esc(r.scene)}</td><td>${esc(r.label)}</td>` +
+    return `<tr><td>${runRef(r)}</td><td>${esc(r.scene)}</td><td>${esc(r.label)}</td>` +
       `<td>${params}</td><td>${results}</td><td>${esc(r.end_reason || 'running')}</td>` +
-      `<td><a class="csv" href="/api/runs/${r.id}/samples?format=csv" download>CSV</a>` +
+      `<td><a class="csv" href="/api/runs/${runRef(r)}/samples?format=csv" download>CSV</a>` +
       // the final state, replayed by the server (seconds for a minute of a silo), for Python or ParaView
       (r.end_reason && r.end_reason !== 'interrupted'
-        ? ` · snapshot <a class="snap-csv" href="/api/runs/${r.id}/snapshot?format=csv" download>CSV</a>` +
-          ` <a class="snap-vtk" href="/api/runs/${r.id}/snapshot?format=vtk" download>VTK</a>`
+        ? ` · snapshot <a class="snap-csv" href="/api/runs/${runRef(r)}/snapshot?format=csv" download>CSV</a>` +
+          ` <a class="snap-vtk" href="/api/runs/${runRef(r)}/snapshot?format=vtk" download>VTK</a>`
         : '') + '</td></tr>';
   }).join('');
   // the plot follows the scene filter; else, until picked by hand, the scene with most runs here

@@ -2,6 +2,7 @@
 // and samples), for the class dashboard and the results page alike. No DOM: `get(path)` fetches
 // JSON, so tests/unit/test_theory.mjs checks it in node against a made-up record.
 import { EXPERIMENTS } from './theory.js';
+import { runRef } from './node.js';
 
 // A run records the parameters it started with; a change while it ran (a slider, a teacher's
 // push) is a parameter_changed event, and its results belong to the parameters it ended with.
@@ -20,7 +21,7 @@ export async function readHistory(get, run, h) {
   const exp = EXPERIMENTS[run.scene];
   const l0 = exp && exp.l0;
   for (let more = true; more;) {
-    const page = await get(`/api/runs/${run.id}?events_after=${h.after}&events_limit=1000`);
+    const page = await get(`/api/runs/${runRef(run)}?events_after=${h.after}&events_limit=1000`);
     for (const e of page.events) {
       const type = e.kind === 'action' && e.detail && e.detail.action ? e.detail.action.type : null;
       if (e.kind === 'parameter_changed' && e.detail && e.detail.params) Object.assign(h.params, e.detail.params);
@@ -31,7 +32,7 @@ export async function readHistory(get, run, h) {
     more = page.events_next !== null && page.events_next !== undefined && page.events.length > 0;
   }
   if (h.start && h.l0 === undefined) {
-    const { columns, rows } = await get(`/api/runs/${run.id}/samples`);
+    const { columns, rows } = await get(`/api/runs/${runRef(run)}/samples`);
     const kt = columns.indexOf('t'), km = columns.indexOf(l0.measure);
     const before = km < 0 ? [] : rows.filter((row) => row[kt] <= h.start.t && Number.isFinite(row[km]));
     h.l0 = before.length ? before[before.length - 1][km] : null;
