@@ -113,18 +113,13 @@ def follow_create(port, path, body, token=None):
 
 
 def start_nginx(nodes, port):
+    """deploy/nginx-cluster.conf with the nodes file deploy/nginx-cluster-nodes.sh writes."""
     d = os.path.join(TMP, "nginx")
     os.makedirs(d)
     with open(os.path.join(d, "grainlab-nodes.conf"), "w") as f:
-        for n in nodes:
-            f.write("upstream grainlab_%s { server 127.0.0.1:%d; keepalive 8; }\n" % (n.name, n.port))
-            f.write("upstream grainlab_%s_ws { server 127.0.0.1:%d; }\n" % (n.name, n.ws))
-        f.write("upstream grainlab_any { %s keepalive 16; }\n"
-                % " ".join("server 127.0.0.1:%d;" % n.port for n in nodes))
-        f.write("upstream grainlab_any_ws { %s }\n"
-                % " ".join("server 127.0.0.1:%d;" % n.ws for n in nodes))
-        f.write("map $grainlab_named $grainlab_node { %s default \"\"; }\n"
-                % " ".join("%s %s;" % (n.name, n.name) for n in nodes))
+        subprocess.run(["bash", os.path.join(DEPLOY, "nginx-cluster-nodes.sh")]
+                       + ["%s=127.0.0.1:%d:%d" % (n.name, n.port, n.ws) for n in nodes],
+                       stdout=f, check=True)
     with open(os.path.join(DEPLOY, "nginx-cluster.conf")) as f:
         site = f.read().replace("listen 80;", "listen 127.0.0.1:%d;" % port)
     with open(os.path.join(d, "site.conf"), "w") as f:
