@@ -322,7 +322,8 @@ for i in range(n):
               (f"/n/n{i}/api/admin/backup", "private", None)]
 cases += [(p, anysvc, 8080) for p in ("/", "/api/scenes", "/api/runs", "/api/runs?scene=silo",
                                       "/api/sessions", "/api/classes", "/js/session.js", "/join",
-                                      f"/api/sessions/n{n}-{sid}", f"/s/n1{sid}", f"/api/sessions/n10-{sid}")]
+                                      f"/api/sessions/n{n}-{sid}", f"/s/n1{sid}", f"/api/sessions/n10-{sid}",
+                                      "/n/n10/api/sessions")]
 cases += [("/metrics", "private", None), ("/api/admin/backup", "private", None)]
 wrong = []
 for path, svc, port in cases:
