@@ -9,6 +9,9 @@ pkgs=(ca-certificates gcc libc6-dev make cmake ninja-build pkg-config libseccomp
 # Node.js and npm from Debian unless the machine has them already (e.g. NodeSource's, which bundles npm)
 command -v node >/dev/null || pkgs+=(nodejs)
 command -v npm >/dev/null || pkgs+=(npm)
+# kubectl (test_k8s: deploy/k8s/ read offline) from Debian unless the machine has one already:
+# another package that owns /usr/bin/kubectl (e.g. the Google Cloud SDK's) conflicts with it
+command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
