@@ -230,7 +230,7 @@ static http_reply h_readyz(const http_call *k) {
   if (k->srv->store && !store_writable(k->srv->store, why, sizeof why)) {
     return error_reply(503, "store_unavailable", "", "the store cannot write (%s)", why);
   }
-  place_load fig;
+  place_load fig = {.cores = 0};
   own_load(k->srv, &fig);
   json_t *j = load_json(&fig);
   json_object_set_new(j, "ready", json_true());
@@ -246,7 +246,7 @@ static bool placed_elsewhere(const http_call *k, int need, double work, const ch
   if (!*node || k->pinned || !k->srv->place) {
     return false;
   }
-  place_load fig;
+  place_load fig = {.cores = 0};
   own_load(k->srv, &fig);
   char to[NODE_ID_MAX + 1];
   place_choose(k->srv->place, &fig, need, work, to);
@@ -262,7 +262,7 @@ static bool placed_elsewhere(const http_call *k, int need, double work, const ch
 /* The cluster's nodes as this one last heard them (itself first): a page lists every node's
  * sessions by asking each at /n/{node}/ through the router. */
 static http_reply h_nodes(const http_call *k) {
-  place_load fig, peers[PLACE_PEERS_MAX];
+  place_load fig = {.cores = 0}, peers[PLACE_PEERS_MAX];
   own_load(k->srv, &fig);
   json_t *list = json_array();
   json_t *own = load_json(&fig);
@@ -1172,9 +1172,12 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
   if (strncmp(url, "/n/", 3) == 0) {
     const char *slash = strchr(url + 3, '/');
     const size_t n = slash ? (size_t)(slash - (url + 3)) : strlen(url + 3);
-    if (!*node || !slash || n != strlen(node) || strncmp(url + 3, node, n) != 0) {
-      return error_reply(421, "wrong_node", "", "this is node '%s', not '%.*s'",
-                         *node ? node : "(none)", (int)(n < 16 ? n : 16), url + 3);
+    /* one more than a node id holds: a longer one cannot match */
+    char asked[NODE_ID_MAX + 2];
+    snprintf(asked, sizeof asked, "%.*s", (int)(n < sizeof asked ? n : sizeof asked - 1), url + 3);
+    if (!*node || !slash || strcmp(asked, node) != 0) {
+      return error_reply(421, "wrong_node", "", "this is node '%s', not '%s'",
+                         *node ? node : "(none)", asked);
     }
     url = slash;
   }

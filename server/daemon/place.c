@@ -1,5 +1,6 @@
 /* Placement across a cluster's nodes (place.h): a thread asks each peer's /readyz once a second
  * with libcurl; a choice reads the figures last heard, none older than PLACE_STALE_S. */
+#define _GNU_SOURCE
 #include "place.h"
 #include "log.h"
 
