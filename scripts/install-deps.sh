@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs what grainlab needs to build, run and test on Debian 12: Debian's packages, and the
-# browser client's libraries from npm at the versions web_client/package-lock.json pins.
+# Installs what grainlab needs to build, run and test on Debian 12: Debian's packages (libpq for a
+# cluster's results database, and PostgreSQL 15 itself, which test_results_db starts on its own),
+# and the browser client's libraries from npm at the versions web_client/package-lock.json pins.
 # Idempotent; run as root (CI and fresh machines are root).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(ca-certificates gcc libc6-dev make cmake ninja-build pkg-config libseccomp-dev
-  libmicrohttpd-dev libjansson-dev libzstd-dev libwebsockets-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev sqlite3 clang-format clang-tidy cppcheck curl python3 python3-vtk9 python3-numpy chromium nginx systemd)
+  libmicrohttpd-dev libjansson-dev libzstd-dev libwebsockets-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev sqlite3 clang-format clang-tidy cppcheck curl python3 python3-vtk9 python3-numpy chromium nginx systemd
+  libpq-dev postgresql-15)
 # Node.js and npm from Debian unless the machine has them already (e.g. NodeSource's, which bundles npm)
 command -v node >/dev/null || pkgs+=(nodejs)
 command -v npm >/dev/null || pkgs+=(npm)

@@ -104,18 +104,37 @@ sqlite3 *store__open_db(const char *path, int flags, char *err, size_t errlen) {
 }
 
 store *store_open(const char *path, char *err, size_t errlen) {
+  return store_open_with(path, NULL, err, errlen);
+}
+
+store *store_open_with(const char *path, const store_options *o, char *err, size_t errlen) {
+  const char *node = o && o->node ? o->node : "";
+  const bool results = o && o->results_db && *o->results_db;
+  if (strlen(node) >= sizeof((store *)NULL)->node) {
+    snprintf(err, errlen, "the node id '%.20s' is too long", node);
+    return NULL;
+  }
+  if (results && !*node) {
+    snprintf(err, errlen, "a results database needs a node id (--node): run ids are each node's");
+    return NULL;
+  }
+  if (results && store_results_db_check(o->results_db, err, errlen) != 0) {
+    return NULL;
+  }
   store *st = calloc(1, sizeof *st);
   if (!st) {
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
   snprintf(st->path, sizeof st->path, "%s", path);
+  snprintf(st->node, sizeof st->node, "%s", node);
   st->w = store__open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err, errlen);
   /* WAL: readers never wait for the writer; NORMAL: a crash of the daemon (not of the machine)
-   * loses nothing committed */
+   * loses nothing committed. The outbox is on exactly while there is a results database; set
+   * before runs are closed below, so that their closing ships too. */
   if (!st->w || store__exec(st->w, "PRAGMA journal_mode = WAL", err, errlen) != 0 ||
       store__exec(st->w, "PRAGMA synchronous = NORMAL", err, errlen) != 0 ||
-      migrate(st->w, err, errlen) != 0) {
+      migrate(st->w, err, errlen) != 0 || store__outbox_mode(st->w, results, err, errlen) != 0) {
     sqlite3_close(st->w);
     free(st);
     return NULL;
@@ -157,12 +176,32 @@ store *store_open(const char *path, char *err, size_t errlen) {
     free(st);
     return NULL;
   }
+  if (results) {
+    struct store_pg *pg = store__pg_start(st, o->results_db, err, errlen);
+    if (!pg) {
+      store_close(st);
+      return NULL;
+    }
+    pthread_mutex_lock(&st->lock); /* the writer reads it to wake the shipper */
+    st->pg = pg;
+    pthread_mutex_unlock(&st->lock);
+  }
   return st;
 }
 
 void store_close(store *st) {
   if (!st) {
     return;
+  }
+  if (st->pg) {
+    /* what was recorded last (the runs a shutdown ends) ships before the writer stops, since it
+     * deletes the shipped entries */
+    store_sync(st, 5000);
+    pthread_mutex_lock(&st->lock);
+    struct store_pg *pg = st->pg;
+    st->pg = NULL;
+    pthread_mutex_unlock(&st->lock);
+    store__pg_stop(pg);
   }
   store__writer_stop(st);
   for (int i = 0; i < STORE_READERS; i++) {

@@ -13,13 +13,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct store store;
 
 /* Open (creating it and its folder's file) and migrate; runs left open by a crash are closed as
  * "interrupted". NULL with the reason in err. */
 store *store_open(const char *path, char *err, size_t errlen);
-/* Write everything queued, stop the writer, close. */
+/* A cluster node's store (issue 20). `node`: this node's id ("" or NULL: a lone daemon); it is
+ * in every run the store lists ("node"). `results_db`: NULL or "" for none, else a postgresql://
+ * URI (store_results_db_check; needs a node): every change of what GET /api/runs reads goes
+ * through an outbox (schema/migrations/009) to that PostgreSQL database, and store_list_runs
+ * answers from it for the whole cluster. The store opens without waiting for PostgreSQL. */
+typedef struct store_options {
+  const char *node;
+  const char *results_db;
+} store_options;
+store *store_open_with(const char *path, const store_options *o, char *err, size_t errlen);
+/* Write everything queued, ship what the outbox holds while the results database answers (a
+ * few seconds at most), stop the writer, close. */
 void store_close(store *st);
 /* The id the next run gets (ids are never reused, across restarts too). */
 int64_t store_next_run_id(store *st);
@@ -75,6 +87,17 @@ void store_group(store *st, const char *class_id, const char *name);
  * class first (grainlabd loads them at start). */
 store_status store_load_classes(store *st, json_t **out, store_error *err);
 
+/* The results database (store_pg.c). Whether `uri` is one grainlabd takes: a postgresql:// or
+ * postgres:// URI that libpq parses (its password, if any, may instead come from PGPASSWORD or
+ * ~/.pgpass); -1 with the reason in why otherwise. No message of the store ever holds the
+ * password: logs and errors name the database as store_results_db_name writes it. */
+int store_results_db_check(const char *uri, char *why, size_t whylen);
+/* "user@host:port/dbname" of such a URI, without its password, for logs and messages. */
+void store_results_db_name(const char *uri, char *out, size_t size);
+/* The results database's lines of /metrics (nothing without one): whether the shipper reaches
+ * it, how many changes wait in the outbox, when a batch last committed there, and the totals. */
+void store_results_db_metrics(store *st, FILE *f);
+
 /* For /metrics: records waiting, and how long records waited from queueing to commit. */
 typedef struct store_stats {
   uint64_t queue_length, written, batches;
@@ -112,20 +135,30 @@ void store_token_hash(const char *token, char out[65]);
  * STORE_E_UNAVAILABLE while the store cannot write (the record would miss what is queued). */
 /* One page of the runs the filter selects (store_filter.h) and `a` may read, and how many it
  * selects in all: {"runs": [...], "total", "limit", "offset"}. Each run names its "class" and
- * "group" (null for a run outside any class). A filter on a class that does not exist, or that is
- * private and `a` is not its teacher's or the admin's, is STORE_E_NOT_FOUND. */
+ * "group" (null for a run outside any class), and its "node" when the store has one. A filter on
+ * a class that does not exist, or that is private and `a` is not its teacher's or the admin's, is
+ * STORE_E_NOT_FOUND.
+ * With a results database the list is the whole cluster's, read from PostgreSQL with the same
+ * filter, order and paging; STORE_E_UNAVAILABLE (code results_db_unavailable) while it cannot be
+ * reached. Tokens never leave a node, so a private session's runs (and a private class's) are
+ * listed to the admin and to a token that opens them on the node that answers: that node finds
+ * which of its own sessions and classes the token opens (the hashes it keeps) and asks
+ * PostgreSQL for those ids. Another node's private runs are that node's to list (reach it as
+ * /n/{node}/api/runs); a token never shows more than it does to its own node's store. */
 store_status store_list_runs(store *st, const store_runs_filter *f, const store_access *a,
                              json_t **out, store_error *err);
-/* One run with its results and one page of its events (store_filter.h): "events" (each with its
- * id), "events_total", and "events_next" (the events_after of the next page; null at the end). */
+/* One run of this store with its results and one page of its events (store_filter.h): "events"
+ * (each with its id), "events_total", "events_next" (the events_after of the next page; null at
+ * the end), and "node" when the store has one. */
 store_status store_get_run(store *st, int64_t id, const store_access *a,
                            const store_events_page *page, json_t **out, store_error *err);
 /* The run's samples as JSON ({"columns": [...], "rows": [[...], ...]}) or CSV text. */
 store_status store_samples(store *st, int64_t id, const store_access *a, bool csv, char **out,
                            size_t *len, store_error *err);
-/* Such a list as CSV text (malloc'd, *len bytes): run, class, group, scene, label, started_at,
- * ended_at, end_reason, end_t, then a param.NAME column per start parameter and a result.NAME
- * column per result found in the list (each set sorted by name); empty where a run has none. */
+/* Such a list as CSV text (malloc'd, *len bytes): run, (node, when the runs have one), class,
+ * group, scene, label, started_at, ended_at, end_reason, end_t, then a param.NAME column per start
+ * parameter and a result.NAME column per result found in the list (each set sorted by name);
+ * empty where a run has none. */
 int store_runs_csv(const json_t *list, char **out, size_t *len);
 /* Whether `a` may read run `id` (replays and forks), and whether its session is private. */
 store_status store_run_access(store *st, int64_t id, const store_access *a, bool *private_,

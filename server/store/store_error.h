@@ -16,7 +16,7 @@ typedef struct store_error {
   store_status status;
   const char *code;  /* static: "not_found", "too_long", "bad_sort", "store_unavailable", ... */
   char field[64];    /* the offending query argument, "id", or "" */
-  char message[192]; /* for people */
+  char message[256]; /* for people (as long as the API error it becomes) */
 } store_error;
 
 #endif

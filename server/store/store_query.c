@@ -97,6 +97,9 @@ static bool class_hidden(sqlite3 *db, const char *id, const store_access *a, sto
 
 store_status store_list_runs(store *st, const store_runs_filter *f, const store_access *a,
                              json_t **out, store_error *err) {
+  if (st->pg) { /* the whole cluster's (store_pg.c) */
+    return store__pg_list_runs(st, f, a, out, err);
+  }
   sql_buf where = {.len = 0}, order = {.len = 0};
   binding bind[3 + 5 + 2 + 3 * STORE_FILTER_MAX_ARGS];
   int nb = 0;
@@ -246,6 +249,9 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
         json_object_set_new(row, cols[k], column_json(q, k));
       }
     }
+    if (st->node[0]) {
+      json_object_set_new(row, "node", json_string(st->node));
+    }
     json_array_append_new(runs, row);
   }
   int64_t total = 0;
@@ -394,6 +400,9 @@ store_status store_get_run(store *st, int64_t id, const store_access *a,
   }
   sqlite3_finalize(q);
   store__give_reader(rd);
+  if (st->node[0]) {
+    json_object_set_new(run, "node", json_string(st->node));
+  }
   json_object_set_new(run, "results", results);
   json_object_set_new(run, "events", events);
   json_object_set_new(run, "events_next", more ? json_integer(last) : json_null());
@@ -553,9 +562,16 @@ static json_t *union_names(const json_t *runs, const char *member) {
 }
 
 int store_runs_csv(const json_t *list, char **out, size_t *len) {
-  static const char *const fixed[] = {"id",         "class",    "group",      "scene", "label",
-                                      "started_at", "ended_at", "end_reason", "end_t"};
+  /* "node" is left out below when no run has one (a lone daemon's list, as before) */
+  static const char *const fixed[] = {"id",    "node",       "class",    "group",      "scene",
+                                      "label", "started_at", "ended_at", "end_reason", "end_t"};
   const json_t *runs = json_object_get(list, "runs");
+  bool nodes = false;
+  size_t r;
+  const json_t *each;
+  json_array_foreach(runs, r, each) {
+    nodes = nodes || json_object_get(each, "node");
+  }
   json_t *params = union_names(runs, "params"), *results = union_names(runs, "results");
   FILE *f = open_memstream(out, len);
   if (!f) {
@@ -564,7 +580,7 @@ int store_runs_csv(const json_t *list, char **out, size_t *len) {
     return -1;
   }
   fputs("run", f);
-  for (size_t k = 1; k < sizeof fixed / sizeof fixed[0]; k++) {
+  for (size_t k = nodes ? 1 : 2; k < sizeof fixed / sizeof fixed[0]; k++) {
     fprintf(f, ",%s", fixed[k]);
   }
   /* json_object_foreach walks in insertion order; the key lists are sorted for stable columns */
@@ -591,6 +607,9 @@ int store_runs_csv(const json_t *list, char **out, size_t *len) {
   const json_t *run;
   json_array_foreach(runs, i, run) {
     for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
+      if (k == 1 && !nodes) {
+        continue;
+      }
       if (k) {
         fputc(',', f);
       }

@@ -17,7 +17,17 @@
 #define RETRY_MIN_MS 100  /* the first pause after a refused transaction, doubled each time */
 #define RETRY_MAX_MS 2000 /* the longest pause: how long recovery may lag the disk's */
 
-enum { J_SESSION, J_SESSION_END, J_RUN_START, J_EVENT, J_SAMPLE, J_RUN_END, J_CLASS, J_GROUP };
+enum {
+  J_SESSION,
+  J_SESSION_END,
+  J_RUN_START,
+  J_EVENT,
+  J_SAMPLE,
+  J_RUN_END,
+  J_CLASS,
+  J_GROUP,
+  J_OUTBOX_TRIM
+};
 
 typedef struct store_job job;
 struct store_job {
@@ -196,7 +206,7 @@ static int run_stmt(store *st, sqlite3_stmt *q) {
 
 typedef struct writer_stmts {
   sqlite3_stmt *session, *session_end, *run, *param, *event, *sample, *run_end, *result, *class_,
-      *group;
+      *group, *trim;
 } writer_stmts;
 
 /* A JSON value as the column it fills: text, integer (booleans too), real or NULL. */
@@ -320,6 +330,9 @@ static int write_job(store *st, writer_stmts *w, job *j) {
     bind_text(w->group, 2, j->b);
     sqlite3_bind_double(w->group, 3, j->at);
     return run_stmt(st, w->group);
+  case J_OUTBOX_TRIM:
+    sqlite3_bind_int64(w->trim, 1, j->run);
+    return run_stmt(st, w->trim);
   default:
     return SQLITE_OK;
   }
@@ -384,6 +397,8 @@ static void *writer(void *arg) {
        "second_join = excluded.second_join, locked = excluded.locked, "
        "spotlight = excluded.spotlight, ended_at = excluded.ended_at"},
       {&w.group, "INSERT OR IGNORE INTO groups (class_id, name, created_at) VALUES (?, ?, ?)"},
+      /* outbox entries the results database has committed (store_pg.c) */
+      {&w.trim, "DELETE FROM outbox WHERE seq <= ?"},
   };
   for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
     if (sqlite3_prepare_v2(st->w, stmts[i].sql, -1, stmts[i].q, NULL) != SQLITE_OK) {
@@ -472,6 +487,9 @@ static void *writer(void *arg) {
       batch = next;
     }
     pthread_mutex_lock(&st->lock);
+    if (st->pg) {             /* under the lock: store_close takes it away under it too */
+      store__pg_kick(st->pg); /* the outbox may hold new entries */
+    }
     const bool recovered = st->fault;
     st->fault = false;
     st->fault_why[0] = '\0';
@@ -650,6 +668,13 @@ void store_group(store *st, const char *class_id, const char *name) {
   if (j) {
     j->a = dup_or_null(class_id);
     j->b = dup_or_null(name);
+    push(st, j);
+  }
+}
+
+void store__outbox_trim(store *st, int64_t seq) {
+  job *j = new_job(J_OUTBOX_TRIM, seq);
+  if (j) { /* without memory the entries stay and ship again: harmless */
     push(st, j);
   }
 }

@@ -372,7 +372,7 @@ echo "$body" | j '[r["grains"] for r in d["runs"]]' | grep -qx '\[300, 300, 100\
   ok "the cluster's runs: 300 bodies, then 100 after the restart" || bad "cluster runs: ${body:0:600}"
 
 # ---- the file: schema version, WAL, STRICT tables, integrity -----------------------------------
-[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 8 ] && ok "schema version 8 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
+[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 9 ] && ok "schema version 9 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
 # samples hold one JSON object of measurements (schema/migrations/004), finite numbers only
 [ "$(sqlite3 "$db" "SELECT count(*) FROM samples WHERE NOT json_valid(measures) OR json_type(measures) != 'object'")" = 0 ] &&
   [ "$(sqlite3 "$db" "SELECT count(*) FROM samples s, json_each(s.measures) j WHERE j.type != 'real'")" = 0 ] &&
@@ -454,14 +454,14 @@ port3=$(sed -n 's/^listening http=\([0-9]*\).*/\1/p' "$tmp/out3")
 curl -s "http://127.0.0.1:$port3/api/runs/7/samples?format=csv" >"$tmp/old_csv"
 kill -TERM "$opid"
 wait "$opid"
-[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 8 ] &&
+[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 9 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT sample_steps FROM runs WHERE id = 7')" = 60 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT end_reason FROM runs WHERE id = 7')" = stopped ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT measures FROM samples WHERE run_id = 7 ORDER BY steps')" = '{}
 {"angle":0.30000000000000004,"top":25.0,"over_max":-1.4999999999999999e-07,"alive":300.0}' ] &&
   [ "$(sqlite3 "$old/grainlab.db" "SELECT json_extract(measures, '$.angle') = 0.1 + 0.2 AND json_extract(measures, '$.over_max') = -1.5e-7 FROM samples WHERE steps = 60")" = 1 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'PRAGMA foreign_key_check' | wc -l)" = 0 ] &&
-  ok "a version-1 database migrates to 8: the run reads 'stopped', sampled every 60 steps, its samples stay, exactly, as JSON objects" ||
+  ok "a version-1 database migrates to 9: the run reads 'stopped', sampled every 60 steps, its samples stay, exactly, as JSON objects" ||
   bad "migration 1 -> 5: $(sqlite3 "$old/grainlab.db" 'PRAGMA user_version; SELECT end_reason FROM runs; SELECT measures FROM samples') $(cat "$tmp/err3")"
 printf 't,steps,state,angle,top,cx,cz,over_max,flowing,alive\r\n0,0,filling,,,,,,,\r\n0.25,60,running,0.30000000000000004,25,,,-1.4999999999999999e-07,,300\r\n' >"$tmp/want_csv"
 cmp -s "$tmp/old_csv" "$tmp/want_csv" && ok "the migrated run's CSV: the same columns and numbers as before" ||
