@@ -27,6 +27,7 @@ typedef struct config {
   long http_port, ws_port;
   char data_dir[PATH_MAX], static_dir[PATH_MAX], admin_token_file[PATH_MAX],
       create_token_file[PATH_MAX], teacher_token_file[PATH_MAX];
+  char results_db[PATH_MAX]; /* a postgresql:// URI; may hold a password: never printed */
   long max_sessions, max_grains, max_viewers, worker_memory_mb, worker_threads;
   long ws_public_port; /* what browsers connect to: -1 the ws port, 0 the page's own origin */
   long max_per_client, create_rate, guess_rate, max_connections, per_ip, http_timeout, ws_ping;
@@ -44,6 +45,7 @@ typedef enum setting_kind {
   SET_ADDR,
   SET_NODE,
   SET_PEERS,
+  SET_DB,
   SET_LEVEL
 } setting_kind;
 
@@ -67,6 +69,11 @@ static const setting settings[] = {
     {"peers", "LIST", SET_PEERS, 0, 0, "", AT(peers),
      "the cluster's nodes as http://HOST:PORT, comma-separated (this node's own may be among "
      "them): new sessions and classes go to the one with room and the least load (needs node)"},
+    {"results-db", "URI", SET_DB, 0, 0, "", AT(results_db),
+     "a cluster's results database, postgresql://user@host:port/dbname (needs --node; the "
+     "password may also come from PGPASSWORD or ~/.pgpass): every run, its results, sessions and "
+     "classes ship there through an outbox, and GET /api/runs lists the whole cluster's runs; "
+     "empty: this node's runs only"},
     {"http-port", "N", SET_LONG, 0, 65535, "8080", AT(http_port), "HTTP port (0: any free)"},
     {"ws-port", "N", SET_LONG, 0, 65535, "8081", AT(ws_port), "websocket port (0: any free)"},
     {"ws-public-port", "N", SET_LONG, -1, 65535, "-1", AT(ws_public_port),
@@ -183,6 +190,18 @@ static int apply(config *c, const char *name, const char *value) {
     }
     snprintf(at, TEXT_MAX, "%s", value); /* checked when placement starts, with the node known */
     return 0;
+  case SET_DB: {
+    char why[256];
+    if (strlen(value) >= PATH_MAX) {
+      return usage_error("%s: too long%s", name, "");
+    }
+    /* the message names what is wrong, never the value: it may hold a password */
+    if (*value && store_results_db_check(value, why, sizeof why) != 0) {
+      return usage_error("%s: %s", name, why);
+    }
+    snprintf(at, PATH_MAX, "%s", value);
+    return 0;
+  }
   case SET_LEVEL: {
     const int level = log_parse_level(value);
     if (level < 0) {
@@ -307,6 +326,11 @@ int main(int argc, char **argv) {
         files.rlim_max != RLIM_INFINITY && files.rlim_max < want ? files.rlim_max : want;
     setrlimit(RLIMIT_NOFILE, &files);
   }
+  if (*c.results_db && !*c.node) {
+    return usage_error("results-db needs --node: run ids are each node's own, the node's id tells "
+                       "them apart in the results database%s",
+                       "", "");
+  }
   if (mkdir(c.data_dir, 0750) != 0 && errno != EEXIST) {
     fprintf(stderr, "grainlabd: error: cannot create data dir '%s': %s\n", c.data_dir,
             strerror(errno));
@@ -381,7 +405,8 @@ int main(int argc, char **argv) {
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, NULL);
-  store *st = store_open(dbpath, why_db, sizeof why_db);
+  const store_options so = {.node = c.node, .results_db = c.results_db};
+  store *st = store_open_with(dbpath, &so, why_db, sizeof why_db);
   if (!st) {
     fprintf(stderr, "grainlabd: error: store %s: %s\n", dbpath, why_db);
     return 1;
@@ -428,8 +453,12 @@ int main(int argc, char **argv) {
   }
   __atomic_store_n(&srv.ready, true, __ATOMIC_RELEASE);
   printf("listening http=%u ws=%d\n", srv.port, ws_port(ws));
-  log_msg(LOG_INFO, "listening", "http=%s:%u ws=%s:%d db=%s", c.bind, srv.port, c.bind, ws_port(ws),
-          dbpath);
+  char results_name[256] = "";
+  if (*c.results_db) {
+    store_results_db_name(c.results_db, results_name, sizeof results_name);
+  }
+  log_msg(LOG_INFO, "listening", "http=%s:%u ws=%s:%d db=%s%s%s", c.bind, srv.port, c.bind,
+          ws_port(ws), dbpath, *results_name ? " results_db=" : "", results_name);
   fflush(stdout);
   int sig = 0;
   sigwait(&stop, &sig);

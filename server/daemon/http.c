@@ -497,6 +497,7 @@ static http_reply h_metrics(const http_call *k) {
             (unsigned long long)ss.queue_length, ss.latency_sum, (unsigned long long)ss.written,
             ss.latency_max, (unsigned long long)ss.batches, ss.writable ? 1 : 0,
             (unsigned long long)ss.write_failures, (unsigned long long)ss.dropped);
+    store_results_db_metrics(srv->store, f); /* the outbox and the results database, if any */
   }
   fclose(f);
   http_reply r = {200, more, "text/plain; version=0.0.4", "", "", 0, 0, ""};
@@ -816,7 +817,9 @@ static http_reply h_run_samples(const http_call *k) {
   http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", "", 0,
                   0,   ""};
   if (csv) {
-    snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"run-%lld.csv\"", k->run);
+    const char *node = sess_node(k->srv->reg);
+    snprintf(r.disposition, sizeof r.disposition, "attachment; filename=\"run-%s%s%lld.csv\"", node,
+             *node ? "-" : "", k->run);
   }
   return r;
 }
@@ -1060,12 +1063,49 @@ static const http_handler handlers[API_H_COUNT] = {
 };
 
 /* A run id: whole, 1 to 19 digits. */
-static bool run_id(const api_match *m, long long *out) {
-  const size_t n = strlen(m->id);
-  if (m->id_truncated || n == 0 || n >= 20 || strspn(m->id, "0123456789") != n) {
+static bool run_digits(const char *id, long long *out) {
+  const size_t n = strlen(id);
+  if (n == 0 || n >= 20 || strspn(id, "0123456789") != n) {
     return false;
   }
-  *out = strtoll(m->id, NULL, 10);
+  *out = strtoll(id, NULL, 10);
+  return true;
+}
+
+static bool run_id(const api_match *m, long long *out) {
+  return !m->id_truncated && run_digits(m->id, out);
+}
+
+/* A run in a path: its id, or NODE-ID as the cluster's listing names it ("node" and "id", issue
+ * 20). This node's is its own run; another node's is the router's mistake (421), as for sessions;
+ * a node part on a daemon without one names no run here. false with the refusal in err. */
+static bool run_ref(const char *node, const api_match *m, long long *out, http_reply *err) {
+  const char *dash = strchr(m->id, '-');
+  const char *id = m->id;
+  if (dash && !m->id_truncated) {
+    char of[NODE_ID_MAX + 1] = "";
+    const size_t n = (size_t)(dash - m->id);
+    if (n <= NODE_ID_MAX) {
+      memcpy(of, m->id, n);
+      of[n] = '\0';
+    }
+    if (!node_id_ok(of) || !run_digits(dash + 1, out)) {
+      *err = error_reply(404, "not_found", "id", "run ids are whole numbers, or NODE-ID");
+      return false;
+    }
+    if (strcmp(of, node) != 0) {
+      *err = *node ? error_reply(421, "wrong_node", "id",
+                                 "run '%.40s' belongs to node '%s', this is '%s'", m->id, of, node)
+                   : error_reply(404, "not_found", "id",
+                                 "no run '%.40s': this daemon is not a cluster node", m->id);
+      return false;
+    }
+    id = dash + 1;
+  }
+  if (m->id_truncated || !run_digits(id, out)) {
+    *err = error_reply(404, "not_found", "id", "run ids are whole numbers");
+    return false;
+  }
   return true;
 }
 
@@ -1245,11 +1285,10 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
     } else {
       r = error_reply(404, "not_found", "", "no such resource");
     }
-  } else if (m.scope == API_SCOPE_RUNS && m.route->handler != API_H_RUNS_LIST &&
-             !run_id(&m, &k.run)) {
-    r = error_reply(404, "not_found", "id", "run ids are whole numbers");
-  } else if (!route_authorized(&k, &r)) {
-    /* r is the refusal */
+  } else if ((m.scope == API_SCOPE_RUNS && m.route->handler != API_H_RUNS_LIST &&
+              !run_ref(node, &m, &k.run, &r)) ||
+             !route_authorized(&k, &r)) {
+    /* r is the refusal: a run that is not here, then the token */
   } else {
     r = handlers[m.route->handler](&k);
   }
