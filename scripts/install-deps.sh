@@ -7,7 +7,11 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(ca-certificates gcc libc6-dev make cmake ninja-build pkg-config libseccomp-dev
   libmicrohttpd-dev libjansson-dev libzstd-dev libwebsockets-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev sqlite3 clang-format clang-tidy cppcheck curl python3 python3-vtk9 python3-numpy chromium nginx systemd
-  libpq-dev postgresql-15)
+  # the cluster's record (--results-db) and test_results_db's real server
+  libpq-dev postgresql-15
+  # tests/service/test_container.sh: podman builds deploy/Containerfile on a debootstrap base;
+  # runc for machines where crun refuses the cgroups (hybrid mode)
+  podman runc debootstrap)
 # Node.js and npm from Debian unless the machine has them already (e.g. NodeSource's, which bundles npm)
 command -v node >/dev/null || pkgs+=(nodejs)
 command -v npm >/dev/null || pkgs+=(npm)
