@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Several grainlabd nodes behind one real nginx (deploy/nginx-cluster.conf), all on loopback
-(issue 20): 30 sessions and 2 classes created through the one origin spread across the nodes by
-placement; a class and its groups stay on one node; viewers watch through the origin; ids and
-join codes reach their node; one node killed with -9 is told to its viewers while the others
-carry on; restarted, it closes its runs as interrupted.
+"""A cluster on loopback as the README starts it (scripts/cluster.sh: a real PostgreSQL, three
+grainlabd nodes, a real nginx with deploy/nginx-cluster.conf), issue 20: 30 sessions and 2
+classes created through the one origin spread across the nodes by placement; a class and its
+groups stay on one node; viewers watch through the origin; ids and join codes reach their node;
+/api/runs on any node lists every node's runs; one node killed with -9 is told to its viewers
+while the others carry on and its shipped runs stay listed; restarted, its interrupted runs
+reach the cluster record.
 
 usage: test_cluster.py path/to/grainlabd path/to/ws_probe"""
 import http.client
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -18,11 +21,10 @@ import tempfile
 import time
 
 EXE, PROBE = sys.argv[1], sys.argv[2]
-DEPLOY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy")
-STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web_client")
 MULT = float(os.environ.get("GRAINLAB_TIMEOUT_MULTIPLIER", "1"))
 TMP = tempfile.mkdtemp(prefix="grainlab-cluster-")
 TEACHER = "teacher-" + os.urandom(16).hex()
+ENV = dict(os.environ)
 NODES = ["n0", "n1", "n2"]
 passed = failed = 0
 
@@ -69,36 +71,31 @@ def req(port, method, path, body=None, token=None):
         return r.status, text, dict(r.getheaders())
 
 
-class Node:
-    def __init__(self, name, http_port, ws_port, peers):
-        self.name, self.port, self.ws = name, http_port, ws_port
-        self.peers = peers
-        self.data = os.path.join(TMP, name)
-        self.proc = None
-        self.start()
+CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                       "cluster.sh")
 
-    def start(self):
-        err = open(os.path.join(TMP, self.name + ".err"), "a")
-        self.proc = subprocess.Popen(
-            [EXE, "--node", self.name, "--http-port", str(self.port), "--ws-port", str(self.ws),
-             "--ws-public-port", "0", "--peers", self.peers, "--data-dir", self.data,
-             "--static-dir", STATIC, "--trusted-proxies", "127.0.0.1",
-             "--teacher-token-file", os.path.join(TMP, "teacher"), "--max-sessions", "16",
-             "--max-sessions-per-client", "10000", "--create-rate", "100000",
-             "--join-guess-rate", "100000", "--max-connections-per-ip", "10000"],
-            stdout=subprocess.PIPE, stderr=err, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("listening"):
-            raise SystemExit("FAIL node %s did not start: %s" % (self.name, line))
+
+def cluster(*args):
+    """scripts/cluster.sh, the README's commands, with this test's folder, ports and build."""
+    return subprocess.run(["bash", CLUSTER] + list(args), env=ENV, capture_output=True, text=True,
+                          timeout=120 * MULT)
+
+
+class Node:
+    def __init__(self, name, http_port, ws_port):
+        self.name, self.port, self.ws = name, http_port, ws_port
+
+    def pid(self):
+        with open(os.path.join(ENV["CLUSTER_DIR"], self.name + ".pid")) as f:
+            return int(f.read())
 
     def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
+        os.kill(self.pid(), signal.SIGKILL)
 
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=60 * MULT)
+    def start(self):
+        r = cluster("node", self.name)
+        if r.returncode != 0:
+            raise SystemExit("FAIL node %s did not start again: %s" % (self.name, r.stderr))
 
 
 def follow_create(port, path, body, token=None):
@@ -110,30 +107,6 @@ def follow_create(port, path, body, token=None):
         moved = h.get("Location")
         s, r, h = req(port, "POST", moved, body, token)
     return s, r, moved
-
-
-def start_nginx(nodes, port):
-    """deploy/nginx-cluster.conf with the nodes file deploy/nginx-cluster-nodes.sh writes."""
-    d = os.path.join(TMP, "nginx")
-    os.makedirs(d)
-    with open(os.path.join(d, "grainlab-nodes.conf"), "w") as f:
-        subprocess.run(["bash", os.path.join(DEPLOY, "nginx-cluster-nodes.sh")]
-                       + ["%s=127.0.0.1:%d:%d" % (n.name, n.port, n.ws) for n in nodes],
-                       stdout=f, check=True)
-    with open(os.path.join(DEPLOY, "nginx-cluster.conf")) as f:
-        site = f.read().replace("listen 80;", "listen 127.0.0.1:%d;" % port)
-    with open(os.path.join(d, "site.conf"), "w") as f:
-        f.write(site)
-    with open(os.path.join(d, "nginx.conf"), "w") as f:
-        f.write("worker_processes 1; pid %s/nginx.pid; error_log %s/error.log;\n"
-                "events { worker_connections 1024; }\n"
-                "http { access_log off; client_body_temp_path %s/body; proxy_temp_path %s/proxy;\n"
-                "  include /etc/nginx/mime.types; include %s/site.conf; }\n" % ((d,) * 5))
-    t = subprocess.run(["nginx", "-t", "-c", d + "/nginx.conf", "-p", d],
-                       capture_output=True, text=True)
-    check(t.returncode == 0, "nginx -t accepts deploy/nginx-cluster.conf", t.stderr.strip()[-300:])
-    return subprocess.Popen(["nginx", "-c", d + "/nginx.conf", "-p", d, "-g", "daemon off;"],
-                            stderr=subprocess.DEVNULL)
 
 
 def wait_for(cond, seconds):
@@ -159,26 +132,53 @@ def probe(port, session, seconds, frames=None):
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def free_run(n):
+    """A first port of n consecutive ones free now (cluster.sh gives node k BASE+2k and +1)."""
+    for _ in range(200):
+        first = random.randrange(20000, 60000 - n)
+        socks = []
+        try:
+            for p in range(first, first + n):
+                sk = socket.socket()
+                socks.append(sk)
+                sk.bind(("127.0.0.1", p))
+            return first
+        except OSError:
+            pass
+        finally:
+            for sk in socks:
+                sk.close()
+    raise SystemExit("FAIL no %d free ports in a row" % n)
+
+
 def main():
     with open(os.path.join(TMP, "teacher"), "w") as f:
         f.write(TEACHER + "\n")
-    ports = free_ports(2 * len(NODES) + 1)
-    peers = ",".join("http://127.0.0.1:%d" % ports[2 * i] for i in range(len(NODES)))
-    nodes = [Node(n, ports[2 * i], ports[2 * i + 1], peers) for i, n in enumerate(NODES)]
-    origin = ports[-1]
-    nginx = start_nginx(nodes, origin)
+    base = free_run(2 * len(NODES))
+    origin, pgport = free_ports(2)
+    ENV.update(CLUSTER_DIR=os.path.join(TMP, "cluster"), NODES=str(len(NODES)),
+               ORIGIN_PORT=str(origin), BASE_PORT=str(base), PG_PORT=str(pgport),
+               BUILD=os.path.dirname(os.path.abspath(EXE)),
+               NODE_FLAGS="--teacher-token-file %s --max-sessions 16 --max-sessions-per-client "
+               "10000 --create-rate 100000 --join-guess-rate 100000 --max-connections-per-ip "
+               "10000" % os.path.join(TMP, "teacher"))
+    os.chmod(TMP, 0o711)  # PostgreSQL runs as its own user under it
+    nodes = [Node(n, base + 2 * i, base + 2 * i + 1) for i, n in enumerate(NODES)]
+    started = cluster("start")
     try:
-        run(nodes, origin)
+        if check(started.returncode == 0, "bash scripts/cluster.sh start: PostgreSQL, %d nodes "
+                 "and nginx" % len(NODES), (started.stdout + started.stderr).strip()):
+            run(nodes, origin)
     finally:
-        nginx.send_signal(signal.SIGTERM)
-        nginx.wait()
-        for n in nodes:
-            n.stop()
+        stopped = cluster("stop")
+        check(stopped.returncode == 0, "bash scripts/cluster.sh stop", stopped.stderr.strip())
     print("%d passed, %d failed" % (passed, failed))
     if failed:
         for n in NODES:
-            with open(os.path.join(TMP, n + ".err")) as f:
-                print("---- %s's stderr (last 20 lines) ----\n%s" % (n, "".join(f.readlines()[-20:])))
+            log = os.path.join(ENV["CLUSTER_DIR"], n + ".log")
+            if os.path.exists(log):
+                with open(log) as f:
+                    print("---- %s's log (last 20 lines) ----\n%s" % (n, "".join(f.readlines()[-20:])))
     shutil.rmtree(TMP, ignore_errors=True)
     sys.exit(1 if failed else 0)
 
@@ -297,6 +297,30 @@ def run(nodes, origin):
     check(all(f >= 10 for f in watched.values()),
           "a viewer of each node's session gets its frames through the origin", watched)
 
+    # ---- one record: /api/runs on any node lists every node's runs -----------------------------
+    # what each node recorded: every session made here started a run there
+    want = sorted((node_of(r["id"]), r["run_id"]) for r in made)
+    listed = {}
+    for n in nodes:
+        def lists_all(n=n):
+            s, runs, _ = req(n.port, "GET", "/api/runs?limit=500&sort=id")
+            listed[n.name] = sorted((r["node"], r["id"]) for r in runs.get("runs", []))
+            return s == 200 and set(want) <= set(listed[n.name])
+        wait_for(lists_all, 10)
+    check(all(set(want) <= set(v) for v in listed.values())
+          and listed["n0"] == listed["n1"] == listed["n2"],
+          "/api/runs asked of each node lists the same runs, all %d sessions' on 3 nodes among them"
+          % len(want), {k: len(v) for k, v in listed.items()})
+    s, runs, _ = req(origin, "GET", "/api/runs?scene=silo&limit=500")
+    silos = sorted((node_of(r["id"]), r["run_id"]) for r in made if r["scene"] == "silo")
+    check(s == 200 and sorted((r["node"], r["id"]) for r in runs["runs"]) == silos,
+          "a filter (scene=silo) through the origin answers for the whole cluster",
+          "%d of %d" % (len(runs.get("runs", [])), len(silos)))
+    n2run = next(r for r in made if node_of(r["id"]) == "n2")
+    s, one_run, _ = req(origin, "GET", "/api/runs/n2-%d" % n2run["run_id"])
+    check(s == 200 and one_run.get("session_id") == n2run["id"],
+          "a run named n2-ID through the origin is its node's", s)
+
     # ---- kill -9 one node: its viewers are told, the others carry on --------------------------
     victim = next(r for r in made if node_of(r["id"]) == "n1" and r["scene"] == "pour")
     survivor = next(r for r in made if node_of(r["id"]) == "n0")
@@ -312,6 +336,10 @@ def run(nodes, origin):
           "n1's viewer had frames and its stream was cut when n1 died",
           "frames %s, close %s, %.1f s after the kill" % (seen.get("frames"), seen.get("close_status"),
                                                          time.time() - t_kill))
+    s, runs, _ = req(origin, "GET", "/api/runs?limit=500")
+    n1runs = [r for r in runs.get("runs", []) if r["node"] == "n1"]
+    check(s == 200 and len(n1runs) >= sum(1 for r in made if node_of(r["id"]) == "n1"),
+          "with n1 dead, the runs it shipped stay listed by the others", "%d" % len(n1runs))
     s, r, _ = req(origin, "GET", "/api/sessions/" + victim["id"])
     check(s == 503 and r.get("error", {}).get("code") == "node_unavailable",
           "the page's next look at n1's session is told the node does not answer",
@@ -337,6 +365,14 @@ def run(nodes, origin):
           [(r["id"], r["end_reason"]) for r in mine])
     s, r, _ = req(origin, "GET", "/api/sessions/" + victim["id"])
     check(s == 404, "its killed session is gone (404), not served from a dead worker", s)
+    got = {}
+
+    def shipped():
+        s, runs, _ = req(by["n0"].port, "GET", "/api/runs?limit=500")
+        got.update({r["id"]: r["end_reason"] for r in runs.get("runs", []) if r["node"] == "n1"})
+        return got.get(victim["run_id"]) == "interrupted"
+    check(wait_for(shipped, 15), "its interrupted runs reach the cluster record (asked of n0)",
+          "n1's run %d: %s" % (victim["run_id"], got.get(victim["run_id"])))
 
 
 if __name__ == "__main__":
