@@ -62,6 +62,8 @@ struct timespec store__deadline(int ms);
 int store__exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
 /* The first column of the first row (0 when there is none). */
 int store__int_query(sqlite3 *db, const char *sql, int64_t *out);
+/* Column c of a row as JSON: integer, real, text or null (blobs are none of the record's). */
+json_t *store__column_json(sqlite3_stmt *q, int c);
 /* A connection with the store's settings (busy timeout, foreign keys); the reason in err. */
 sqlite3 *store__open_db(const char *path, int flags, char *err, size_t errlen);
 /* A read connection, held until store__give_reader. */

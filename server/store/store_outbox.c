@@ -100,19 +100,6 @@ int64_t store__outbox_depth(sqlite3 *db, int64_t after) {
   return n;
 }
 
-static json_t *column_value(sqlite3_stmt *q, int c) {
-  switch (sqlite3_column_type(q, c)) {
-  case SQLITE_INTEGER:
-    return json_integer(sqlite3_column_int64(q, c));
-  case SQLITE_FLOAT:
-    return json_real(sqlite3_column_double(q, c));
-  case SQLITE_TEXT:
-    return json_string((const char *)sqlite3_column_text(q, c));
-  default:
-    return json_null();
-  }
-}
-
 /* "SELECT columns FROM table WHERE key = ? AND ..." of one kind; the reason in err. */
 static sqlite3_stmt *prepare_row(sqlite3 *db, const store_shipped *k, char *err, size_t errlen) {
   char sql[1024];
@@ -204,7 +191,7 @@ int store__outbox_read(sqlite3 *db, int64_t after, int max, json_t **rows, int64
     if (sqlite3_step(q) == SQLITE_ROW) {
       json_t *row = json_object();
       for (int c = 0; store__shipped[k].columns[c]; c++) {
-        json_object_set_new(row, store__shipped[k].columns[c], column_value(q, c));
+        json_object_set_new(row, store__shipped[k].columns[c], store__column_json(q, c));
       }
       json_t *item = json_pack("{s:s, s:o}", "kind", kind, "row", row);
       if (run) {

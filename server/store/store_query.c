@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static json_t *column_json(sqlite3_stmt *q, int c) {
+json_t *store__column_json(sqlite3_stmt *q, int c) {
   switch (sqlite3_column_type(q, c)) {
   case SQLITE_INTEGER:
     return json_integer(sqlite3_column_int64(q, c));
@@ -246,7 +246,7 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
         json_t *parsed = text ? json_loads(text, 0, NULL) : NULL;
         json_object_set_new(row, cols[k], parsed ? parsed : json_object());
       } else {
-        json_object_set_new(row, cols[k], column_json(q, k));
+        json_object_set_new(row, cols[k], store__column_json(q, k));
       }
     }
     if (st->node[0]) {
@@ -274,7 +274,7 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
 static json_t *row_object(sqlite3_stmt *q) {
   json_t *row = json_object();
   for (int k = 0; k < sqlite3_column_count(q); k++) {
-    json_object_set_new(row, sqlite3_column_name(q, k), column_json(q, k));
+    json_object_set_new(row, sqlite3_column_name(q, k), store__column_json(q, k));
   }
   return row;
 }
@@ -487,7 +487,7 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
     } else {
       json_t *row = json_array();
       for (int c = 0; c < 3 + nc; c++) {
-        json_array_append_new(row, column_json(q, c));
+        json_array_append_new(row, store__column_json(q, c));
       }
       json_array_append_new(rows, row);
     }

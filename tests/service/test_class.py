@@ -17,24 +17,16 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+
 EXE = sys.argv[1]
 PROBE = sys.argv[2]
 MULT = float(os.environ.get("GRAINLAB_TIMEOUT_MULTIPLIER", "1"))
 TMP = tempfile.mkdtemp(prefix="grainlab-class-")
 ADMIN = "admin-" + os.urandom(16).hex()
 TEACHER = "teacher-" + os.urandom(16).hex()
-passed = failed = 0
-
-
-def check(cond, what, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok   " + what + (": " + str(detail) if detail != "" else ""))
-    else:
-        failed += 1
-        print("FAIL " + what + (": " + str(detail)[:600] if detail != "" else ""))
-    return cond
 
 
 class Daemon:
@@ -381,11 +373,11 @@ def main():
           == ["open", "stopped"], "the old run closed as stopped, the new one runs",
           [r["end_reason"] for r in pr["runs"]])
     D.stop()
-    print("%d passed, %d failed" % (passed, failed))
-    if failed:
+    print("%d passed, %d failed" % (checks.passed, checks.failed))
+    if checks.failed:
         print("---- the daemon's stderr (last 40 lines) ----")
         print("".join(open(os.path.join(TMP, "err")).readlines()[-40:]))
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if checks.failed else 0)
 
 
 try:

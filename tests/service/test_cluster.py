@@ -20,24 +20,16 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+
 EXE, PROBE = sys.argv[1], sys.argv[2]
 MULT = float(os.environ.get("GRAINLAB_TIMEOUT_MULTIPLIER", "1"))
 TMP = tempfile.mkdtemp(prefix="grainlab-cluster-")
 TEACHER = "teacher-" + os.urandom(16).hex()
 ENV = dict(os.environ)
 NODES = ["n0", "n1", "n2"]
-passed = failed = 0
-
-
-def check(cond, what, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok   " + what + (": " + str(detail) if detail != "" else ""))
-    else:
-        failed += 1
-        print("FAIL " + what + (": " + str(detail)[:600] if detail != "" else ""))
-    return cond
 
 
 def free_ports(n):
@@ -172,15 +164,15 @@ def main():
     finally:
         stopped = cluster("stop")
         check(stopped.returncode == 0, "bash scripts/cluster.sh stop", stopped.stderr.strip())
-    print("%d passed, %d failed" % (passed, failed))
-    if failed:
+    print("%d passed, %d failed" % (checks.passed, checks.failed))
+    if checks.failed:
         for n in NODES:
             log = os.path.join(ENV["CLUSTER_DIR"], n + ".log")
             if os.path.exists(log):
                 with open(log) as f:
                     print("---- %s's log (last 20 lines) ----\n%s" % (n, "".join(f.readlines()[-20:])))
     shutil.rmtree(TMP, ignore_errors=True)
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if checks.failed else 0)
 
 
 def run(nodes, origin):

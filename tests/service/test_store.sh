@@ -74,8 +74,10 @@ grep -q "'parameter_changed'" "$tmp/kinds" && grep -q "'action'" "$tmp/kinds" &&
   ok "events recorded with their steps: $(tr -d '\n' <"$tmp/kinds" | head -c 200)" || bad "events: $(cat "$tmp/kinds")"
 echo "$body" | j 'sum(1 for e in d["events"] if e["kind"] == "action" and e["detail"].get("via") == "websocket")' |
   grep -qx 1 && ok "the websocket's action is in the record" || bad "no websocket action in the record"
-echo "$body" | j 'd["params"]["mu"] == 0.5 and "angle" in d["results"] and d["samples"] >= 8' |
-  grep -q True && ok "start parameters, final results (angle) and samples recorded" || bad "params/results: $body"
+# the pile's angle is not a result to ask for: the spout moves at whatever step the requests
+# arrive, and a pile spread by two moves may have no fitted slope (an ASan run had none)
+echo "$body" | j 'd["params"]["mu"] == 0.5 and d["results"].get("alive") == 300 and d["results"].get("top", 0) > 0 and d["samples"] >= 8' |
+  grep -q True && ok "start parameters, final results (alive, top) and samples recorded" || bad "params/results: $body"
 replay_check "deleted run, with REST and websocket changes, pause and step" "$RA"
 
 # ---- samples: JSON and CSV ----------------------------------------------------------------------
