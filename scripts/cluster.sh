@@ -64,7 +64,7 @@ start_node() {
     ${NODE_FLAGS:-} >"$dir/$n.out" 2>>"$dir/$n.log" &
   echo $! >"$dir/$n.pid"
   for _ in $(seq 400); do
-    grep -q '^listening' "$dir/$n.out" && return 0
+    grep -qs '^listening' "$dir/$n.out" && return 0
     kill -0 "$(cat "$dir/$n.pid")" 2>/dev/null || break
     sleep 0.05
   done

@@ -1080,16 +1080,10 @@ static bool run_id(const api_match *m, long long *out) {
  * 20). This node's is its own run; another node's is the router's mistake (421), as for sessions;
  * a node part on a daemon without one names no run here. false with the refusal in err. */
 static bool run_ref(const char *node, const api_match *m, long long *out, http_reply *err) {
-  const char *dash = strchr(m->id, '-');
-  const char *id = m->id;
-  if (dash && !m->id_truncated) {
-    char of[NODE_ID_MAX + 1] = "";
-    const size_t n = (size_t)(dash - m->id);
-    if (n <= NODE_ID_MAX) {
-      memcpy(of, m->id, n);
-      of[n] = '\0';
-    }
-    if (!node_id_ok(of) || !run_digits(dash + 1, out)) {
+  char of[NODE_ID_MAX + 1];
+  const char *id = m->id_truncated ? NULL : node_split(m->id, of);
+  if (id && *of) {
+    if (!run_digits(id, out)) {
       *err = error_reply(404, "not_found", "id", "run ids are whole numbers, or NODE-ID");
       return false;
     }
@@ -1100,9 +1094,8 @@ static bool run_ref(const char *node, const api_match *m, long long *out, http_r
                                  "no run '%.40s': this daemon is not a cluster node", m->id);
       return false;
     }
-    id = dash + 1;
   }
-  if (m->id_truncated || !run_digits(id, out)) {
+  if (!id || !run_digits(id, out)) {
     *err = error_reply(404, "not_found", "id", "run ids are whole numbers");
     return false;
   }

@@ -350,10 +350,14 @@ def run(nodes, origin):
     # ---- restart it: its runs left open are closed as interrupted -----------------------------
     by["n1"].start()
     wait_for(lambda: req(origin, "GET", "/n/n1/readyz")[0] == 200, 20)
-    s, runs, _ = req(by["n1"].port, "GET", "/api/runs?limit=500")
-    mine = [r for r in runs.get("runs", []) if r["session_id"] == victim["id"]]
-    check(s == 200 and mine and all(r["end_reason"] == "interrupted" for r in mine),
-          "restarted, n1 records the killed session's run as interrupted",
+    mine = []
+
+    def closed():
+        # n1's listing is the cluster's: 503 until its shipper has reached PostgreSQL again
+        s, runs, _ = req(by["n1"].port, "GET", "/api/runs?limit=500")
+        mine[:] = [r for r in runs.get("runs", []) if r["session_id"] == victim["id"]] if s == 200 else []
+        return mine and all(r["end_reason"] == "interrupted" for r in mine)
+    check(wait_for(closed, 15), "restarted, n1 records the killed session's run as interrupted",
           [(r["id"], r["end_reason"]) for r in mine])
     s, r, _ = req(origin, "GET", "/api/sessions/" + victim["id"])
     check(s == 404, "its killed session is gone (404), not served from a dead worker", s)
