@@ -416,21 +416,28 @@ static int ship(store_pg *pg, PGconn *c, const json_t *rows, char *why, size_t w
   if (pg_run(c, "BEGIN", 0, NULL, NULL, why, whylen) != 0) {
     return -1;
   }
-  char sql[2048];
+  /* each kind's statement, written at its first row of the batch */
+  char sqls[8][2048];
+  bool written[8] = {false};
   size_t i;
   const json_t *item;
   int rc = 0;
   json_array_foreach(rows, i, item) {
     const char *kind = json_string_value(json_object_get(item, "kind"));
     const json_t *row = json_object_get(item, "row");
-    const store_shipped *k = NULL;
-    for (int j = 0; j < store__shipped_count && !k; j++) {
-      k = strcmp(store__shipped[j].kind, kind) == 0 ? &store__shipped[j] : NULL;
+    int kj = -1;
+    for (int j = 0; j < store__shipped_count && j < 8 && kj < 0; j++) {
+      kj = strcmp(store__shipped[j].kind, kind) == 0 ? j : -1;
     }
-    if (!k) {
+    if (kj < 0) {
       continue;
     }
-    upsert_sql(k, sql, sizeof sql);
+    const store_shipped *k = &store__shipped[kj];
+    if (!written[kj]) {
+      upsert_sql(k, sqls[kj], sizeof sqls[kj]);
+      written[kj] = true;
+    }
+    const char *sql = sqls[kj];
     const char *params[32];
     char numbers[32][32];
     int n = 0;
