@@ -17,7 +17,9 @@ typedef struct pair_ctx {
   float *restrict pfn;
   grn_force_row *restrict table;
   double mu, mur, coh, gap, cn, ct, kr, cr;
-  bool ring; /* rows live in buffers reused over the step (fused): inactive rows are zeroed too */
+  bool ring;  /* rows live in buffers reused over the step (fused): inactive rows are zeroed too */
+  bool sieve; /* the range kernel finds the touching pairs first and runs the law on those only */
+  bool keep_zero; /* a sieve writes zero rows too (bands between threads read every row) */
 } pair_ctx;
 
 /* Where each pair's row lives during one pass. The reference keeps a full table (row p at p, mask
@@ -52,9 +54,14 @@ bool grn__simd_available(void);
  * their largest overlap. */
 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int *touching,
                           int32_t *slow, int *nslow);
-/* The same for the pairs q0 .. q0 + count − 1 of owners owner[q], rows at base + q; slow gets
- * offsets from q0. */
+/* The most pairs one call of the range kernel takes. */
+#define GRN_KERNEL_MAX 256
+/* The same for the pairs q0 .. q0 + count − 1 (count ≤ GRN_KERNEL_MAX) of owners owner[q], rows
+ * at base + q; slow gets offsets from q0. With c->sieve, act[*nact] gets, in order, the pairs
+ * whose row may be other than zero (the touching and the doubtful ones); *nact is untouched
+ * without. */
 double grn__contacts_range_avx2(const pair_ctx *c, const int32_t *owner, int32_t q0, int32_t base,
-                                int count, int *touching, int32_t *slow, int *nslow);
+                                int count, int *touching, int32_t *slow, int *nslow, int32_t *act,
+                                int *nact);
 
 #endif

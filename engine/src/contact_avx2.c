@@ -96,9 +96,13 @@ AVX2 static inline __m128 f32(v4d v) {
   return _mm256_cvtpd_ps((__m256d)v);
 }
 
+/* How contacts() finds lane k of group g: (owner, pair, slot) triples; the pairs q0 + g + k of a
+ * range; or the range's pairs q0 + sel[g + k] that a sieve found certainly touching. */
+enum lanes_from { TRIPLES, RANGE, PICKED };
+
 __attribute__((always_inline)) AVX2 static inline double
 contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int count, int *touching,
-         int32_t *slow, int *nslow, bool range) {
+         int32_t *slow, int *nslow, enum lanes_from from, const int32_t *sel) {
   const v4d kn = splat(GRN_KN), cn = splat(c->cn), ct = splat(c->ct), h = splat(GRN_H);
   const v4d mkt = splat(-GRN_KT), inv_mkt = splat(-1.0 / GRN_KT), zero = splat(0.0);
   const v4d mu = splat(c->mu), coh = splat(c->coh);
@@ -107,8 +111,8 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
   for (int g = 0; g < count; g += 4) {
     int a[4], b[4], p[4], slot[4];
     for (int k = 0; k < 4; k++) {
-      if (range) { /* src: the owner of each pair */
-        p[k] = q0 + g + k;
+      if (from != TRIPLES) { /* src: the owner of each pair */
+        p[k] = q0 + (from == PICKED ? sel[g + k] : g + k);
         a[k] = src[p[k]];
         slot[k] = base + p[k];
       } else { /* src: (owner, pair, slot) triples */
@@ -129,16 +133,20 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
      * overlap rs − sqrt(d2) is > 0 too, whatever the rounding; apart: beyond the reach, with no
      * history. Anything else (parting, a liquid bridge, within rounding of first touch) goes to
      * the scalar law: its lanes here store nothing but a row the scalar law writes again. */
-    const v4d reach = sum + splat(c->gap);
-    const v4l sure = d2 < sum * sum * splat(1.0 - 1e-9);
-    const v4l far = d2 >= reach * reach;
-    const v4d fv = {c->pfn[p[0]], c->pfn[p[1]], c->pfn[p[2]], c->pfn[p[3]]};
-    const v4l odd = (~sure & ~far) | (far & (fv != zero));
-    const unsigned ms = (unsigned)_mm256_movemask_pd((__m256d)sure);
-    const unsigned mo = (unsigned)_mm256_movemask_pd((__m256d)odd);
-    tally += __builtin_popcount(ms);
-    for (unsigned bits = mo; bits; bits &= bits - 1u) {
-      slow[ns++] = g + __builtin_ctz(bits);
+    v4l sure = {-1, -1, -1, -1};
+    unsigned ms = 15u;
+    if (from != PICKED) { /* picked lanes were sieved: all certainly touching */
+      const v4d reach = sum + splat(c->gap);
+      sure = d2 < sum * sum * splat(1.0 - 1e-9);
+      const v4l far = d2 >= reach * reach;
+      const v4d fv = {c->pfn[p[0]], c->pfn[p[1]], c->pfn[p[2]], c->pfn[p[3]]};
+      const v4l odd = (~sure & ~far) | (far & (fv != zero));
+      ms = (unsigned)_mm256_movemask_pd((__m256d)sure);
+      const unsigned mo = (unsigned)_mm256_movemask_pd((__m256d)odd);
+      tally += __builtin_popcount(ms);
+      for (unsigned bits = mo; bits; bits &= bits - 1u) {
+        slow[ns++] = g + __builtin_ctz(bits);
+      }
     }
     const v4d dist = vsqrt(d2);
     const v3 n = vscale(d, splat(1.0) / (dist + splat(1e-300)));
@@ -222,19 +230,91 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
     o = omax[k] > o ? omax[k] : o;
   }
   *touching += tally;
-  *nslow = ns;
+  if (nslow) {
+    *nslow = ns;
+  }
   return o;
+}
+
+/* The set lanes of a 4-bit mask, in order, packed to the front (the rest: don't care). */
+AVX2 static inline __m128i lanes_of(unsigned mask) {
+  static const int32_t packed[16][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0},
+                                        {2, 0, 0, 0}, {0, 2, 0, 0}, {1, 2, 0, 0}, {0, 1, 2, 0},
+                                        {3, 0, 0, 0}, {0, 3, 0, 0}, {1, 3, 0, 0}, {0, 1, 3, 0},
+                                        {2, 3, 0, 0}, {0, 2, 3, 0}, {1, 2, 3, 0}, {0, 1, 2, 3}};
+  return _mm_loadu_si128((const __m128i *)packed[mask]);
+}
+
+/* The geometry alone of the pairs q0 .. q0 + count − 1 (count a multiple of 4), classified as
+ * contacts() classifies its lanes: certainly touching ones go to sel[], doubtful ones to slow[]
+ * (offsets from q0), and apart ones without history get their zero row here if c->keep_zero.
+ * Returns how many were picked. */
+AVX2 static int sieve(const pair_ctx *c, const int32_t *owner, int32_t q0, int32_t base, int count,
+                      int32_t *sel, int32_t *slow, int *nslow, int32_t *act, int *nact) {
+  const v4d zero = splat(0.0);
+  int np = 0, ns = 0, nt = 0;
+  for (int g = 0; g < count; g += 4) {
+    int a[4], b[4], hq[4];
+    for (int k = 0; k < 4; k++) {
+      a[k] = owner[q0 + g + k];
+      b[k] = c->pb[q0 + g + k];
+      hq[k] = hist_of(c, q0 + g + k);
+    }
+    const v3 d = vsub(load3(c->pos, b), load3(c->pos, a));
+    const v4d ra = {c->rad[a[0]], c->rad[a[1]], c->rad[a[2]], c->rad[a[3]]};
+    const v4d rb = {c->rad[b[0]], c->rad[b[1]], c->rad[b[2]], c->rad[b[3]]};
+    const v4d sum = ra + rb, d2 = vdot(d, d), reach = sum + splat(c->gap);
+    const v4l sure = d2 < sum * sum * splat(1.0 - 1e-9);
+    const v4l far = d2 >= reach * reach;
+    const v4d fv = {c->pfn[hq[0]], c->pfn[hq[1]], c->pfn[hq[2]], c->pfn[hq[3]]};
+    const v4l odd = (~sure & ~far) | (far & (fv != zero));
+    const unsigned ms = (unsigned)_mm256_movemask_pd((__m256d)sure);
+    const unsigned mo = (unsigned)_mm256_movemask_pd((__m256d)odd);
+    /* without a branch per lane, which a flow's mix of touching and apart pairs mispredicts */
+    const __m128i lane = _mm_set1_epi32(g);
+    _mm_storeu_si128((__m128i *)&sel[np], _mm_add_epi32(lanes_of(ms), lane));
+    np += __builtin_popcount(ms);
+    _mm_storeu_si128((__m128i *)&act[nt], _mm_add_epi32(lanes_of(ms | mo), _mm_set1_epi32(q0 + g)));
+    nt += __builtin_popcount(ms | mo);
+    for (unsigned bits = mo; bits; bits &= bits - 1u) {
+      slow[ns++] = g + __builtin_ctz(bits);
+    }
+    for (unsigned bits = c->keep_zero ? ~(ms | mo) & 15u : 0u; bits; bits &= bits - 1u) {
+      float *row = (float *)&c->table[base + q0 + g + __builtin_ctz(bits)];
+      _mm_storeu_ps(row, _mm_setzero_ps());
+      _mm_storeu_ps(row + 4, _mm_setzero_ps());
+      row[8] = 0.0f;
+    }
+  }
+  *nslow = ns;
+  *nact = nt;
+  return np;
 }
 
 AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int *touching,
                                int32_t *slow, int *nslow) {
-  return contacts(c, list, 0, 0, count, touching, slow, nslow, false);
+  return contacts(c, list, 0, 0, count, touching, slow, nslow, TRIPLES, NULL);
 }
 
 AVX2 double grn__contacts_range_avx2(const pair_ctx *c, const int32_t *owner, int32_t q0,
                                      int32_t base, int count, int *touching, int32_t *slow,
-                                     int *nslow) {
-  return contacts(c, owner, q0, base, count, touching, slow, nslow, true);
+                                     int *nslow, int32_t *act, int *nact) {
+  if (!c->sieve) {
+    return contacts(c, owner, q0, base, count, touching, slow, nslow, RANGE, NULL);
+  }
+  /* the law for the touching pairs only, four at a time; the last group is filled up with copies
+   * of its last pair, which compute and store the same values again */
+  int32_t sel[GRN_KERNEL_MAX + 3];
+  int np = sieve(c, owner, q0, base, count, sel, slow, nslow, act, nact);
+  *touching += np;
+  if (np == 0) {
+    return 0.0;
+  }
+  for (; np & 3; np++) {
+    sel[np] = sel[np - 1];
+  }
+  int unused = 0;
+  return contacts(c, owner, q0, base, np, &unused, NULL, NULL, PICKED, sel);
 }
 
 #else
@@ -255,8 +335,11 @@ double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int
 }
 
 double grn__contacts_range_avx2(const pair_ctx *c, const int32_t *owner, int32_t q0, int32_t base,
-                                int count, int *touching, int32_t *slow, int *nslow) {
+                                int count, int *touching, int32_t *slow, int *nslow, int32_t *act,
+                                int *nact) {
   (void)c;
+  (void)act;
+  *nact = 0;
   (void)owner;
   (void)q0;
   (void)base;

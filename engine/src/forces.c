@@ -40,26 +40,34 @@ static void batch_flush(const pair_ctx *c, batch *bt, pass_sums *sum) {
 }
 
 /* Forces of the near pairs q0 .. q1 − 1 (the fused step's block, rows at base + q): the kernel
- * takes them in place, four at a time. */
-void grn__range_forces(const pair_ctx *c, const int32_t *restrict owner, int32_t q0, int32_t q1,
-                       int32_t base, bool simd, pass_sums *sum) {
-  int32_t slow[TOUCH_BATCH];
+ * takes them in place, four at a time. Returns how many pairs it wrote to act (in order: those
+ * whose row may be other than zero; every other row is zero), or −1 when it did not sieve them
+ * and any row may be other than zero. act has room for q1 − q0. */
+int grn__range_forces(const pair_ctx *c, const int32_t *restrict owner, int32_t q0, int32_t q1,
+                      int32_t base, bool simd, pass_sums *sum, int32_t *act) {
+  int32_t slow[GRN_KERNEL_MAX];
   int32_t q = q0;
+  const bool sieve = simd && c->sieve;
+  int nact = 0;
   while (simd && q1 - q >= 4) {
-    const int k = q1 - q < TOUCH_BATCH ? (q1 - q) & ~3 : TOUCH_BATCH;
-    int nslow = 0;
-    const double o = grn__contacts_range_avx2(c, owner, q, base, k, &sum->touching, slow, &nslow);
+    const int k = q1 - q < GRN_KERNEL_MAX ? (q1 - q) & ~3 : GRN_KERNEL_MAX;
+    int nslow = 0, more = 0;
+    const double o = grn__contacts_range_avx2(c, owner, q, base, k, &sum->touching, slow, &nslow,
+                                              act + nact, &more);
     sum->omax = o > sum->omax ? o : sum->omax;
     for (int j = 0; j < nslow; j++) {
       const int32_t it[3] = {owner[q + slow[j]], q + slow[j], base + q + slow[j]};
       law_one(c, it, sum);
     }
+    nact += more;
     q += k;
   }
   for (; q < q1; q++) {
     const int32_t it[3] = {owner[q], q, base + q};
     law_one(c, it, sum);
+    act[nact++] = q;
   }
+  return sieve ? nact : -1;
 }
 
 /* Forces of every pair owned by grain a: with SIMD they are queued for the kernel. */
@@ -83,24 +91,14 @@ static inline void owner_forces(const pair_ctx *c, const int32_t *restrict pstar
 }
 
 pair_ctx grn__pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring) {
-  const pair_ctx c = {w->pos,
-                      w->vel,
-                      w->spin,
-                      w->rad,
-                      ring ? w->nb : w->pb,
-                      ring ? w->np : NULL,
-                      w->hist,
-                      w->pfn,
-                      rows,
-                      w->param[GRN_P_MU],
-                      w->param[GRN_P_MUR],
-                      w->param[GRN_P_COH],
-                      grn__reach_gap(w),
-                      w->k.cn,
-                      w->k.ct,
-                      w->k.kr,
-                      w->k.cr,
-                      ring};
+  const pair_ctx c = {w->pos, w->vel, w->spin, w->rad, ring ? w->nb : w->pb, ring ? w->np : NULL,
+                      w->hist, w->pfn, rows, w->param[GRN_P_MU], w->param[GRN_P_MUR],
+                      w->param[GRN_P_COH], grn__reach_gap(w), w->k.cn, w->k.ct, w->k.kr, w->k.cr,
+                      ring,
+                      /* sieving pays where many near pairs are apart (a flow), not in a bed
+                       * where nearly all touch; last step's count decides, and either way the
+                       * bits are the same */
+                      ring && (int64_t)w->contacts * 4 < (int64_t)w->nm * 3, w->threads > 1};
   return c;
 }
 

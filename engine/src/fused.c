@@ -62,6 +62,16 @@ int grn__plan_fused(grn_world *w) {
     w->ring = q;
     w->ringcap = (int)want;
   }
+  if ((int64_t)block * nt > w->actcap) {
+    const int want = block * nt;
+    int32_t *a = grn__alloc(w, sizeof(int32_t) * (size_t)want);
+    if (!a) {
+      return GRN_OK;
+    }
+    grn__free(w, w->act, sizeof(int32_t) * (size_t)w->actcap);
+    w->act = a;
+    w->actcap = want;
+  }
   /* running sums, in a ring per thread: grain g's sum is in use from owner g − S (its first row)
    * to g + S + GATHER_BLOCK (its integration), so a ring wider than that never holds two grains
    * at once, and it stays in cache where a sum per grain would stream through memory. Zero
@@ -152,6 +162,47 @@ static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_
   }
 }
 
+/* add_block for a sieved block: only the pairs act[0 .. nact − 1] (in pair order) have rows other
+ * than zero, and adding a zero row leaves a sum unchanged to the bit (a sum that starts at +0 and
+ * only adds and subtracts never becomes −0), so they alone are added. Each grain still gets its
+ * rows in pair order: pair by pair, owner and partner alike. */
+static void add_active(const grain_ctx *c, const int32_t *restrict na, const int32_t *restrict nb,
+                       const grn_force_row *rows, int32_t base, double *restrict fsum, int32_t fm,
+                       const int32_t *act, int nact, int ilo, int ihi, int a0, int a1,
+                       const slots *bands, grn_force_row *keep) {
+  for (int k = 0; k < nact; k++) {
+    const int q = act[k], a = na[q], b = nb[q];
+    const grn_force_row *row = &rows[base + q];
+    if (a >= ilo && a < ihi) {
+      double *sa = &fsum[6 * (size_t)(a & fm)];
+      sa[0] -= row->f[0];
+      sa[1] -= row->f[1];
+      sa[2] -= row->f[2];
+      sa[3] += row->ta[0];
+      sa[4] += row->ta[1];
+      sa[5] += row->ta[2];
+    }
+    if (b >= ilo && b < ihi) {
+      double *sb = &fsum[6 * (size_t)(b & fm)];
+      sb[0] += row->f[0];
+      sb[1] += row->f[1];
+      sb[2] += row->f[2];
+      sb[3] += row->tb[0];
+      sb[4] += row->tb[1];
+      sb[5] += row->tb[2];
+    }
+  }
+  const int q0 = c->pstart[a0], q1 = c->pstart[a1];
+  for (int k = 0; k < bands->nb; k++) {
+    const int lo = q0 > bands->p0[k] ? q0 : bands->p0[k];
+    const int hi = q1 < bands->p1[k] ? q1 : bands->p1[k];
+    if (lo < hi) {
+      memcpy(&keep[bands->off[k] + (lo - bands->p0[k])], &rows[base + lo],
+             sizeof(grn_force_row) * (size_t)(hi - lo));
+    }
+  }
+}
+
 /* Integrate grain g from its running sum, and clear the sum for the next step. */
 static inline void finish_sum(const grain_ctx *c, double *restrict fsum, int32_t fm, int g,
                               const grn_world *w, pass_sums *sum) {
@@ -195,8 +246,15 @@ void grn__step_fused(grn_world *w) {
       for (int a0 = lo; a0 < hi; a0 += GATHER_BLOCK) {
         const int a1 = a0 + GATHER_BLOCK < hi ? a0 + GATHER_BLOCK : hi;
         const int32_t base = t * w->ring_rows - pstart[a0];
-        grn__range_forces(&lc, w->na, pstart[a0], pstart[a1], base, simd, &sum);
-        add_block(&lg, w->nb, w->ring, base, fsum, fm, a0, a1, ilo, ihi, &bands, w->ring);
+        int32_t *act = w->act + (size_t)t * (size_t)w->ring_rows;
+        const int nact =
+            grn__range_forces(&lc, w->na, pstart[a0], pstart[a1], base, simd, &sum, act);
+        if (nact >= 0) {
+          add_active(&lg, w->na, w->nb, w->ring, base, fsum, fm, act, nact, ilo, ihi, a0, a1,
+                     &bands, w->ring);
+        } else {
+          add_block(&lg, w->nb, w->ring, base, fsum, fm, a0, a1, ilo, ihi, &bands, w->ring);
+        }
         for (; g < ihi && g + span < a1; g++) {
           finish_sum(&lg, fsum, fm, g, w, &sum);
         }

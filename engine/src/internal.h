@@ -203,6 +203,8 @@ struct grn_world {
   double *fsum; /* per thread a ring of 6 per grain: running force and torque sums */
   int fsumcap, fsum_mask;
   grn_force_row *ring;
+  int32_t *act; /* per thread ring_rows: a block's pairs whose rows may be other than zero */
+  int actcap;
   int32_t *rstart; /* n+1: reference list of pairs where a grain is the smaller partner */
   int32_t *rref;
 

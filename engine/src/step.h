@@ -168,8 +168,8 @@ finish_one(const grain_ctx *c, int i, const double ft[6], const grn_world *w, pa
 
 /* forces.c */
 pair_ctx grn__pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring);
-void grn__range_forces(const pair_ctx *c, const int32_t *restrict owner, int32_t q0, int32_t q1,
-                       int32_t base, bool simd, pass_sums *sum);
+int grn__range_forces(const pair_ctx *c, const int32_t *restrict owner, int32_t q0, int32_t q1,
+                      int32_t base, bool simd, pass_sums *sum, int32_t *act);
 int grn__forces_pass(grn_world *w, bool near);
 /* integrate.c */
 grain_ctx grn__grain_ctx_of(const grn_world *w, bool near);

@@ -214,6 +214,7 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->tcap);
   grn__free(w, w->ring, sizeof(grn_force_row) * (size_t)w->ringcap);
   grn__free(w, w->fsum, 6 * sizeof(double) * (size_t)w->fsumcap);
+  grn__free(w, w->act, sizeof(int32_t) * (size_t)w->actcap);
   grn__free(w, w->cstart, sizeof(int32_t) * (size_t)w->ncell_cap);
   grn__free(w, w->scratch, w->scratch_bytes);
   grn__free(w, w->hmap, sizeof(double) * (size_t)w->hnx * (size_t)w->hnz);
