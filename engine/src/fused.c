@@ -111,6 +111,20 @@ static void band_of(const grn_world *w, int k, int32_t *p0, int32_t *p1, int32_t
   *off = o;
 }
 
+/* Copy the rows of owners [a0, a1) (in the block buffer at base + q) that bands keep. */
+static void keep_bands(const grain_ctx *c, const grn_force_row *rows, int32_t base, int a0, int a1,
+                       const slots *bands, grn_force_row *keep) {
+  const int q0 = c->pstart[a0], q1 = c->pstart[a1];
+  for (int k = 0; k < bands->nb; k++) {
+    const int lo = q0 > bands->p0[k] ? q0 : bands->p0[k];
+    const int hi = q1 < bands->p1[k] ? q1 : bands->p1[k];
+    if (lo < hi) {
+      memcpy(&keep[bands->off[k] + (lo - bands->p0[k])], &rows[base + lo],
+             sizeof(grn_force_row) * (size_t)(hi - lo));
+    }
+  }
+}
+
 /* Add the rows of owners [a0, a1) (in the block buffer at base + q) to the running sums of the
  * grains in [ilo, ihi), in pair order, and copy those that bands keep. */
 static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_force_row *rows,
@@ -151,15 +165,7 @@ static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_
       }
     }
   }
-  const int q0 = c->pstart[a0], q1 = c->pstart[a1];
-  for (int k = 0; k < bands->nb; k++) {
-    const int lo = q0 > bands->p0[k] ? q0 : bands->p0[k];
-    const int hi = q1 < bands->p1[k] ? q1 : bands->p1[k];
-    if (lo < hi) {
-      memcpy(&keep[bands->off[k] + (lo - bands->p0[k])], &rows[base + lo],
-             sizeof(grn_force_row) * (size_t)(hi - lo));
-    }
-  }
+  keep_bands(c, rows, base, a0, a1, bands, keep);
 }
 
 /* add_block for a sieved block: only the pairs act[0 .. nact − 1] (in pair order) have rows other
@@ -192,15 +198,7 @@ static void add_active(const grain_ctx *c, const int32_t *restrict na, const int
       sb[5] += row->tb[2];
     }
   }
-  const int q0 = c->pstart[a0], q1 = c->pstart[a1];
-  for (int k = 0; k < bands->nb; k++) {
-    const int lo = q0 > bands->p0[k] ? q0 : bands->p0[k];
-    const int hi = q1 < bands->p1[k] ? q1 : bands->p1[k];
-    if (lo < hi) {
-      memcpy(&keep[bands->off[k] + (lo - bands->p0[k])], &rows[base + lo],
-             sizeof(grn_force_row) * (size_t)(hi - lo));
-    }
-  }
+  keep_bands(c, rows, base, a0, a1, bands, keep);
 }
 
 /* Integrate grain g from its running sum, and clear the sum for the next step. */
