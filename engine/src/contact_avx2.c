@@ -5,6 +5,11 @@
 
 #include <string.h>
 
+const int32_t grn__packed_lanes[16][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0},
+                                          {2, 0, 0, 0}, {0, 2, 0, 0}, {1, 2, 0, 0}, {0, 1, 2, 0},
+                                          {3, 0, 0, 0}, {0, 3, 0, 0}, {1, 3, 0, 0}, {0, 1, 3, 0},
+                                          {2, 3, 0, 0}, {0, 2, 3, 0}, {1, 2, 3, 0}, {0, 1, 2, 3}};
+
 #if defined(__x86_64__) && defined(GRN_SIMD)
 #include <immintrin.h>
 
@@ -236,13 +241,8 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
   return o;
 }
 
-/* The set lanes of a 4-bit mask, in order, packed to the front (the rest: don't care). */
 AVX2 static inline __m128i lanes_of(unsigned mask) {
-  static const int32_t packed[16][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0},
-                                        {2, 0, 0, 0}, {0, 2, 0, 0}, {1, 2, 0, 0}, {0, 1, 2, 0},
-                                        {3, 0, 0, 0}, {0, 3, 0, 0}, {1, 3, 0, 0}, {0, 1, 3, 0},
-                                        {2, 3, 0, 0}, {0, 2, 3, 0}, {1, 2, 3, 0}, {0, 1, 2, 3}};
-  return _mm_loadu_si128((const __m128i *)packed[mask]);
+  return _mm_loadu_si128((const __m128i *)grn__packed_lanes[mask]);
 }
 
 /* The geometry alone of the pairs q0 .. q0 + count − 1 (count a multiple of 4), classified as

@@ -332,4 +332,8 @@ int grn__no_act(grn_world *w, const grn_action *a, grn_error *err);
  * side */
 int grn__setup_bed(grn_world *w, double *half);
 
+/* The set lanes of each 4-bit mask, in order, packed to the front (the rest zero): SIMD loops
+ * store the lanes a compare kept without a branch per lane (contact_avx2.c). */
+extern const int32_t grn__packed_lanes[16][4];
+
 #endif

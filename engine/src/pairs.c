@@ -122,12 +122,12 @@ static inline bool listed(const grn_world *w, const planes *pl, int i, int j, bo
   return ddx * ddx + ddy * ddy + ddz * ddz < rr * rr;
 }
 
-/* Emits pair {i, j} as (owner, partner): written while there is room, always counted. */
-static inline int emit(const grn_world *w, int32_t *out, int count, int room, int i, int j) {
+/* Emits pair {i, j} (the scan's thread puts the owner first once it is done): written while there
+ * is room, always counted. */
+static inline int emit(int32_t *out, int count, int room, int i, int j) {
   if (count < room) {
-    const bool oi = owns(w, i, j);
-    out[2 * count] = oi ? i : j;
-    out[2 * count + 1] = oi ? j : i;
+    out[2 * count] = i;
+    out[2 * count + 1] = j;
   }
   return count + 1;
 }
@@ -137,7 +137,7 @@ static int scan_run(const grn_world *w, const planes *pl, int i, bool fi, int j0
                     int32_t *out, int count, int room) {
   for (int j = j0; j < j1; j++) {
     if (pl->e[j] <= pl->e0 && listed(w, pl, i, j, fi)) {
-      count = emit(w, out, count, room, i, j);
+      count = emit(out, count, room, i, j);
     }
   }
   return count;
@@ -147,9 +147,8 @@ static int scan_run(const grn_world *w, const planes *pl, int i, bool fi, int j0
 #include <immintrin.h>
 
 /* Four candidates at a time: lanes out of reach are dropped at once. */
-__attribute__((target("avx2"))) static int scan_run_avx2(const grn_world *w, const planes *pl,
-                                                         int i, int j0, int j1, int32_t *out,
-                                                         int count, int room) {
+__attribute__((target("avx2"))) static int scan_run_avx2(const planes *pl, int i, int j0, int j1,
+                                                         int32_t *out, int count, int room) {
   const __m256d xi = _mm256_set1_pd(pl->x[i]), yi = _mm256_set1_pd(pl->y[i]),
                 zi = _mm256_set1_pd(pl->z[i]), ri = _mm256_set1_pd(pl->r[i]),
                 gei = _mm256_set1_pd(pl->gap + pl->e[i]), e0 = _mm256_set1_pd(pl->e0);
@@ -165,8 +164,18 @@ __attribute__((target("avx2"))) static int scan_run_avx2(const grn_world *w, con
     const int valid = j1 - j >= 4 ? 15 : (1 << (j1 - j)) - 1;
     int bits = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_mul_pd(rr, rr), _CMP_LT_OQ)) &
                _mm256_movemask_pd(_mm256_cmp_pd(ej, e0, _CMP_LE_OQ)) & valid;
+    if (count + 4 <= room) {
+      /* (i, j) for each kept lane, packed, without a branch per lane */
+      const __m128i js = _mm_add_epi32(_mm_loadu_si128((const __m128i *)grn__packed_lanes[bits]),
+                                       _mm_set1_epi32(j));
+      const __m128i is = _mm_set1_epi32(i);
+      _mm_storeu_si128((__m128i *)&out[2 * count], _mm_unpacklo_epi32(is, js));
+      _mm_storeu_si128((__m128i *)&out[2 * count + 4], _mm_unpackhi_epi32(is, js));
+      count += __builtin_popcount((unsigned)bits);
+      continue;
+    }
     while (bits) {
-      count = emit(w, out, count, room, i, j + __builtin_ctz((unsigned)bits));
+      count = emit(out, count, room, i, j + __builtin_ctz((unsigned)bits));
       bits &= bits - 1;
     }
   }
@@ -190,7 +199,7 @@ static int scan_wide(const grn_world *w, const planes *pl, int i, int ix, int iy
       const int row = g->nx * (jy + g->ny * jz);
       for (int j = w->cstart[row + jx0]; j < w->cstart[row + jx1 + 1]; j++) {
         if (j != i && (pl->e[j] <= pl->e0 || j > i) && listed(w, pl, i, j, fi)) {
-          count = emit(w, out, count, room, i, j);
+          count = emit(out, count, room, i, j);
         }
       }
     }
@@ -232,7 +241,7 @@ static int scan_pairs(const grn_world *w, const planes *pl, int i, int32_t *out,
   for (int r = 0; r < nr; r++) {
 #if defined(__x86_64__) && defined(GRN_SIMD)
     if (w->simd && !fi) {
-      count = scan_run_avx2(w, pl, i, runs[r][0], runs[r][1], out, count, room);
+      count = scan_run_avx2(pl, i, runs[r][0], runs[r][1], out, count, room);
       continue;
     }
 #endif
@@ -508,6 +517,13 @@ int grn__rebuild(grn_world *w) {
       for (int i = lo; i < hi; i++) {
         const int room = used < cap ? (int)(cap - used) : 0;
         used += scan_pairs(w, &pl, i, out + 2 * (used < cap ? used : 0), room);
+      }
+      for (int64_t k = 0; k < (used <= cap ? used : 0); k++) {
+        if (!owns(w, out[2 * k], out[2 * k + 1])) {
+          const int32_t o = out[2 * k + 1];
+          out[2 * k + 1] = out[2 * k];
+          out[2 * k] = o;
+        }
       }
       total[t] = used;
       full = full || used > cap;
