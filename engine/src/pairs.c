@@ -411,7 +411,7 @@ int grn__rebuild(grn_world *w) {
   for (int p = 0; p < (nl > 0 ? w->pstart[nl] : 0); p++) {
     k += w->pfn[p] > 0.0f;
   }
-  const size_t kept_bytes = sizeof(kept) * (size_t)k;
+  const size_t kept_bytes = sizeof(kept) * ((size_t)k + 1); /* one more, written and not kept */
   const size_t tstart_bytes = sizeof(int32_t) * (size_t)(n_old + 1);
   /* the permutation buffer, later the pair segments of step 4: room for the last rebuild's pairs
    * per grain and a quarter more */
@@ -435,14 +435,15 @@ int grn__rebuild(grn_world *w) {
       if (a >= nl) {
         continue;
       }
+      const bool alive = w->newidx[a] >= 0;
       for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+        /* written always, kept by advancing: a flow's mix of touching and apart pairs would
+         * mispredict a branch */
         const int nb = w->newidx[w->pb[p]];
-        if (w->pfn[p] > 0.0f && nb >= 0 && w->newidx[a] >= 0) {
-          kp[q].h = w->hist[p];
-          kp[q].partner = nb;
-          kp[q].fn = w->pfn[p];
-          q++;
-        }
+        kp[q].h = w->hist[p];
+        kp[q].partner = nb;
+        kp[q].fn = w->pfn[p];
+        q += w->pfn[p] > 0.0f && nb >= 0 && alive;
       }
     }
     tstart[n_old] = q;
@@ -753,13 +754,13 @@ int grn__near_refresh(grn_world *w) {
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < n; a++) {
     int q = w->nstart[a];
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      if (whole || near[p]) {
-        w->nb[q] = w->pb[p];
-        w->np[q] = p;
-        w->na[q] = a;
-        q++;
-      }
+    const int qend = w->nstart[a + 1];
+    for (int p = w->pstart[a]; p < w->pstart[a + 1] && q < qend; p++) {
+      /* written always, kept by advancing: no write goes past the owner's own entries */
+      w->nb[q] = w->pb[p];
+      w->np[q] = p;
+      w->na[q] = a;
+      q += whole || near[p];
     }
   }
 
