@@ -520,11 +520,12 @@ int grn__rebuild(grn_world *w) {
         used += scan_pairs(w, &pl, i, out + 2 * (used < cap ? used : 0), room);
       }
       for (int64_t k = 0; k < (used <= cap ? used : 0); k++) {
-        if (!owns(w, out[2 * k], out[2 * k + 1])) {
-          const int32_t o = out[2 * k + 1];
-          out[2 * k + 1] = out[2 * k];
-          out[2 * k] = o;
-        }
+        /* owns() without its branches: which grain of a pair is larger is anyone's guess */
+        const int32_t i = out[2 * k], j = out[2 * k + 1];
+        const double ri = w->rad[i], rj = w->rad[j];
+        const bool oi = (ri > rj) | ((ri == rj) & (w->id[i] > w->id[j]));
+        out[2 * k] = oi ? i : j;
+        out[2 * k + 1] = oi ? j : i;
       }
       total[t] = used;
       full = full || used > cap;
@@ -678,7 +679,7 @@ static inline int near_mark(const grn_world *w, int a, uint8_t *near) {
     const int b = w->pb[p];
     const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
     const double r = ra + w->rad[b] + (double)w->nu[b];
-    near[p] = w->pfn[p] != 0.0f || dx * dx + dy * dy + dz * dz < r * r;
+    near[p] = (w->pfn[p] != 0.0f) | (dx * dx + dy * dy + dz * dz < r * r);
     k += near[p];
   }
   return k;
