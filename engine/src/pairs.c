@@ -146,9 +146,12 @@ static int scan_run(const grn_world *w, const planes *pl, int i, bool fi, int j0
 #if defined(__x86_64__) && defined(GRN_SIMD)
 #include <immintrin.h>
 
-/* Four candidates at a time: lanes out of reach are dropped at once. */
+/* Four candidates at a time: lanes out of reach are dropped at once. A slow grain i tests the
+ * slow candidates (scan_run); a fast one (wide) every candidate but itself and the fast ones
+ * before it (scan_wide). */
 __attribute__((target("avx2"))) static int scan_run_avx2(const planes *pl, int i, int j0, int j1,
-                                                         int32_t *out, int count, int room) {
+                                                         bool wide, int32_t *out, int count,
+                                                         int room) {
   const __m256d xi = _mm256_set1_pd(pl->x[i]), yi = _mm256_set1_pd(pl->y[i]),
                 zi = _mm256_set1_pd(pl->z[i]), ri = _mm256_set1_pd(pl->r[i]),
                 gei = _mm256_set1_pd(pl->gap + pl->e[i]), e0 = _mm256_set1_pd(pl->e0);
@@ -161,9 +164,15 @@ __attribute__((target("avx2"))) static int scan_run_avx2(const planes *pl, int i
     const __m256d ej = _mm256_loadu_pd(pl->e + j);
     const __m256d rr =
         _mm256_add_pd(_mm256_add_pd(ri, _mm256_loadu_pd(pl->r + j)), _mm256_add_pd(gei, ej));
-    const int valid = j1 - j >= 4 ? 15 : (1 << (j1 - j)) - 1;
-    int bits = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_mul_pd(rr, rr), _CMP_LT_OQ)) &
-               _mm256_movemask_pd(_mm256_cmp_pd(ej, e0, _CMP_LE_OQ)) & valid;
+    int valid = j1 - j >= 4 ? 15 : (1 << (j1 - j)) - 1;
+    int slow = _mm256_movemask_pd(_mm256_cmp_pd(ej, e0, _CMP_LE_OQ));
+    if (wide) {
+      const int d = i - j; /* lanes after i, and i's own lane */
+      slow |= d < 0 ? 15 : (d >= 3 ? 0 : (15 << (d + 1)) & 15);
+      valid &= d >= 0 && d < 4 ? ~(1 << d) : 15;
+    }
+    int bits =
+        _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_mul_pd(rr, rr), _CMP_LT_OQ)) & slow & valid;
     if (count + 4 <= room) {
       /* (i, j) for each kept lane, packed, without a branch per lane */
       const __m128i js = _mm_add_epi32(_mm_loadu_si128((const __m128i *)grn__packed_lanes[bits]),
@@ -197,7 +206,14 @@ static int scan_wide(const grn_world *w, const planes *pl, int i, int ix, int iy
   for (int jz = iz - k > 0 ? iz - k : 0; jz <= iz + k && jz < g->nz; jz++) {
     for (int jy = iy - k > 0 ? iy - k : 0; jy <= iy + k && jy < g->ny; jy++) {
       const int row = g->nx * (jy + g->ny * jz);
-      for (int j = w->cstart[row + jx0]; j < w->cstart[row + jx1 + 1]; j++) {
+      const int j0 = w->cstart[row + jx0], j1 = w->cstart[row + jx1 + 1];
+#if defined(__x86_64__) && defined(GRN_SIMD)
+      if (w->simd && !fi) {
+        count = scan_run_avx2(pl, i, j0, j1, true, out, count, room);
+        continue;
+      }
+#endif
+      for (int j = j0; j < j1; j++) {
         if (j != i && (pl->e[j] <= pl->e0 || j > i) && listed(w, pl, i, j, fi)) {
           count = emit(out, count, room, i, j);
         }
@@ -241,7 +257,7 @@ static int scan_pairs(const grn_world *w, const planes *pl, int i, int32_t *out,
   for (int r = 0; r < nr; r++) {
 #if defined(__x86_64__) && defined(GRN_SIMD)
     if (w->simd && !fi) {
-      count = scan_run_avx2(pl, i, runs[r][0], runs[r][1], out, count, room);
+      count = scan_run_avx2(pl, i, runs[r][0], runs[r][1], false, out, count, room);
       continue;
     }
 #endif
