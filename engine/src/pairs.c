@@ -605,17 +605,31 @@ int grn__rebuild(grn_world *w) {
     }
     for (int i = lo; i < hi; i++) {
       const int base = w->pstart[i], cnt = w->pstart[i + 1] - base;
-      const int old = w->perm[i];
+      const int old = w->perm[i], t0 = tstart[old], t1 = tstart[old + 1];
+      /* the old owner's kept pairs by new partner index (renumbering leaves them nearly in order;
+       * no other grain's range is touched), then merged with the sorted partners */
+      for (int x = t0 + 1; x < t1; x++) {
+        const kept v = kp[x];
+        int y = x - 1;
+        while (y >= t0 && kp[y].partner > v.partner) {
+          kp[y + 1] = kp[y];
+          y--;
+        }
+        kp[y + 1] = v;
+      }
+      int q = t0;
       for (int p = base; p < base + cnt; p++) {
         const int j = w->pb[p];
-        w->pfn[p] = 0.0f;
-        memset(&w->hist[p], 0, sizeof(grn_hist));
-        for (int q = tstart[old]; q < tstart[old + 1]; q++) {
-          if (kp[q].partner == j) {
-            w->hist[p] = kp[q].h;
-            w->pfn[p] = kp[q].fn;
-            break;
-          }
+        while (q < t1 && kp[q].partner < j) {
+          q++; /* a kept pair whose partner is no longer listed */
+        }
+        if (q < t1 && kp[q].partner == j) {
+          w->hist[p] = kp[q].h;
+          w->pfn[p] = kp[q].fn;
+          q++;
+        } else {
+          w->pfn[p] = 0.0f;
+          memset(&w->hist[p], 0, sizeof(grn_hist));
         }
       }
     }
