@@ -81,9 +81,31 @@ AVX2 static inline v3 transpose3(__m256d r0, __m256d r1, __m256d r2, __m256d r3)
               (v4d)_mm256_permute2f128_pd(t0, t2, 0x31)};
 }
 
-AVX2 static inline v3 load3(const grn_vec3 *v, const int idx[4]) {
-  return transpose3(_mm256_loadu_pd(&v[idx[0]].x), _mm256_loadu_pd(&v[idx[1]].x),
-                    _mm256_loadu_pd(&v[idx[2]].x), _mm256_loadu_pd(&v[idx[3]].x));
+/* v[b] − v[a] of four pairs: subtracted as loaded (x, y, z and a spare lane), then transposed
+ * once, not each side (the shuffles are what the kernel waits on). */
+AVX2 static inline v3 diff3(const grn_vec3 *v, const int b[4], const int a[4]) {
+  __m256d r[4];
+  for (int k = 0; k < 4; k++) {
+    r[k] = _mm256_sub_pd(_mm256_loadu_pd(&v[b[k]].x), _mm256_loadu_pd(&v[a[k]].x));
+  }
+  return transpose3(r[0], r[1], r[2], r[3]);
+}
+
+/* The spins' share of the contact point's velocity, wa·ra + wb·rb, and (roll) the relative spin
+ * wa − wb of four pairs, made as loaded and then transposed. */
+AVX2 static inline void spins(const pair_ctx *c, const int a[4], const int b[4], bool roll, v3 *s,
+                              v3 *wr) {
+  __m256d sk[4], wk[4];
+  for (int k = 0; k < 4; k++) {
+    const __m256d wa = _mm256_loadu_pd(&c->spin[a[k]].x), wb = _mm256_loadu_pd(&c->spin[b[k]].x);
+    sk[k] = _mm256_add_pd(_mm256_mul_pd(wa, _mm256_broadcast_sd(&c->rad[a[k]])),
+                          _mm256_mul_pd(wb, _mm256_broadcast_sd(&c->rad[b[k]])));
+    wk[k] = _mm256_sub_pd(wa, wb);
+  }
+  *s = transpose3(sk[0], sk[1], sk[2], sk[3]);
+  if (roll) {
+    *wr = transpose3(wk[0], wk[1], wk[2], wk[3]);
+  }
 }
 
 /* Three floats (and one more, read and dropped) of four pairs' history, as doubles: the
@@ -129,7 +151,7 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
       p[k] = hist_of(c, p[k]); /* from here on p indexes history and pfn */
     }
     /* geometry */
-    const v3 d = vsub(load3(c->pos, b), load3(c->pos, a));
+    const v3 d = diff3(c->pos, b, a);
     const v4d ra = {c->rad[a[0]], c->rad[a[1]], c->rad[a[2]], c->rad[a[3]]};
     const v4d rb = {c->rad[b[0]], c->rad[b[1]], c->rad[b[2]], c->rad[b[3]]};
     const v4d sum = ra + rb;
@@ -158,13 +180,13 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
     const v4d over = sum - dist;
     omax = pick(sure & (over > omax), over, omax);
     /* normal */
-    const v3 wa = load3(c->spin, a), wb = load3(c->spin, b);
-    const v3 rv = vsub(load3(c->vel, b), load3(c->vel, a));
+    v3 s, wr = {zero, zero, zero};
+    spins(c, a, b, c->mur > 0.0, &s, &wr);
+    const v3 rv = diff3(c->vel, b, a);
     const v4d vn = vdot(rv, n);
     v4d fn = kn * over - cn * vn;
     fn = pick(fn > zero, fn, zero);
     /* tangential spring */
-    const v3 s = vadd(vscale(wa, ra), vscale(wb, rb));
     const v3 vt = vsub(vsub(rv, vscale(n, vn)), vcross(s, n));
     v3 u = load_hist(c->hist, p, false);
     u = vadd(vsub(u, vscale(n, vdot(u, n))), vscale(vt, h));
@@ -179,7 +201,6 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
     v3 ta = vscale(cr, -ra), tb = vscale(cr, -rb);
     v3 th = {zero, zero, zero};
     if (c->mur > 0.0) {
-      v3 wr = vsub(wa, wb);
       wr = vsub(wr, vscale(n, vdot(wr, n)));
       th = load_hist(c->hist, p, true);
       th = vadd(vsub(th, vscale(n, vdot(th, n))), vscale(wr, h));
@@ -260,7 +281,7 @@ AVX2 static int sieve(const pair_ctx *c, const int32_t *owner, int32_t q0, int32
       b[k] = c->pb[q0 + g + k];
       hq[k] = hist_of(c, q0 + g + k);
     }
-    const v3 d = vsub(load3(c->pos, b), load3(c->pos, a));
+    const v3 d = diff3(c->pos, b, a);
     const v4d ra = {c->rad[a[0]], c->rad[a[1]], c->rad[a[2]], c->rad[a[3]]};
     const v4d rb = {c->rad[b[0]], c->rad[b[1]], c->rad[b[2]], c->rad[b[3]]};
     const v4d sum = ra + rb, d2 = vdot(d, d), reach = sum + splat(c->gap);
