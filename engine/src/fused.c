@@ -219,6 +219,7 @@ void grn__step_fused(grn_world *w) {
   double omax = 0.0, vm2 = 0.0;
   int touching = 0, moving = 0, count = 0, killed = 0, over = 0, moved = 0;
   w->table_valid = false; /* the full table is not maintained here */
+  w->sieved += pc.sieve && simd;
 #pragma omp parallel num_threads(nt) reduction(max : omax, vm2)                       \
     reduction(+ : touching, moving, count, killed, over, moved)
   {

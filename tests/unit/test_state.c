@@ -139,7 +139,7 @@ static void flow_equals_reference(const char *scene, grn_fill fill, const char *
   }
   bool own = false, fused = false;
   double vpeak = 0.0;
-  const uint64_t r0 = w[0]->refreshes;
+  const uint64_t r0 = w[0]->refreshes, s0 = w[0]->sieved;
   for (int s = 0; s < 3 * 240; s++) {
     grn_world_step(w[0], 1);
     grn_world_step(w[1], 1);
@@ -158,6 +158,11 @@ static void flow_equals_reference(const char *scene, grn_fill fill, const char *
   if (threads == 1) { /* one thread fuses whatever the span of the flow's pairs */
     snprintf(name, sizeof name, "%s after %s: the fused step ran", scene, action);
     CHECK(name, fused);
+  }
+  if (fused && w[0]->simd) { /* a flow is where the kernel sieves its near pairs */
+    snprintf(name, sizeof name, "%s after %s: the kernel sieved the near pairs (%llu steps)", scene,
+             action, (unsigned long long)(w[0]->sieved - s0));
+    CHECK(name, w[0]->sieved > s0);
   }
   snprintf(name, sizeof name, "%s after %s: fused and reference digests agree (%d threads)", scene,
            action, threads);
