@@ -24,13 +24,7 @@ static int32_t chunk_lo(const grn_world *w, int t) {
 int grn__plan_fused(grn_world *w) {
   w->fused = false;
   const int n = w->n, nt = w->threads;
-  int span = 0;
-  for (int a = 0; a < n; a++) {
-    for (int p = w->nstart[a]; p < w->nstart[a + 1]; p++) {
-      const int d = a > w->nb[p] ? a - w->nb[p] : w->nb[p] - a;
-      span = d > span ? d : span;
-    }
-  }
+  const int span = w->nspan;
   /* with threads, each chunk needs room for its bands; one thread has no bands, and its ring of
    * sums may be as long as the world (a flow's fast grains have partners far off in cell order) */
   if (w->no_fuse || n < 64 || (nt > 1 && n / nt < 4 * span + 2 * GATHER_BLOCK)) {

@@ -181,6 +181,7 @@ struct grn_world {
    * the result is the same to the bit as stepping the whole list. */
   bool near_valid;
   int nm, nmcap;
+  int nspan;        /* the largest |a − b| of a near pair (a, b), measured by the refresh */
   int32_t *nstart;  /* n+1: a grain's near pairs as owner */
   int32_t *nb;      /* partner of each near pair */
   int32_t *np;      /* its pair in the list (history, last normal force) */

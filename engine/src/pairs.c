@@ -782,20 +782,25 @@ int grn__near_refresh(grn_world *w) {
   if (grow_near(w, nm) != GRN_OK) {
     return GRN_E_NOMEM;
   }
-#pragma omp parallel for schedule(static) num_threads(nthreads)
+  int span = 0;
+#pragma omp parallel for schedule(static) num_threads(nthreads) reduction(max : span)
   for (int a = 0; a < n; a++) {
     int q = w->nstart[a];
     const int qend = w->nstart[a + 1];
     for (int p = w->pstart[a]; p < w->pstart[a + 1] && q < qend; p++) {
       /* written always, kept by advancing: no write goes past the owner's own entries */
-      w->nb[q] = w->pb[p];
+      const int b = w->pb[p], d = b > a ? b - a : a - b;
+      const bool keep = whole || near[p];
+      w->nb[q] = b;
       w->np[q] = p;
       w->na[q] = a;
-      q += whole || near[p];
+      span = keep && d > span ? d : span;
+      q += keep;
     }
   }
 
   w->nm = nm;
+  w->nspan = span;
   w->nmargin = whole ? INFINITY : margin;
   w->nfastn = nfast;
   w->nover = 0;
