@@ -1,6 +1,7 @@
 /* AVX2 contact kernel: the scalar contact law of contact_law.h for four touching pairs at a time,
  * with the same IEEE operations in the same order (no FMA), so results are bit-identical to the
- * scalar reference. Branches of the scalar code become computed-both-ways-and-selected lanes. */
+ * scalar reference. Branches of the scalar code become computed-both-ways-and-selected lanes; in a
+ * flow a sieve first picks the touching pairs, so that the law runs on full groups of them. */
 #include "contact.h"
 
 #include <string.h>
