@@ -119,6 +119,16 @@ static void keep_bands(const grain_ctx *c, const grn_force_row *rows, int32_t ba
   }
 }
 
+/* A row's share for its partner's running sum: the force and the partner's torque. */
+static inline void to_partner(double *restrict sb, const grn_force_row *row) {
+  sb[0] += row->f[0];
+  sb[1] += row->f[1];
+  sb[2] += row->f[2];
+  sb[3] += row->tb[0];
+  sb[4] += row->tb[1];
+  sb[5] += row->tb[2];
+}
+
 /* Add the rows of owners [a0, a1) (in the block buffer at base + q) to the running sums of the
  * grains in [ilo, ihi), in pair order, and copy those that bands keep. */
 static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_force_row *rows,
@@ -149,13 +159,7 @@ static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_
       const int b = nb[p];
       if (b >= ilo && b < ihi) {
         const grn_force_row *row = &rows[base + p];
-        double *sb = &fsum[6 * (size_t)(b & fm)];
-        sb[0] += row->f[0];
-        sb[1] += row->f[1];
-        sb[2] += row->f[2];
-        sb[3] += row->tb[0];
-        sb[4] += row->tb[1];
-        sb[5] += row->tb[2];
+        to_partner(&fsum[6 * (size_t)(b & fm)], row);
       }
     }
   }
@@ -183,13 +187,7 @@ static void add_active(const grain_ctx *c, const int32_t *restrict na, const int
       sa[5] += row->ta[2];
     }
     if (b >= ilo && b < ihi) {
-      double *sb = &fsum[6 * (size_t)(b & fm)];
-      sb[0] += row->f[0];
-      sb[1] += row->f[1];
-      sb[2] += row->f[2];
-      sb[3] += row->tb[0];
-      sb[4] += row->tb[1];
-      sb[5] += row->tb[2];
+      to_partner(&fsum[6 * (size_t)(b & fm)], row);
     }
   }
   keep_bands(c, rows, base, a0, a1, bands, keep);
