@@ -91,15 +91,30 @@ static inline void owner_forces(const pair_ctx *c, const int32_t *restrict pstar
 }
 
 pair_ctx grn__pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring) {
-  const pair_ctx c = {
-      w->pos, w->vel, w->spin, w->rad, ring ? w->nb : w->pb, ring ? w->np : NULL, w->hist, w->pfn,
-      rows, w->param[GRN_P_MU], w->param[GRN_P_MUR], w->param[GRN_P_COH], grn__reach_gap(w),
-      w->k.cn, w->k.ct, w->k.kr, w->k.cr, ring,
-      /* sieving pays where many near pairs are apart or grains flow (an
-       * avalanche gains 11 % though 95 % of its near pairs touch), not in a bed
-       * at rest (5 % slower); last step decides, and either way the bits are the
-       * same */
-      ring && ((int64_t)w->contacts * 4 < (int64_t)w->nm * 3 || w->flowing > 0.1), w->threads > 1};
+  /* sieving pays where many near pairs are apart or grains flow (an avalanche gains 11 % though
+   * 95 % of its near pairs touch), not in a bed at rest (5 % slower); the last step decides, and
+   * either way the bits are the same */
+  const bool sieve = ring && ((int64_t)w->contacts * 4 < (int64_t)w->nm * 3 || w->flowing > 0.1);
+  const pair_ctx c = {w->pos,
+                      w->vel,
+                      w->spin,
+                      w->rad,
+                      ring ? w->nb : w->pb,
+                      ring ? w->np : NULL,
+                      w->hist,
+                      w->pfn,
+                      rows,
+                      w->param[GRN_P_MU],
+                      w->param[GRN_P_MUR],
+                      w->param[GRN_P_COH],
+                      grn__reach_gap(w),
+                      w->k.cn,
+                      w->k.ct,
+                      w->k.kr,
+                      w->k.cr,
+                      ring,
+                      sieve,
+                      w->threads > 1};
   return c;
 }
 

@@ -195,8 +195,8 @@ struct grn_world {
   int nfastn;       /* fast grains (allowances of their own) at the refresh */
   int nover;        /* grains that moved past their allowance since */
   uint64_t refreshes;
-  uint64_t sieved; /* fused steps whose kernel sieved the near pairs (not saved: no result hangs on
-                      it) */
+  /* fused steps that sieved their near pairs (not saved; no result depends on it) */
+  uint64_t sieved;
   uint64_t rebuild_step;  /* step of the last rebuild, and steps between the last two (not saved: */
   uint64_t rebuild_every; /* they only set the near list's horizon, which changes no result) */
   /* fused step (fused.c): block buffers and bands of rows over the near list, and running sums,
