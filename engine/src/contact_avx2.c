@@ -83,7 +83,7 @@ AVX2 static inline v3 transpose3(__m256d r0, __m256d r1, __m256d r2, __m256d r3)
 }
 
 /* v[b] − v[a] of four pairs: subtracted as loaded (x, y, z and a spare lane), then transposed
- * once, not each side (the shuffles are what the kernel waits on). */
+ * once instead of once for each side. */
 AVX2 static inline v3 diff3(const grn_vec3 *v, const int b[4], const int a[4]) {
   __m256d r[4];
   for (int k = 0; k < 4; k++) {
