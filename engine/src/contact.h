@@ -57,9 +57,8 @@ double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int
 /* The most pairs one call of the range kernel takes. */
 #define GRN_KERNEL_MAX 256
 /* The same for the pairs q0 .. q0 + count − 1 (count ≤ GRN_KERNEL_MAX) of owners owner[q], rows
- * at base + q; slow gets offsets from q0. With c->sieve, act[*nact] gets, in order, the pairs
- * whose row may be other than zero (the touching and the doubtful ones); *nact is untouched
- * without. */
+ * at base + q; slow gets offsets from q0, and act[*nact], in order, the pairs whose row may be
+ * other than zero (the touching and the doubtful ones). */
 double grn__contacts_range_avx2(const pair_ctx *c, const int32_t *owner, int32_t q0, int32_t base,
                                 int count, int *touching, int32_t *slow, int *nslow, int32_t *act,
                                 int *nact);

@@ -124,13 +124,20 @@ AVX2 static inline __m128 f32(v4d v) {
   return _mm256_cvtpd_ps((__m256d)v);
 }
 
+/* The set lanes of a 4-bit mask as four indices, packed to the front. */
+AVX2 static inline __m128i lanes_of(unsigned mask) {
+  return _mm_loadu_si128((const __m128i *)grn__packed_lanes[mask]);
+}
+
 /* How contacts() finds lane k of group g: (owner, pair, slot) triples; the pairs q0 + g + k of a
  * range; or the range's pairs q0 + sel[g + k] that a sieve found certainly touching. */
 enum lanes_from { TRIPLES, RANGE, PICKED };
 
 __attribute__((always_inline)) AVX2 static inline double
 contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int count, int *touching,
-         int32_t *slow, int *nslow, enum lanes_from from, const int32_t *sel) {
+         int32_t *slow, int *nslow, enum lanes_from from, const int32_t *sel, int32_t *act,
+         int *nact) {
+  int nt = 0;
   const v4d kn = splat(GRN_KN), cn = splat(c->cn), ct = splat(c->ct), h = splat(GRN_H);
   const v4d mkt = splat(-GRN_KT), inv_mkt = splat(-1.0 / GRN_KT), zero = splat(0.0);
   const v4d mu = splat(c->mu), coh = splat(c->coh);
@@ -174,6 +181,11 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
       tally += __builtin_popcount(ms);
       for (unsigned bits = mo; bits; bits &= bits - 1u) {
         slow[ns++] = g + __builtin_ctz(bits);
+      }
+      if (act) { /* the lanes whose row may be other than zero, in order, without a branch */
+        _mm_storeu_si128((__m128i *)&act[nt],
+                         _mm_add_epi32(lanes_of(ms | mo), _mm_set1_epi32(q0 + g)));
+        nt += __builtin_popcount(ms | mo);
       }
     }
     const v4d dist = vsqrt(d2);
@@ -260,11 +272,10 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
   if (nslow) {
     *nslow = ns;
   }
+  if (nact) {
+    *nact = nt;
+  }
   return o;
-}
-
-AVX2 static inline __m128i lanes_of(unsigned mask) {
-  return _mm_loadu_si128((const __m128i *)grn__packed_lanes[mask]);
 }
 
 /* The geometry alone of the pairs q0 .. q0 + count − 1 (count a multiple of 4), classified as
@@ -315,14 +326,14 @@ AVX2 static int sieve(const pair_ctx *c, const int32_t *owner, int32_t q0, int32
 
 AVX2 double grn__contacts_avx2(const pair_ctx *c, const int32_t *list, int count, int *touching,
                                int32_t *slow, int *nslow) {
-  return contacts(c, list, 0, 0, count, touching, slow, nslow, TRIPLES, NULL);
+  return contacts(c, list, 0, 0, count, touching, slow, nslow, TRIPLES, NULL, NULL, NULL);
 }
 
 AVX2 double grn__contacts_range_avx2(const pair_ctx *c, const int32_t *owner, int32_t q0,
                                      int32_t base, int count, int *touching, int32_t *slow,
                                      int *nslow, int32_t *act, int *nact) {
   if (!c->sieve) {
-    return contacts(c, owner, q0, base, count, touching, slow, nslow, RANGE, NULL);
+    return contacts(c, owner, q0, base, count, touching, slow, nslow, RANGE, NULL, act, nact);
   }
   /* the law for the touching pairs only, four at a time; the last group is filled up with copies
    * of its last pair, which compute and store the same values again */
@@ -336,7 +347,7 @@ AVX2 double grn__contacts_range_avx2(const pair_ctx *c, const int32_t *owner, in
     sel[np] = sel[np - 1];
   }
   int unused = 0;
-  return contacts(c, owner, q0, base, np, &unused, NULL, NULL, PICKED, sel);
+  return contacts(c, owner, q0, base, np, &unused, NULL, NULL, PICKED, sel, NULL, NULL);
 }
 
 #else

@@ -41,13 +41,12 @@ static void batch_flush(const pair_ctx *c, batch *bt, pass_sums *sum) {
 
 /* Forces of the near pairs q0 .. q1 − 1 (the fused step's block, rows at base + q): the kernel
  * takes them in place, four at a time. Returns how many pairs it wrote to act (in order: those
- * whose row may be other than zero; every other row is zero), or −1 when it did not sieve them
- * and any row may be other than zero. act has room for q1 − q0. */
+ * whose row may be other than zero; every other row is zero), or −1 without the kernel, when any
+ * row may be other than zero. act has room for q1 − q0. */
 int grn__range_forces(const pair_ctx *c, const int32_t *restrict owner, int32_t q0, int32_t q1,
                       int32_t base, bool simd, pass_sums *sum, int32_t *act) {
   int32_t slow[GRN_KERNEL_MAX];
   int32_t q = q0;
-  const bool sieve = simd && c->sieve;
   int nact = 0;
   while (simd && q1 - q >= 4) {
     const int k = q1 - q < GRN_KERNEL_MAX ? (q1 - q) & ~3 : GRN_KERNEL_MAX;
@@ -67,7 +66,7 @@ int grn__range_forces(const pair_ctx *c, const int32_t *restrict owner, int32_t 
     law_one(c, it, sum);
     act[nact++] = q;
   }
-  return sieve ? nact : -1;
+  return simd ? nact : -1;
 }
 
 /* Forces of every pair owned by grain a: with SIMD they are queued for the kernel. */

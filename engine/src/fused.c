@@ -166,10 +166,10 @@ static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_
   keep_bands(c, rows, base, a0, a1, bands, keep);
 }
 
-/* add_block for a sieved block: only the pairs act[0 .. nact − 1] (in pair order) have rows other
- * than zero, and adding a zero row leaves a sum unchanged to the bit (a sum that starts at +0 and
- * only adds and subtracts never becomes −0), so they alone are added. Each grain still gets its
- * rows in pair order: pair by pair, owner and partner alike. */
+/* add_block for a block the kernel took: only the pairs act[0 .. nact − 1] (in pair order) have
+ * rows other than zero, and adding a zero row leaves a sum unchanged to the bit (a sum that starts
+ * at +0 and only adds and subtracts never becomes −0), so they alone are added. Each grain still
+ * gets its rows in pair order: pair by pair, owner and partner alike. */
 static void add_active(const grain_ctx *c, const int32_t *restrict na, const int32_t *restrict nb,
                        const grn_force_row *rows, int32_t base, double *restrict fsum, int32_t fm,
                        const int32_t *act, int nact, int ilo, int ihi, int a0, int a1,
