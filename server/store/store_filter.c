@@ -374,3 +374,11 @@ store_status store_events_page_parse(const store_query_arg *args, size_t n, stor
   }
   return STORE_OK;
 }
+
+void store_filter_texts(const store_runs_filter *f, store_text_match out[STORE_TEXT_MATCHES]) {
+  out[0] = (store_text_match){f->has_scene, "r.scene", f->scene};
+  out[1] = (store_text_match){f->has_label, "r.label", f->label};
+  out[2] = (store_text_match){f->has_session, "r.session_id", f->session};
+  out[3] = (store_text_match){f->has_end_reason, "r.end_reason", f->end_reason};
+  out[4] = (store_text_match){f->has_class, "r.class_id", f->class_id};
+}

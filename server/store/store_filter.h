@@ -54,6 +54,15 @@ typedef struct store_runs_filter {
 /* Everything, newest first, 50 a page. */
 void store_filter_default(store_runs_filter *f);
 
+/* The filter's exact matches, each with the runs column it compares (r.scene, ...), given or not:
+ * the one list that the SQLite query and the cluster's PostgreSQL query are both written from. */
+typedef struct store_text_match {
+  bool on;
+  const char *column, *value;
+} store_text_match;
+#define STORE_TEXT_MATCHES 5
+void store_filter_texts(const store_runs_filter *f, store_text_match out[STORE_TEXT_MATCHES]);
+
 /* The filter given by args (in request order), or STORE_E_BAD_FILTER with the rule in err->code:
  * duplicate_field (a key given twice; checked first, over every argument), too_many_filters (more
  * than STORE_FILTER_MAX_ARGS), unknown_field, too_long, unknown_scene, out_of_range, bad_time,

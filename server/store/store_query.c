@@ -110,19 +110,13 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
       bind[nb++] = (binding){B_TEXT, token_or_null(a), 0};
     }
   }
-  const struct {
-    bool on;
-    const char *sql, *value;
-  } texts[] = {
-      {f->has_scene, " AND r.scene = ?", f->scene},
-      {f->has_label, " AND r.label = ?", f->label},
-      {f->has_session, " AND r.session_id = ?", f->session},
-      {f->has_end_reason, " AND r.end_reason = ?", f->end_reason},
-      {f->has_class, " AND r.class_id = ?", f->class_id},
-  };
-  for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+  store_text_match texts[STORE_TEXT_MATCHES];
+  store_filter_texts(f, texts);
+  for (size_t k = 0; k < STORE_TEXT_MATCHES; k++) {
     if (texts[k].on) {
-      add(&where, texts[k].sql);
+      add(&where, " AND ");
+      add(&where, texts[k].column);
+      add(&where, " = ?");
       bind[nb++] = (binding){B_TEXT, texts[k].value, 0};
     }
   }
