@@ -7,7 +7,6 @@ time) closing every run as finished; and a restart that keeps every class.
 
 usage: test_class.py path/to/grainlabd path/to/ws_probe"""
 import csv
-import http.client
 import io
 import json
 import os
@@ -56,21 +55,8 @@ D = None
 
 
 def req(method, path, body=None, token=None, raw=None, ctype="application/json"):
-    conn = http.client.HTTPConnection("127.0.0.1", D.port, timeout=60 * MULT)
-    headers = {}
-    data = raw if raw is not None else (json.dumps(body) if body is not None else None)
-    if data is not None:
-        headers["Content-Type"] = ctype
-    if token:
-        headers["Authorization"] = "Bearer " + token
-    conn.request(method, path, body=data, headers=headers)
-    r = conn.getresponse()
-    text = r.read().decode()
-    conn.close()
-    try:
-        return r.status, json.loads(text)
-    except ValueError:
-        return r.status, text
+    status, answer, _ = checks.request(D.port, method, path, body, token, raw, ctype, 60 * MULT)
+    return status, answer
 
 
 def code_of(reply):

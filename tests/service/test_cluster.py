@@ -8,7 +8,6 @@ while the others carry on and its shipped runs stay listed; restarted, its inter
 reach the cluster record.
 
 usage: test_cluster.py path/to/grainlabd path/to/ws_probe"""
-import http.client
 import json
 import os
 import random
@@ -46,21 +45,7 @@ def free_ports(n):
 
 def req(port, method, path, body=None, token=None):
     """One request; (status, JSON or text, headers)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60 * MULT)
-    headers = {}
-    data = json.dumps(body) if body is not None else None
-    if data is not None:
-        headers["Content-Type"] = "application/json"
-    if token:
-        headers["Authorization"] = "Bearer " + token
-    conn.request(method, path, body=data, headers=headers)
-    r = conn.getresponse()
-    text = r.read().decode()
-    conn.close()
-    try:
-        return r.status, json.loads(text), dict(r.getheaders())
-    except ValueError:
-        return r.status, text, dict(r.getheaders())
+    return checks.request(port, method, path, body, token, timeout=60 * MULT)
 
 
 CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",

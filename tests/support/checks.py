@@ -1,5 +1,8 @@
-"""What the Python service tests share: one line per check, measured against expected, and the
-count of passes and failures for the exit status."""
+"""What the Python service tests share: one line per check, measured against expected, the count
+of passes and failures for the exit status, and one HTTP request on loopback."""
+
+import http.client
+import json
 
 passed = 0
 failed = 0
@@ -15,3 +18,24 @@ def check(cond, what, detail=""):
         failed += 1
         print("FAIL " + what + (": " + str(detail)[:600] if detail != "" else ""))
     return cond
+
+
+def request(port, method, path, body=None, token=None, raw=None, ctype="application/json",
+            timeout=60):
+    """One request to 127.0.0.1:port, body as JSON (or raw bytes/text as ctype), the token as a
+    Bearer; returns (status, JSON or text, headers)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    headers = {}
+    data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+    if data is not None:
+        headers["Content-Type"] = ctype
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    conn.request(method, path, body=data, headers=headers)
+    r = conn.getresponse()
+    text = r.read().decode()
+    conn.close()
+    try:
+        return r.status, json.loads(text), dict(r.getheaders())
+    except ValueError:
+        return r.status, text, dict(r.getheaders())
