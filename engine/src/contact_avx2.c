@@ -109,14 +109,22 @@ AVX2 static inline void spins(const pair_ctx *c, const int a[4], const int b[4],
   }
 }
 
-/* Three floats (and one more, read and dropped) of four pairs' history, as doubles: the
- * tangential spring u or the rolling angle theta. The history array is padded by one entry. */
-AVX2 static inline v3 load_hist(const grn_hist *h, const int idx[4], bool theta) {
-  __m256d r[4];
-  for (int k = 0; k < 4; k++) {
-    r[k] = _mm256_cvtps_pd(_mm_loadu_ps(theta ? h[idx[k]].th : h[idx[k]].u));
+/* Four pairs' history as doubles: the tangential spring u and (roll) the rolling angle theta.
+ * Transposed as floats, where one 4×4 transpose gives u and theta's first component. */
+AVX2 static inline void load_hist(const grn_hist *h, const int idx[4], bool roll, v3 *u, v3 *th) {
+  __m128 x0 = _mm_loadu_ps(h[idx[0]].u), x1 = _mm_loadu_ps(h[idx[1]].u); /* u0 u1 u2 th0 */
+  __m128 x2 = _mm_loadu_ps(h[idx[2]].u), x3 = _mm_loadu_ps(h[idx[3]].u);
+  _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
+  *u = (v3){(v4d)_mm256_cvtps_pd(x0), (v4d)_mm256_cvtps_pd(x1), (v4d)_mm256_cvtps_pd(x2)};
+  if (roll) {
+    __m128 m[4]; /* th1 th2 of each pair */
+    for (int k = 0; k < 4; k++) {
+      m[k] = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)&h[idx[k]].th[1]));
+    }
+    const __m128 lo = _mm_unpacklo_ps(m[0], m[1]), hi = _mm_unpacklo_ps(m[2], m[3]);
+    *th = (v3){(v4d)_mm256_cvtps_pd(x3), (v4d)_mm256_cvtps_pd(_mm_movelh_ps(lo, hi)),
+               (v4d)_mm256_cvtps_pd(_mm_movehl_ps(hi, lo))};
   }
-  return transpose3(r[0], r[1], r[2], r[3]);
 }
 
 /* four doubles to four floats, each rounded as a scalar (float) cast would */
@@ -143,6 +151,7 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
   const v4d mu = splat(c->mu), coh = splat(c->coh);
   v4d omax = zero;
   int tally = 0, ns = 0;
+  const bool roll = c->mur > 0.0;
   for (int g = 0; g < count; g += 4) {
     int a[4], b[4], p[4], slot[4];
     for (int k = 0; k < 4; k++) {
@@ -194,14 +203,15 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
     omax = pick(sure & (over > omax), over, omax);
     /* normal */
     v3 s, wr = {zero, zero, zero};
-    spins(c, a, b, c->mur > 0.0, &s, &wr);
+    spins(c, a, b, roll, &s, &wr);
     const v3 rv = diff3(c->vel, b, a);
     const v4d vn = vdot(rv, n);
     v4d fn = kn * over - cn * vn;
     fn = pick(fn > zero, fn, zero);
     /* tangential spring */
     const v3 vt = vsub(vsub(rv, vscale(n, vn)), vcross(s, n));
-    v3 u = load_hist(c->hist, p, false);
+    v3 u, th = {zero, zero, zero};
+    load_hist(c->hist, p, roll, &u, &th);
     u = vadd(vsub(u, vscale(n, vdot(u, n))), vscale(vt, h));
     const v4d lim = mu * fn;
     v4l slid;
@@ -212,10 +222,8 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
     v3 f = vadd(vscale(n, fn - coh), ft);
     const v3 cr = vcross(n, ft);
     v3 ta = vscale(cr, -ra), tb = vscale(cr, -rb);
-    v3 th = {zero, zero, zero};
-    if (c->mur > 0.0) {
+    if (roll) {
       wr = vsub(wr, vscale(n, vdot(wr, n)));
-      th = load_hist(c->hist, p, true);
       th = vadd(vsub(th, vscale(n, vdot(th, n))), vscale(wr, h));
       const v3 m0 = vscale(th, splat(-c->kr));
       const v4d mlim = splat(c->mur) * (ra * rb / sum) * fn;
@@ -225,38 +233,45 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
       ta = vadd(ta, mom);
       tb = vsub(tb, mom);
     }
+    /* the scalar law's fn > 1e-6 ? (float)fn : 1e-6f, four at a time: (float)1e-6 is 1e-6f */
+    const __m128 pf = f32(pick(fn > splat(1e-6), fn, splat(1e-6)));
     for (unsigned bits = ms; bits; bits &= bits - 1u) {
       const int k = __builtin_ctz(bits);
-      c->pfn[p[k]] = fn[k] > 1e-6 ? (float)fn[k] : 1e-6f;
+      c->pfn[p[k]] = pf[k];
     }
     /* rows: nine floats per pair, written as two transposed 4-float blocks and one float; lanes
      * that are not touching write a zero row (apart pairs must read as zero) */
     f = vpick(sure, f, (v3){zero, zero, zero});
     ta = vpick(sure, ta, (v3){zero, zero, zero});
     tb = vpick(sure, tb, (v3){zero, zero, zero});
-    __m128 q0 = f32(f.x), q1 = f32(f.y), q2 = f32(f.z), q3 = f32(ta.x);
-    _MM_TRANSPOSE4_PS(q0, q1, q2, q3);
-    __m128 r0 = f32(ta.y), r1 = f32(ta.z), r2 = f32(tb.x), r3 = f32(tb.y);
-    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    const __m256 y0 = _mm256_set_m128(f32(ta.y), f32(f.x)),
+                 y1 = _mm256_set_m128(f32(ta.z), f32(f.y));
+    const __m256 y2 = _mm256_set_m128(f32(tb.x), f32(f.z)),
+                 y3 = _mm256_set_m128(f32(tb.y), f32(ta.x));
+    /* both 4×4 transposes at once, one in each half: row k's first eight floats in ys[k] */
+    const __m256 t0 = _mm256_unpacklo_ps(y0, y1), t1 = _mm256_unpackhi_ps(y0, y1);
+    const __m256 t2 = _mm256_unpacklo_ps(y2, y3), t3 = _mm256_unpackhi_ps(y2, y3);
+    const __m256 ys[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xee),
+                          _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xee)};
     const __m128 tbz = f32(tb.z);
-    const __m128 qs[4] = {q0, q1, q2, q3}, rs[4] = {r0, r1, r2, r3};
     for (int k = 0; k < 4; k++) {
       float *row = (float *)&c->table[slot[k]];
-      _mm_storeu_ps(row, qs[k]);
-      _mm_storeu_ps(row + 4, rs[k]);
+      _mm256_storeu_ps(row, ys[k]);
       row[8] = tbz[k];
     }
     /* history: u and, with rolling resistance, theta */
     __m128 h0 = f32(u.x), h1 = f32(u.y), h2 = f32(u.z), h3 = f32(th.x);
     _MM_TRANSPOSE4_PS(h0, h1, h2, h3);
-    const __m128 hs[4] = {h0, h1, h2, h3}, thy = f32(th.y), thz = f32(th.z);
+    const __m128 hs[4] = {h0, h1, h2, h3};
+    const __m128 y = f32(th.y), z = f32(th.z), lo = _mm_unpacklo_ps(y, z),
+                 hi = _mm_unpackhi_ps(y, z);
+    const __m128 yz[4] = {lo, _mm_movehl_ps(lo, lo), hi, _mm_movehl_ps(hi, hi)}; /* th1 th2 */
     for (unsigned bits = ms; bits; bits &= bits - 1u) {
       const int k = __builtin_ctz(bits);
       grn_hist *hk = &c->hist[p[k]];
-      if (c->mur > 0.0) {
+      if (roll) {
         _mm_storeu_ps(hk->u, hs[k]); /* u0 u1 u2 th0 */
-        hk->th[1] = thy[k];
-        hk->th[2] = thz[k];
+        _mm_storel_pi((__m64 *)&hk->th[1], yz[k]);
       } else {
         hk->u[0] = hs[k][0];
         hk->u[1] = hs[k][1];

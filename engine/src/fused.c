@@ -166,32 +166,43 @@ static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_
   keep_bands(c, rows, base, a0, a1, bands, keep);
 }
 
-/* add_block for a block the kernel took: only the pairs act[0 .. nact − 1] (in pair order) have
- * rows other than zero, and adding a zero row leaves a sum unchanged to the bit (a sum that starts
- * at +0 and only adds and subtracts never becomes −0), so they alone are added. Each grain still
- * gets its rows in pair order: pair by pair, owner and partner alike. */
-static void add_active(const grain_ctx *c, const int32_t *restrict na, const int32_t *restrict nb,
-                       const grn_force_row *rows, int32_t base, double *restrict fsum, int32_t fm,
-                       const int32_t *act, int nact, int ilo, int ihi, int a0, int a1,
-                       const slots *bands, grn_force_row *keep) {
+#if defined(__x86_64__) && defined(GRN_SIMD)
+#include <immintrin.h>
+
+/* add_block for a block the kernel took (which it only does where AVX2 runs it): only the pairs
+ * act[0 .. nact − 1] (in pair order) have rows other than zero, and adding a zero row leaves a sum
+ * unchanged to the bit (a sum that starts at +0 and only adds and subtracts never becomes −0), so
+ * they alone are added. Each grain still gets its rows in pair order: pair by pair, owner and
+ * partner alike. Each sum takes its row four and two at a time, every lane with the scalar
+ * operation (the owner subtracts f and adds ta, the partner adds f and tb), so the bits are
+ * add_block's. */
+__attribute__((target("avx2"))) static void
+add_active(const grain_ctx *c, const int32_t *restrict na, const int32_t *restrict nb,
+           const grn_force_row *rows, int32_t base, double *restrict fsum, int32_t fm,
+           const int32_t *act, int nact, int ilo, int ihi, int a0, int a1, const slots *bands,
+           grn_force_row *keep) {
   for (int k = 0; k < nact; k++) {
     const int q = act[k], a = na[q], b = nb[q];
-    const grn_force_row *row = &rows[base + q];
+    const float *row = (const float *)&rows[base + q];
+    const __m128 f_ta0 = _mm_loadu_ps(row); /* f0 f1 f2 ta0 */
     if (a >= ilo && a < ihi) {
       double *sa = &fsum[6 * (size_t)(a & fm)];
-      sa[0] -= row->f[0];
-      sa[1] -= row->f[1];
-      sa[2] -= row->f[2];
-      sa[3] += row->ta[0];
-      sa[4] += row->ta[1];
-      sa[5] += row->ta[2];
+      const __m256d x = _mm256_cvtps_pd(f_ta0), s = _mm256_loadu_pd(sa);
+      _mm256_storeu_pd(sa, _mm256_blend_pd(_mm256_sub_pd(s, x), _mm256_add_pd(s, x), 8));
+      const __m128d t = _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(row + 4))));
+      _mm_storeu_pd(sa + 4, _mm_add_pd(_mm_loadu_pd(sa + 4), t));
     }
     if (b >= ilo && b < ihi) {
-      to_partner(&fsum[6 * (size_t)(b & fm)], row);
+      double *sb = &fsum[6 * (size_t)(b & fm)];
+      const __m128 f_tb0 = _mm_insert_ps(f_ta0, _mm_load_ss(row + 6), 0x30); /* f0 f1 f2 tb0 */
+      _mm256_storeu_pd(sb, _mm256_add_pd(_mm256_loadu_pd(sb), _mm256_cvtps_pd(f_tb0)));
+      const __m128d t = _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(row + 7))));
+      _mm_storeu_pd(sb + 4, _mm_add_pd(_mm_loadu_pd(sb + 4), t));
     }
   }
   keep_bands(c, rows, base, a0, a1, bands, keep);
 }
+#endif
 
 /* Integrate grain g from its running sum, and clear the sum for the next step. */
 static inline void finish_sum(const grain_ctx *c, double *restrict fsum, int32_t fm, int g,
@@ -240,10 +251,17 @@ void grn__step_fused(grn_world *w) {
         int32_t *act = w->act + (size_t)t * (size_t)w->ring_rows;
         const int nact =
             grn__range_forces(&lc, w->na, pstart[a0], pstart[a1], base, simd, &sum, act);
+        bool added = false; /* the kernel took the block (nact ≥ 0) only where AVX2 runs */
+#if defined(__x86_64__) && defined(GRN_SIMD)
         if (nact >= 0) {
           add_active(&lg, w->na, w->nb, w->ring, base, fsum, fm, act, nact, ilo, ihi, a0, a1,
                      &bands, w->ring);
-        } else {
+          added = true;
+        }
+#else
+        (void)nact;
+#endif
+        if (!added) {
           add_block(&lg, w->nb, w->ring, base, fsum, fm, a0, a1, ilo, ihi, &bands, w->ring);
         }
         for (; g < ihi && g + span < a1; g++) {
