@@ -57,19 +57,21 @@ AVX2 static inline v3 vpick(v4l m, v3 a, v3 b) {
   return (v3){pick(m, a.x, b.x), pick(m, a.y, b.y), pick(m, a.z, b.z)};
 }
 /* The two branches of contact_law.h's Coulomb-type limit at once: `slip` is the spring alone (k·x),
- * `stick` the spring with its dashpot. Lanes where the spring alone exceeds lim slip (scaled
- * down to lim, *slipped set); the others take the dashpot sum, scaled down only if it exceeds
- * lim. One square root and division serve both, and only in a group where one of `lanes` (those
- * whose result is kept) is capped: in a resting bed almost none is, and those two are the slowest
- * instructions of the kernel. */
-AVX2 static inline v3 vlimit(v3 slip, v3 stick, v4d lim, v4l lanes, v4l *slipped) {
+ * `stick` the spring with its dashpot. Lanes where the spring alone exceeds lim slip: scaled down
+ * to lim, and their spring's state *spring (u or theta) made again from the result times `back`.
+ * The others take the dashpot sum, scaled down only if it exceeds lim. Only a group where one of
+ * `lanes` (those whose result is kept) is capped needs any of this; a slipping lane is capped too.
+ * In a resting bed almost none is, and in an avalanche three groups in four are not: they skip
+ * the square root and division (the slowest instructions of the kernel) and every blend. */
+AVX2 static inline v3 vlimit(v3 slip, v3 stick, v4d lim, v4l lanes, v4d back, v3 *spring) {
   const v4d lim2 = lim * lim, s2 = vdot(slip, slip), t2 = vdot(stick, stick);
   const v4l slid = s2 > lim2, over = (slid | (t2 > lim2)) & lanes;
-  *slipped = slid;
-  v3 f = vpick(slid, slip, stick);
-  if (_mm256_movemask_pd((__m256d)over) != 0) {
-    f = vpick(over, vscale(f, lim / vsqrt(pick(slid, s2, t2))), f);
+  if (_mm256_movemask_pd((__m256d)over) == 0) {
+    return stick;
   }
+  v3 f = vpick(slid, slip, stick);
+  f = vpick(over, vscale(f, lim / vsqrt(pick(slid, s2, t2))), f);
+  *spring = vpick(slid, vscale(f, back), *spring);
   return f;
 }
 
@@ -214,10 +216,8 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
     load_hist(c->hist, p, roll, &u, &th);
     u = vadd(vsub(u, vscale(n, vdot(u, n))), vscale(vt, h));
     const v4d lim = mu * fn;
-    v4l slid;
     const v3 ft0 = vscale(u, mkt);
-    const v3 ft = vlimit(ft0, vsub(ft0, vscale(vt, ct)), lim, sure, &slid);
-    u = vpick(slid, vscale(ft, inv_mkt), u);
+    const v3 ft = vlimit(ft0, vsub(ft0, vscale(vt, ct)), lim, sure, inv_mkt, &u);
     /* force on b and torques */
     v3 f = vadd(vscale(n, fn - coh), ft);
     const v3 cr = vcross(n, ft);
@@ -227,9 +227,8 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
       th = vadd(vsub(th, vscale(n, vdot(th, n))), vscale(wr, h));
       const v3 m0 = vscale(th, splat(-c->kr));
       const v4d mlim = splat(c->mur) * (ra * rb / sum) * fn;
-      v4l rolled;
-      const v3 mom = vlimit(m0, vsub(m0, vscale(wr, splat(c->cr))), mlim, sure, &rolled);
-      th = vpick(rolled, vscale(mom, splat(-1.0 / c->kr)), th);
+      const v3 mom =
+          vlimit(m0, vsub(m0, vscale(wr, splat(c->cr))), mlim, sure, splat(-1.0 / c->kr), &th);
       ta = vadd(ta, mom);
       tb = vsub(tb, mom);
     }
