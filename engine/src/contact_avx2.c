@@ -34,6 +34,10 @@ AVX2 static inline v4d splat(double s) {
 AVX2 static inline v4d vsqrt(v4d a) {
   return (v4d)_mm256_sqrt_pd((__m256d)a);
 }
+/* a > b ? a : b in each lane, as the scalar code's conditional (NaN or equal: b) */
+AVX2 static inline v4d above(v4d a, v4d b) {
+  return (v4d)_mm256_max_pd((__m256d)a, (__m256d)b);
+}
 /* lanes of `yes` where mask is set, else `no` */
 AVX2 static inline v4d pick(v4l mask, v4d yes, v4d no) {
   return (v4d)(((v4l)yes & mask) | ((v4l)no & ~mask));
@@ -202,14 +206,14 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
     const v4d dist = vsqrt(d2);
     const v3 n = vscale(d, splat(1.0) / (dist + splat(1e-300)));
     const v4d over = sum - dist;
-    omax = pick(sure & (over > omax), over, omax);
+    omax = from == PICKED ? above(over, omax) : pick(sure & (over > omax), over, omax);
     /* normal */
     v3 s, wr = {zero, zero, zero};
     spins(c, a, b, roll, &s, &wr);
     const v3 rv = diff3(c->vel, b, a);
     const v4d vn = vdot(rv, n);
     v4d fn = kn * over - cn * vn;
-    fn = pick(fn > zero, fn, zero);
+    fn = above(fn, zero);
     /* tangential spring */
     const v3 vt = vsub(vsub(rv, vscale(n, vn)), vcross(s, n));
     v3 u, th = {zero, zero, zero};
@@ -233,7 +237,7 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
       tb = vsub(tb, mom);
     }
     /* the scalar law's fn > 1e-6 ? (float)fn : 1e-6f, four at a time: (float)1e-6 is 1e-6f */
-    const __m128 pf = f32(pick(fn > splat(1e-6), fn, splat(1e-6)));
+    const __m128 pf = f32(above(fn, splat(1e-6)));
     for (unsigned bits = ms; bits; bits &= bits - 1u) {
       const int k = __builtin_ctz(bits);
       c->pfn[p[k]] = pf[k];
