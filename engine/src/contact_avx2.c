@@ -251,7 +251,7 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
       const int k = __builtin_ctz(bits);
       c->pfn[p[k]] = pf[k];
     }
-    /* rows: nine floats per pair, written as two transposed 4-float blocks and one float; lanes
+    /* rows: nine floats per pair, written as one transposed 8-float block and one float; lanes
      * that are not touching write a zero row (apart pairs must read as zero) */
     f = vpick(sure, f, (v3){zero, zero, zero});
     ta = vpick(sure, ta, (v3){zero, zero, zero});
