@@ -45,10 +45,17 @@ try {
     g.drawImage(src, 0, 0, c.width, c.height);
     return Array.from(g.getImageData(0, 0, c.width, c.height).data.filter((_, i) => i % 4 === 0));
   });
-  const a = await pixels();
-  const mean = a.reduce((s, v) => s + v, 0) / a.length;
-  const variance = a.reduce((s, v) => s + (v - mean) ** 2, 0) / a.length;
-  ok('the canvas is drawn (pixel variance)', variance > 50, `variance ${variance.toFixed(0)}`);
+  // the canvas is one colour for a moment after a resize or a change of quality, until the next
+  // render (a loaded machine renders a few times a second): a CI run read it then, so wait for a
+  // drawn one, for longer than many renders take
+  let a = [], variance = 0;
+  const drawn = await until('a drawn canvas', async () => {
+    a = await pixels();
+    const mean = a.reduce((s, v) => s + v, 0) / a.length;
+    variance = a.reduce((s, v) => s + (v - mean) ** 2, 0) / a.length;
+    return variance > 50;
+  }, 15000).then(() => true, () => false);
+  ok('the canvas is drawn (pixel variance)', drawn, `variance ${variance.toFixed(0)}`);
   await page.screenshot({ path: join(shots, 'session-controller.png') });
   await sleep(1500);
   const b = await pixels();
