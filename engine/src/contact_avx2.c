@@ -275,19 +275,21 @@ contacts(const pair_ctx *c, const int32_t *src, int32_t q0, int32_t base, int co
     __m128 h0 = f32(u.x), h1 = f32(u.y), h2 = f32(u.z), h3 = f32(th.x);
     _MM_TRANSPOSE4_PS(h0, h1, h2, h3);
     const __m128 hs[4] = {h0, h1, h2, h3};
-    const __m128 y = f32(th.y), z = f32(th.z), lo = _mm_unpacklo_ps(y, z),
-                 hi = _mm_unpackhi_ps(y, z);
-    const __m128 yz[4] = {lo, _mm_movehl_ps(lo, lo), hi, _mm_movehl_ps(hi, hi)}; /* th1 th2 */
-    for (unsigned bits = ms; bits; bits &= bits - 1u) {
-      const int k = __builtin_ctz(bits);
-      grn_hist *hk = &c->hist[p[k]];
-      if (roll) {
-        _mm_storeu_ps(hk->u, hs[k]); /* u0 u1 u2 th0 */
-        _mm_storel_pi((__m64 *)&hk->th[1], yz[k]);
-      } else {
-        hk->u[0] = hs[k][0];
-        hk->u[1] = hs[k][1];
-        hk->u[2] = hs[k][2];
+    if (roll) {
+      const __m128 y = f32(th.y), z = f32(th.z), lo = _mm_unpacklo_ps(y, z),
+                   hi = _mm_unpackhi_ps(y, z);
+      const __m128 yz[4] = {lo, _mm_movehl_ps(lo, lo), hi, _mm_movehl_ps(hi, hi)}; /* th1 th2 */
+      for (unsigned bits = ms; bits; bits &= bits - 1u) {
+        const int k = __builtin_ctz(bits);
+        _mm_storeu_ps(c->hist[p[k]].u, hs[k]); /* u0 u1 u2 th0 */
+        _mm_storel_pi((__m64 *)&c->hist[p[k]].th[1], yz[k]);
+      }
+    } else { /* u alone: theta keeps what it had */
+      for (unsigned bits = ms; bits; bits &= bits - 1u) {
+        const int k = __builtin_ctz(bits);
+        c->hist[p[k]].u[0] = hs[k][0];
+        c->hist[p[k]].u[1] = hs[k][1];
+        c->hist[p[k]].u[2] = hs[k][2];
       }
     }
   }

@@ -274,17 +274,17 @@ int grn__grow_pairs(grn_world *w, int need) {
   const size_t old = (size_t)w->mcap, want = (size_t)need + (size_t)need / 4 + 64;
   grn__free(w, w->pb, sizeof(int32_t) * old);
   grn__free(w, w->rref, sizeof(int32_t) * old);
-  grn__free(w, w->hist, sizeof(grn_hist) * (old + (old > 0))); /* + the SIMD padding */
+  grn__free(w, w->hist, sizeof(grn_hist) * old);
   grn__free(w, w->pfn, sizeof(float) * old);
   w->pb = grn__alloc(w, sizeof(int32_t) * want);
   w->rref = grn__alloc(w, sizeof(int32_t) * want);
-  w->hist = grn__alloc(w, sizeof(grn_hist) * (want + 1)); /* the kernel reads one float past */
+  w->hist = grn__alloc(w, sizeof(grn_hist) * want);
   w->pfn = grn__alloc(w, sizeof(float) * want);
   w->mcap = (int)want;
   if (!w->pb || !w->rref || !w->hist || !w->pfn) {
     grn__free(w, w->pb, sizeof(int32_t) * want);
     grn__free(w, w->rref, sizeof(int32_t) * want);
-    grn__free(w, w->hist, sizeof(grn_hist) * (want + 1));
+    grn__free(w, w->hist, sizeof(grn_hist) * want);
     grn__free(w, w->pfn, sizeof(float) * want);
     w->pb = w->rref = NULL;
     w->hist = NULL;

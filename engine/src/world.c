@@ -205,7 +205,7 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->newidx, sizeof(int32_t) * (size_t)w->cap);
   grn__free(w, w->pb, sizeof(int32_t) * (size_t)w->mcap);
   grn__free(w, w->rref, sizeof(int32_t) * (size_t)w->mcap);
-  grn__free(w, w->hist, sizeof(grn_hist) * (size_t)(w->mcap + (w->mcap > 0)));
+  grn__free(w, w->hist, sizeof(grn_hist) * (size_t)w->mcap);
   grn__free(w, w->pfn, sizeof(float) * (size_t)w->mcap);
   grn__free(w, w->nb, sizeof(int32_t) * (size_t)w->nmcap);
   grn__free(w, w->np, sizeof(int32_t) * (size_t)w->nmcap);
