@@ -89,7 +89,9 @@ static const grn_measure_info measures[] = {{"t", "s", "time"},
                                             {"energy_drift", "", "relative energy drift"},
                                             {"angular_momentum", "", "angular momentum"},
                                             {"virial", "", "virial ratio 2K/|W|"},
-                                            {"froude", "", "Froude number w^2 R/g"}};
+                                            {"froude", "", "Froude number w^2 R/g"},
+                                            {"mean_flow", "kg/s", "mean discharge rate"},
+                                            {"bulk_density", "kg/m^3", "bulk density"}};
 _Static_assert(sizeof measures / sizeof measures[0] == GRN_MEASURE_COUNT,
                "a name for every measurement");
 

@@ -601,6 +601,10 @@ int grn__plummer(grn_world *w, int n) {
 
 static void nbody_changed(grn_world *w) {
   w->nbody.acc_valid = false; /* forces of the old softening or opening angle */
+  /* the drift counts from the first sample under the new settings: a new softening moves the
+   * potential energy at once, which is no error of the integration (issue 30: no figure mixes
+   * two settings) */
+  w->nbody.e0 = NAN;
 }
 
 static void nbody_stats(const grn_world *w, grn_world_stats *out) {

@@ -225,8 +225,12 @@ struct grn_world {
   grn_vec3 gravity;
   uint64_t steps;
   double t;
-  double settle; /* drag 0.97 per step while t < settle */
-  double disp;   /* SPH: sum of vmax·H since the last rebuild (grains use ref and slack) */
+  /* Settling (spec §2 "Integration"): the drag (0.97 per step) acts while t < settle, and the
+   * scene counts as settling (no experiment may start) while t < settled. Both hold worst cases
+   * from the lattice's height until the grains come to rest, first under the drag, then without
+   * it (grn__granular_step). settle_calm: seconds every grain has stayed slower than GRN_VFLOW. */
+  double settle, settled, settle_calm;
+  double disp; /* SPH: sum of vmax·H since the last rebuild (grains use ref and slack) */
   bool dirty;
   double vmax, over_max, flowing;
   int alive;

@@ -247,5 +247,7 @@ void grn__common_measures(grn_world *w) {
 }
 
 grn_state grn__plain_state(const grn_world *w) {
-  return w->sleeping ? GRN_STATE_ASLEEP : w->t < w->settle ? GRN_STATE_SETTLING : GRN_STATE_RUNNING;
+  return w->sleeping         ? GRN_STATE_ASLEEP
+         : w->t < w->settled ? GRN_STATE_SETTLING
+                             : GRN_STATE_RUNNING;
 }

@@ -29,6 +29,9 @@ struct grn_scene {
   void (*derive)(grn_world *w);
   /* Keeps the world awake (something is poured, pulled or turned); NULL: never. */
   bool (*busy)(const grn_world *w);
+  /* Whether the built scene can take a live value the catalogue's range allows (a silo's hole
+   * must leave the cylinder 2.5 holes across): GRN_OK or an error naming the limit; NULL: any. */
+  int (*live_check)(const grn_world *w, grn_param_id id, double value, grn_error *err);
   /* Side effect of a live parameter change, after it is stored in w->param; NULL: none. */
   void (*param_set)(grn_world *w, grn_param_id id, double value);
   /* Restore: whether a saved state block is sane (bools hold 0 or 1, counts in range). */

@@ -42,9 +42,10 @@ static void get(stream *s, void *p, size_t n) {
 /* Everything scalar that evolves, in one list so save and restore cannot drift apart. */
 // clang-format off
 #define SCALARS(X)                                                                                 \
-  X(seed) X(n_target) X(fill) X(param) X(gravity) X(steps) X(t) X(settle) X(disp) X(dirty)         \
-  X(vmax) X(over_max) X(flowing) X(alive) X(contacts) X(rebuilds) X(still) X(sleeping)             \
-  X(next_id) X(rng) X(geom) X(meas) X(hnx) X(hnz) X(hx0) X(hz0) X(n) X(nl) X(m)
+  X(seed) X(n_target) X(fill) X(param) X(gravity) X(steps) X(t) X(settle) X(settled)               \
+  X(settle_calm) X(disp) X(dirty) X(vmax) X(over_max) X(flowing) X(alive) X(contacts)              \
+  X(rebuilds) X(still) X(sleeping) X(next_id) X(rng) X(geom) X(meas) X(hnx) X(hnz) X(hx0) X(hz0)   \
+  X(n) X(nl) X(m)
 // clang-format on
 
 static void write_all(const grn_world *w, stream *s) {
@@ -113,9 +114,11 @@ static const char *scalars_bad(const grn_world *w) {
   }
   /* t is steps·H after every step (world.c) */
   if (w->t != (double)w->steps * GRN_H || !(w->settle >= 0.0 && w->settle <= far) ||
-      !(w->disp >= 0.0 && w->disp <= far) || !(w->vmax >= 0.0 && w->vmax <= GRN_STATE_FAST) ||
-      !grn__within(w->over_max, far) || !(w->flowing >= 0.0 && w->flowing <= 1.0) ||
-      !(w->still >= 0.0 && w->still <= far) || w->contacts < 0) {
+      !(w->settled >= w->settle && w->settled <= far) ||
+      !(w->settle_calm >= 0.0 && w->settle_calm <= far) || !(w->disp >= 0.0 && w->disp <= far) ||
+      !(w->vmax >= 0.0 && w->vmax <= GRN_STATE_FAST) || !grn__within(w->over_max, far) ||
+      !(w->flowing >= 0.0 && w->flowing <= 1.0) || !(w->still >= 0.0 && w->still <= far) ||
+      w->contacts < 0) {
     return "bad clock or counters";
   }
   if (!grn__within(w->gravity.x, GRN_G) || !grn__within(w->gravity.y, GRN_G) ||

@@ -5,25 +5,36 @@
 
 #include <string.h>
 
-/* Frictional wall contact (no spring): n points from the wall to the grain. Friction is viscous
- * (CW·|vt|) when slow, Coulomb (mu·N) when fast, and never more than what stops the contact point
- * within this step (its effective mass is 2/7·m): CW·H/(2/7·m) > 2 for grains under ≈ 8.75 kg,
- * and an uncapped viscous branch would flip the slip every step and grow. */
-static void wall_contact(const grain_ctx *w, int i, grn_vec3 n, double over, double mu,
-                         grn_vec3 wall_v, grn_vec3 *f, grn_vec3 *t) {
+/* One frictional wall contact of a grain (no spring): n points from the wall to the grain. */
+typedef struct wall_touch {
+  grn_vec3 n;
+  double over, mu;
+  grn_vec3 wall_v;
+} wall_touch;
+
+/* Frictional wall contact: friction is viscous (CW·|vt|) when slow, Coulomb (mu·N) when fast,
+ * and never more than what stops the contact point within this step (its effective mass is
+ * 2/7·m): CW·H/(2/7·m) > 2 for grains under ≈ 8.75 kg, and an uncapped viscous branch would flip
+ * the slip every step and grow. A grain against `share` walls at once (a box's corner, the dam and
+ * a side wall) gets that cap from each of them, so each takes 1/share of it: with the whole cap
+ * from two walls, a small grain wedged in a corner under a column's weight rattled at 0.5 m/s
+ * for ever and the column never came to rest. */
+static void wall_contact(const grain_ctx *w, int i, const wall_touch *c, int share, grn_vec3 *f,
+                         grn_vec3 *t) {
   const double r = w->rad[i];
-  const grn_vec3 vc = sub(sub(w->vel[i], wall_v), scale(cross(w->spin[i], n), r));
+  const grn_vec3 n = c->n;
+  const grn_vec3 vc = sub(sub(w->vel[i], c->wall_v), scale(cross(w->spin[i], n), r));
   const double vn = dot(vc, n);
-  const double fn = GRN_KN * over - w->k.cn * vn;
+  const double fn = GRN_KN * c->over - w->k.cn * vn;
   if (fn <= 0.0) {
     return;
   }
   grn_vec3 ff = scale(n, fn);
   const grn_vec3 vt = sub(vc, scale(n, vn));
   const double ts = sqrt(dot(vt, vt));
-  if (ts > 1e-9 && mu > 0.0) {
+  if (ts > 1e-9 && c->mu > 0.0) {
     double ft = GRN_CW * ts;
-    const double lim = mu * fn, stop = (2.0 / 7.0) * ts / (w->inv_m[i] * GRN_H);
+    const double lim = c->mu * fn, stop = (2.0 / 7.0) * ts / (w->inv_m[i] * GRN_H * share);
     ft = ft < lim ? ft : lim;
     ft = ft < stop ? ft : stop;
     const grn_vec3 fv = scale(vt, -ft / ts);
@@ -139,13 +150,20 @@ void grn__boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
   const grn_vec3 p = w->pos[i];
   const double r = w->rad[i];
   const grn_vec3 still = v3(0.0, 0.0, 0.0);
+  /* the frictional walls the grain touches, applied together below (at most the rim, four box
+   * walls, the dam, the silo's cylinder and the tool) */
+  wall_touch touch[8];
+  int nt = 0;
   double ground = g->floor_y;
   bool flat = p.x >= g->fx0 && p.x <= g->fx1 && p.z >= g->fz0 && p.z <= g->fz1;
   if (g->plate && p.y > g->plate_y - 0.5 * r) {
     const double rho2 = p.x * p.x + p.z * p.z;
     if (g->plugged || rho2 >= g->hole_r * g->hole_r) {
+      /* the plate's top holds a grain whose centre is above it; one below it (a grain on its way
+       * through when the hole was plugged or made smaller) falls on, never kicked up by a spring
+       * compressed by more than its radius */
       ground = g->plate_y;
-      flat = true;
+      flat = p.y >= g->plate_y;
     } else {
       /* centre over the hole: the grain meets the hole's rim, a ring */
       flat = false;
@@ -153,8 +171,8 @@ void grn__boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
       const double dd = e * e + dy * dy;
       if (dd < r * r) {
         const double dist = sqrt(dd) + 1e-12;
-        wall_contact(w, i, v3(-p.x / rho * e / dist, dy / dist, -p.z / rho * e / dist), r - dist,
-                     g->mu_wall, still, f, t);
+        touch[nt++] = (wall_touch){v3(-p.x / rho * e / dist, dy / dist, -p.z / rho * e / dist),
+                                   r - dist, g->mu_wall, still};
       }
     }
   }
@@ -168,27 +186,27 @@ void grn__boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
   }
   if (g->box) {
     if (p.x - r < g->xmin) {
-      wall_contact(w, i, v3(1, 0, 0), g->xmin - p.x + r, g->mu_wall, still, f, t);
+      touch[nt++] = (wall_touch){v3(1, 0, 0), g->xmin - p.x + r, g->mu_wall, still};
     }
     if (p.x + r > g->xmax) {
-      wall_contact(w, i, v3(-1, 0, 0), p.x + r - g->xmax, g->mu_wall, still, f, t);
+      touch[nt++] = (wall_touch){v3(-1, 0, 0), p.x + r - g->xmax, g->mu_wall, still};
     }
     if (p.z - r < g->zmin) {
-      wall_contact(w, i, v3(0, 0, 1), g->zmin - p.z + r, g->mu_wall, still, f, t);
+      touch[nt++] = (wall_touch){v3(0, 0, 1), g->zmin - p.z + r, g->mu_wall, still};
     }
     if (p.z + r > g->zmax) {
-      wall_contact(w, i, v3(0, 0, -1), p.z + r - g->zmax, g->mu_wall, still, f, t);
+      touch[nt++] = (wall_touch){v3(0, 0, -1), p.z + r - g->zmax, g->mu_wall, still};
     }
   }
   /* the dam holds only grains above its (lifted) lower edge */
   if (g->dam && p.x + r > g->dam_x && p.y > g->dam_edge) {
-    wall_contact(w, i, v3(-1, 0, 0), p.x + r - g->dam_x, g->mu_wall, still, f, t);
+    touch[nt++] = (wall_touch){v3(-1, 0, 0), p.x + r - g->dam_x, g->mu_wall, still};
   }
   if (g->silo_r > 0.0 && p.y > g->plate_y - r) {
     const double rho2 = p.x * p.x + p.z * p.z, lim = g->silo_r - r;
     if (rho2 > lim * lim) {
       const double rho = sqrt(rho2);
-      wall_contact(w, i, v3(-p.x / rho, 0, -p.z / rho), rho - lim, g->mu_wall, still, f, t);
+      touch[nt++] = (wall_touch){v3(-p.x / rho, 0, -p.z / rho), rho - lim, g->mu_wall, still};
     }
   }
   if (g->tool) {
@@ -196,7 +214,10 @@ void grn__boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
     const double rr = g->tool_r + r, d2 = dot(d, d);
     if (d2 < rr * rr && d2 > 1e-12) {
       const double dl = sqrt(d2);
-      wall_contact(w, i, scale(d, 1.0 / dl), rr - dl, 0.3, g->tool_v, f, t);
+      touch[nt++] = (wall_touch){scale(d, 1.0 / dl), rr - dl, 0.3, g->tool_v};
     }
+  }
+  for (int k = 0; k < nt; k++) {
+    wall_contact(w, i, &touch[k], nt, f, t);
   }
 }

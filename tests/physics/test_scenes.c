@@ -96,54 +96,61 @@ static void pour_angles(void) {
 }
 
 /* ---- silo: Beverloo and jamming ------------------------------------------------------------- */
-/* Mean discharge while the mass above the plate falls from 85 % to 45 % of the fill: past the
- * start-up, before the silo runs low. NaN when it never gets there. */
-static double discharge(double hole, uint64_t seed) {
-  char h[32];
-  snprintf(h, sizeof h, "%g", hole);
-  const char *kv[] = {"hole", h};
+/* A silo of the scene's default 3000 grains, its hole set live once the grains have settled (as a
+ * student sets it with the slider), then opened: the engine's mean flow of the steady discharge
+ * (mean_flow) and Beverloo's prediction for the packing's bulk density, once the fill has fallen
+ * below the hole's diameter and the mean is final. */
+static void discharge(double hole, uint64_t seed, double *flow, double *law, double *rho_b) {
+  const char *kv[] = {"quality", "2"};
   grn_world *w = scene_world("silo", seed, 2, kv);
   settle(w);
-  grn_measurements m = sample(w);
-  const double m0 = m.value[GRN_M_MASS_ABOVE];
-  act(w, "open_hole");
-  double t85 = NAN, t45 = NAN, prev_t = grn_world_time(w), prev_m = m0;
-  for (int s = 0; s < 4 * 40 && isnan(t45); s++) {
-    m = sample(w);
-    const double t = grn_world_time(w), mass = m.value[GRN_M_MASS_ABOVE];
-    /* interpolate the crossing times between samples */
-    if (isnan(t85) && mass <= 0.85 * m0) {
-      t85 = prev_t + (t - prev_t) * (prev_m - 0.85 * m0) / (prev_m - mass);
-    }
-    if (isnan(t45) && mass <= 0.45 * m0) {
-      t45 = prev_t + (t - prev_t) * (prev_m - 0.45 * m0) / (prev_m - mass);
-    }
-    prev_t = t;
-    prev_m = mass;
+  grn_error e;
+  if (grn_world_set_param(w, "hole", hole, &e) != GRN_OK) {
+    printf("hole %g refused: %s\n", hole, e.message);
+    exit(1);
   }
+  act(w, "open_hole");
+  grn_measurements m = sample(w);
+  for (int s = 0; s < 4 * 60 && m.value[GRN_M_FILL] >= hole && m.state == GRN_STATE_FLOWING; s++) {
+    m = sample(w);
+  }
+  *flow = m.value[GRN_M_MEAN_FLOW];
+  *law = m.value[GRN_M_BEVERLOO];
+  *rho_b = m.value[GRN_M_BULK_DENSITY];
+  printf(
+      "  hole %.1f m, seed %d: mean flow %.0f kg/s, Beverloo %.0f kg/s (bulk density %.0f kg/m³), "
+      "%s at t = %.2f s\n",
+      hole, (int)seed, *flow, *law, *rho_b, grn_state_name(m.state), grn_world_time(w));
   grn_world_destroy(w);
-  return 0.40 * m0 / (t45 - t85);
-}
-
-static double beverloo(double hole) {
-  return 0.58 * 0.6 * 2650.0 * sqrt(9.8) * pow(hole - 1.5 * 0.2, 2.5);
 }
 
 static void silo_flow(void) {
-  const double holes[3] = {0.9, 1.1, 1.3}; /* 4.5, 5.5 and 6.5 grain diameters */
+  /* 4.5, 5.5 and 6.5 grain diameters: no jams (below ~5 the flow arches often: silo_jam) */
+  const double holes[3] = {0.9, 1.1, 1.3};
   double last = 0.0;
-  printf("silo discharge, 1500 grains, mean of 2 seeds:\n");
+  printf("silo discharge, 3000 grains, hole set live, mean of 2 seeds:\n");
   for (int k = 0; k < 3; k++) {
-    const double w = 0.5 * (discharge(holes[k], 1) + discharge(holes[k], 2));
-    const double want = beverloo(holes[k]);
-    char name[96];
-    /* Beverloo's law with C = 0.58, k = 1.5 fits experiments to ~±10 %; the issue allows 25 % */
-    snprintf(name, sizeof name, "discharge through a %.1f m hole, kg/s (Beverloo %.0f)", holes[k],
-             want);
-    CHECK_RANGE(name, w, 0.75 * want, 1.25 * want);
+    double sum = 0.0, law = 0.0, rho = 0.0;
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+      double f, l, r;
+      discharge(holes[k], seed, &f, &l, &r);
+      sum += 0.5 * f;
+      law = l;
+      rho = r;
+    }
+    char name[128];
+    /* Beverloo's law with C = 0.58, k = 1.5 fits experiments to ~±10 %; issue 30 asks ±15 % of
+     * the mean flows a class measures */
+    snprintf(name, sizeof name, "mean flow through a %.1f m hole, kg/s (Beverloo ±15 %%)",
+             holes[k]);
+    CHECK_RANGE(name, sum, 0.85 * law, 1.15 * law);
     snprintf(name, sizeof name, "discharge grows with the hole (%.1f m)", holes[k]);
-    CHECK_RANGE(name, w, last, INFINITY);
-    last = w;
+    CHECK_RANGE(name, sum, last, INFINITY);
+    /* a random packing of spheres fills 0.55 (loosest) to 0.74 (crystal) of space; these soft
+     * grains pack under their weight near 0.68 */
+    snprintf(name, sizeof name, "bulk density / grain density (%.1f m hole)", holes[k]);
+    CHECK_RANGE(name, rho / 2650.0, 0.55, 0.74);
+    last = sum;
   }
 }
 

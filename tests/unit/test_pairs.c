@@ -4,6 +4,7 @@
  * reach is ever missing from the list while every grain keeps within its slack, nor from the near
  * list while every grain keeps within its allowance. */
 #include "../support/check.h"
+#include "../support/settled.h"
 #include "internal.h"
 
 #include <string.h>
@@ -174,10 +175,8 @@ int main(void) {
     ds.grains = 1200;
     grn_world *s = NULL;
     CHECK("create a 1200-grain silo", grn_world_create(&ds, &s, &e) == GRN_OK);
-    grn_world_step(s, 3 * 240);
-    grn_action open;
-    grn_action_parse("open_hole", &open, &e);
-    grn_world_act(s, &open, &e);
+    settle_world(s);
+    act_or_exit(s, "open_hole");
     int sc = 0, smis = 0, slay = 0, swide = 0, looked = 0, missing = 0, nmiss = 0, nlooked = 0;
     const uint64_t r0 = s->refreshes;
     for (int k = 0; k < 5 * 240; k++) {

@@ -219,6 +219,10 @@ typedef struct silo_mirror {
   bool jam, done;
   double above_log[9];
   int log_n;
+  double steady_sum;
+  int steady_n;
+  bool ever_opened;
+  double rho_b;
 } silo_mirror;
 typedef struct tilt_mirror {
   double box_lx, ch_wz, phi, phi_target, phi_rate;
@@ -252,6 +256,9 @@ static void named_cases(const grn_scene_info *sc, unsigned char *buf, const layo
   } else if (!strcmp(sc->name, "silo")) {
     CHECK("silo_mirror matches silo_state", state == sizeof(silo_mirror));
     must_refuse(buf, l, b + offsetof(silo_mirror, log_n), &int_max, 4, "silo: log_n = INT_MAX");
+    const int32_t minus = -1;
+    must_refuse(buf, l, b + offsetof(silo_mirror, steady_n), &minus, 4, "silo: steady_n = -1");
+    must_refuse(buf, l, b + offsetof(silo_mirror, rho_b), &nan, 8, "silo: rho_b = NaN");
   } else if (!strcmp(sc->name, "tilt")) {
     CHECK("tilt_mirror matches tilt_state", state == sizeof(tilt_mirror));
     must_refuse(buf, l, b + offsetof(tilt_mirror, box_lx), &nan, 8, "tilt: box_lx = NaN");

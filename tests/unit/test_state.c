@@ -2,6 +2,7 @@
  * same digest, corrupt states are refused, reset starts over exactly, sleep changes nothing,
  * and the allocator's books balance (zero after destroy, no allocation in a warmed-up step). */
 #include "../support/check.h"
+#include "../support/settled.h"
 #include "internal.h"
 
 #include <string.h>
@@ -72,11 +73,6 @@ static void simd_equals_scalar(const char *scene, int grains, grn_fill fill, boo
   grn_world_def d;
   grn_error e;
   grn_world *w[2];
-  grn_action act;
-  if (action && grn_action_parse(action, &act, &e) != GRN_OK) {
-    printf("bad action %s: %s\n", action, e.message);
-    exit(1);
-  }
   for (int k = 0; k < 2; k++) {
     grn_world_def_default(&d, scene, &e);
     d.grains = grains;
@@ -87,8 +83,8 @@ static void simd_equals_scalar(const char *scene, int grains, grn_fill fill, boo
     }
     grn_world_create(&d, &w[k], &e);
     if (action) {
-      grn_world_step(w[k], 240);
-      grn_world_act(w[k], &act, &e);
+      settle_world(w[k]);
+      act_or_exit(w[k], action);
     }
     grn_world_step(w[k], (action ? 3 : 6) * 240);
   }
@@ -146,15 +142,12 @@ static void fused_equals_reference(int grains, int threads, bool wet, bool fused
 static void flow_equals_reference(const char *scene, grn_fill fill, const char *action, int grains,
                                   int threads) {
   grn_world *w[2];
-  grn_error e;
-  grn_action act;
-  grn_action_parse(action, &act, &e);
   for (int k = 0; k < 2; k++) {
     w[k] = make(scene, grains, threads, fill, NULL);
     w[k]->no_fuse = k == 1;
     w[k]->dirty = true;
-    grn_world_step(w[k], 3 * 240);
-    grn_world_act(w[k], &act, &e);
+    settle_world(w[k]);
+    act_or_exit(w[k], action);
   }
   bool own = false, fused = false;
   double vpeak = 0.0;

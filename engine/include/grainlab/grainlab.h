@@ -36,8 +36,15 @@ extern "C" {
  *    made again once a grain has moved by its own slack, not once the fastest grain's summed
  *    travel reaches 0.8 SKIN, and fast grains get a wider slack (issue 18: a silo's stream of
  *    falling grains brought a rebuild every 3 steps). Rebuilds come at other steps, grains are
- *    renumbered then, and sums are made in another order: trajectories change. */
-#define GRN_ENGINE_STATE_VERSION 8u
+ *    renumbered then, and sums are made in another order: trajectories change.
+ * 9: the settle drag ends once the settling grains are at rest (none faster than 0.15 m/s for
+ *    0.25 s), no longer at the lattice's worst case, and the time they have been so is saved; a
+ *    grain against several frictional walls at once takes a share of each wall's "stop the
+ *    contact point" cap (wedged in a corner it rattled for ever); a grain whose centre is below
+ *    the silo's plate no longer meets the plate's top; the silo's hole and every scene's wall
+ *    friction follow live changes; the silo's state block holds its mean flow's window and its
+ *    bulk density (issue 30). Trajectories change. */
+#define GRN_ENGINE_STATE_VERSION 9u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
 #define GRN_STATUS_TABLE(X)                                                                        \
@@ -51,7 +58,8 @@ extern "C" {
   X(GRN_E_UNSUPPORTED, -7, "not supported by this scene")                                          \
   X(GRN_E_NOMEM, -8, "out of memory")                                                              \
   X(GRN_E_BAD_STATE, -9, "saved state is corrupt or from another engine version")                  \
-  X(GRN_E_BUFFER, -10, "buffer too small")
+  X(GRN_E_BUFFER, -10, "buffer too small")                                                         \
+  X(GRN_E_SETTLING, -11, "the grains are still settling")
 
 typedef enum grn_status {
 #define GRN_X_ENUM(name, value, msg) name = (value),
@@ -154,6 +162,9 @@ typedef enum grn_measure_key {
   GRN_M_ANGULAR_MOMENTUM, /* |Σ m r × v| about the origin */
   GRN_M_VIRIAL,           /* 2K / |W| */
   GRN_M_FROUDE,           /* drum: Froude number w²R/g of its rotation */
+  GRN_M_MEAN_FLOW,        /* silo: mean discharge of the steady flow since the hole opened or
+                             anything last changed, kg/s */
+  GRN_M_BULK_DENSITY, /* silo: the packing's bulk density before the hole first opened, kg/m³ */
   GRN_MEASURE_COUNT
 } grn_measure_key;
 
@@ -324,10 +335,19 @@ GRN_API void grn_world_destroy(grn_world *world);
  * Returns GRN_OK, or GRN_E_NOMEM when the pair list could not grow: the grains stay valid but
  * contact history is lost, and the next step tries again. */
 GRN_API int grn_world_step(grn_world *world, int steps);
-/* Apply an action now; wakes a sleeping world. On failure the world is unchanged. */
+/* Apply an action now; wakes a sleeping world. On failure the world is unchanged. While the
+ * grains settle (grn_world_settle_left > 0) every action but reset and tool_off is refused with
+ * GRN_E_SETTLING: an experiment started under the settle drag runs in slow motion. */
 GRN_API int grn_world_act(grn_world *world, const grn_action *action, grn_error *err);
-/* Change one parameter live (validated as in grn_world_def_set); wakes a sleeping world. */
+/* Change one parameter live (validated as in grn_world_def_set, and against what the built scene
+ * can take: a silo's hole at most 2.5 holes across its cylinder); wakes a sleeping world. A
+ * parameter marked restart is refused with GRN_E_UNSUPPORTED, and any while the grains settle with
+ * GRN_E_SETTLING. */
 GRN_API int grn_world_set_param(grn_world *world, const char *name, double value, grn_error *err);
+/* Seconds of simulated time the settle drag may still last: at most this, and less if the grains
+ * come to rest sooner (it then ends at once); 0 once it is over or for a scene that does not
+ * settle. */
+GRN_API double grn_world_settle_left(const grn_world *world);
 
 typedef enum grn_state {
   GRN_STATE_SETTLING = 0,

@@ -89,9 +89,9 @@ static int drum_setup(grn_world *w) {
   return GRN_OK;
 }
 
-/* The drum starts turning when the settle drag ends; a live rpm change takes effect at once. */
+/* The drum starts turning when the grains have settled; a live rpm change takes effect at once. */
 static void drum_script(grn_world *w) {
-  w->geom.drum_w = w->t < w->settle ? 0.0 : omega_of(w);
+  w->geom.drum_w = w->t < w->settled ? 0.0 : omega_of(w);
 }
 
 static bool drum_busy(const grn_world *w) {

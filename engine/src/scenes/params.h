@@ -29,11 +29,14 @@
         "silo hole diameter (4.5 grain diameters by default)"                                      \
   }
 #define P_ASPECT                                                                                   \
-  { "aspect", "", 0.5, 4.0, 2.0, false, false, "slump: column height over its length" }
+  {                                                                                                \
+    "aspect", "", 0.5, 4.0, 2.0, false, true,                                                      \
+        "slump: column height over its length (the column is built with it)"                       \
+  }
 #define P_TILT_RATE                                                                                \
   {                                                                                                \
     "tilt_rate", "deg/s", 0.1, 20.0, 2.0, false, false,                                            \
-        "tilt: turning speed when an action gives none"                                            \
+        "tilt: turning speed, also of a turn under way (a tilt action may give its own)"           \
   }
 
 #define P_WIDTH                                                                                    \
@@ -61,6 +64,14 @@
   { "speed", "", 0.2, 1.3, 1.0, false, true, "initial speed over the circular speed (1: circle)" }
 #define P_VCAP(def)                                                                                \
   { "vcap", "", 0.0, 100.0, def, false, false, "speed cap applied after each kick; 0: none" }
+
+/* Scenes whose walls rub like their grains (mu_wall = mu at setup) keep doing so after a live
+ * change: a param_set hook, or the first thing one does. */
+static inline void walls_follow_mu(grn_world *w, grn_param_id id, double value) {
+  if (id == GRN_P_MU) {
+    w->geom.mu_wall = value;
+  }
+}
 
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define SAME_LEN(a, b) _Static_assert(sizeof(a) / sizeof((a)[0]) == sizeof(b) / sizeof((b)[0]), #a)

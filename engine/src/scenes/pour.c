@@ -135,10 +135,10 @@ static void pour_measure(grn_world *w) {
     ps(w)->spout_y = w->geom.floor_y + (h + 0.6 > 0.9 ? h + 0.6 : 0.9);
   }
   grn__common_measures(w);
-  w->meas.state = w->sleeping        ? GRN_STATE_ASLEEP
-                  : ps(w)->pouring   ? GRN_STATE_FILLING
-                  : w->t < w->settle ? GRN_STATE_SETTLING
-                                     : GRN_STATE_RUNNING;
+  w->meas.state = w->sleeping         ? GRN_STATE_ASLEEP
+                  : ps(w)->pouring    ? GRN_STATE_FILLING
+                  : w->t < w->settled ? GRN_STATE_SETTLING
+                                      : GRN_STATE_RUNNING;
 }
 
 static int pour_act(grn_world *w, const grn_action *a, grn_error *err) {

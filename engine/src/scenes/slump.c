@@ -147,4 +147,5 @@ const grn_scene grn__scene_slump = {
     .act = slump_act,
     .calm = 0.08,
     .busy = slump_busy,
+    .param_set = walls_follow_mu,
     .state_ok = slump_state_ok};

@@ -85,6 +85,14 @@ static int tilt_act(grn_world *w, const grn_action *a, grn_error *err) {
   return GRN_OK;
 }
 
+/* A new tilt_rate turns the box at that speed from now on, a turn under way included. */
+static void tilt_param_set(grn_world *w, grn_param_id id, double value) {
+  walls_follow_mu(w, id, value);
+  if (id == GRN_P_TILT_RATE) {
+    st(w)->phi_rate = value * GRN_PI / 180.0;
+  }
+}
+
 static bool tilt_busy(const grn_world *w) {
   return st(w)->phi != st(w)->phi_target;
 }
@@ -126,5 +134,6 @@ const grn_scene grn__scene_tilt = {
     .act = tilt_act,
     .calm = 0.08,
     .busy = tilt_busy,
+    .param_set = tilt_param_set,
     .state_ok = tilt_state_ok,
     .geometry = tilt_geometry};
