@@ -100,7 +100,7 @@ static const golden_case cases[] = {
      400,
      {{200, "reset"}},
      0x9bd9f86b397949dbull,
-     0xf886d12ac2aa6017ull},
+     0xfc7f7fe91b990e10ull},
     {"pour", "", 600, GRN_FILL_BED, 240, {{0, NULL}}, 0x8e26e00d89e388a2ull, 0x2d0d02be3c0066a3ull},
     {"dambreak",
      "quality=0,width=0.2",

@@ -158,22 +158,28 @@ typedef enum grn_measure_key {
   GRN_M_KINETIC,          /* total kinetic energy (J; N-body: model units) */
   GRN_M_POTENTIAL,        /* gravitational potential energy (fluid: m·g·y above the floor) */
   GRN_M_ENERGY,           /* kinetic + potential */
-  GRN_M_ENERGY_DRIFT,     /* (E − E(0)) / |E(0)| */
+  GRN_M_ENERGY_DRIFT,     /* (E − E0) / |E0|, E0 at the start or the first sample after a live
+                             change (N-body), or a pass's start (softening) */
   GRN_M_ANGULAR_MOMENTUM, /* |Σ m r × v| about the origin */
   GRN_M_VIRIAL,           /* 2K / |W| */
   GRN_M_FROUDE,           /* drum: Froude number w²R/g of its rotation */
   GRN_M_MEAN_FLOW,        /* silo: mean discharge of the steady flow since the hole opened or
                              anything last changed, kg/s */
-  GRN_M_BULK_DENSITY, /* silo: the packing's bulk density before the hole first opened, kg/m³ */
+  GRN_M_BULK_DENSITY,     /* silo: the settled packing's bulk density before the hole first opened,
+                             kg/m³ */
   GRN_MEASURE_COUNT
 } grn_measure_key;
 
 /* What a measurement is, for every client: its key as the API spells it, its unit ("" when
- * dimensionless) and a short label for tables and plot axes. */
+ * dimensionless), a short label for tables and plot axes, and whether it is a figure over a
+ * window that starts again at every change (a silo's flows): its value then belongs to the
+ * parameters in force since the last change, where any other tells the state now, which earlier
+ * settings may have shaped. */
 typedef struct grn_measure_info {
   const char *name;
   const char *unit;
   const char *label;
+  bool window;
 } grn_measure_info;
 
 /* What a scene plots over time: plots of measurement series, for every client to draw alike. A

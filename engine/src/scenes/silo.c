@@ -140,9 +140,10 @@ static void silo_measure(grn_world *w) {
     }
   }
   m[GRN_M_FILL] = c ? sum / c : 0.0;
-  /* bulk density: the mass over the cylinder's volume up to the fill, until the hole first opens
-   * (a drained surface has a crater) */
-  if (!st(w)->ever_opened && m[GRN_M_FILL] > 0.0) {
+  /* bulk density: the mass over the cylinder's volume up to the fill, of the settled packing (the
+   * lattice still falls while it settles), until the hole first opens (a drained surface has a
+   * crater) */
+  if (!st(w)->ever_opened && w->t >= w->settled && m[GRN_M_FILL] > 0.0) {
     st(w)->rho_b = mass / (GRN_PI * w->geom.silo_r * w->geom.silo_r * m[GRN_M_FILL]);
   }
   m[GRN_M_BULK_DENSITY] = st(w)->rho_b > 0.0 ? st(w)->rho_b : NAN;
