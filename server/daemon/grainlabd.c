@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -296,6 +297,15 @@ static int read_token(const char *file, const char *what, char *out, size_t size
 }
 
 int main(int argc, char **argv) {
+  /* Every session's pacing thread, the request threads and the store's writer allocate, and
+   * glibc gives threads arenas of their own, up to 8 per core, whose free space it keeps: under
+   * the soak test's load (30 sessions, a Reset a few times a second) the daemon held 60-68 MB for
+   * a live heap of ~10 MB, and growing; with 2 arenas per core, 35-37 MB, flat. The operator's
+   * MALLOC_ARENA_MAX, if set, stands. */
+  if (!getenv("MALLOC_ARENA_MAX")) {
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    mallopt(M_ARENA_MAX, cores > 0 ? 2 * (int)cores : 2);
+  }
   static config c; /* large (paths): not on the stack */
   for (size_t i = 0; i < SETTINGS; i++) {
     if (apply(&c, settings[i].name, settings[i].def) != 0) {
