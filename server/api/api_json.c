@@ -42,6 +42,9 @@ json_t *api_session_json(const api_session_view *v) {
   if (strcmp(v->state, "failed") == 0) {
     json_object_set_new(j, "reason", json_string(v->reason));
   }
+  /* seconds of simulated time the grains may still settle, at most (no experiment starts before:
+   * 409 settling); 0 once they rest */
+  json_object_set_new(j, "settling_left", json_real(v->settle_left));
   if (v->script) { /* a replay or fork still playing */
     json_object_set_new(j, "script",
                         json_pack("{s:s, s:I, s:I}", "kind", v->script, "run",
@@ -143,8 +146,8 @@ json_t *api_scenes_json(void) {
   }
   for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
     const grn_measure_info *m = grn_measure_info_of((grn_measure_key)k);
-    json_array_append_new(measures, json_pack("{s:s, s:s, s:s}", "name", m->name, "unit", m->unit,
-                                              "label", m->label));
+    json_array_append_new(measures, json_pack("{s:s, s:s, s:s, s:b}", "name", m->name, "unit",
+                                              m->unit, "label", m->label, "window", m->window));
   }
   json_t *models = json_array();
   for (int k = 0; grn_model_info_of((grn_model)k); k++) {
@@ -152,8 +155,13 @@ json_t *api_scenes_json(void) {
     json_array_append_new(models, json_pack("{s:s, s:s, s:b, s:b}", "name", m->name, "particles",
                                             m->particles, "settles", m->settles, "si", m->si));
   }
-  return json_pack("{s:o, s:o, s:o, s:o, s:f}", "scenes", a, "models", models, "actions", actions,
-                   "measurements", measures, "step_seconds", GRN_STEP_SECONDS);
+  /* the engine's version and state version: a stored run of another state version is not replayed
+   * (its run's state_version) */
+  json_t *engine = json_pack("{s:s, s:i}", "version", GRN_ENGINE_VERSION, "state_version",
+                             (int)GRN_ENGINE_STATE_VERSION);
+  return json_pack("{s:o, s:o, s:o, s:o, s:f, s:o}", "scenes", a, "models", models, "actions",
+                   actions, "measurements", measures, "step_seconds", GRN_STEP_SECONDS, "engine",
+                   engine);
 }
 
 int api_read_action(const json_t *body, api_action *out, api_error *err) {
@@ -251,7 +259,11 @@ json_t *api_error_object(const char *code, const char *field, const char *messag
 }
 
 json_t *api_error_json(const api_error *e) {
-  return json_pack("{s:o}", "error", api_error_object(e->code, e->field, e->message));
+  json_t *o = api_error_object(e->code, e->field, e->message);
+  if (o && e->seconds_left > 0.0) {
+    json_object_set_new(o, "seconds_left", json_real(e->seconds_left));
+  }
+  return json_pack("{s:o}", "error", o);
 }
 
 /* Engine status → HTTP, by context; the first row of a context that names the status (or any,
@@ -263,6 +275,9 @@ static const struct {
   int status;
   const char *code;
 } engine_map[] = {
+    /* an experiment asked for while the grains settle: it waits for nothing, try again */
+    {API_ON_WORKER_SET, GRN_E_SETTLING, 409, "settling"},
+    {API_ON_WORKER, GRN_E_SETTLING, 409, "settling"},
     {API_ON_PARAM, GRN_E_UNKNOWN_PARAM, 400, "unknown_parameter"},
     {API_ON_PARAM, GRN_OK, 422, "out_of_range"},
     {API_ON_ACTION, GRN_E_UNSUPPORTED, 409, "unsupported_action"},

@@ -59,6 +59,7 @@ char *api_utf8_clean(char *s) {
 void api_fail(api_error *e, int status, const char *code, const char *field, const char *fmt, ...) {
   e->status = status;
   e->code = code;
+  e->seconds_left = 0.0;
   snprintf(e->field, sizeof e->field, "%s", field ? field : "");
   va_list ap;
   va_start(ap, fmt);

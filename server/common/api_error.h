@@ -9,6 +9,9 @@ typedef struct api_error {
   const char *code;
   char message[256]; /* room for a JSON parse error quoting jansson's 160-byte text */
   char field[64];
+  /* a refusal that lifts by itself (grains still settling): seconds of simulated time it may
+   * still take, at most; 0: none. The body's seconds_left, and Retry-After at speed 1. */
+  double seconds_left;
 } api_error;
 
 /* Make s valid UTF-8 in place: drop every byte that does not belong to a well-formed sequence

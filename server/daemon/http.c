@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -41,7 +42,7 @@ typedef struct http_reply {
   char allow[64];        /* for 405 */
   char disposition[128]; /* Content-Disposition, for downloads */
   size_t len;            /* bytes of body when set (static files may hold NULs); else strlen */
-  int retry_after;       /* seconds, for a 429; 0: no Retry-After */
+  int retry_after;       /* seconds, for a 429 or a refusal that lifts; 0: no Retry-After */
   char location[64];     /* for a 307: where placement sends a creation */
 } http_reply;
 
@@ -53,14 +54,16 @@ static http_reply json_reply(int status, json_t *j) {
 
 /* A refusal from the API's parsers, the registry or the store, as the API's JSON error. */
 static http_reply api_error_reply(const api_error *e) {
-  return json_reply(e->status, api_error_json(e));
+  http_reply r = json_reply(e->status, api_error_json(e));
+  r.retry_after = e->seconds_left > 0.0 ? (int)ceil(e->seconds_left) : 0;
+  return r;
 }
 
 static http_reply error_reply(int status, const char *code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static http_reply error_reply(int status, const char *code, const char *field, const char *fmt,
                               ...) {
-  api_error e = {status, code, "", ""};
+  api_error e = {status, code, "", "", 0.0};
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(e.message, sizeof e.message, fmt, ap);

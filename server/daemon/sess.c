@@ -636,6 +636,7 @@ session *sess_find(sess_registry *r, const char *id) {
 
 static void destroy(session *s) {
   sess__free_script(s->script);
+  json_decref(s->segment);
   worker_samples_free(&s->samples);
   chan_destroy(&s->ch);
   if (s->cancel_fd >= 0) {
@@ -836,6 +837,7 @@ void sess_view(session *s, api_session_view *out) {
     snprintf(out->reason, sizeof out->reason, "%s", s->reason);
   }
   out->t = s->last.t;
+  out->settle_left = s->last.settle_left;
   out->rt_factor = s->rt_factor;
   out->speed = s->speed;
   out->run_id = s->run_id;

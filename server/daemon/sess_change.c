@@ -27,6 +27,10 @@ int sess__reply(session *s, int type, const worker_result *r, bool set, sess_err
     /* the engine's refusal of a live change it cannot make: the same answer as the daemon's own
      * check of restart-only parameters */
     api_engine_error(err, set ? API_ON_WORKER_SET : API_ON_WORKER, &r->error);
+    if (r->error.code == GRN_E_SETTLING) {
+      /* the last status is at most one call old, so its bound still holds */
+      err->seconds_left = s->last.settle_left > 0.0 ? s->last.settle_left : GRN_STEP_SECONDS;
+    }
     return -1;
   }
   sess__failed(s);
@@ -39,6 +43,9 @@ int sess__act(session *s, const grn_action *a, sess_error *err) {
   if (sess__live(s, err) != 0) {
     return -1;
   }
+  if (a->kind == GRN_A_RESET) {
+    return sess__reset(s, err);
+  }
   /* reset rebuilds the scene: as much work as a few hundred steps */
   worker_result r;
   const int timeout = sess__timeout_for(s, a->kind == GRN_A_RESET ? 600 : 0);
@@ -46,6 +53,41 @@ int sess__act(session *s, const grn_action *a, sess_error *err) {
   const int type = worker_call_act(&s->wc, a, timeout, &r);
   pthread_mutex_lock(&s->lock);
   return sess__reply(s, type, &r, false, err);
+}
+
+/* Reset starts the scene over as a new run, linked to the run it ends (which ends 'reset'): the
+ * scene's steps count from 0 again, and inside one run its events went back in steps and it could
+ * not be replayed (issue 30). The old run ends where it stood, with its digest; the new one starts
+ * with the parameters now in force, which the reset rebuilt the scene with. */
+int sess__reset(session *s, sess_error *err) {
+  if (sess__fresh_digest(s) != WORKER_REPLY_STATUS) {
+    sess__failed(s);
+    api_fail(err, 409, "session_failed", "", "the session's worker ended: %s", s->reason);
+    return -1;
+  }
+  const worker_status before = s->last;
+  const grn_action reset = {.kind = GRN_A_RESET};
+  worker_result r;
+  const int timeout = sess__timeout_for(s, 600); /* a rebuild: a few hundred steps' work */
+  pthread_mutex_unlock(&s->lock);
+  const int type = worker_call_act(&s->wc, &reset, timeout, &r);
+  pthread_mutex_lock(&s->lock);
+  if (sess__reply(s, type, &r, false, err) != 0) {
+    return -1;
+  }
+  const worker_status after = s->last;
+  s->last = before;
+  sess__close_run(s, "reset");
+  s->last = after;
+  s->reset_of = s->run_id;
+  pthread_mutex_lock(&s->reg->lock);
+  s->run_id = s->reg->next_run++;
+  pthread_mutex_unlock(&s->reg->lock);
+  s->sample_mark = -1.0; /* the new run's first sample, at t = 0, is recorded too */
+  s->shown_state = after.meas.state;
+  sess__run_started(s);
+  s->reset_of = 0;
+  return 0;
 }
 
 /* A parameter the caller validated against the scene, set in the worker and then in the
@@ -75,7 +117,7 @@ int sess_set_params(session *s, const api_params *params, sess_error *err) {
   s->active = sess__now();
   grn_world_def d = s->def;
   /* all or nothing: every value is checked before the first reaches the worker */
-  if (api_params_apply(params, &d, API_PARAMS_LIVE, err) != 0) {
+  if (api_params_apply(params, &d, API_PARAMS_LIVE, err) != 0 || sess__room_for_change(s, err)) {
     sess__disown(s);
     return -1;
   }
@@ -85,6 +127,10 @@ int sess_set_params(session *s, const api_params *params, sess_error *err) {
   json_t *applied = json_object();
   for (int i = 0; i < params->count; i++) {
     const api_param *p = &params->at[i];
+    const int k = grn_scene_param_index(s->def.scene, p->name);
+    if (k >= 0 && s->def.param[s->def.scene->params[k]] == p->value) {
+      continue; /* no change: nothing to apply, and no new stretch of the record */
+    }
     if ((rc = sess__set(s, p->name, p->value, err)) != 0) {
       break;
     }
@@ -332,7 +378,10 @@ int sess_action(session *s, const api_action *a, sess_error *err) {
       engine = rc == 0 ? sess__action_text(&p.action) : NULL;
     }
   }
-  if (rc == 0) {
+  if (rc == 0 && p.own == API_ACT_ENGINE && p.action.kind == GRN_A_RESET) {
+    json_decref(engine); /* a new run: its run_started says reset_of, and it replays alone */
+    s->dirty = true;
+  } else if (rc == 0) {
     s->dirty = true;
     json_t *detail = json_pack("{s:o, s:s}", "action", api_action_json(&p), "via", "rest");
     if (engine) {

@@ -11,6 +11,9 @@
 #define TICK_HZ 60             /* pacing ticks per second: 4 steps of 1/240 s each at speed 1 */
 #define WORKER_TIMEOUT_MS 5000 /* a worker silent this long (beyond its work) has hung */
 #define QUEUE_MAX 16           /* controller actions from the websocket waiting for a step */
+/* A run's stretches of constant parameters at most: each change rewrites the run's list, so a
+ * flood of changes must not grow it without end; a class's run has a few dozen. */
+#define SEGMENTS_MAX 1000
 /* One worker call's work at most, in the engine's cost units (µs on a slow machine): a long
  * `step n` or a fast tick goes in calls of this size, so a change waits for one of them at most
  * (a single step of a heavier world is still one call). */
@@ -66,11 +69,18 @@ struct session {
   const grn_scene_info *qscene; /* the scene, for checking queued actions */
   api_action queue[QUEUE_MAX];
   int queued;
-  bool run_open;   /* the current run is recorded as started and not yet ended */
-  double flow_sum; /* silo: flow samples while draining, for the run's mean flow */
-  int flow_n;
-  script *script; /* a replay or fork in progress (NULL: none) */
-  int stepping;   /* a `step n` in progress: its steps left (0: none) */
+  bool run_open; /* the current run is recorded as started and not yet ended */
+  /* the current run's open stretch of constant parameters (schema/migrations/010; the closed ones
+   * are in the store), NULL without a run, and how many the run has had */
+  json_t *segment;
+  int nsegments;
+  /* its latest sample, its results when it closes (kept as is: a JSON object a sample, four a
+   * second in every pacing thread, fragmented the heap) */
+  grn_measurements segment_meas;
+  bool segment_sampled;
+  uint64_t reset_of; /* the run a Reset ended, for the run it starts (0: none) */
+  script *script;    /* a replay or fork in progress (NULL: none) */
+  int stepping;      /* a `step n` in progress: its steps left (0: none) */
   bool step_cancel;
   bool snapping;        /* a snapshot is being made (sess_snapshot) */
   bool in_class;        /* a class's group's session: link holds its class */
@@ -105,6 +115,8 @@ void sess__stream_text(session *s, json_t *msg);
 json_t *sess__action_text(const grn_action *a);
 void sess__run_started(session *s);
 void sess__close_run(session *s, const char *reason);
+/* Refused (409 too_many_changes) once the run has SEGMENTS_MAX stretches of parameters. */
+int sess__room_for_change(const session *s, sess_error *err);
 /* The worker ended: the session fails with its reason, and its run closes as failed. */
 void sess__failed(session *s);
 void sess__publish(session *s, bool samples);
@@ -125,6 +137,9 @@ void sess__free_script(script *sc);
  * session. 0 or -1 with err. */
 int sess__reply(session *s, int type, const worker_result *r, bool set, sess_error *err);
 int sess__act(session *s, const grn_action *a, sess_error *err);
+/* Reset (any caller's, through sess__act): the scene from its start as a new run (sess_change.c).
+ */
+int sess__reset(session *s, sess_error *err);
 int sess__set(session *s, const char *name, double value, sess_error *err);
 /* Refused before the worker when the session has failed or ended. */
 int sess__live(const session *s, sess_error *err);

@@ -95,6 +95,9 @@ static void apply_queued(session *s) {
     sess_error err;
     if (sess__act(s, &q[i].action, &err) == 0) {
       s->dirty = true;
+      if (q[i].action.kind == GRN_A_RESET) {
+        continue; /* a new run, whose run_started says so (sess__reset) */
+      }
       sess__event(s, "action",
                   json_pack("{s:o, s:s, s:o}", "action", api_action_json(&q[i]), "via", "websocket",
                             "engine", sess__action_text(&q[i].action)));

@@ -29,11 +29,52 @@ void sess__stream_text(session *s, json_t *msg) {
   json_decref(msg);
 }
 
+/* The current run's stretches (sess_internal.h): a new one opens with the parameters now in force
+ * and the ones just changed; the open one is closed where the run stands. */
+static json_t *segment_open(session *s, json_t *changed) {
+  s->segment_sampled = false;
+  return json_pack("{s:I, s:f, s:n, s:n, s:o, s:o, s:o}", "from_steps", (json_int_t)s->last.steps,
+                   "from_t", s->last.t, "to_steps", "to_t", "params", api_params_json(&s->def),
+                   "changed", changed ? changed : json_object(), "results", json_object());
+}
+
+static void segment_close(session *s) {
+  if (s->segment) {
+    json_object_set_new(s->segment, "to_steps", json_integer((json_int_t)s->last.steps));
+    json_object_set_new(s->segment, "to_t", json_real(s->last.t));
+    if (s->segment_sampled) {
+      json_object_set_new(s->segment, "results", api_measurements_json(&s->segment_meas));
+    }
+  }
+}
+
+int sess__room_for_change(const session *s, sess_error *err) {
+  if (s->nsegments >= SEGMENTS_MAX) {
+    api_fail(err, 409, "too_many_changes", "",
+             "this run has had %d settings of its parameters, the most one run records: Reset "
+             "to start a new run",
+             SEGMENTS_MAX);
+    return -1;
+  }
+  return 0;
+}
+
 void sess__event(session *s, const char *kind, json_t *detail) {
   if (s->reg->st && s->run_open) {
     char *text = detail ? json_dumps(detail, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     store_event(s->reg->st, (int64_t)s->run_id, s->last.steps, s->last.t, kind, text);
     free(text);
+  }
+  if (s->segment && strcmp(kind, "parameter_changed") == 0) {
+    /* every change starts a stretch of its own, so no result mixes two settings */
+    segment_close(s);
+    json_t *next = segment_open(s, json_deep_copy(json_object_get(detail, "params")));
+    if (s->reg->st && s->run_open) {
+      store_run_segment(s->reg->st, (int64_t)s->run_id, s->segment, next);
+    }
+    json_decref(s->segment);
+    s->segment = next;
+    s->nsegments++;
   }
   json_t *m = json_pack("{s:s, s:s, s:f, s:I, s:I}", "type", "event", "event", kind, "t", s->last.t,
                         "steps", (json_int_t)s->last.steps, "run_id", (json_int_t)s->run_id);
@@ -51,27 +92,27 @@ json_t *sess__action_text(const grn_action *a) {
 }
 
 /* The end of the current run in the record: why, where (steps and digest, what a replay must
- * reproduce), and the results: the last measurements and, for a silo, its mean flow. */
+ * reproduce), its last stretch of parameters closed, and its results: the last measurements,
+ * under the parameters of that stretch. */
 void sess__close_run(session *s, const char *reason) {
   if (!s->run_open) {
     return;
   }
   s->run_open = false;
+  segment_close(s);
+  json_t *last = s->segment;
+  s->segment = NULL;
   if (!s->reg->st) {
+    json_decref(last);
     return;
   }
+  store_run_segment(s->reg->st, (int64_t)s->run_id, last, NULL);
+  json_decref(last);
   json_t *results = json_object();
   for (int k = 1; k < GRN_MEASURE_COUNT; k++) {
     if ((s->last.meas.present & (1u << k)) && isfinite(s->last.meas.value[k])) {
       json_object_set_new(results, grn_measure_name((grn_measure_key)k),
                           json_real(s->last.meas.value[k]));
-    }
-  }
-  if (s->flow_n > 0) {
-    const double mean = s->flow_sum / s->flow_n, bev = s->last.meas.value[GRN_M_BEVERLOO];
-    json_object_set_new(results, "mean_flow", json_real(mean));
-    if (isfinite(bev) && bev > 0) {
-      json_object_set_new(results, "flow_vs_beverloo", json_real(mean / bev));
     }
   }
   /* the digest is known unless the worker was cut short mid-call or died: the run then ends
@@ -83,12 +124,14 @@ void sess__close_run(session *s, const char *reason) {
 
 void sess__run_started(session *s) {
   s->run_open = true;
-  s->flow_sum = 0.0;
-  s->flow_n = 0;
+  json_decref(s->segment);
+  s->segment = segment_open(s, NULL);
+  s->nsegments = 1;
   if (s->reg->st) {
     store_run_start(s->reg->st, (int64_t)s->run_id, s->id, s->label, &s->def,
                     grn_world_def_grains(&s->def), s->in_class ? s->link.class_id : NULL,
-                    s->in_class ? s->link.group : NULL);
+                    s->in_class ? s->link.group : NULL, (int64_t)s->reset_of);
+    store_run_segment(s->reg->st, (int64_t)s->run_id, NULL, s->segment);
   }
   const int every = grn_scene_sample_steps(s->def.scene);
   json_t *detail = json_pack("{s:s, s:o, s:I, s:i, s:i, s:f}", "scene", s->def.scene->name,
@@ -98,6 +141,9 @@ void sess__run_started(session *s) {
   if (s->script) {
     json_object_set_new(detail, s->script->fast ? "fork_of" : "replay_of",
                         json_integer(s->script->source));
+  }
+  if (s->reset_of) {
+    json_object_set_new(detail, "reset_of", json_integer((json_int_t)s->reset_of));
   }
   sess__event(s, "run_started", detail);
 }
@@ -133,10 +179,10 @@ static void publish_sample(session *s, const grn_measurements *m, int alive) {
   if (s->reg->st && s->run_open) {
     store_sample(s->reg->st, (int64_t)s->run_id, sample_steps, sample_t, m);
   }
-  if (m->state == GRN_STATE_FLOWING && isfinite(m->value[GRN_M_FLOW])) {
-    s->flow_sum += m->value[GRN_M_FLOW];
-    s->flow_n++;
-  }
+  /* the open stretch's results: its latest sample's (a silo's mean flow is the engine's, over a
+   * window it starts again at every change) */
+  s->segment_meas = *m;
+  s->segment_sampled = true;
   json_t *line = json_array();
   for (int i = 0; i < 4; i++) {
     json_array_append_new(line, number_or_null(m->line[i]));

@@ -60,16 +60,24 @@ void store_session(store *st, const char *id, const char *join, const char *labe
                    const char *control_token, const char *viewer_token);
 void store_session_end(store *st, const char *id);
 /* class_id and group: the class and group whose session the run is (both NULL: none). */
+/* A run's start: its definition, class and group (or NULL), and `reset_of`, the run a Reset
+ * ended to start this one (0: none); it records the engine's state version with it. */
 void store_run_start(store *st, int64_t run, const char *session_id, const char *label,
-                     const grn_world_def *def, int grains, const char *class_id, const char *group);
+                     const grn_world_def *def, int grains, const char *class_id, const char *group,
+                     int64_t reset_of);
+/* The run's stretches of constant parameters (schema/migrations/010: a JSON array), kept a stretch
+ * at a time: `closed` (NULL at the run's start) replaces the array's last element, and `opened`
+ * (NULL at its end) is appended; both are copied. At the start, the array is [opened]. */
+void store_run_segment(store *st, int64_t run, const json_t *closed, const json_t *opened);
 void store_event(store *st, int64_t run, uint64_t steps, double t, const char *kind,
                  const char *detail_json);
 void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_measurements *m);
-/* Why a run ends, described once (the runs filter and its messages read it; migration 006 holds
+/* Why a run ends, described once (the runs filter and its messages read it; migration 010 holds
  * the same list in the table's CHECK): brought to its end, an orderly shutdown, a scene switch,
- * deleted, its worker failed, a crash of the daemon (closed at the next start), idle. */
+ * deleted, its worker failed, a crash of the daemon (closed at the next start), idle, a Reset
+ * (which starts a new run: its reset_of). */
 #define STORE_END_REASONS                                                                          \
-  "finished", "stopped", "switched", "deleted", "failed", "interrupted", "idle"
+  "finished", "stopped", "switched", "deleted", "failed", "interrupted", "idle", "reset"
 /* `results`: name → number (stolen); `reason`: one of STORE_END_REASONS. */
 void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, double t,
                    const uint64_t *digest, json_t *results);
@@ -155,10 +163,13 @@ store_status store_get_run(store *st, int64_t id, const store_access *a,
 /* The run's samples as JSON ({"columns": [...], "rows": [[...], ...]}) or CSV text. */
 store_status store_samples(store *st, int64_t id, const store_access *a, bool csv, char **out,
                            size_t *len, store_error *err);
-/* Such a list as CSV text (malloc'd, *len bytes): run, (node, when the runs have one), class,
- * group, scene, label, started_at, ended_at, end_reason, end_t, then a param.NAME column per start
- * parameter and a result.NAME column per result found in the list (each set sorted by name);
- * empty where a run has none. */
+/* Such a list as CSV text (malloc'd, *len bytes), a row per stretch of constant parameters of
+ * each run (its segments; one row of start parameters and final results for a run recorded before
+ * them): run, (node, when the runs have one), class, group, scene, label, started_at, ended_at,
+ * end_reason, reset_of, segment (1, 2, ...), from_t, to_t (simulated seconds), changed (what
+ * changed at its start, "name=value ..."), then a param.NAME column per parameter in force and a
+ * result.NAME column per result measured in it, found in the list (each set sorted by name);
+ * empty where a row has none. Numbers in their shortest exact form. */
 int store_runs_csv(const json_t *list, char **out, size_t *len);
 /* Whether `a` may read run `id` (replays and forks), and whether its session is private. */
 store_status store_run_access(store *st, int64_t id, const store_access *a, bool *private_,

@@ -64,6 +64,10 @@ int store__exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
 int store__int_query(sqlite3 *db, const char *sql, int64_t *out);
 /* Column c of a row as JSON: integer, real, text or null (blobs are none of the record's). */
 json_t *store__column_json(sqlite3_stmt *q, int c);
+/* A run's `segments` (schema/migrations/010), read from its column's text into JSON, and its
+ * `params_end`: the last stretch's parameters, or the start's for a run that kept none (recorded
+ * before version 10). */
+void store__run_timeline(json_t *run);
 /* A connection with the store's settings (busy timeout, foreign keys); the reason in err. */
 sqlite3 *store__open_db(const char *path, int flags, char *err, size_t errlen);
 /* A read connection, held until store__give_reader. */

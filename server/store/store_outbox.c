@@ -12,12 +12,29 @@
 
 static const char *const id_key[] = {"id", NULL};
 static const char *const session_columns[] = {"id", "private", "created_at", "ended_at", NULL};
-static const char *const run_columns[] = {
-    "id",         "session_id", "label",          "scene",
-    "seed",       "grains",     "engine_version", "params",
-    "started_at", "ended_at",   "end_reason",     "end_steps",
-    "end_t",      "digest",     "events_dropped", "samples_dropped",
-    "class_id",   "group_name", "sample_steps",   NULL};
+static const char *const run_columns[] = {"id",
+                                          "session_id",
+                                          "label",
+                                          "scene",
+                                          "seed",
+                                          "grains",
+                                          "engine_version",
+                                          "params",
+                                          "started_at",
+                                          "ended_at",
+                                          "end_reason",
+                                          "end_steps",
+                                          "end_t",
+                                          "digest",
+                                          "events_dropped",
+                                          "samples_dropped",
+                                          "class_id",
+                                          "group_name",
+                                          "sample_steps",
+                                          "reset_of",
+                                          "state_version",
+                                          "segments",
+                                          NULL};
 /* no code (it admits students) and no teacher_hash */
 static const char *const class_columns[] = {"id",      "name",     "private", "created_at",
                                             "ends_at", "ended_at", NULL};

@@ -672,9 +672,9 @@ enum { C_TEXT, C_INT, C_REAL, C_JSON };
 
 /* One row of the list query as the run's JSON, with the SQLite listing's keys and types. */
 static json_t *run_json(const PGresult *r, int row) {
-  static const int types[] = {C_TEXT, C_INT,  C_TEXT, C_TEXT, C_TEXT, C_INT,  C_INT,
-                              C_TEXT, C_JSON, C_REAL, C_REAL, C_TEXT, C_INT,  C_REAL,
-                              C_TEXT, C_JSON, C_INT,  C_INT,  C_TEXT, C_TEXT, C_INT};
+  static const int types[] = {C_TEXT, C_INT,  C_TEXT, C_TEXT, C_TEXT, C_INT,  C_INT,  C_TEXT,
+                              C_JSON, C_REAL, C_REAL, C_TEXT, C_INT,  C_REAL, C_TEXT, C_JSON,
+                              C_INT,  C_INT,  C_TEXT, C_TEXT, C_INT,  C_INT,  C_INT,  C_TEXT};
   json_t *run = json_object();
   /* "node" last, as the SQLite listing adds it */
   for (int k = 1; k <= store_pg_run_column_count; k++) {
@@ -707,6 +707,7 @@ static json_t *run_json(const PGresult *r, int row) {
     }
     json_object_set_new(run, store_pg_run_columns[col], j);
   }
+  store__run_timeline(run); /* segments, from its text */
   return run;
 }
 

@@ -18,7 +18,8 @@ const char *const store_pg_run_columns[] = {"node",           "id",
                                             "digest",         "results",
                                             "events_dropped", "samples_dropped",
                                             "class",          "group",
-                                            "sample_steps"};
+                                            "sample_steps",   "reset_of",
+                                            "state_version",  "segments"};
 const int store_pg_run_column_count =
     (int)(sizeof store_pg_run_columns / sizeof store_pg_run_columns[0]);
 
@@ -116,7 +117,8 @@ int store_pg_runs_sql(const store_runs_filter *f, const store_pg_scope *s, store
              "r.engine_version, r.params, r.started_at, r.ended_at, r.end_reason, r.end_steps, "
              "r.end_t, r.digest, (SELECT json_object_agg(p.name, p.value) FROM run_results p "
              "WHERE p.node = r.node AND p.run_id = r.id), r.events_dropped, r.samples_dropped, "
-             "r.class_id, r.group_name, r.sample_steps FROM runs r");
+             "r.class_id, r.group_name, r.sample_steps, r.reset_of, r.state_version, "
+             "r.segments FROM runs r");
   add(&list, where.text);
   /* a fixed set of orders: the client picks one by name, never supplies SQL */
   const char *dir = f->descending ? " DESC NULLS LAST" : " ASC NULLS FIRST";

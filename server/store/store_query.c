@@ -24,6 +24,21 @@ json_t *store__column_json(sqlite3_stmt *q, int c) {
   }
 }
 
+void store__run_timeline(json_t *run) {
+  json_t *seg = json_object_get(run, "segments");
+  if (json_is_string(seg)) {
+    json_t *parsed = json_loads(json_string_value(seg), 0, NULL);
+    json_object_set_new(run, "segments", json_is_array(parsed) ? parsed : json_null());
+    if (!json_is_array(parsed)) {
+      json_decref(parsed);
+    }
+    seg = json_object_get(run, "segments");
+  }
+  const json_t *last = json_array_get(seg, json_array_size(seg) - 1);
+  const json_t *end = last ? json_object_get(last, "params") : json_object_get(run, "params");
+  json_object_set_new(run, "params_end", end ? json_deep_copy(end) : json_object());
+}
+
 typedef struct sql_buf {
   char text[4096];
   size_t len;
@@ -167,8 +182,8 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
   add(&sql, "SELECT r.id, r.session_id, r.label, r.scene, r.seed, r.grains, r.engine_version, "
             "r.params, r.started_at, r.ended_at, r.end_reason, r.end_steps, r.end_t, r.digest, "
             "(SELECT json_group_object(name, value) FROM run_results WHERE run_id = r.id), "
-            "r.events_dropped, r.samples_dropped, r.class_id, r.group_name, r.sample_steps "
-            "FROM runs r");
+            "r.events_dropped, r.samples_dropped, r.class_id, r.group_name, r.sample_steps, "
+            "r.reset_of, r.state_version, r.segments FROM runs r");
   add(&sql, where.text);
   add(&sql, order.text);
   add(&sql, " LIMIT ? OFFSET ?");
@@ -233,7 +248,10 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
                                        "samples_dropped",
                                        "class",
                                        "group",
-                                       "sample_steps"};
+                                       "sample_steps",
+                                       "reset_of",
+                                       "state_version",
+                                       "segments"};
     for (int k = 0; k < (int)(sizeof cols / sizeof cols[0]); k++) {
       if (k == 7 || k == 14) { /* JSON columns */
         const char *text = (const char *)sqlite3_column_text(q, k);
@@ -243,6 +261,7 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
         json_object_set_new(row, cols[k], store__column_json(q, k));
       }
     }
+    store__run_timeline(row);
     if (st->node[0]) {
       json_object_set_new(row, "node", json_string(st->node));
     }
@@ -337,7 +356,7 @@ store_status store_get_run(store *st, int64_t id, const store_access *a,
                          "SELECT id, session_id, label, scene, seed, grains, engine_version, "
                          "params, started_at, ended_at, end_reason, end_steps, end_t, digest, "
                          "events_dropped, samples_dropped, class_id AS class, group_name AS "
-                         "\"group\", sample_steps, "
+                         "\"group\", sample_steps, reset_of, state_version, segments, "
                          "(SELECT count(*) FROM samples WHERE run_id = runs.id) AS samples, "
                          "(SELECT count(*) FROM events WHERE run_id = runs.id) AS events_total "
                          "FROM runs WHERE id = ?",
@@ -347,6 +366,7 @@ store_status store_get_run(store *st, int64_t id, const store_access *a,
       run = row_object(q);
       json_t *params = json_loads(json_string_value(json_object_get(run, "params")), 0, NULL);
       json_object_set_new(run, "params", params ? params : json_object());
+      store__run_timeline(run);
     }
   }
   sqlite3_finalize(q);
@@ -404,6 +424,8 @@ store_status store_get_run(store *st, int64_t id, const store_access *a,
   return STORE_OK;
 }
 
+static void csv_field(FILE *f, const json_t *v);
+
 store_status store_samples(store *st, int64_t id, const store_access *a, bool csv, char **out,
                            size_t *len, store_error *err) {
   if (store_sync(st, 2000) != STORE_OK) {
@@ -417,17 +439,27 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
   sqlite3_stmt *q = NULL;
   const grn_scene_info *scene = NULL;
   json_int_t every = GRN_SAMPLE_STEPS;
-  if (sqlite3_prepare_v2(rd->db, "SELECT scene, sample_steps FROM runs WHERE id = ?", -1, &q,
-                         NULL) == SQLITE_OK) {
+  json_t *segments = NULL; /* the run's stretches of parameters: each sample's are in one */
+  if (sqlite3_prepare_v2(rd->db, "SELECT scene, sample_steps, segments FROM runs WHERE id = ?", -1,
+                         &q, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(q, 1, id);
     if (sqlite3_step(q) == SQLITE_ROW) {
       scene = grn_scene_find((const char *)sqlite3_column_text(q, 0));
       every = sqlite3_column_int64(q, 1);
+      if (sqlite3_column_type(q, 2) == SQLITE_TEXT) {
+        segments = json_loads((const char *)sqlite3_column_text(q, 2), 0, NULL);
+      }
     }
   }
   sqlite3_finalize(q);
+  if (!json_is_array(segments) || json_array_size(segments) == 0) {
+    json_decref(segments); /* a run recorded before version 10: no parameter columns */
+    segments = NULL;
+  }
+  const int nparams = segments && scene ? scene->param_count : 0;
   if (!scene) {
     store__give_reader(rd);
+    json_decref(segments);
     store__fail(err, STORE_E_NOT_FOUND, "not_found", "id", "no run %lld", (long long)id);
     return err->status;
   }
@@ -448,6 +480,7 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
   add(&sql, " FROM samples WHERE run_id = ? ORDER BY steps");
   if (sql.overflow || sqlite3_prepare_v2(rd->db, sql.text, -1, &q, NULL) != SQLITE_OK) {
     store__give_reader(rd);
+    json_decref(segments);
     store__fail(err, STORE_E_IO, "store_error", "", "%s", sqlite3_errmsg(rd->db));
     return err->status;
   }
@@ -464,12 +497,27 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
     for (int c = 0; c < nc; c++) {
       fprintf(f, ",%s", grn_measure_name((grn_measure_key)cols[c]));
     }
+    for (int k = 0; k < nparams; k++) {
+      fprintf(f, ",param.%s", scene->param_info[k].name);
+    }
     fputs("\r\n", f);
   }
+  size_t seg = 0; /* samples come in step order, and so do the stretches */
   while (sqlite3_step(q) == SQLITE_ROW) {
+    /* a sample at a change's step was taken before it: the stretch that ends there is its */
+    const json_int_t steps = sqlite3_column_int64(q, 1);
+    while (segments && seg + 1 < json_array_size(segments)) {
+      const json_t *to = json_object_get(json_array_get(segments, seg), "to_steps");
+      if (!json_is_integer(to) || steps <= json_integer_value(to)) {
+        break;
+      }
+      seg++;
+    }
+    const json_t *in_force =
+        segments ? json_object_get(json_array_get(segments, seg), "params") : NULL;
     if (csv) {
-      fprintf(f, "%.17g,%lld,%s", sqlite3_column_double(q, 0),
-              (long long)sqlite3_column_int64(q, 1), (const char *)sqlite3_column_text(q, 2));
+      fprintf(f, "%.17g,%lld,%s", sqlite3_column_double(q, 0), (long long)steps,
+              (const char *)sqlite3_column_text(q, 2));
       for (int c = 0; c < nc; c++) {
         if (sqlite3_column_type(q, 3 + c) == SQLITE_NULL) {
           fputc(',', f);
@@ -477,21 +525,35 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
           fprintf(f, ",%.17g", sqlite3_column_double(q, 3 + c));
         }
       }
+      for (int k = 0; k < nparams; k++) {
+        fputc(',', f);
+        csv_field(f, json_object_get(in_force, scene->param_info[k].name));
+      }
       fputs("\r\n", f);
     } else {
       json_t *row = json_array();
       for (int c = 0; c < 3 + nc; c++) {
         json_array_append_new(row, store__column_json(q, c));
       }
+      for (int k = 0; k < nparams; k++) {
+        const json_t *v = json_object_get(in_force, scene->param_info[k].name);
+        json_array_append_new(row, v ? json_deep_copy(v) : json_null());
+      }
       json_array_append_new(rows, row);
     }
   }
+  json_decref(segments);
   sqlite3_finalize(q);
   store__give_reader(rd);
   if (!csv) {
     json_t *names = json_pack("[s, s, s]", "t", "steps", "state");
     for (int c = 0; c < nc; c++) {
       json_array_append_new(names, json_string(grn_measure_name((grn_measure_key)cols[c])));
+    }
+    for (int k = 0; k < nparams; k++) {
+      char pname[64];
+      snprintf(pname, sizeof pname, "param.%s", scene->param_info[k].name);
+      json_array_append_new(names, json_string(pname));
     }
     json_t *doc = json_pack("{s:I, s:I, s:f, s:o, s:o}", "run_id", (json_int_t)id, "sample_steps",
                             every, "sample_seconds", (double)every * GRN_STEP_SECONDS, "columns",
@@ -509,6 +571,19 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
 
 static int compare_names(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A number as the shortest text that reads back as the same double (0.9, not
+ * 0.90000000000000002). */
+static void csv_number(FILE *f, double x) {
+  char text[32];
+  for (int digits = 15; digits <= 17; digits++) {
+    snprintf(text, sizeof text, "%.*g", digits, x);
+    if (strtod(text, NULL) == x) {
+      break;
+    }
+  }
+  fputs(text, f);
 }
 
 /* A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180); a text that a
@@ -536,39 +611,104 @@ static void csv_field(FILE *f, const json_t *v) {
   } else if (json_is_integer(v)) {
     fprintf(f, "%lld", (long long)json_integer_value(v));
   } else if (json_is_real(v)) {
-    fprintf(f, "%.17g", json_real_value(v));
+    csv_number(f, json_real_value(v));
   }
 }
 
-/* The names of one object member (params or results) over every run, sorted, in `names`. */
-static json_t *union_names(const json_t *runs, const char *member) {
+/* The names of one object member (params or results) over every row, sorted, in `names`. */
+static json_t *union_names(const json_t *rows, const char *member) {
   json_t *seen = json_object();
   size_t i;
-  const json_t *run;
-  json_array_foreach(runs, i, run) {
+  const json_t *row;
+  json_array_foreach(rows, i, row) {
     const char *name;
     json_t *v;
-    json_object_foreach(json_object_get(run, member), name, v) {
+    json_object_foreach(json_object_get(row, member), name, v) {
       json_object_set_new(seen, name, json_true());
     }
   }
   return seen;
 }
 
+/* What changed at a stretch's start, as "name=value name=value" (empty for the first). */
+static json_t *changed_text(const json_t *changed) {
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  if (!f) {
+    return json_string("");
+  }
+  const char *name;
+  json_t *v;
+  bool first = true;
+  json_object_foreach((json_t *)changed, name, v) {
+    fprintf(f, "%s%s=", first ? "" : " ", name);
+    if (json_is_number(v)) {
+      csv_number(f, json_number_value(v));
+    }
+    first = false;
+  }
+  fclose(f);
+  json_t *j = json_string(text ? text : "");
+  free(text);
+  return j;
+}
+
+/* The CSV's rows: a run's stretches of constant parameters each (its segments), with the
+ * parameters in force and the results measured in it; a run recorded before there were stretches
+ * (schema/migrations/010) as one row of its start parameters and final results. */
+static json_t *csv_rows(const json_t *runs) {
+  static const char *const run_keys[] = {"id",         "node",     "class",      "group",
+                                         "scene",      "label",    "started_at", "ended_at",
+                                         "end_reason", "reset_of", NULL};
+  json_t *rows = json_array();
+  size_t r;
+  const json_t *run;
+  json_array_foreach(runs, r, run) {
+    const json_t *segs = json_object_get(run, "segments");
+    const size_t n = json_is_array(segs) && json_array_size(segs) > 0 ? json_array_size(segs) : 1;
+    for (size_t k = 0; k < n; k++) {
+      const json_t *seg = json_is_array(segs) ? json_array_get(segs, k) : NULL;
+      json_t *row = json_object();
+      for (int c = 0; run_keys[c]; c++) {
+        json_t *v = json_object_get(run, run_keys[c]);
+        json_object_set_new(row, run_keys[c], v ? json_deep_copy(v) : json_null());
+      }
+      if (seg) {
+        json_object_set_new(row, "segment", json_integer((json_int_t)k + 1));
+        json_object_set_new(row, "from_t", json_deep_copy(json_object_get(seg, "from_t")));
+        /* an open stretch runs to where the run is now, which this list does not know */
+        json_object_set_new(row, "to_t", json_deep_copy(json_object_get(seg, "to_t")));
+        json_object_set_new(row, "changed", changed_text(json_object_get(seg, "changed")));
+        json_object_set_new(row, "params", json_deep_copy(json_object_get(seg, "params")));
+        json_object_set_new(row, "results", json_deep_copy(json_object_get(seg, "results")));
+      } else {
+        json_object_set_new(row, "to_t", json_deep_copy(json_object_get(run, "end_t")));
+        json_object_set_new(row, "params", json_deep_copy(json_object_get(run, "params")));
+        json_object_set_new(row, "results", json_deep_copy(json_object_get(run, "results")));
+      }
+      json_array_append_new(rows, row);
+    }
+  }
+  return rows;
+}
+
 int store_runs_csv(const json_t *list, char **out, size_t *len) {
   /* "node" is left out below when no run has one (a lone daemon's list, as before) */
-  static const char *const fixed[] = {"id",    "node",       "class",    "group",      "scene",
-                                      "label", "started_at", "ended_at", "end_reason", "end_t"};
-  const json_t *runs = json_object_get(list, "runs");
+  static const char *const fixed[] = {"id",      "node",       "class",    "group",      "scene",
+                                      "label",   "started_at", "ended_at", "end_reason", "reset_of",
+                                      "segment", "from_t",     "to_t",     "changed"};
+  json_t *rows = csv_rows(json_object_get(list, "runs"));
   bool nodes = false;
   size_t r;
   const json_t *each;
-  json_array_foreach(runs, r, each) {
-    nodes = nodes || json_object_get(each, "node");
+  json_array_foreach(rows, r, each) {
+    nodes = nodes || json_is_string(json_object_get(each, "node"));
   }
-  json_t *params = union_names(runs, "params"), *results = union_names(runs, "results");
+  json_t *params = union_names(rows, "params"), *results = union_names(rows, "results");
   FILE *f = open_memstream(out, len);
   if (!f) {
+    json_decref(rows);
     json_decref(params);
     json_decref(results);
     return -1;
@@ -598,8 +738,8 @@ int store_runs_csv(const json_t *list, char **out, size_t *len) {
   }
   fputs("\r\n", f);
   size_t i;
-  const json_t *run;
-  json_array_foreach(runs, i, run) {
+  const json_t *row;
+  json_array_foreach(rows, i, row) {
     for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
       if (k == 1 && !nodes) {
         continue;
@@ -607,13 +747,13 @@ int store_runs_csv(const json_t *list, char **out, size_t *len) {
       if (k) {
         fputc(',', f);
       }
-      csv_field(f, json_object_get(run, fixed[k]));
+      csv_field(f, json_object_get(row, fixed[k]));
     }
     const char *const member[2] = {"params", "results"};
     for (int s = 0; s < 2; s++) {
       for (size_t k = 0; k < counts[s]; k++) {
         fputc(',', f);
-        csv_field(f, json_object_get(json_object_get(run, member[s]), names[s][k]));
+        csv_field(f, json_object_get(json_object_get(row, member[s]), names[s][k]));
       }
     }
     fputs("\r\n", f);
@@ -623,6 +763,7 @@ int store_runs_csv(const json_t *list, char **out, size_t *len) {
   free(names[1]);
   json_decref(params);
   json_decref(results);
+  json_decref(rows);
   if (fclose(f) != 0 || failed) {
     free(*out);
     *out = NULL;

@@ -30,14 +30,19 @@ int store_load_replay(const char *db_path, int64_t run, store_replay *out, char 
     return -1;
   }
   sqlite3_stmt *q = NULL;
-  /* a file not yet migrated to version 5 (the CLI reads files directly) has dropped nothing */
+  /* a file not yet migrated to version 5 (the CLI reads files directly) has dropped nothing, and
+   * one before version 10 kept no state version */
   if (sqlite3_prepare_v2(db,
                          "SELECT scene, seed, grains, params, end_steps, digest, end_reason, "
-                         "events_dropped FROM runs WHERE id = ?",
+                         "events_dropped, state_version FROM runs WHERE id = ?",
                          -1, &q, NULL) != SQLITE_OK &&
       sqlite3_prepare_v2(db,
-                         "SELECT scene, seed, grains, params, end_steps, digest, end_reason, 0 "
-                         "FROM runs WHERE id = ?",
+                         "SELECT scene, seed, grains, params, end_steps, digest, end_reason, "
+                         "events_dropped, NULL FROM runs WHERE id = ?",
+                         -1, &q, NULL) != SQLITE_OK &&
+      sqlite3_prepare_v2(db,
+                         "SELECT scene, seed, grains, params, end_steps, digest, end_reason, 0, "
+                         "NULL FROM runs WHERE id = ?",
                          -1, &q, NULL) != SQLITE_OK) {
     return replay_fail(db, q, out, err, errlen, "not a grainlab database");
   }
@@ -51,6 +56,23 @@ int store_load_replay(const char *db_path, int64_t run, store_replay *out, char 
              "%lld of its events were not recorded (the record's bounds), so it cannot be "
              "replayed faithfully",
              (long long)sqlite3_column_int64(q, 7));
+    return replay_fail(db, q, out, err, errlen, why);
+  }
+  /* another state version moves grains otherwise (grainlab.h): the replay would not reach the
+   * recorded end, so it is not tried */
+  if (sqlite3_column_int64(q, 8) != (sqlite3_int64)GRN_ENGINE_STATE_VERSION) {
+    char why[200];
+    if (sqlite3_column_type(q, 8) == SQLITE_NULL) {
+      snprintf(why, sizeof why,
+               "it was recorded before runs kept their engine's state version, and this engine "
+               "(state version %u) may move its grains otherwise",
+               GRN_ENGINE_STATE_VERSION);
+    } else {
+      snprintf(why, sizeof why,
+               "it was recorded by engine state version %lld, which moves grains otherwise than "
+               "this engine (state version %u)",
+               (long long)sqlite3_column_int64(q, 8), GRN_ENGINE_STATE_VERSION);
+    }
     return replay_fail(db, q, out, err, errlen, why);
   }
   grn_error e;
@@ -99,6 +121,11 @@ int store_load_replay(const char *db_path, int64_t run, store_replay *out, char 
       if (action ? grn_action_parse(json_string_value(pv), &ev.action, &e) != GRN_OK
                  : !json_is_number(pv)) {
         why = "a recorded event cannot be replayed";
+        break;
+      }
+      if (action && ev.action.kind == GRN_A_RESET) {
+        why = "it holds a Reset, recorded before a Reset started a new run: its steps start over "
+              "there";
         break;
       }
       snprintf(ev.param, sizeof ev.param, "%s", action ? "" : pname);

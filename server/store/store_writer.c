@@ -24,6 +24,7 @@ enum {
   J_EVENT,
   J_SAMPLE,
   J_RUN_END,
+  J_RUN_SEGMENTS,
   J_CLASS,
   J_GROUP,
   J_OUTBOX_TRIM
@@ -205,8 +206,8 @@ static int run_stmt(store *st, sqlite3_stmt *q) {
 }
 
 typedef struct writer_stmts {
-  sqlite3_stmt *session, *session_end, *run, *param, *event, *sample, *run_end, *result, *class_,
-      *group, *trim;
+  sqlite3_stmt *session, *session_end, *run, *param, *event, *sample, *run_end, *result, *segments,
+      *class_, *group, *trim;
 } writer_stmts;
 
 /* A JSON value as the column it fills: text, integer (booleans too), real or NULL. */
@@ -263,6 +264,8 @@ static int write_job(store *st, writer_stmts *w, job *j) {
     bind_json(w->run, 10, json_object_get(j->j, "class"));
     bind_json(w->run, 11, json_object_get(j->j, "group"));
     sqlite3_bind_int64(w->run, 12, json_integer_value(json_object_get(j->j, "sample_steps")));
+    bind_json(w->run, 13, json_object_get(j->j, "reset_of")); /* absent: NULL */
+    sqlite3_bind_int(w->run, 14, (int)GRN_ENGINE_STATE_VERSION);
     rc = run_stmt(st, w->run);
     const char *name;
     json_t *v;
@@ -320,6 +323,11 @@ static int write_job(store *st, writer_stmts *w, job *j) {
     }
     return rc;
   }
+  case J_RUN_SEGMENTS: /* a: the closed stretch's JSON text, b: the opened one's; NULL: none */
+    sqlite3_bind_text(w->segments, 1, j->a, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(w->segments, 2, j->b, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(w->segments, 3, j->run);
+    return run_stmt(st, w->segments);
   case J_CLASS:
     for (int k = 0; store_class_columns[k]; k++) {
       bind_json(w->class_, k + 1, json_object_get(j->j, store_class_columns[k]));
@@ -377,8 +385,8 @@ static void *writer(void *arg) {
       {&w.session_end, "UPDATE sessions SET ended_at = ? WHERE id = ?"},
       {&w.run,
        "INSERT INTO runs (id, session_id, label, scene, seed, grains, engine_version, "
-       "params, started_at, class_id, group_name, sample_steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
-       "?, ?, ?, ?)"},
+       "params, started_at, class_id, group_name, sample_steps, reset_of, state_version) VALUES "
+       "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
       {&w.param, "INSERT OR REPLACE INTO run_params (run_id, name, value) VALUES (?, ?, ?)"},
       {&w.event,
        "INSERT INTO events (run_id, steps, t, at, kind, detail) VALUES (?, ?, ?, ?, ?, ?)"},
@@ -388,6 +396,11 @@ static void *writer(void *arg) {
                    "digest = ?, events_dropped = ?, samples_dropped = ? "
                    "WHERE id = ? AND ended_at IS NULL"},
       {&w.result, "INSERT OR REPLACE INTO run_results (run_id, name, value) VALUES (?, ?, ?)"},
+      /* a stretch closed (the last element replaced) and one opened (appended); the first alone */
+      {&w.segments, "UPDATE runs SET segments = CASE WHEN ?1 IS NULL THEN json_array(json(?2)) "
+                    "WHEN ?2 IS NULL THEN json_set(segments, '$[#-1]', json(?1)) ELSE "
+                    "json_insert(json_set(segments, '$[#-1]', json(?1)), '$[#]', json(?2)) END "
+                    "WHERE id = ?3"},
       /* a class row whole, its columns in store_class_columns' order; an update keeps the row
        * (runs refer to it) */
       {&w.class_,
@@ -551,8 +564,8 @@ void store_session_end(store *st, const char *id) {
 }
 
 void store_run_start(store *st, int64_t run, const char *session_id, const char *label,
-                     const grn_world_def *def, int grains, const char *class_id,
-                     const char *group) {
+                     const grn_world_def *def, int grains, const char *class_id, const char *group,
+                     int64_t reset_of) {
   job *j = new_job(J_RUN_START, run);
   if (!j) {
     return;
@@ -567,6 +580,9 @@ void store_run_start(store *st, int64_t run, const char *session_id, const char 
   if (class_id && group) {
     json_object_set_new(j->j, "class", json_string(class_id));
     json_object_set_new(j->j, "group", json_string(group));
+  }
+  if (reset_of > 0) {
+    json_object_set_new(j->j, "reset_of", json_integer(reset_of));
   }
   j->a = dup_or_null(session_id);
   j->b = dup_or_null(label);
@@ -588,6 +604,17 @@ void store_run_start(store *st, int64_t run, const char *session_id, const char 
   }
   pthread_mutex_unlock(&st->lock);
   push(st, j);
+}
+
+void store_run_segment(store *st, int64_t run, const json_t *closed, const json_t *opened) {
+  job *j = new_job(J_RUN_SEGMENTS, run);
+  if (j) {
+    /* as text now: the session goes on changing its open stretch */
+    const size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(17);
+    j->a = closed ? json_dumps(closed, flags) : NULL;
+    j->b = opened ? json_dumps(opened, flags) : NULL;
+    push(st, j);
+  }
 }
 
 void store_event(store *st, int64_t run, uint64_t steps, double t, const char *kind,

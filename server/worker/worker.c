@@ -91,6 +91,7 @@ static void send_status(const grn_world *w, bool fresh) {
   r.digest = digest;
   r.digest_steps = digest_steps;
   grn_world_measurements(w, &r.meas);
+  r.settle_left = grn_world_settle_left(w);
   r.frame_size = frame_size;
   r.chain_size = chain_size;
   frame_size = chain_size = 0;

@@ -8,8 +8,9 @@
 
 #include <stdint.h>
 
-/* 2: parameters are set by id; 3: the digest on demand; 4: snapshots; 5: every sample of a step */
-#define WORKER_PROTO_VERSION 5u
+/* 2: parameters are set by id; 3: the digest on demand; 4: snapshots; 5: every sample of a step;
+ * 6: the status says how long the grains may still settle */
+#define WORKER_PROTO_VERSION 6u
 #define WORKER_MAX_MESSAGE 65536
 /* The most steps one step command may ask for: a minute of simulated time. */
 #define WORKER_MAX_STEPS ((int)(60.0 / GRN_STEP_SECONDS + 0.5))
@@ -129,6 +130,7 @@ typedef struct worker_status {
   uint64_t digest_steps; /* = steps when the reply was asked for it (every command but a pacing
                             step or a frame); WORKER_NO_DIGEST before the first */
   grn_measurements meas;
+  double settle_left;  /* grn_world_settle_left: seconds of simulated time, at most */
   uint32_t frame_size; /* bytes of the frame just written to the shared memory (FRAME only) */
   uint32_t chain_size; /* bytes of the chains message after it, at frame_size rounded up to 8 */
 } worker_status;

@@ -76,8 +76,11 @@ try {
     joins.push(await api('POST', '/api/join', { code: klass.code, group, scene: i % 2 ? 'pour' : 'silo' }));
   }
   ok(`${GROUPS} groups joined`, joins.length === GROUPS);
-  // the silos' holes open once they have settled a little: every group's grains flow
-  await sleep(3000);
+  // the silos' holes open once every silo has settled (before, the engine refuses: 409 settling)
+  const deadline = Date.now() + 120000;
+  for (const j of joins.filter((g) => g.session.scene === 'silo')) {
+    while (Date.now() < deadline && (await api('GET', `/api/sessions/${j.session.id}`)).settling_left > 0) await sleep(250);
+  }
   const opened = await api('POST', `/api/classes/${klass.id}/push`, { action: { type: 'open_hole' } }, klass.teacher_token);
   ok('the teacher opens every silo at once', opened.applied.length === GROUPS / 2, `${opened.applied.length} applied, ${opened.refused.length} refused (the piles have no hole)`);
 

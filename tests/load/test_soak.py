@@ -338,6 +338,21 @@ def traffic_once():
                         {"type": "pour", "on": random.random() < 0.7}],
                "orbit": [{"type": "reset"}]}[s["scene"]]
         a = random.choice(act)
+        if a["type"] == "reset":
+            # a Reset ends the run ("reset") and starts a new one from it (under the world lock,
+            # as a switch)
+            with world:
+                if sid not in sessions:
+                    return
+                st, reply = counted("/api/sessions/{id}/actions", "POST",
+                                    "/api/sessions/%s/actions" % sid, a, s["token"],
+                                    tolerated=churn)
+                if st == 200:
+                    expected[s["run"]] = "reset"
+                    sessions[sid]["run"] = reply["run_id"]
+                    expected[reply["run_id"]] = "open"
+                    runs_scene[reply["run_id"]] = reply["scene"]
+            return
         # "pour on" once every grain is poured is refused (422 rejected), as it must be
         counted("/api/sessions/{id}/actions", "POST", "/api/sessions/%s/actions" % sid, a,
                 s["token"], tolerated=churn + ((422,) if a["type"] == "pour" else ()))

@@ -210,6 +210,10 @@ def main():
             {"locked": "yes"}, tt)
 
     # ---- lock, push, spotlight -----------------------------------------------------------
+    # a push waits for nobody: a group still settling refuses it (409 settling, test_daemon)
+    for j in (j1, j2, j3):
+        check(checks.wait_settled(D.port, j["session"]["id"], seconds=120 * MULT) is not None,
+              "%s's grains have settled" % j["session"]["scene"])
     sess1 = "/api/sessions/" + j1["session"]["id"]
     s, _ = req("PATCH", "/api/classes/" + cid, {"locked": True}, tt)
     check(s == 200, "the teacher locks the controls")
@@ -275,9 +279,17 @@ def main():
           "/api/runs?class= lists the class's runs with their groups", groups)
     s, text = req("GET", "/api/runs?class=%s&format=csv" % cid)
     rows = list(csv.reader(io.StringIO(text))) if isinstance(text, str) else []
+    stretches = sum(len(r["segments"]) for r in runs.get("runs", []))
     check(s == 200 and rows and rows[0][:3] == ["run", "class", "group"] and "param.mu" in rows[0]
-          and len(rows) == 4, "the class's CSV: a header and a row per run",
-          rows[0] if rows else text)
+          and len(rows) == 1 + stretches and stretches > 3,
+          "the class's CSV: a header and a row per stretch of constant parameters of each run "
+          "(the pushes made %d)" % stretches, rows[0] if rows else text)
+    # the pushed mu is in the rows after the push, the class default before it
+    col = rows[0].index("param.mu") if rows else 0
+    team1 = [r for r in rows[1:] if r[2] == "team 1"]
+    check([r[col] for r in team1][:3] == ["0.5", "0.8", "0.6"],
+          "team 1's rows give the mu in force in each stretch: its default, then the pushes",
+          [r[col] for r in team1])
     refused("a bad format: 400", 400, "bad_format", "GET", "/api/runs?class=%s&format=xml" % cid)
     s, none = req("GET", "/api/runs?class=" + other["id"])
     check(s == 200 and none["total"] == 0, "another class has no runs")

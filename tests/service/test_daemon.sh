@@ -306,6 +306,27 @@ req GET "$S" ""
 run0=$(field run_id)
 req POST "$S/scene" "$TA" '{"scene":"silo","params":{"quality":0,"hole":0.9}}'
 [ "$code" = 200 ] && [ "$(field scene)" = silo ] && [ "$(field run_id)" -gt "$run0" ] && ok "switch to silo starts a new run" || bad "switch: $code $body"
+# no experiment under the settle drag: refused with the seconds left, as long as the grains settle
+req POST "$S/actions" "$TA" '{"type":"open_hole"}'
+left=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"].get("seconds_left", 0))' <<<"$body" 2>/dev/null)
+if [ "$code" = 409 ] && [ "$(field error.code)" = settling ] && awk -v l="$left" 'BEGIN { exit !(l > 0 && l < 20) }'; then
+  ok "open_hole while the grains settle: 409 settling, at most $left s left"
+else
+  bad "open_hole while settling: $code $body"
+fi
+req PATCH "$S/params" "$TA" '{"hole":0.8}'
+[ "$code" = 409 ] && [ "$(field error.code)" = settling ] && ok "a parameter change while settling: 409 settling" || bad "hole while settling: $code $body"
+settled=""
+for _ in $(seq 300); do # the grains rest within a few seconds of simulated time
+  req GET "$S" ""
+  [ "$(field settling_left)" = 0.0 ] && settled=yes && break
+  sleep 0.1
+done
+[ -n "$settled" ] && ok "the silo settles (settling_left 0 at t = $(field t) s)" || bad "the silo never settled: $body"
+req PATCH "$S/params" "$TA" '{"hole":0.8}'
+[ "$code" = 200 ] && [ "$(field params.hole)" = 0.8 ] && ok "the hole changes live once settled" || bad "hole once settled: $code $body"
+req PATCH "$S/params" "$TA" '{"hole":1.5}'
+[ "$code" = 422 ] && grep -q "too wide for this silo" <<<"$body" && ok "a hole wider than the silo takes live: $(field error.message)" || bad "hole 1.5 live: $code $body"
 req POST "$S/actions" "$TA" '{"type":"open_hole"}'
 [ "$code" = 200 ] && ok "open_hole in the silo" || bad "open_hole: $code $body"
 

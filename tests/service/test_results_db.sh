@@ -132,9 +132,9 @@ PGPASSWORD=$PGPASS start_node n1 n1 --node n1 --results-db "$url"
 up() { [ "$(metric "$1" grainlab_results_db_up)" = 1 ]; }
 poll 20 up n0 && poll 20 up n1 && ok "both nodes reach the results database (grainlab_results_db_up 1)" ||
   bad "results db not up: n0 $(metric n0 grainlab_results_db_up) n1 $(metric n1 grainlab_results_db_up)"
-[ "$(psq 'SELECT max(version) FROM grainlab_schema')" = 1 ] &&
+[ "$(psq "SELECT string_agg(version::text, ',' ORDER BY version) FROM grainlab_schema")" = 1,2 ] &&
   [ "$(psq "SELECT string_agg(node, ',' ORDER BY node) FROM nodes")" = "n0,n1" ] &&
-  ok "the schema is applied once (version 1) and each node claimed its id" ||
+  ok "the schema is applied once (versions 1 and 2) and each node claimed its id" ||
   bad "schema: $(psq 'SELECT * FROM grainlab_schema') nodes: $(psq 'SELECT * FROM nodes')"
 
 # ---- runs on both nodes: public and private, two scenes, a class, three end reasons --------------
@@ -184,6 +184,27 @@ echo "$body" >"$tmp/all_n0"
 get n1 '/api/runs?limit=500' "$ADMIN"
 echo "$body" >"$tmp/all_n1"
 cmp -s "$tmp/all_n0" "$tmp/all_n1" && ok "n1 lists the very same runs, byte for byte" || bad "n0 and n1 differ: $(diff <(j 'd' <"$tmp/all_n0") <(j 'd' <"$tmp/all_n1") | head -c 600)"
+# each run's record of what happened ships whole: its stretches of parameters and the engine's
+# state version, as its node's own store has them
+sv=$(curl -s "${base[n0]}/api/scenes" | j 'd["engine"]["state_version"]')
+own=$(sqlite3 "$tmp/n0/grainlab.db" "SELECT segments FROM runs WHERE id = $RA")
+python3 - "$tmp/all_n0" "$sv" "$RA" "$own" <<'PY' >"$tmp/seg.err" 2>&1 && ok "the cluster's listing has every run's stretches and state version $sv, as its node recorded them" || bad "segments in the cluster's listing: $(tail -c 600 "$tmp/seg.err")"
+import json, sys
+runs, sv, ra, own = json.load(open(sys.argv[1]))["runs"], int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
+def same(a, b):  # the API writes 15 significant digits, the store 17
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return abs(a - b) <= 1e-13 * max(abs(a), abs(b), 1)
+    return a == b
+bad = [r["id"] for r in runs if not (r["state_version"] == sv and r["segments"]
+       and same(r["params_end"], r["segments"][-1]["params"]) and same(r["segments"][0]["params"], r["params"]))]
+assert not bad, bad
+mine = [r for r in runs if r["node"] == "n0" and r["id"] == ra][0]["segments"]
+assert same(mine, own), (mine, own)
+PY
 j 'sorted((r["node"], r["label"], r["end_reason"], r["class"] is not None) for r in d["runs"])' <"$tmp/all_n0" >"$tmp/summary"
 want="[('n0', 'lab', 'deleted', False), ('n0', 'lab', 'finished', False), ('n0', 'secret', 'deleted', False), ('n1', 'Physics · team 1', 'deleted', True), ('n1', 'grav', 'deleted', False), ('n1', 'lab', 'deleted', False)]"
 [ "$(cat "$tmp/summary")" = "$want" ] && ok "each run says its node, label, end reason and class" || bad "runs: $(cat "$tmp/summary"), want $want"

@@ -373,8 +373,66 @@ get "/api/runs?scene=cluster&label=models&sort=id"
 echo "$body" | j '[r["grains"] for r in d["runs"]]' | grep -qx '\[300, 300, 100\]' &&
   ok "the cluster's runs: 300 bodies, then 100 after the restart" || bad "cluster runs: ${body:0:600}"
 
+# ---- a silo's record of what happened (issue 30): the hole set live, changed while it drains, ---
+# ---- then a Reset: stretches of constant parameters, each with its own results; a new run ------
+create silo '{"quality":1}' "record"
+S=$sid
+ST=$token
+R1=$run
+patch() { curl -s -o "$tmp/patch" -w '%{http_code}' -X PATCH "$base/api/sessions/$S/params" -H "$(auth "$ST")" -H 'Content-Type: application/json' --data-binary "$1"; }
+act() { curl -s -o "$tmp/act" -w '%{http_code}' -X POST "$base/api/sessions/$S/actions" -H "$(auth "$ST")" -H 'Content-Type: application/json' --data-binary "$1"; }
+for _ in $(seq 300); do
+  [ "$(curl -s "$base/api/sessions/$S" | j 'd["settling_left"]')" = 0.0 ] && break
+  sleep 0.1
+done
+[ "$(patch '{"hole":0.8}')" = 200 ] && [ "$(act '{"type":"open_hole"}')" = 200 ] && ok "the silo settled: hole 0.8 set live, then opened" || bad "hole/open: $(cat "$tmp/patch" "$tmp/act")"
+sleep 4
+[ "$(patch '{"hole":1.0}')" = 200 ] && ok "the hole widened to 1.0 m while it drains" || bad "hole 1.0: $(cat "$tmp/patch")"
+sleep 2.5
+[ "$(act '{"type":"reset"}')" = 200 ] && ok "Reset" || bad "reset: $(cat "$tmp/act")"
+R2=$(curl -s "$base/api/sessions/$S" | j 'd["run_id"]')
+sleep 1
+curl -s -o /dev/null -X DELETE "$base/api/sessions/$S" -H "$(auth "$ST")"
+get "/api/runs/$R1"
+echo "$body" >"$tmp/r1"
+get "/api/runs/$R2"
+echo "$body" >"$tmp/r2"
+curl -s "$base/api/runs/$R1/samples?format=csv" >"$tmp/r1.csv"
+curl -s "$base/api/runs?label=record&format=csv" >"$tmp/record.csv"
+python3 - "$tmp" "$R1" "$R2" <<'PY' >"$tmp/record.out" 2>&1
+import csv, io, json, sys
+tmp, r1, r2 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+a, b = json.load(open(tmp + "/r1")), json.load(open(tmp + "/r2"))
+def say(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+segs = a["segments"]
+say(a["end_reason"] == "reset" and b["reset_of"] == r1 and b["segments"][0]["params"]["hole"] == 1.0,
+    "Reset ended run %d ('reset') and started run %d from it, with the hole in force (1.0)" % (r1, r2))
+say([s["params"]["hole"] for s in segs] == [0.9, 0.8, 1.0] and segs[1]["changed"] == {"hole": 0.8}
+    and segs[0]["from_steps"] == 0 and segs[0]["to_steps"] == segs[1]["from_steps"]
+    and segs[-1]["to_steps"] == a["end_steps"] and a["params"]["hole"] == 0.9 and a["params_end"]["hole"] == 1.0,
+    "run %d: three stretches, hole 0.9, 0.8, 1.0, end to end, start and end parameters" % r1)
+m1 = segs[1]["results"].get("mean_flow")
+m2 = segs[2]["results"].get("mean_flow")
+say(m1 is not None and m1 > 0 and m2 != m1,
+    "each stretch has its own mean flow, its window started again at the change (%s, %s kg/s)" % (m1, m2))
+say(segs[1]["results"]["beverloo"] < segs[2]["results"]["beverloo"],
+    "Beverloo's prediction follows the hole in force")
+rows = list(csv.DictReader(open(tmp + "/r1.csv", newline="")))
+holes = [(float(r["t"]), float(r["param.hole"])) for r in rows]
+ch = segs[1]["from_t"]
+say(all(h == (0.9 if t <= ch + 1e-9 else h) for t, h in holes) and {h for _, h in holes} == {0.9, 0.8, 1.0},
+    "the run's samples CSV gives the hole in force at every sample (%d rows)" % len(rows))
+rec = [r for r in csv.DictReader(open(tmp + "/record.csv", newline="")) if r["run"] == str(r1)]
+say([(r["segment"], r["param.hole"], r["changed"]) for r in rec] == [("1", "0.9", ""), ("2", "0.8", "hole=0.8"), ("3", "1", "hole=1")]
+    and rec[1]["result.mean_flow"] != "", "the runs CSV has a row per stretch, with what changed and its results")
+PY
+while read -r line; do case $line in ok*) ok "${line#ok   }" ;; *) bad "${line#FAIL }" ;; esac; done <"$tmp/record.out"
+replay_check "a run that ended in a Reset" "$R1"
+replay_check "the run a Reset started" "$R2"
+
 # ---- the file: schema version, WAL, STRICT tables, integrity -----------------------------------
-[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 9 ] && ok "schema version 9 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
+[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 10 ] && ok "schema version 10 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
 # samples hold one JSON object of measurements (schema/migrations/004), finite numbers only
 [ "$(sqlite3 "$db" "SELECT count(*) FROM samples WHERE NOT json_valid(measures) OR json_type(measures) != 'object'")" = 0 ] &&
   [ "$(sqlite3 "$db" "SELECT count(*) FROM samples s, json_each(s.measures) j WHERE j.type != 'real'")" = 0 ] &&
@@ -456,18 +514,24 @@ port3=$(sed -n 's/^listening http=\([0-9]*\).*/\1/p' "$tmp/out3")
 curl -s "http://127.0.0.1:$port3/api/runs/7/samples?format=csv" >"$tmp/old_csv"
 kill -TERM "$opid"
 wait "$opid"
-[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 9 ] &&
+[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 10 ] &&
+  [ "$(sqlite3 "$old/grainlab.db" 'SELECT quote(state_version), quote(segments), quote(reset_of) FROM runs WHERE id = 7')" = 'NULL|NULL|NULL' ] &&
+  [ "$(sqlite3 "$old/grainlab.db" "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'runs'")" = 2 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT sample_steps FROM runs WHERE id = 7')" = 60 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT end_reason FROM runs WHERE id = 7')" = stopped ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT measures FROM samples WHERE run_id = 7 ORDER BY steps')" = '{}
 {"angle":0.30000000000000004,"top":25.0,"over_max":-1.4999999999999999e-07,"alive":300.0}' ] &&
   [ "$(sqlite3 "$old/grainlab.db" "SELECT json_extract(measures, '$.angle') = 0.1 + 0.2 AND json_extract(measures, '$.over_max') = -1.5e-7 FROM samples WHERE steps = 60")" = 1 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'PRAGMA foreign_key_check' | wc -l)" = 0 ] &&
-  ok "a version-1 database migrates to 9: the run reads 'stopped', sampled every 60 steps, its samples stay, exactly, as JSON objects" ||
+  ok "a version-1 database migrates to 10: the run reads 'stopped', sampled every 60 steps, no state version or stretches recorded, the outbox's triggers on runs made again, its samples stay, exactly, as JSON objects" ||
   bad "migration 1 -> 5: $(sqlite3 "$old/grainlab.db" 'PRAGMA user_version; SELECT end_reason FROM runs; SELECT measures FROM samples') $(cat "$tmp/err3")"
 printf 't,steps,state,angle,top,cx,cz,over_max,flowing,alive\r\n0,0,filling,,,,,,,\r\n0.25,60,running,0.30000000000000004,25,,,-1.4999999999999999e-07,,300\r\n' >"$tmp/want_csv"
 cmp -s "$tmp/old_csv" "$tmp/want_csv" && ok "the migrated run's CSV: the same columns and numbers as before" ||
   bad "migrated CSV: $(cat -A "$tmp/old_csv")"
+# a run recorded before runs kept their engine's state version is not replayed, and says why
+"$cli" replay --db "$old/grainlab.db" --run 7 2>"$tmp/replay_err"
+[ $? = 2 ] && grep -q "recorded before runs kept their engine's state version" "$tmp/replay_err" &&
+  ok "replay of a run from before state versions: exit 2, '$(cat "$tmp/replay_err")'" || bad "replay of an old run: $(cat "$tmp/replay_err")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

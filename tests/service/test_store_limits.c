@@ -37,7 +37,7 @@ static void start_run(store *st, const char *session, int64_t run) {
   grn_world_def_default(&def, "pour", &e);
   store_session(st, session, "ABCDEF", "limits", false,
                 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "");
-  store_run_start(st, run, session, "limits", &def, grn_world_def_grains(&def), NULL, NULL);
+  store_run_start(st, run, session, "limits", &def, grn_world_def_grains(&def), NULL, NULL, 0);
 }
 
 static void sample(store *st, int64_t run, uint64_t k) {

@@ -3,6 +3,7 @@ of passes and failures for the exit status, and one HTTP request on loopback."""
 
 import http.client
 import json
+import time
 
 passed = 0
 failed = 0
@@ -39,3 +40,15 @@ def request(port, method, path, body=None, token=None, raw=None, ctype="applicat
         return r.status, json.loads(text), dict(r.getheaders())
     except ValueError:
         return r.status, text, dict(r.getheaders())
+
+
+def wait_settled(port, session_id, token=None, seconds=120):
+    """Waits (at most `seconds` of wall time) until the session's grains have settled: no
+    experiment may start before (409 settling). Returns the session, or None on time out."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        status, s, _ = request(port, "GET", "/api/sessions/" + session_id, token=token)
+        if status == 200 and s.get("settling_left", 0) == 0:
+            return s
+        time.sleep(0.1)
+    return None

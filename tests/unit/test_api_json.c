@@ -22,12 +22,14 @@ static void expected(api_engine_ctx ctx, int code, int *status, const char **wor
     *word = code == GRN_E_UNSUPPORTED ? "unsupported_action" : "out_of_range";
     return;
   case API_ON_WORKER_SET:
-    *status = code == GRN_E_UNSUPPORTED ? 409 : 422;
-    *word = code == GRN_E_UNSUPPORTED ? "needs_restart" : "rejected";
+    *status = code == GRN_E_UNSUPPORTED || code == GRN_E_SETTLING ? 409 : 422;
+    *word = code == GRN_E_UNSUPPORTED ? "needs_restart"
+            : code == GRN_E_SETTLING  ? "settling"
+                                      : "rejected";
     return;
   default:
-    *status = 422;
-    *word = "rejected";
+    *status = code == GRN_E_SETTLING ? 409 : 422;
+    *word = code == GRN_E_SETTLING ? "settling" : "rejected";
   }
 }
 
@@ -85,6 +87,17 @@ static void check_error_object(void) {
              "\"id\"}}");
   check_dump("numbers: 15 digits, reals stay reals", json_pack("[f, f, i]", 0.1, 0.0, 3),
              "[0.1,0.0,3]");
+  /* a refusal that lifts by itself says when (grains settling) */
+  const grn_error settling = {GRN_E_SETTLING, "open_hole", "the grains are still settling"};
+  api_engine_error(&e, API_ON_WORKER, &settling);
+  e.seconds_left = 2.5;
+  check_dump("a settling refusal", api_error_json(&e),
+             "{\"error\":{\"code\":\"settling\",\"message\":\"the grains are still "
+             "settling\",\"field\":\"open_hole\",\"seconds_left\":2.5}}");
+  api_engine_error(&e, API_ON_PARAM, &settling);
+  check_dump("any other refusal has no seconds_left", api_error_json(&e),
+             "{\"error\":{\"code\":\"out_of_range\",\"message\":\"the grains are still "
+             "settling\",\"field\":\"open_hole\"}}");
 }
 
 static void check_catalogue(void) {
@@ -165,7 +178,7 @@ static void check_catalogue(void) {
   text = api_dumps(json_array_get(json_object_get(j, "measurements"), GRN_M_FLOW));
   snprintf(name, sizeof name, "flow's description: %s", text ? text : "(null)");
   CHECK(name, text && strcmp(text, "{\"name\":\"flow\",\"unit\":\"kg/s\",\"label\":"
-                                   "\"discharge rate\"}") == 0);
+                                   "\"discharge rate\",\"window\":true}") == 0);
   free(text);
   CHECK("catalogue: every model with its particles",
         json_array_size(json_object_get(j, "models")) == 3 &&
@@ -230,7 +243,7 @@ static void check_parse_object(void) {
       "{\"a\":\"\\u0000\"}",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    api_error e = {0, "", "", ""};
+    api_error e = {0, "", "", "", 0.0};
     json_t *j = api_parse_object(bad[i], strlen(bad[i]), &e);
     snprintf(name, sizeof name, "body '%s' → 400 bad_json", bad[i]);
     check_refusal(name, j != NULL ? 0 : -1, &e, 400, "bad_json", "");
