@@ -1,10 +1,10 @@
 // A class's results, for the teacher's dashboard and the students' page alike: every group's
-// runs in one table (GET /api/runs?class=ID), the groups' live sessions as they run, one plot of
-// the chosen scene against its law (js/theory.js) drawn over the parameter's whole range, and
-// the class's CSV.
+// runs in one table (GET /api/runs?class=ID), a row per stretch of constant parameters as the
+// class's CSV has them, the groups' live sessions as they run, and one plot of the chosen scene
+// against its law (js/theory.js) drawn over the parameter's whole range, each point a row.
 import { fmt, showError } from './api.js';
 import { catalogueParam, describe, LawPlot, lawColumns, plottedScenes, xChoices } from './law_plot.js';
-import { figureParams, newHistory, readHistory, runFigure } from './run_history.js';
+import { newHistory, readHistory, rowFigure, runRows, windowed } from './run_history.js';
 import { EXPERIMENTS } from './theory.js';
 
 // A group's session while it runs (the class object names an ended one null; a session caught
@@ -23,14 +23,13 @@ export class ClassResults {
     this.root = root;
     this.runs = [];
     this.klass = null;
-    this.live = new Map(); // session id -> {run, sum, n, t}: a silo's mean flow so far
-    this.hist = new Map(); // run id -> what its events tell (see history())
+    this.hist = new Map(); // run id -> what its events tell (a slump's L0: js/run_history.js)
     const plotted = plottedScenes(this.scenes);
     root.innerHTML = `<div class="row"><label>plot <select class="cr-scene">${plotted.map((s) => `<option>${esc(s)}</option>`).join('')}</select></label>
       <select class="cr-x" style="display:none"></select>
       <button class="cr-csv">CSV of the class</button> <span class="cr-note"></span></div>
       <h3 class="cr-title"></h3><div class="plot cr-plot"></div>
-      <table><thead><tr><th>group</th><th>scene</th><th>run</th><th>parameters</th><th>result</th><th>end</th></tr></thead><tbody class="cr-rows"></tbody></table>`;
+      <table><thead><tr><th>group</th><th>scene</th><th>run</th><th>from, s</th><th>parameters in force</th><th>result</th><th>end</th></tr></thead><tbody class="cr-rows"></tbody></table>`;
     this.$ = (c) => root.querySelector(c);
     this.plot = new LawPlot(this.$('.cr-plot'));
     if (plotted.length === 0) this.$('.cr-plot').style.display = 'none';
@@ -52,7 +51,6 @@ export class ClassResults {
   // The latest class object (its groups' live sessions) and the class's runs afresh.
   async refresh(klass) {
     if (klass) this.klass = klass;
-    this.track();
     if (this.denied) { this.render(); return; }
     try {
       // pages of the most /api/runs gives at once (500), until the class's total
@@ -90,48 +88,33 @@ export class ClassResults {
     return (this.klass ? this.klass.groups : []).filter(liveSession).map((g) => ({ group: g.name, s: g.session }));
   }
 
-  // A live silo's mean flow over the samples seen while it flows (what its run's mean_flow
-  // will be), restarted with each new run.
-  track() {
-    for (const { s } of this.sessions()) {
-      let l = this.live.get(s.id);
-      if (!l || l.run !== s.run_id) { l = { run: s.run_id, sum: 0, n: 0, t: -1 }; this.live.set(s.id, l); }
-      const m = s.measurements || {};
-      if (m.state === 'flowing' && Number.isFinite(m.flow) && s.t !== l.t) { l.sum += m.flow; l.n++; l.t = s.t; }
-    }
-  }
-
-  // What each run's figure belongs to (js/run_history.js): read once per finished run, and for
-  // a live slump until its dam is pulled.
+  // What each run's figure needs from its record (js/run_history.js: a slump's L0): read once per
+  // finished run, and for a live slump until its dam is pulled.
   async history() {
     const live = new Set(this.sessions().map((g) => g.s.run_id));
     for (const r of this.runs) {
-      if (!r.end_reason && !(EXPERIMENTS[r.scene] && EXPERIMENTS[r.scene].built && live.has(r.id))) continue;
-      if (!this.hist.has(r.id)) this.hist.set(r.id, newHistory(r));
+      if (!r.end_reason && !live.has(r.id)) continue;
+      if (!this.hist.has(r.id)) this.hist.set(r.id, newHistory());
       const h = this.hist.get(r.id);
       try {
         await readHistory((path) => this.quiet(path), r, h);
       } catch (e) {
-        h.complete = true; // not readable (a private session's run): its start parameters stand
+        h.complete = true; // not readable (a private session's run): no L0
       }
     }
   }
 
-  // Table rows: every run (a running one with its session's live figures) and each live
-  // session whose run is not listed yet.
+  // Table rows: every stretch of constant parameters of every run (a running run's last one with
+  // its session's live figures), and each live session whose run is not listed yet.
   rows() {
     const bySession = new Map(this.sessions().map((g) => [g.s.run_id, g]));
-    const out = this.runs.map((r) => {
-      const g = !r.end_reason ? bySession.get(r.id) : null;
-      const h = this.hist.get(r.id), exp = EXPERIMENTS[r.scene];
-      // the parameters its figure belongs to: a slump's as its column was built when the dam
-      // was pulled; any other's as they are now (live) or were at its end
-      const params = exp && exp.built && h && h.start ? h.start.params : g ? g.s.params : figureParams(r, h);
-      return { run: r, group: r.group, scene: r.scene, params, live: g ? g.s : null };
-    });
+    const out = this.runs.flatMap((r) => runRows(r).map((row) => {
+      const g = !r.end_reason && row.last ? bySession.get(r.id) : null;
+      return { ...row, group: r.group, scene: r.scene, live: g ? g.s : null, params: g ? g.s.params : row.params };
+    }));
     const listed = new Set(this.runs.map((r) => r.id));
     for (const g of this.sessions()) {
-      if (!listed.has(g.s.run_id)) out.push({ run: null, group: g.group, scene: g.s.scene, params: g.s.params, live: g.s });
+      if (!listed.has(g.s.run_id)) out.push({ run: null, segment: null, last: true, group: g.group, scene: g.s.scene, params: g.s.params, results: {}, live: g.s });
     }
     return out;
   }
@@ -140,8 +123,8 @@ export class ClassResults {
     const exp = EXPERIMENTS[row.scene];
     if (!exp) return null;
     const h = row.run && this.hist.get(row.run.id);
-    if (row.live) return exp.liveY(row.live, { ...this.live.get(row.live.id), l0: h && h.l0 });
-    return runFigure(row.run, h);
+    if (row.live) return exp.liveY(row.live, { l0: h && h.l0 });
+    return rowFigure(row, h, windowed(this.catalogue, row.scene));
   }
 
   render() {
@@ -152,9 +135,12 @@ export class ClassResults {
       // the plotted parameters first, then those the group moved off the scene's default
       const shown = Object.entries(row.params || {}).filter(([k, v]) => (exp && (k === exp.x || (exp.alt && k === exp.alt.x))) || (param(row.scene, k) && param(row.scene, k).default !== v));
       const y = this.figure(row);
-      return `<tr${row.live ? ' class="live"' : ''}><td>${esc(row.group ?? '—')}</td><td>${esc(row.scene)}</td><td>${row.run ? row.run.id : row.live.run_id}</td>` +
-        `<td>${shown.map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ')}</td>` +
-        `<td>${exp ? `${esc(exp.yLabel)}: ${fmt(y)}` : ''}</td><td>${row.live ? 'live' : esc(row.run.end_reason || 'running')}</td></tr>`;
+      const from = row.segment ? fmt(row.from_t) : '';
+      const changed = row.changed && Object.keys(row.changed).length ? ` (${Object.keys(row.changed).map(esc).join(', ')} changed)` : '';
+      const end = row.live ? 'live' : row.last ? esc(row.run.end_reason || 'running') : '';
+      return `<tr${row.live ? ' class="live"' : ''}><td>${esc(row.group ?? '—')}</td><td>${esc(row.scene)}</td><td>${row.run ? row.run.id : row.live.run_id}${row.segment ? `/${row.segment}` : ''}</td>` +
+        `<td>${from}</td><td>${shown.map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ')}${changed}</td>` +
+        `<td>${exp && y !== null ? `${esc(exp.yLabel)}: ${fmt(y)}` : ''}</td><td>${end}</td></tr>`;
     }).join('');
     this.root.dataset.rows = rows.length;
     this.draw(rows);
@@ -164,7 +150,10 @@ export class ClassResults {
     const scene = this.scene();
     if (!EXPERIMENTS[scene]) return;
     const xName = this.$('.cr-x').value || EXPERIMENTS[scene].x;
-    const points = rows.filter((r) => r.scene === scene).map((r) => ({ x: r.params[xName], y: this.figure(r), live: !!r.live }));
+    const points = rows.filter((r) => r.scene === scene).map((r) => ({
+      x: r.params[xName], y: this.figure(r), live: !!r.live, results: r.live ? r.live.measurements : r.results,
+      ref: r.run ? (r.segment ? `${r.run.id}/${r.segment}` : `${r.run.id}`) : null,
+    }));
     const plot = lawColumns(this.catalogue, scene, xName, points);
     if (!plot) return;
     this.$('.cr-title').textContent = plot.title;

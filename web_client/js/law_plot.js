@@ -27,20 +27,23 @@ export function lawColumns(catalogue, scene, xName, points) {
   const alt = xName !== exp.x;
   const cols = plotColumns(exp, points, { min: p.min, max: p.max }, !alt);
   const xLabel = alt ? exp.alt.xLabel : exp.xLabel;
-  const curves = [cols.law && exp.lawLabel, cols.ref && exp.ref.label].filter(Boolean);
+  const lawLabel = exp.fitLabel && cols.c ? `${exp.lawLabel} (${exp.fitLabel(cols.c)})` : exp.lawLabel;
+  const curves = [cols.law && lawLabel, cols.ref && exp.ref.label].filter(Boolean);
   const title = `${scene}: ${exp.yLabel} against ${xLabel}` +
     (curves.length ? ` (${curves.length > 1 ? 'curves' : 'curve'}: ${curves.join('; ')})`
       : alt ? ' (no closed-form law: points only)' : ' (the curve needs a finished run)');
   return { exp, scene, xName, xLabel, alt, cols, title, range: { min: p.min, max: p.max } };
 }
 
-// What a test reads off the page: points plotted, curve x positions (the law's samples and the
-// sweep's rows), the sweep's rows drawn, and the x span of the law's curve.
+// What a test reads off the page: points plotted (and each one's x, y and its row: "run" or
+// "run/segment", as the CSV's columns say), curve x positions (the law's samples and the sweep's
+// rows), the sweep's rows drawn, and the x span of the law's curve.
 export function describe(el, plot) {
   const { cols } = plot;
   const lawXs = cols.law ? cols.data[0].filter((x, i) => cols.data[3][i] !== null) : [];
   Object.assign(el.dataset, {
     scene: plot.scene, x: plot.xName, points: cols.points,
+    plotted: JSON.stringify(cols.plotted.map((r) => [r.x, r.y, r.ref || null])),
     curve: cols.law ? cols.data[0].length - cols.points : 0,
     ref: cols.ref ? cols.data[4].filter((y) => y !== null).length : 0,
     lawFrom: lawXs.length ? lawXs[0] : '', lawTo: lawXs.length ? lawXs[lawXs.length - 1] : '',

@@ -1,10 +1,12 @@
-// The results page: stored runs with filters, each run's CSV, and one plot of a chosen scene's
-// finished runs against its law across the parameter's whole catalogue range (js/law_plot.js,
-// the class dashboard's plot: silo flow against Beverloo, piles against Coulomb and our own
-// sweep, the slump's runout against Lube et al., N-body drift against the leapfrog's fit).
+// The results page: stored runs with filters, a row per stretch of constant parameters of each
+// (what the CSV of GET /api/runs gives), each run's CSV and snapshot, and one plot of a chosen
+// scene's finished runs against its law across the parameter's whole catalogue range
+// (js/law_plot.js, the class dashboard's plot: silo flow against Beverloo, piles against Coulomb
+// and our own sweep, the slump's runout against Lube et al., N-body drift against the leapfrog's
+// fit), each point a row of the table.
 import { api, fmt } from './api.js';
 import { describe, LawPlot, lawColumns, plottedScenes, xChoices } from './law_plot.js';
-import { figureParams, newHistory, readHistory, runFigure } from './run_history.js';
+import { newHistory, readHistory, rowFigure, runRows, windowed } from './run_history.js';
 import { EXPERIMENTS } from './theory.js';
 import { runRef } from './node.js';
 
@@ -69,13 +71,16 @@ async function drawPlot() {
   const done = runs.filter((r) => r.end_reason);
   let unread = 0;
   await pool(done.filter((r) => !(hist.get(runRef(r)) || {}).complete), 6, async (r) => {
-    if (!hist.has(runRef(r))) hist.set(runRef(r), newHistory(r));
-    // a run gone since the list (or unreadable): plotted at its start parameters, and counted
+    if (!hist.has(runRef(r))) hist.set(runRef(r), newHistory());
+    // a run gone since the list (or unreadable): no L0 for its runout, and counted
     await readHistory(quiet, r, hist.get(runRef(r))).catch(() => { unread++; });
   });
   if (mine !== generation) return;
   const xName = $('plot-x').value || exp.x;
-  const points = done.map((r) => ({ x: figureParams(r, hist.get(runRef(r)))[xName], y: runFigure(r, hist.get(runRef(r))) }));
+  const win = windowed(catalogue, scene);
+  const points = done.flatMap((r) => runRows(r).map((row) => ({
+    x: row.params[xName], y: rowFigure(row, hist.get(runRef(r)), win), results: row.results, ref: rowRef(row),
+  })));
   const shown = lawColumns(catalogue, scene, xName, points);
   if (!shown) return;
   $('plot-title').textContent = shown.title;
@@ -89,8 +94,26 @@ async function drawPlot() {
     if (never) why.push(`${never} without ${exp.l0.action}`);
     if (early) why.push(`${early} without a sample before ${exp.l0.action} (L0 unknown)`);
   }
-  $('plot-note').textContent = `${shown.cols.points} of ${done.length} finished runs plotted` +
+  const what = win ? 'stretches of constant parameters of' : '';
+  $('plot-note').textContent = `${shown.cols.points} points from ${what ? `${what} ` : ''}${done.length} finished runs` +
+    (win ? '' : ' (each run\'s outcome, under the parameters it ended with)') +
     (why.length ? `; ${why.join(', ')}` : '') + (unread ? `; ${unread} runs' events unreadable` : '') + (total > runs.length ? `; the first ${runs.length} of ${total} runs read` : '');
+}
+
+// A row as the CSV names it: the run, and its stretch where the run kept them.
+const rowRef = (row) => (row.segment ? `${runRef(row.run)}/${row.segment}` : `${runRef(row.run)}`);
+
+const list = (o) => Object.entries(o || {}).map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ');
+
+// Why a run's end state cannot be rebuilt, in words; null when it can (replayed by the server).
+function notReplayable(r) {
+  if (!r.end_reason || r.end_reason === 'interrupted') return 'it has no recorded end (still running, or cut off by a crash)';
+  if (r.events_dropped > 0) return 'some of its events were not recorded';
+  if (r.state_version !== catalogue.engine.state_version) {
+    return r.state_version ? `it was recorded by an older engine (state version ${r.state_version}), which moved grains otherwise`
+      : 'it was recorded before runs kept their engine\'s version';
+  }
+  return null;
 }
 
 async function load() {
@@ -100,16 +123,22 @@ async function load() {
   const { runs, total } = await api('GET', '/api/runs?' + q);
   $('total').textContent = total;
   $('runs').innerHTML = runs.map((r) => {
-    const params = Object.entries(r.params).map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ');
-    const results = Object.entries(r.results).map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ');
-    return `<tr><td>${runRef(r)}</td><td>${esc(r.scene)}</td><td>${esc(r.label)}</td>` +
-      `<td>${params}</td><td>${results}</td><td>${esc(r.end_reason || 'running')}</td>` +
-      `<td><a class="csv" href="/api/runs/${runRef(r)}/samples?format=csv" download>CSV</a>` +
-      // the final state, replayed by the server (seconds for a minute of a silo), for Python or ParaView
-      (r.end_reason && r.end_reason !== 'interrupted'
-        ? ` · snapshot <a class="snap-csv" href="/api/runs/${runRef(r)}/snapshot?format=csv" download>CSV</a>` +
-          ` <a class="snap-vtk" href="/api/runs/${runRef(r)}/snapshot?format=vtk" download>VTK</a>`
-        : '') + '</td></tr>';
+    const rows = runRows(r);
+    const cant = notReplayable(r);
+    // the final state, replayed by the server (seconds for a minute of a silo), for Python or ParaView
+    const files = `<a class="csv" href="/api/runs/${runRef(r)}/samples?format=csv" download>CSV</a>` +
+      (cant ? ` · <span class="no-snapshot" title="no snapshot: ${esc(cant)}">no snapshot: ${esc(cant)}</span>`
+        : ` · snapshot <a class="snap-csv" href="/api/runs/${runRef(r)}/snapshot?format=csv" download>CSV</a>` +
+          ` <a class="snap-vtk" href="/api/runs/${runRef(r)}/snapshot?format=vtk" download>VTK</a>`);
+    const end = esc(r.end_reason || 'running') + (r.end_reason === 'reset' ? ' (a new run started)' : '') +
+      (r.reset_of ? ` · after a reset of ${esc(r.reset_of)}` : '');
+    return rows.map((row, k) => {
+      const span = row.segment ? `t ${fmt(row.from_t)}–${row.to_t === null || row.to_t === undefined ? 'now' : fmt(row.to_t)} s` : '';
+      const changed = Object.keys(row.changed).length ? ` <b>${list(row.changed)}</b> changed` : '';
+      return `<tr data-run="${runRef(r)}" data-row="${rowRef(row)}"><td>${k === 0 ? runRef(r) : ''}${row.segment ? ` <small>${span}</small>` : ''}</td>` +
+        `<td>${esc(r.scene)}</td><td>${esc(r.label)}</td><td>${list(row.params)}${changed}</td>` +
+        `<td>${list(row.results)}</td><td>${k === rows.length - 1 ? end : ''}</td><td>${k === 0 ? files : ''}</td></tr>`;
+    }).join('');
   }).join('');
   // the plot follows the scene filter; else, until picked by hand, the scene with most runs here
   const box = $('plot-scene'), options = [...box.options].map((o) => o.value);

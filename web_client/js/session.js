@@ -291,12 +291,25 @@ function snapshotButtons() {
   $('snap-vtk').onclick = () => take('vtk');
 }
 
+// While the grains settle no experiment may start (the server refuses with 409 settling): the
+// scene's actions and parameters wait, disabled, under a countdown of the seconds left at most
+// (simulated seconds: at the session's speed and pace). Pause, resume, reset and speed stay.
+function showSettling() {
+  const left = session.settling_left > 0 ? Math.ceil(session.settling_left) : 0;
+  const box = $('settling');
+  box.hidden = left === 0;
+  box.textContent = left ? `The grains are settling into place: the experiment can start in at most ${left} s.` : '';
+  document.body.dataset.settling = left;
+  for (const el of document.querySelectorAll('#actions button, #actions input, #params input')) el.disabled = left > 0;
+}
+
 async function refresh() {
   try {
     session = await api('GET', `/api/sessions/${id}`, undefined, token);
   } catch (e) {
     return;
   }
+  showSettling();
   $('viewers').textContent = session.viewers;
   $('state').textContent = `${session.state} · rt ${fmt(session.rt_factor, 2)}`;
   if (controlToken) {
@@ -328,6 +341,7 @@ async function start() {
   view.setModel(scene.model);
   setupPlots();
   if (controlToken) { paramControls(); actionButtons(actionInfo); runControls(); }
+  showSettling();
   snapshotButtons();
   link = await connect(session.id, {
     onOpen() { if (token) link.send({ type: 'auth', token }); }, // a private session shows nothing before
@@ -340,7 +354,12 @@ async function start() {
       document.body.dataset.frames = frames;
     },
     onText(msg) {
-      if (msg.type === 'measurements') { showMeasurements(msg.values, msg.state); addSample(msg); }
+      if (msg.type === 'measurements') {
+        showMeasurements(msg.values, msg.state);
+        addSample(msg);
+        // settled since the last look: the controls need not wait for the next refresh
+        if (msg.state !== 'settling' && session.settling_left > 0) refresh();
+      }
       if (msg.type === 'event') {
         plotEvent(msg);
         if (msg.event === 'jam') message('The silo has jammed: an arch of grains blocks the hole.');

@@ -3,20 +3,29 @@
 // them against known values in node.
 import { REPOSE_SWEEP } from './repose_table.js';
 
-// The engine's constants for Beverloo's law, as ../shared/spec/engine.md §1 gives them (the
-// engine's own `beverloo` measurement uses the same: 805.04 kg/s through a 0.9 m hole).
+// The engine's constants for Beverloo's law, as ../shared/spec/engine.md §1 gives them. The
+// bulk density is the silo's own, measured by the engine before its hole first opens (its
+// `bulk_density`, ~0.68·RHO for these grains); the spec's 0.6·RHO stands in where none is known.
 export const G = 9.8; // m/s²
 export const D0 = 0.2; // m, mean grain diameter
 export const RHO = 2650; // kg/m³, grain density
-export const RHO_B = 0.6 * RHO; // kg/m³, bulk density
+export const RHO_B = 0.6 * RHO; // kg/m³, the spec's bulk density
 export const BEVERLOO_C = 0.58;
 export const BEVERLOO_K = 1.5;
 
-// Silo discharge through a hole of diameter d (m), kg/s: W = C·ρb·√g·(D − k·d0)^(5/2) for
-// D > k·d0, else 0 (spec §3, "Beverloo").
-export function beverloo(d) {
+// Silo discharge through a hole of diameter d (m) for bulk density rhoB (kg/m³), kg/s:
+// W = C·ρb·√g·(D − k·d0)^(5/2) for D > k·d0, else 0 (spec §3, "Beverloo").
+export function beverloo(d, rhoB = RHO_B) {
   const e = d - BEVERLOO_K * D0;
-  return e > 0 ? BEVERLOO_C * RHO_B * Math.sqrt(G) * e ** 2.5 : 0;
+  return e > 0 ? BEVERLOO_C * rhoB * Math.sqrt(G) * e ** 2.5 : 0;
+}
+
+// The bulk density the silos were measured at: the mean of the finished ones' (a class's silos
+// differ by well under 1 %), or of the live ones' while none has finished; null when none says.
+export function bulkDensity(rows) {
+  const of = (rs) => rs.map((r) => r.results && r.results.bulk_density).filter((v) => Number.isFinite(v) && v > 0);
+  const done = of(rows.filter((r) => !r.live)), ds = done.length ? done : of(rows);
+  return ds.length ? ds.reduce((a, b) => a + b, 0) / ds.length : null;
 }
 
 // Angle of repose (degrees) for a sliding friction mu: Coulomb's sliding-block limit tan θ = μ
@@ -80,13 +89,16 @@ export function sample(f, x0, x1, n = 120, log = false) {
   return [xs, ys];
 }
 
-// What a class plots per scene (scenes not named here get the table only): x (a parameter of the run), y (from the run's results, or from
-// a live session's measurements), the law, the axes' labels, and `key`: the measurement a
-// dashboard tile shows for the scene. `runY(run)` and `liveY(session,
-// live)` return null where the figure is not there yet. Parameter ranges for the curve come from
-// the catalogue (GET /api/scenes), never from here.
+// What a class plots per scene (scenes not named here get the table only): x (a parameter in
+// force), y (from a stretch's results, or from a live session's measurements), `measure`: the
+// measurement y comes from (the catalogue says whether it is a figure over a window, which each
+// stretch of a run has of its own, or the state, which only the run's last stretch shows as its
+// outcome), the law, the axes' labels, and `key`: the measurement a dashboard tile shows for the
+// scene. `runY(row)` (a stretch: {results}) and `liveY(session, live)` return null where the
+// figure is not there yet. Parameter ranges for the curve come from the catalogue (GET
+// /api/scenes), never from here.
 const pile = {
-  key: 'angle', x: 'mu', xLabel: 'sliding friction mu', yLabel: 'angle of repose, °',
+  key: 'angle', measure: 'angle', x: 'mu', xLabel: 'sliding friction mu', yLabel: 'angle of repose, °',
   runY: (r) => num(r.results && r.results.angle),
   liveY: (s) => num(s.measurements && s.measurements.angle),
   law: reposeCoulomb, lawLabel: 'Coulomb: tan θ = mu',
@@ -96,18 +108,19 @@ const pile = {
 };
 export const EXPERIMENTS = {
   silo: {
-    key: 'flow', x: 'hole', xLabel: 'hole diameter, m', yLabel: 'mean flow, kg/s',
+    key: 'flow', measure: 'mean_flow', x: 'hole', xLabel: 'hole diameter, m', yLabel: 'mean flow, kg/s',
+    // the engine's mean of the steady flow since the hole opened or anything changed
     runY: (r) => num(r.results && r.results.mean_flow),
-    // a live silo: the mean of the flows seen while it flows, as the run's mean_flow will be
-    liveY: (s, live) => (live && live.n > 0 ? live.sum / live.n : null),
-    law: beverloo, lawLabel: 'Beverloo',
+    liveY: (s) => num(s.measurements && s.measurements.mean_flow),
+    // Beverloo for the silos' measured bulk density
+    fit: bulkDensity, law: beverloo,
+    lawLabel: 'Beverloo', fitLabel: (rho) => `ρb = ${Math.round(rho)} kg/m³, measured`,
   },
   pour: pile, wet: pile, chains: pile,
   slump: {
-    key: 'front', x: 'aspect', xLabel: 'aspect ratio H0/L0', yLabel: 'runout (L∞ − L0)/L0',
-    // the column's length L0: its front just before the dam was pulled; the column's aspect is
-    // the one it was built with (start or reset), not a later change (`built`)
-    built: true,
+    key: 'front', measure: 'front', x: 'aspect', xLabel: 'aspect ratio H0/L0', yLabel: 'runout (L∞ − L0)/L0',
+    // the column's length L0: its front just before the dam was pulled; its aspect is fixed when
+    // the column is built (a restart parameter)
     // L0: this measurement at the last sample no later than this action (js/run_history.js)
     l0: { action: 'pull_dam', measure: 'front' },
     runY: (r, l0) => (num(r.results && r.results.front) !== null && l0 > 0 ? r.results.front / l0 - 1 : null),
@@ -117,10 +130,11 @@ export const EXPERIMENTS = {
   },
 };
 const nbody = {
-  key: 'energy_drift', x: 'eps', xLabel: 'softening eps', yLabel: '|energy drift|', log: true,
+  key: 'energy_drift', measure: 'energy_drift', x: 'eps', xLabel: 'softening eps', yLabel: '|energy drift|', log: true,
   runY: (r) => absOrNull(r.results && r.results.energy_drift),
   liveY: (s) => absOrNull(s.measurements && s.measurements.energy_drift),
-  fit: fitLeapfrog, law: leapfrogDrift, lawLabel: 'leapfrog ∝ eps⁻³ (fitted)',
+  // a fitted law needs finished runs to fit
+  fit: (rows) => fitLeapfrog(rows.filter((r) => !r.live).map((r) => [r.x, r.y])), law: leapfrogDrift, lawLabel: 'leapfrog ∝ eps⁻³ (fitted)',
 };
 EXPERIMENTS.orbit = EXPERIMENTS.softening = EXPERIMENTS.cluster = nbody;
 
@@ -132,18 +146,20 @@ function absOrNull(v) {
   return n === null || n === 0 ? null : Math.abs(n);
 }
 
-// uPlot's columns for one plot of a class: rows [{x, y, live}] (finished runs and live
-// sessions), the x range of the parameter (the catalogue's min and max), and the law drawn over
-// the whole range (also at every row's x, so the curve passes under each point); with the law,
-// an experiment's `ref` (our own sweep) as a second curve, given at its rows. Returns {data: [xs,
-// runs' ys, live ys, law ys, ref ys (only with a ref)], law: bool, ref: bool, c: fitted prefactor
-// or undefined, points: rows plotted}.
+// uPlot's columns for one plot of a class: rows [{x, y, live, results}] (finished stretches of
+// runs and live sessions), the x range of the parameter (the catalogue's min and max), and the
+// law drawn over the whole range (also at every row's x, so the curve passes under each point);
+// with the law, an experiment's `ref` (our own sweep) as a second curve, given at its rows.
+// Returns {data: [xs, runs' ys, live ys, law ys, ref ys (only with a ref)], law: bool, ref: bool,
+// c: the law's fitted or measured constant or undefined, points: rows plotted}.
 export function plotColumns(exp, rows, range, withLaw = true) {
   const pts = rows.filter((r) => Number.isFinite(r.x) && Number.isFinite(r.y) && (!exp.log || (r.x > 0 && r.y > 0)));
   let law = withLaw ? exp.law : null, c;
   if (law && exp.fit) {
-    c = exp.fit(pts.filter((r) => !r.live).map((r) => [r.x, r.y]));
-    law = c ? ((x) => exp.law(x, c)) : null; // a fitted law needs a finished run to fit
+    // fitted to the rows (the leapfrog's prefactor, to finished runs), or measured by them (a
+    // silo's bulk density, by any that knows it)
+    c = exp.fit(rows);
+    law = c ? ((x) => exp.law(x, c)) : null;
   }
   const ref = withLaw && exp.ref ? exp.ref : null;
   let x0 = range.min, x1 = range.max;
@@ -168,5 +184,5 @@ export function plotColumns(exp, rows, range, withLaw = true) {
   const data = [xs, finished, current, law ? curve((x) => law(x)) : xs.map(() => null)];
   // the sweep at its own rows only: uPlot joins them with straight lines (as reposeSweep does)
   if (ref) data.push(curve((x, i) => (ref.xs.includes(x) && xs[i - 1] !== x ? ref.f(x) : null)));
-  return { data, law: !!law, ref: !!ref, c, points: pts.length };
+  return { data, law: !!law, ref: !!ref, c, points: pts.length, plotted: pts };
 }
