@@ -292,15 +292,17 @@ function snapshotButtons() {
 }
 
 // While the grains settle no experiment may start (the server refuses with 409 settling): the
-// scene's actions and parameters wait, disabled, under a countdown of the seconds left at most
-// (simulated seconds: at the session's speed and pace). Pause, resume, reset and speed stay.
+// scene's actions and live parameters wait, disabled, under a countdown of the seconds left at
+// most (simulated seconds: at the session's speed and pace). Pause, resume, reset, speed and the
+// parameters that restart the scene stay.
 function showSettling() {
   const left = session.settling_left > 0 ? Math.ceil(session.settling_left) : 0;
   const box = $('settling');
   box.hidden = left === 0;
   box.textContent = left ? `The grains are settling into place: the experiment can start in at most ${left} s.` : '';
   document.body.dataset.settling = left;
-  for (const el of document.querySelectorAll('#actions button, #actions input, #params input')) el.disabled = left > 0;
+  const live = scene.params.filter((p) => !p.restart).map((p) => `#p-${p.name}`);
+  for (const el of document.querySelectorAll(['#actions button', '#actions input', ...live].join(', '))) el.disabled = left > 0;
 }
 
 async function refresh() {
