@@ -46,9 +46,8 @@ int sess__act(session *s, const grn_action *a, sess_error *err) {
   if (a->kind == GRN_A_RESET) {
     return sess__reset(s, err);
   }
-  /* reset rebuilds the scene: as much work as a few hundred steps */
   worker_result r;
-  const int timeout = sess__timeout_for(s, a->kind == GRN_A_RESET ? 600 : 0);
+  const int timeout = sess__timeout_for(s, 0);
   pthread_mutex_unlock(&s->lock);
   const int type = worker_call_act(&s->wc, a, timeout, &r);
   pthread_mutex_lock(&s->lock);

@@ -470,7 +470,25 @@ static void settle_one(const char *scene, const char *params, const char *start,
   grn_world_destroy(w);
 }
 
+/* A silo opened the very step its grains are found at rest, before a sample could measure the
+ * packing, still knows its bulk density and Beverloo's flow for it. */
+static void opened_at_rest(void) {
+  grn_world *w = build("silo", "quality=0", 1);
+  while (grn_world_settle_left(w) > 0.0) {
+    grn_world_step(w, 1);
+  }
+  act_or_exit(w, "open_hole");
+  grn_world_step(w, 60);
+  grn_measurements m;
+  grn_world_measurements(w, &m);
+  CHECK_RANGE("silo opened as it came to rest: its bulk density, kg/m³",
+              m.value[GRN_M_BULK_DENSITY], 0.55 * 2650.0, 0.74 * 2650.0);
+  CHECK("... and Beverloo's flow for it", isfinite(m.value[GRN_M_BEVERLOO]));
+  grn_world_destroy(w);
+}
+
 static void settling(void) {
+  opened_at_rest();
   settle_one("silo", "", "open_hole", false);
   settle_one("tilt", "", "tilt:20", false);
   settle_one("drum", "", "tool:0,1,0", true);

@@ -103,29 +103,24 @@ static int silo_setup(grn_world *w) {
   return GRN_OK;
 }
 
-static void silo_measure(grn_world *w) {
-  double *m = w->meas.value;
+/* The mass of the grains above the plate, and whether any stands over the middle of the hole
+ * (only an arch across it can hold one there). */
+static double mass_above(const grn_world *w, bool *over_hole) {
   double mass = 0.0;
-  /* grains standing over the middle of the hole: only an arch across it can hold them */
   const double mid = 0.5 * w->geom.hole_r;
-  bool over_hole = false;
+  *over_hole = false;
   for (int i = 0; i < w->n; i++) {
     if ((w->flags[i] & GRN_F_ALIVE) && w->pos[i].y > w->geom.plate_y - 0.1) {
       mass += 1.0 / w->inv_m[i];
       const grn_vec3 p = w->pos[i];
-      over_hole = over_hole || (p.y > w->geom.plate_y && p.x * p.x + p.z * p.z < mid * mid);
+      *over_hole = *over_hole || (p.y > w->geom.plate_y && p.x * p.x + p.z * p.z < mid * mid);
     }
   }
-  m[GRN_M_MASS_ABOVE] = mass;
-  /* flow: the drop of that mass over the last 2 s (less right after opening) */
-  st(w)->above_log[st(w)->log_n % LOG] = mass;
-  st(w)->log_n++;
-  const double old =
-      st(w)->log_n >= LOG ? st(w)->above_log[st(w)->log_n % LOG] : st(w)->above_log[0];
-  const double span = ((st(w)->log_n < LOG ? st(w)->log_n : LOG) - 1) * 0.25;
-  const bool open = !w->geom.plugged && st(w)->opened >= 0.0;
-  m[GRN_M_FLOW] = open && span > 0.0 ? fmax(0.0, old - mass) / span : 0.0;
-  /* fill: mean surface height above the plate inside 0.8·R */
+  return mass;
+}
+
+/* The fill: the mean surface height above the plate inside 0.8·R (the height map made anew). */
+static double fill_of(grn_world *w) {
   grn__surface(w, w->geom.plate_y, w->geom.plate_y);
   const double r08 = 0.8 * w->geom.silo_r, cs = GRN_CELL_MAP;
   double sum = 0.0;
@@ -139,13 +134,34 @@ static void silo_measure(grn_world *w) {
       }
     }
   }
-  m[GRN_M_FILL] = c ? sum / c : 0.0;
-  /* bulk density: the mass over the cylinder's volume up to the fill, of the settled packing (the
-   * lattice still falls while it settles), until the hole first opens (a drained surface has a
-   * crater) */
-  if (!st(w)->ever_opened && w->t >= w->settled && m[GRN_M_FILL] > 0.0) {
-    st(w)->rho_b = mass / (GRN_PI * w->geom.silo_r * w->geom.silo_r * m[GRN_M_FILL]);
+  return c ? sum / c : 0.0;
+}
+
+/* The bulk density: the mass over the cylinder's volume up to the fill, of the settled packing
+ * (the lattice still falls while it settles), until the hole first opens (a drained surface has a
+ * crater); taken at the opening itself too, where no sample came between the grains' rest and it.
+ */
+static void take_density(grn_world *w, double mass, double fill) {
+  if (!st(w)->ever_opened && w->t >= w->settled && fill > 0.0) {
+    st(w)->rho_b = mass / (GRN_PI * w->geom.silo_r * w->geom.silo_r * fill);
   }
+}
+
+static void silo_measure(grn_world *w) {
+  double *m = w->meas.value;
+  bool over_hole;
+  const double mass = mass_above(w, &over_hole);
+  m[GRN_M_MASS_ABOVE] = mass;
+  /* flow: the drop of that mass over the last 2 s (less right after opening) */
+  st(w)->above_log[st(w)->log_n % LOG] = mass;
+  st(w)->log_n++;
+  const double old =
+      st(w)->log_n >= LOG ? st(w)->above_log[st(w)->log_n % LOG] : st(w)->above_log[0];
+  const double span = ((st(w)->log_n < LOG ? st(w)->log_n : LOG) - 1) * 0.25;
+  const bool open = !w->geom.plugged && st(w)->opened >= 0.0;
+  m[GRN_M_FLOW] = open && span > 0.0 ? fmax(0.0, old - mass) / span : 0.0;
+  m[GRN_M_FILL] = fill_of(w);
+  take_density(w, mass, m[GRN_M_FILL]);
   m[GRN_M_BULK_DENSITY] = st(w)->rho_b > 0.0 ? st(w)->rho_b : NAN;
   m[GRN_M_BEVERLOO] = st(w)->rho_b > 0.0 ? beverloo(w->param[GRN_P_HOLE], st(w)->rho_b) : NAN;
   if (open && w->t >= st(w)->opened + STEADY_AFTER - 0.5 * GRN_H &&
@@ -178,6 +194,11 @@ static int silo_act(grn_world *w, const grn_action *a, grn_error *err) {
   case GRN_A_OPEN_HOLE:
     if (!w->geom.plugged) {
       return grn__fail(err, GRN_E_INVALID, "open_hole", "the hole is open already");
+    }
+    if (!st(w)->ever_opened) {
+      bool over_hole;
+      const double mass = mass_above(w, &over_hole);
+      take_density(w, mass, fill_of(w));
     }
     w->geom.plugged = false;
     st(w)->ever_opened = true;
