@@ -215,6 +215,13 @@ try {
   const vtkText = readFileSync(await vtk.path(), 'utf8');
   ok('the run with a Reset in its session downloads its final state as VTK',
      vtkText.startsWith('# vtk DataFile Version 3.0') && /^POINTS \d+ double$/m.test(vtkText), `${vtk.suggestedFilename()}`);
+  // the results page's table and its CSV: a row per stretch, the same rows
+  const [runsCsv] = await Promise.all([results.waitForEvent('download'), results.click('#runs-csv')]);
+  const csvRows = readFileSync(await runsCsv.path(), 'utf8').trim().split('\r\n').slice(1)
+    .map((l) => l.split(',')).map((c) => (c[head.indexOf('segment')] ? `${c[0]}/${c[head.indexOf('segment')]}` : c[0]));
+  const tableRows = await results.$$eval('#runs tr[data-row]', (rs) => rs.map((r) => r.dataset.row));
+  ok('the results page lists the rows its CSV gives, one per stretch', csvRows.length > 0 && csvRows.join() === tableRows.join(),
+     `table ${tableRows.join(' ')} | CSV ${csvRows.join(' ')}`);
   await results.screenshot({ path: join(shots, 'class-results-page.png'), fullPage: true });
   ok('no script errors on the class pages', errors.length === 0, errors.join('; '));
 } catch (e) {

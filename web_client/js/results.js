@@ -122,6 +122,10 @@ async function load() {
   if ($('sort').value) q.set('sort', $('sort').value);
   const { runs, total } = await api('GET', '/api/runs?' + q);
   $('total').textContent = total;
+  // the table's rows as the CSV gives them: a row per stretch of constant parameters
+  const csv = new URLSearchParams(q);
+  csv.set('format', 'csv');
+  $('runs-csv').href = '/api/runs?' + csv;
   $('runs').innerHTML = runs.map((r) => {
     const rows = runRows(r);
     const cant = notReplayable(r);
