@@ -6,7 +6,8 @@
 #   bash scripts/cluster.sh node n1    # (re)start one node, with the flags start gave it
 # Settings (environment): CLUSTER_DIR (./cluster), NODES (3), ORIGIN_PORT (8000), BASE_PORT
 # (8100: node k listens on BASE_PORT+2k for HTTP and +1 for websockets), PG_PORT (5433), BUILD
-# (build), NODE_FLAGS (more grainlabd flags for every node).
+# (build), NODE_FLAGS (more grainlabd flags for every node). Every node takes the teacher token
+# in $CLUSTER_DIR/teacher.token (made on the first start), and start prints the /teach link.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir=$(realpath -m "${CLUSTER_DIR:-./cluster}")
@@ -51,6 +52,14 @@ start_postgres() {
     die "PostgreSQL did not start: $(tail -3 "$dir/pg/log")"
 }
 
+# one teacher token for every node: a class is made on whichever node has room
+teacher_token() {
+  if [ ! -s "$dir/teacher.token" ]; then
+    (umask 077 && od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$dir/teacher.token")
+  fi
+  cat "$dir/teacher.token"
+}
+
 start_node() {
   local n=$1 peers="" m
   for m in $(names); do peers+="${peers:+,}http://127.0.0.1:$(http_port "$m")"; done
@@ -61,6 +70,7 @@ start_node() {
     --http-port "$(http_port "$n")" --ws-port "$(ws_port "$n")" --ws-public-port 0 \
     --peers "$peers" --results-db "postgresql://grainlab@127.0.0.1:$pgport/postgres" \
     --data-dir "$dir/$n" --static-dir "$root/web_client" --trusted-proxies 127.0.0.1 \
+    --teacher-token-file "$dir/teacher.token" \
     ${NODE_FLAGS:-} >"$dir/$n.out" 2>>"$dir/$n.log" &
   echo $! >"$dir/$n.pid"
   for _ in $(seq 400); do
@@ -104,10 +114,12 @@ case "${1:-}" in
 start)
   [ -x "$build/grainlabd" ] || die "no $build/grainlabd (bash scripts/build.sh)"
   mkdir -p "$dir"
+  token=$(teacher_token)
   start_postgres
   for n in $(names); do start_node "$n"; done
   start_nginx
   echo "grainlab cluster: http://127.0.0.1:$origin/ ($nodes nodes, PostgreSQL on 127.0.0.1:$pgport, files in $dir)"
+  echo "teacher: http://127.0.0.1:$origin/teach#token=$token"
   ;;
 node)
   [[ ${2:-} =~ ^n[0-9]+$ ]] && [ "${2#n}" -lt "$nodes" ] || die "node: one of $(names | tr '\n' ' ')"

@@ -2,6 +2,7 @@
  * and the web client, and prints "listening http=PORT ws=PORT" once it accepts connections. */
 #define _GNU_SOURCE
 #include "allow.h"
+#include "classroom.h"
 #include "http.h"
 #include "log.h"
 
@@ -33,6 +34,7 @@ typedef struct config {
   long ws_public_port; /* what browsers connect to: -1 the ws port, 0 the page's own origin */
   long max_per_client, create_rate, guess_rate, max_connections, per_ip, http_timeout, ws_ping;
   long idle_seconds;
+  long teacher_link, classroom;
   double step_budget;
   char allowed_hosts[TEXT_MAX], allowed_origins[TEXT_MAX], trusted_proxies[TEXT_MAX];
   char peers[TEXT_MAX];
@@ -89,7 +91,16 @@ static const setting settings[] = {
      "(16+ characters; for public deployments)"},
     {"teacher-token-file", "FILE", SET_PATH, 0, 0, "", AT(teacher_token_file),
      "when set, this token (16+ characters) creates classes, as the admin token does; empty: "
-     "only the admin creates classes"},
+     "see teacher-link"},
+    {"teacher-link", "0|1", SET_LONG, 0, 1, "1", AT(teacher_link),
+     "1: with no teacher-token-file and no admin-token-file, the teacher token is the one in "
+     "DATA_DIR/teacher.token, made on first start and kept, and a link to /teach carrying it is "
+     "printed; 0: only those files' tokens create classes"},
+    {"classroom", "0|1", SET_LONG, 0, 1, "0", AT(classroom),
+     "1: serve a class on this machine's network: bind 0.0.0.0, allowed-hosts this machine's "
+     "addresses and name, and per-address limits for a class behind one address (sessions 64, "
+     "creations 120 a minute, guesses 120, connections 512); settings given stand; the address "
+     "students open is printed"},
     {"max-sessions", "N", SET_LONG, 1, 10000, "32", AT(max_sessions), "sessions at once"},
     {"max-sessions-per-client", "N", SET_LONG, 1, 10000, "4", AT(max_per_client),
      "live sessions one IP address may have created (admin: no limit)"},
@@ -247,6 +258,36 @@ static void help(void) {
   }
 }
 
+/* What classroom mode sets where a flag or the config file has not (the class behind one NAT:
+ * 30 groups and their browsers' connections from one address). */
+static const struct {
+  const char *name, *value;
+} classroom_settings[] = {{"bind", "0.0.0.0"},
+                          {"max-sessions-per-client", "64"},
+                          {"create-rate", "120"},
+                          {"join-guess-rate", "120"},
+                          {"max-connections-per-ip", "512"}};
+
+/* Which settings a flag or the config file gave (classroom mode leaves those alone). */
+static bool given[SETTINGS];
+
+static int apply_given(config *c, const char *name, const char *value) {
+  const int rc = apply(c, name, value);
+  for (size_t i = 0; rc == 0 && i < SETTINGS; i++) {
+    given[i] = given[i] || strcmp(settings[i].name, name) == 0;
+  }
+  return rc;
+}
+
+static bool was_given(const char *name) {
+  for (size_t i = 0; i < SETTINGS; i++) {
+    if (strcmp(settings[i].name, name) == 0) {
+      return given[i];
+    }
+  }
+  return false;
+}
+
 /* "name = value" lines; '#' starts a comment. */
 static int read_config(config *c, const char *file) {
   FILE *f = fopen(file, "r");
@@ -262,7 +303,7 @@ static int read_config(config *c, const char *file) {
     }
     char name[64], value[PATH_MAX];
     if (sscanf(line, " %63[a-z-] = %4095s", name, value) == 2) {
-      rc = apply(c, name, value);
+      rc = apply_given(c, name, value);
     } else if (strspn(line, " \t\r\n") != strlen(line)) {
       rc = usage_error("config '%s': cannot read line '%s'", file, line);
     }
@@ -321,11 +362,21 @@ int main(int argc, char **argv) {
       return usage_error("unexpected argument '%s'%s", argv[i], i + 1 >= argc ? " (no value)" : "");
     }
     const int rc = strcmp(argv[i], "--config") == 0 ? read_config(&c, argv[i + 1])
-                                                    : apply(&c, argv[i] + 2, argv[i + 1]);
+                                                    : apply_given(&c, argv[i] + 2, argv[i + 1]);
     if (rc) {
       return rc;
     }
     i++;
+  }
+  if (c.classroom) {
+    for (size_t k = 0; k < sizeof classroom_settings / sizeof classroom_settings[0]; k++) {
+      if (!was_given(classroom_settings[k].name)) {
+        apply(&c, classroom_settings[k].name, classroom_settings[k].value);
+      }
+    }
+    if (!was_given("allowed-hosts")) {
+      classroom_hosts(c.allowed_hosts, sizeof c.allowed_hosts);
+    }
   }
   /* each connection is a descriptor: the usual soft limit of 1024 would refuse connections long
    * before max-connections (HTTP) plus the websockets; raised to the hard limit, within reason */
@@ -358,6 +409,20 @@ int main(int argc, char **argv) {
   if (*c.teacher_token_file && read_token(c.teacher_token_file, "teacher", srv.teacher_token,
                                           sizeof srv.teacher_token) != 0) {
     return 2;
+  }
+  /* a teacher who edits nothing gets a link, as a notebook server does (issue 31) */
+  const bool teacher_link = c.teacher_link && !*c.teacher_token_file && !*c.admin_token_file;
+  if (teacher_link) {
+    bool made = false;
+    char why_token[300];
+    if (classroom_teacher_token(c.data_dir, srv.teacher_token, sizeof srv.teacher_token, &made,
+                                why_token, sizeof why_token) != 0) {
+      fprintf(stderr, "grainlabd: error: the teacher token: %s\n", why_token);
+      return 1;
+    }
+    if (made) {
+      log_msg(LOG_INFO, "teacher_token", "made a teacher token in %s/teacher.token", c.data_dir);
+    }
   }
   /* who may be talked to: the Host names (by default this machine's own) and, for websockets
    * from browsers, the origins (by default those on an allowed host) */
@@ -463,6 +528,17 @@ int main(int argc, char **argv) {
   }
   __atomic_store_n(&srv.ready, true, __ATOMIC_RELEASE);
   printf("listening http=%u ws=%d\n", srv.port, ws_port(ws));
+  /* the addresses to open: a classroom's on its network, else this machine's own */
+  char where[64];
+  if (strcmp(c.bind, "0.0.0.0") == 0) {
+    classroom_address(where, sizeof where);
+  } else {
+    snprintf(where, sizeof where, "%s", c.bind);
+  }
+  if (teacher_link) {
+    printf("teacher: http://%s:%u/teach#token=%s\n", where, srv.port, srv.teacher_token);
+  }
+  printf("students: http://%s:%u/join\n", where, srv.port);
   char results_name[256] = "";
   if (*c.results_db) {
     store_results_db_name(c.results_db, results_name, sizeof results_name);

@@ -34,16 +34,13 @@ async function freeRun(run) {
 
 const tmp = mkdtempSync(join(tmpdir(), 'grainlab-cluster-browser-'));
 execFileSync('chmod', ['711', tmp]); // PostgreSQL runs as its own user under it
-const teacher = 'cluster-browser-teacher-token-0123456789';
-writeFileSync(join(tmp, 'teacher'), teacher);
 const base = await freeRun(6);
 const origin = await freeRun(1);
 const pg = await freeRun(1);
 const env = {
   ...process.env, CLUSTER_DIR: join(tmp, 'cluster'), NODES: '3', ORIGIN_PORT: String(origin),
   BASE_PORT: String(base), PG_PORT: String(pg), BUILD: dirname(daemon),
-  NODE_FLAGS: `--teacher-token-file ${join(tmp, 'teacher')} --max-sessions-per-client 10000 ` +
-    '--create-rate 100000 --join-guess-rate 100000 --max-connections-per-ip 10000',
+  NODE_FLAGS: '--max-sessions-per-client 10000 --create-rate 100000 --join-guess-rate 100000 --max-connections-per-ip 10000',
 };
 const sh = (...args) => execFileSync('bash', [cluster, ...args], { env, encoding: 'utf8' });
 const url = `http://127.0.0.1:${origin}`;
@@ -56,7 +53,9 @@ const call = async (method, path, body, token) => {
 };
 const nodeOf = (id) => id.split('-')[0];
 
-sh('start');
+const started = sh('start');
+// the teacher's way in: the link start prints, on the origin, with the cluster's one token
+const teachLink = (started.match(/^teacher: (http:\/\/\S+\/teach#token=[0-9a-f]{32})$/m) || [])[1];
 const browser = await launchChromium(client);
 try {
   const errors = [];
@@ -89,9 +88,15 @@ try {
   ok('a session started from the landing page runs on its node and streams through the origin', !!moving, `${mine}, t = ${moving}`);
 
   // ---- a student joins a class with its node's code -------------------------------------------
-  const ends = new Date(Date.now() + 3600e3).toISOString().replace(/\.\d+Z$/, 'Z');
-  const klass = (await call('POST', '/api/classes', { name: 'Physics 3B', scenes: ['pour'], max_groups: 4, grain_budget: 20000,
-                                                       defaults: { pour: { quality: 0 } }, ends_at: ends }, teacher)).json;
+  ok('cluster.sh start prints the teacher\'s link on the origin', !!teachLink && teachLink.startsWith(`${url}/teach#`), teachLink);
+  const teach = await context.newPage();
+  watch(teach, 'teach');
+  await teach.goto(teachLink);
+  await teach.fill('#name', 'Physics 3B');
+  await teach.click('#start');
+  await teach.waitForSelector('#made:not([hidden])', { timeout: 30000 * slow });
+  const klass = { code: await teach.textContent('#code'), id: await teach.evaluate(() => document.body.dataset.classId) };
+  ok('the teacher link makes a class on a node, no token typed', /^n[0-9]-/.test(klass.code), klass.code);
   const student = await context.newPage();
   watch(student, 'student');
   await student.goto(`${url}/join`);

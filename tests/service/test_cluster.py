@@ -11,6 +11,7 @@ usage: test_cluster.py path/to/grainlabd path/to/ws_probe"""
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -26,7 +27,6 @@ from checks import check  # noqa: E402
 EXE, PROBE = sys.argv[1], sys.argv[2]
 MULT = float(os.environ.get("GRAINLAB_TIMEOUT_MULTIPLIER", "1"))
 TMP = tempfile.mkdtemp(prefix="grainlab-cluster-")
-TEACHER = "teacher-" + os.urandom(16).hex()
 ENV = dict(os.environ)
 NODES = ["n0", "n1", "n2"]
 
@@ -129,23 +129,25 @@ def free_run(n):
 
 
 def main():
-    with open(os.path.join(TMP, "teacher"), "w") as f:
-        f.write(TEACHER + "\n")
     base = free_run(2 * len(NODES))
     origin, pgport = free_ports(2)
     ENV.update(CLUSTER_DIR=os.path.join(TMP, "cluster"), NODES=str(len(NODES)),
                ORIGIN_PORT=str(origin), BASE_PORT=str(base), PG_PORT=str(pgport),
                BUILD=os.path.dirname(os.path.abspath(EXE)),
-               NODE_FLAGS="--teacher-token-file %s --max-sessions 16 --max-sessions-per-client "
-               "10000 --create-rate 100000 --join-guess-rate 100000 --max-connections-per-ip "
-               "10000" % os.path.join(TMP, "teacher"))
+               NODE_FLAGS="--max-sessions 16 --max-sessions-per-client 10000 --create-rate "
+               "100000 --join-guess-rate 100000 --max-connections-per-ip 10000")
     os.chmod(TMP, 0o711)  # PostgreSQL runs as its own user under it
     nodes = [Node(n, base + 2 * i, base + 2 * i + 1) for i, n in enumerate(NODES)]
     started = cluster("start")
     try:
         if check(started.returncode == 0, "bash scripts/cluster.sh start: PostgreSQL, %d nodes "
                  "and nginx" % len(NODES), (started.stdout + started.stderr).strip()):
-            run(nodes, origin)
+            # the link a teacher opens: the origin's /teach with the cluster's one token
+            link = re.search(r"^teacher: http://127\.0\.0\.1:%d/teach#token=([0-9a-f]{32})$" % origin,
+                             started.stdout, re.M)
+            if check(link is not None, "start prints the teacher's /teach link on the origin",
+                     started.stdout.strip()):
+                run(nodes, origin, link.group(1))
     finally:
         stopped = cluster("stop")
         check(stopped.returncode == 0, "bash scripts/cluster.sh stop", stopped.stderr.strip())
@@ -160,7 +162,7 @@ def main():
     sys.exit(1 if checks.failed else 0)
 
 
-def run(nodes, origin):
+def run(nodes, origin, teacher):
     by = {n.name: n for n in nodes}
     # ---- every node publishes its load, and hears the others ----------------------------------
     s, ready, _ = req(nodes[1].port, "GET", "/readyz")
@@ -240,7 +242,7 @@ def run(nodes, origin):
             "name": name, "scenes": ["pour"], "max_groups": 3, "grain_budget": 20000,
             "defaults": {"pour": {"quality": 0}},
             "ends_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))},
-            TEACHER)
+            teacher)
         check(s == 201 and c["code"].startswith(node_of(c["id"]) + "-"),
               "class %s created through the origin, on a node with room" % name,
               "%d %s %s" % (s, c.get("id") if isinstance(c, dict) else c, to or ""))

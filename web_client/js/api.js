@@ -8,6 +8,13 @@ export function showError(message) {
   showError.timer = setTimeout(() => { box.style.display = 'none'; }, 8000);
 }
 
+// A message that no longer holds (the thing it refused has since worked) leaves the screen.
+export function clearError() {
+  const box = document.getElementById('error');
+  if (box) box.style.display = 'none';
+  clearTimeout(showError.timer);
+}
+
 export async function api(method, path, body, token) {
   const headers = {};
   if (body !== undefined) headers['Content-Type'] = 'application/json';

@@ -1,6 +1,6 @@
 // The teacher's form for a new class (POST /api/classes): the scenes come from the catalogue, the
 // end time from the teacher's clock; the reply's teacher token goes into the dashboard's link.
-import { api, showError } from './api.js';
+import { api, clearError, showError } from './api.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -11,7 +11,17 @@ function localInput(date) {
   return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
 }
 
+// The link grainlabd prints on start carries the teacher token in its fragment (never sent to the
+// server in a URL, never in its logs): the form then asks for nothing the teacher has not got.
+function tokenFromLink() {
+  const token = new URLSearchParams(location.hash.slice(1)).get('token');
+  if (!token) return;
+  $('token').value = token;
+  $('token-row').hidden = true;
+}
+
 async function main() {
+  tokenFromLink();
   const catalogue = await api('GET', '/api/scenes');
   for (const [i, s] of catalogue.scenes.entries()) {
     const label = document.createElement('label');
@@ -41,14 +51,16 @@ async function main() {
       private: $('private').checked,
       second_join: $('second').value,
     };
+    clearError();
     const made = await api('POST', '/api/classes', body, $('token').value);
+    clearError();
     const link = `${location.origin}/class/${made.id}#teacher=${made.teacher_token}`;
     $('join-url').textContent = `${location.origin}/join`;
     $('code').textContent = made.code;
     $('dashboard').href = link;
     $('dashboard').textContent = link;
-    $('made').style.display = 'block';
-    $('create').style.display = 'none';
+    $('made').hidden = false;
+    $('create').hidden = true;
     document.body.dataset.classId = made.id;
   });
 }
