@@ -104,12 +104,13 @@ void classroom_hosts(char *out, size_t size) {
   list_ctx l = {out, size};
   each_address(true, list_one, &l);
   char host[256] = "";
-  if (gethostname(host, sizeof host - 7) == 0 && host[0]) {
-    host[sizeof host - 7] = '\0';
+  if (gethostname(host, sizeof host - 1) == 0 && host[0]) {
+    host[sizeof host - 1] = '\0';
     add_name(out, size, host);
     if (!strchr(host, '.')) {
-      strcat(host, ".local");
-      add_name(out, size, host);
+      char local[sizeof host + 8];
+      snprintf(local, sizeof local, "%s.local", host);
+      add_name(out, size, local);
     }
   }
 }
