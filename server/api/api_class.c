@@ -205,6 +205,32 @@ int api_read_class_create(const json_t *body, double now, int max_grains, api_cl
   return read_defaults(json_object_get(body, "defaults"), out, err);
 }
 
+/* s (no NUL inside) without the spaces at either end (U+0020 and the ideographic U+3000), as a
+ * new JSON string; NULL when memory runs out. */
+static json_t *trim_spaces(const char *s) {
+  static const char wide[] = "\xe3\x80\x80";
+  size_t len = strlen(s);
+  for (;;) {
+    if (*s == ' ') {
+      s++, len--;
+    } else if (strncmp(s, wide, 3) == 0) {
+      s += 3, len -= 3;
+    } else {
+      break;
+    }
+  }
+  for (;;) {
+    if (len && s[len - 1] == ' ') {
+      len--;
+    } else if (len >= 3 && memcmp(s + len - 3, wide, 3) == 0) {
+      len -= 3;
+    } else {
+      break;
+    }
+  }
+  return json_stringn(s, len);
+}
+
 int api_read_join(const json_t *body, api_join *out, api_error *err) {
   static const char *const keys[] = {"code", "group", "scene", NULL};
   memset(out, 0, sizeof *out);
@@ -219,8 +245,16 @@ int api_read_join(const json_t *body, api_join *out, api_error *err) {
   }
   /* a code of another length is no code: told as a wrong one (404) by the caller */
   snprintf(out->code, sizeof out->code, "%.*s", (int)sizeof out->code - 1, json_string_value(code));
-  if (read_name(json_object_get(body, "group"), "group", API_GROUP_NAME_MAX, "bad_group",
-                out->group, sizeof out->group, err) != 0) {
+  /* a group's name as a student types it: spaces around it (also a Japanese keyboard's wide
+   * one) are no part of it */
+  const json_t *group = json_object_get(body, "group");
+  const bool text =
+      json_is_string(group) && strlen(json_string_value(group)) == json_string_length(group);
+  json_t *trimmed = text ? trim_spaces(json_string_value(group)) : NULL;
+  const int rc = read_name(trimmed ? trimmed : group, "group", API_GROUP_NAME_MAX, "bad_group",
+                           out->group, sizeof out->group, err);
+  json_decref(trimmed);
+  if (rc != 0) {
     return -1;
   }
   if (scene) {

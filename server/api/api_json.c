@@ -51,6 +51,11 @@ json_t *api_session_json(const api_session_view *v) {
                                   (json_int_t)v->script_run, "end_steps",
                                   (json_int_t)v->script_end_steps));
   }
+  if (v->in_class) { /* the session page shows its class, group and lock */
+    json_object_set_new(j, "class",
+                        json_pack("{s:s, s:s, s:b}", "id", v->class_id, "group", v->group, "locked",
+                                  v->class_locked));
+  }
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)v->digest);
   /* of the state at `steps`; taken when the session stops changing (paused, ended) */
@@ -109,6 +114,21 @@ static json_t *plots_json(const grn_scene_info *sc) {
   return plots;
 }
 
+/* How many particles the scene starts with at each quality, the other parameters at their
+ * defaults: what a teacher chooses between, counted by the engine that builds them. */
+static json_t *quality_particles(const grn_scene_info *sc, const grn_param_info *p) {
+  json_t *a = json_array();
+  for (int q = (int)p->min; q <= (int)p->max; q++) {
+    grn_world_def def;
+    grn_error e;
+    if (grn_world_def_default(&def, sc->name, &e) == GRN_OK &&
+        grn_world_def_set(&def, p->name, q, &e) == GRN_OK) {
+      json_array_append_new(a, json_integer(grn_world_def_grains(&def)));
+    }
+  }
+  return a;
+}
+
 json_t *api_scenes_json(void) {
   json_t *a = json_array();
   for (int i = 0; i < grn_scene_count(); i++) {
@@ -116,10 +136,13 @@ json_t *api_scenes_json(void) {
     json_t *params = json_array(), *actions = json_array(), *meas = json_array();
     for (int k = 0; k < sc->param_count; k++) {
       const grn_param_info *p = &sc->param_info[k];
-      json_array_append_new(
-          params, json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:b, s:s}", "name", p->name, "unit",
-                            p->unit, "min", p->min, "max", p->max, "default", p->def, "integer",
-                            p->integer, "restart", p->restart, "description", p->description));
+      json_t *pj = json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:b, s:s}", "name", p->name, "unit",
+                             p->unit, "min", p->min, "max", p->max, "default", p->def, "integer",
+                             p->integer, "restart", p->restart, "description", p->description);
+      if (strcmp(p->name, "quality") == 0) {
+        json_object_set_new(pj, "particles", quality_particles(sc, p));
+      }
+      json_array_append_new(params, pj);
     }
     for (int k = 0; k < sc->action_count; k++) {
       json_array_append_new(actions, json_string(sc->actions[k]));
@@ -149,6 +172,10 @@ json_t *api_scenes_json(void) {
     json_array_append_new(measures, json_pack("{s:s, s:s, s:s, s:b}", "name", m->name, "unit",
                                               m->unit, "label", m->label, "window", m->window));
   }
+  json_t *states = json_array();
+  for (int k = 0; *grn_state_name((grn_state)k); k++) {
+    json_array_append_new(states, json_string(grn_state_name((grn_state)k)));
+  }
   json_t *models = json_array();
   for (int k = 0; grn_model_info_of((grn_model)k); k++) {
     const grn_model_info *m = grn_model_info_of((grn_model)k);
@@ -159,9 +186,9 @@ json_t *api_scenes_json(void) {
    * (its run's state_version) */
   json_t *engine = json_pack("{s:s, s:i}", "version", GRN_ENGINE_VERSION, "state_version",
                              (int)GRN_ENGINE_STATE_VERSION);
-  return json_pack("{s:o, s:o, s:o, s:o, s:f, s:o}", "scenes", a, "models", models, "actions",
-                   actions, "measurements", measures, "step_seconds", GRN_STEP_SECONDS, "engine",
-                   engine);
+  return json_pack("{s:o, s:o, s:o, s:o, s:o, s:f, s:o}", "scenes", a, "models", models, "actions",
+                   actions, "measurements", measures, "states", states, "step_seconds",
+                   GRN_STEP_SECONDS, "engine", engine);
 }
 
 int api_read_action(const json_t *body, api_action *out, api_error *err) {

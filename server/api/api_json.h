@@ -51,6 +51,9 @@ typedef struct api_session_view {
   const char *script; /* "replay" or "fork" while one plays; NULL otherwise */
   int64_t script_run;
   uint64_t script_end_steps;
+  bool in_class; /* a class's group's session: its class, group, and whether the class is locked */
+  bool class_locked;
+  char class_id[NODE_NAME_SIZE], group[321];
 } api_session_view;
 /* The session object of GET /api/sessions/{id} (and of the websocket's hello). */
 json_t *api_session_json(const api_session_view *v);

@@ -36,6 +36,8 @@ const api_route api_routes[] = {
     {"PATCH", "/api/classes/{id}", API_AUTH_TEACHER, API_H_CLASS_PATCH},
     {"POST", "/api/classes/{id}/push", API_AUTH_TEACHER, API_H_CLASS_PUSH},
     {"POST", "/api/classes/{id}/end", API_AUTH_TEACHER, API_H_CLASS_END},
+    /* a code's class before joining it (its name and scenes): a wrong code counts as a guess */
+    {"GET", "/api/join", API_AUTH_NONE, API_H_JOIN_LOOKUP},
     {"POST", "/api/join", API_AUTH_NONE, API_H_JOIN},
 };
 const size_t api_route_count = sizeof api_routes / sizeof api_routes[0];

@@ -46,6 +46,7 @@ typedef enum api_handler {
   API_H_CLASS_PATCH,
   API_H_CLASS_PUSH,
   API_H_CLASS_END,
+  API_H_JOIN_LOOKUP,
   API_H_JOIN,
   API_H_COUNT
 } api_handler;

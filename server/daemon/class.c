@@ -135,9 +135,57 @@ static class_group *add_group(klass *c, const char *name, double at) {
   return g;
 }
 
+/* The next character of UTF-8 text (valid: jansson checked it) at *p, advancing *p, folded to the
+ * form two spellings of a group's name share: upper case to lower in the Latin, Greek and
+ * Cyrillic letters, and a Japanese keyboard's full-width Latin letters and digits to ASCII. */
+static unsigned next_folded(const char **p) {
+  const unsigned char *s = (const unsigned char *)*p;
+  unsigned c = s[0];
+  int n = 1;
+  if (c >= 0xf0) {
+    c = ((c & 0x07u) << 18) | ((s[1] & 0x3fu) << 12) | ((s[2] & 0x3fu) << 6) | (s[3] & 0x3fu);
+    n = 4;
+  } else if (c >= 0xe0) {
+    c = ((c & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
+    n = 3;
+  } else if (c >= 0xc0) {
+    c = ((c & 0x1fu) << 6) | (s[1] & 0x3fu);
+    n = 2;
+  }
+  *p += n;
+  if (c >= 0xff01 && c <= 0xff5e) { /* full-width ASCII */
+    c -= 0xfee0;
+  }
+  if ((c >= 'A' && c <= 'Z') || (c >= 0xc0 && c <= 0xde && c != 0xd7) ||
+      (c >= 0x391 && c <= 0x3ab && c != 0x3a2) || (c >= 0x410 && c <= 0x42f)) {
+    c += 0x20;
+  } else if (c >= 0x400 && c <= 0x40f) {
+    c += 0x50;
+  } else if (c == 0x178) { /* Ÿ */
+    c = 0xff;
+  } else if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 &&
+             c != 0x17f) {
+    /* Latin Extended-A pairs each capital with the small letter after it; the run from U+0139
+     * to U+0148 and from U+0179 pairs odd with even */
+    const bool odd_capitals = (c >= 0x139 && c <= 0x148) || c >= 0x179;
+    c = (c % 2 == (odd_capitals ? 1u : 0u)) ? c + 1 : c;
+  }
+  return c;
+}
+
+/* Whether two group names are one group's: "Axe team" and "axe team" are (issue 31). */
+static bool same_group(const char *a, const char *b) {
+  while (*a && *b) {
+    if (next_folded(&a) != next_folded(&b)) {
+      return false;
+    }
+  }
+  return *a == *b;
+}
+
 static class_group *group_of(klass *c, const char *name) {
   for (int i = 0; i < c->ngroups; i++) {
-    if (strcmp(c->groups[i].name, name) == 0) {
+    if (same_group(c->groups[i].name, name)) {
       return &c->groups[i];
     }
   }
@@ -270,7 +318,7 @@ static json_t *render(class_registry *cr, const class_copy *k, class_role role) 
         json_object_set_new(gj, "viewer_token", s ? json_string(g->viewer_token) : json_null());
       }
     }
-    if (s && strcmp(g->name, c->spotlight) == 0) {
+    if (s && c->spotlight[0] && same_group(g->name, c->spotlight)) {
       json_decref(spot);
       spot = json_pack("{s:s, s:s}", "group", g->name, "session", g->session);
       if (c->private_ && role != CLASS_ANYONE) {
@@ -489,6 +537,26 @@ static json_t *refusal(const char *group, int status, const char *code, const ch
                    "message", message);
 }
 
+/* Parameters pushed to one group's session: live ones change live; one fixed when the scene is
+ * built (the grains' quality, a column's aspect) restarts the group's scene with the change and
+ * its other parameters and seed as they are, as the session page's own slider does. */
+static int push_params(class_registry *cr, session *s, const api_class_push *cmd, sess_error *e) {
+  api_session_view v;
+  sess_view(s, &v);
+  bool restart = false;
+  for (int i = 0; i < cmd->params.count; i++) {
+    restart = restart || api_param_restart_only(v.def.scene, cmd->params.at[i].name);
+  }
+  if (!restart) {
+    return sess_set_params(s, &cmd->params, e);
+  }
+  grn_world_def def = v.def;
+  if (api_params_apply(&cmd->params, &def, API_PARAMS_DEFINE, e) != 0) {
+    return -1;
+  }
+  return sess_switch_scene(cr->reg, s, &def, e);
+}
+
 json_t *class_push(class_registry *cr, const char *id, const api_class_push *cmd, api_error *err) {
   class_copy k;
   if (snapshot(cr, id, &k, err) != 0) {
@@ -506,14 +574,14 @@ json_t *class_push(class_registry *cr, const char *id, const api_class_push *cmd
         cmd->groups ? json_string_value(json_array_get(cmd->groups, i)) : k.groups[i].name;
     bool repeated = false;
     for (size_t j = 0; cmd->groups && j < i; j++) {
-      repeated = repeated || strcmp(json_string_value(json_array_get(cmd->groups, j)), name) == 0;
+      repeated = repeated || same_group(json_string_value(json_array_get(cmd->groups, j)), name);
     }
     if (repeated) {
       continue;
     }
     const class_group *g = NULL;
     for (int j = 0; j < k.c.ngroups && !g; j++) {
-      g = strcmp(k.groups[j].name, name) == 0 ? &k.groups[j] : NULL;
+      g = same_group(k.groups[j].name, name) ? &k.groups[j] : NULL;
     }
     if (!g) {
       json_array_append_new(refused, refusal(name, 404, "unknown_group", "no such group"));
@@ -527,8 +595,7 @@ json_t *class_push(class_registry *cr, const char *id, const api_class_push *cmd
     }
     /* each group's session checks the whole change before any of it applies */
     sess_error e;
-    const int rc =
-        cmd->is_action ? sess_action(s, &cmd->action, &e) : sess_set_params(s, &cmd->params, &e);
+    const int rc = cmd->is_action ? sess_action(s, &cmd->action, &e) : push_params(cr, s, cmd, &e);
     sess_release(s);
     if (rc == 0) {
       json_array_append_new(applied, json_string(name));
@@ -602,23 +669,47 @@ static void label_of(const klass *c, const char *group, char out[64]) {
   api_utf8_clean(out);
 }
 
-json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_error *err) {
-  *created = false;
+/* The class of a join code, or NULL with 404 no_class or 421 wrong_node. Classes are never freed
+ * while the registry lives: the class stays valid without the lock. */
+static klass *by_code(class_registry *cr, const char *code, api_error *err) {
   pthread_mutex_lock(&cr->lock);
-  klass *c = node_name_ok(cmd->code, sess_node(cr->reg), 6, SESS_CODE_ALPHABET)
-                 ? find(cr, cmd->code, true)
-                 : NULL;
+  klass *c =
+      node_name_ok(code, sess_node(cr->reg), 6, SESS_CODE_ALPHABET) ? find(cr, code, true) : NULL;
   pthread_mutex_unlock(&cr->lock);
   char home[NODE_ID_MAX + 1];
-  if (!c && node_split(cmd->code, home) && *home && strcmp(home, sess_node(cr->reg)) != 0) {
+  if (!c && node_split(code, home) && *home && strcmp(home, sess_node(cr->reg)) != 0) {
     /* the cluster's router sends a join to the code's node (/n/{node}/api/join): one that
      * reached another node is told where, not that the code is wrong */
     api_fail(err, 421, "wrong_node", "code",
-             "the class '%.16s' is on node '%s': join at /n/%s/api/join", cmd->code, home, home);
+             "the class '%.16s' is on node '%s': join at /n/%s/api/join", code, home, home);
     return NULL;
   }
   if (!c) {
-    api_fail(err, 404, "no_class", "code", "no class has the code '%.16s'", cmd->code);
+    api_fail(err, 404, "no_class", "code", "no class has the code '%.16s'", code);
+  }
+  return c;
+}
+
+json_t *class_lookup(class_registry *cr, const char *code, api_error *err) {
+  klass *c = by_code(cr, code, err);
+  if (!c) {
+    return NULL;
+  }
+  pthread_mutex_lock(&cr->lock);
+  json_t *scenes = json_array();
+  for (int i = 0; i < c->nscenes; i++) {
+    json_array_append_new(scenes, json_string(c->scenes[i]->name));
+  }
+  json_t *j = json_pack("{s:s, s:o, s:s}", "name", c->name, "scenes", scenes, "state",
+                        c->ended_at > 0 ? "ended" : "open");
+  pthread_mutex_unlock(&cr->lock);
+  return j;
+}
+
+json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_error *err) {
+  *created = false;
+  klass *c = by_code(cr, cmd->code, err);
+  if (!c) {
     return NULL;
   }
   /* classes are never freed while the registry lives: c stays valid without the lock */
@@ -631,6 +722,9 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
   if (g) {
     found = *g;
   }
+  /* the group as its first student spelt it, however a later one types it */
+  char name[API_CLASS_TEXT];
+  snprintf(name, sizeof name, "%s", g ? found.name : cmd->group);
   sess_class_link link;
   memset(&link, 0, sizeof link);
   char label[64];
@@ -642,14 +736,14 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
   }
   if (rc == 0) {
     snprintf(link.class_id, sizeof link.class_id, "%s", c->id);
-    snprintf(link.group, sizeof link.group, "%s", cmd->group);
+    snprintf(link.group, sizeof link.group, "%s", name);
     link.grain_budget = c->grain_budget;
     for (int i = 0; i < c->nscenes; i++) {
       link.scenes[i] = c->scenes[i];
     }
     link.nscenes = c->nscenes;
     link.locked = &c->locked;
-    label_of(c, cmd->group, label);
+    label_of(c, name, label);
     if (!g && c->ngroups >= c->max_groups) {
       api_fail(err, 409, "class_full", "group",
                "the class has its %d groups already: join one of them", c->max_groups);
@@ -675,15 +769,15 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
       control = token;
       viewer = viewer_token[0] ? viewer_token : NULL;
       pthread_mutex_lock(&cr->lock);
-      class_group *mine = group_of(c, cmd->group);
+      class_group *mine = group_of(c, name);
       const bool fresh = !mine;
-      mine = mine ? mine : add_group(c, cmd->group, now_unix());
+      mine = mine ? mine : add_group(c, name, now_unix());
       if (mine) {
         snprintf(mine->session, sizeof mine->session, "%s", sess_id(s));
         memcpy(mine->control_token, token, sizeof token);
         memcpy(mine->viewer_token, viewer_token, sizeof viewer_token);
         if (fresh && cr->st) {
-          store_group(cr->st, c->id, cmd->group);
+          store_group(cr->st, c->id, name);
         }
       }
       pthread_mutex_unlock(&cr->lock);
@@ -698,7 +792,7 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
   pthread_mutex_unlock(&c->join_lock);
   json_decref(defaults);
   if (s) {
-    out = json_pack("{s:o, s:s, s:s, s:o}", "class", json_null(), "group", cmd->group, "role",
+    out = json_pack("{s:o, s:s, s:s, s:o}", "class", json_null(), "group", name, "role",
                     control ? "controller" : "viewer", "session", session_json(s));
     if (control) {
       json_object_set_new(out, "control_token", json_string(control));

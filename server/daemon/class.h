@@ -36,6 +36,9 @@ json_t *class_end(class_registry *cr, const char *id, api_error *err);
 /* A student joins: *created tells whether a new session was made (201) or the group's own was
  * found (200). A wrong code is 404 no_class. */
 json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_error *err);
+/* What a join page shows before its student joins: the class of a code, {name, scenes, state}
+ * (no id, no groups); 404 no_class or 421 wrong_node as class_join answers. */
+json_t *class_lookup(class_registry *cr, const char *code, api_error *err);
 
 /* For /metrics: classes open, and groups with a live session in them. */
 void class_totals(class_registry *cr, int *open, int *groups);

@@ -526,8 +526,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "grainlabd: error: cannot serve HTTP on %s:%ld\n", c.bind, c.http_port);
     return 1;
   }
-  __atomic_store_n(&srv.ready, true, __ATOMIC_RELEASE);
-  printf("listening http=%u ws=%d\n", srv.port, ws_port(ws));
   /* the addresses to open: a classroom's on its network, else this machine's own */
   char where[64];
   if (strcmp(c.bind, "0.0.0.0") == 0) {
@@ -535,6 +533,11 @@ int main(int argc, char **argv) {
   } else {
     snprintf(where, sizeof where, "%s", c.bind);
   }
+  if (c.classroom) {
+    snprintf(srv.students, sizeof srv.students, "http://%s:%u/join", where, srv.port);
+  }
+  __atomic_store_n(&srv.ready, true, __ATOMIC_RELEASE);
+  printf("listening http=%u ws=%d\n", srv.port, ws_port(ws));
   if (teacher_link) {
     printf("teacher: http://%s:%u/teach#token=%s\n", where, srv.port, srv.teacher_token);
   }

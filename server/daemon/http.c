@@ -279,8 +279,13 @@ static http_reply h_nodes(const http_call *k) {
 }
 
 static http_reply h_config(const http_call *k) {
-  return json_reply(
-      200, json_pack("{s:i, s:s}", "ws_port", k->srv->ws_public_port, "ws_path", "/ws/sessions/"));
+  json_t *j =
+      json_pack("{s:i, s:s}", "ws_port", k->srv->ws_public_port, "ws_path", "/ws/sessions/");
+  /* a teacher on this machine (127.0.0.1) shows the class the address its network reaches;
+   * written once before ready is set (its port is known only once serving) */
+  const bool set = __atomic_load_n(&k->srv->ready, __ATOMIC_ACQUIRE) && *k->srv->students;
+  json_object_set_new(j, "students", set ? json_string(k->srv->students) : json_null());
+  return json_reply(200, j);
 }
 
 static http_reply h_scenes(const http_call *k) {
@@ -651,9 +656,10 @@ static http_reply static_file(const http_server *srv, const char *url) {
                     : strcmp(url, "/join") == 0       ? "/join.html"
                     : strcmp(url, "/teach") == 0      ? "/teach.html"
                                                       : url;
-  /* of node_modules only the browser libraries, never the test tools */
+  /* of node_modules only the browser libraries (package.json's dependencies), never the test
+   * tools of its devDependencies */
   static const char *const libs[] = {"/node_modules/three/", "/node_modules/uplot/",
-                                     "/node_modules/fzstd/"};
+                                     "/node_modules/fzstd/", "/node_modules/qrcode-generator/"};
   bool lib = false;
   for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
     lib = lib || strstr(rel, libs[i]) == rel;
@@ -1003,6 +1009,27 @@ static http_reply h_class_end(const http_call *k) {
 
 /* POST /api/join: codes are guessed by trying, as session ids are: a client that misses too often
  * is refused, hit or miss alike */
+/* GET /api/join?code=CODE: the class a student is about to join. */
+static http_reply h_join_lookup(const http_call *k) {
+  char client[IPLIMIT_ADDR];
+  client_of(k->srv, k->c, client);
+  const int wait = k->srv->guesses ? iplimit_take(k->srv->guesses, client, false) : 0;
+  if (wait > 0) {
+    return too_many("too_many_guesses", wait,
+                    "this client has tried too many class codes that do not exist");
+  }
+  const char *code = MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, "code");
+  if (!code) {
+    return error_reply(400, "missing_field", "code", "give the class code: /api/join?code=CODE");
+  }
+  api_error e = {0};
+  json_t *j = class_lookup(k->srv->classes, code, &e);
+  if (!j && e.status == 404 && k->srv->guesses) {
+    iplimit_charge(k->srv->guesses, client);
+  }
+  return j ? json_reply(200, j) : api_error_reply(&e);
+}
+
 static http_reply h_join(const http_call *k) {
   char client[IPLIMIT_ADDR];
   client_of(k->srv, k->c, client);
@@ -1062,6 +1089,7 @@ static const http_handler handlers[API_H_COUNT] = {
     [API_H_CLASS_PATCH] = h_class_patch,
     [API_H_CLASS_PUSH] = h_class_push,
     [API_H_CLASS_END] = h_class_end,
+    [API_H_JOIN_LOOKUP] = h_join_lookup,
     [API_H_JOIN] = h_join,
 };
 

@@ -31,6 +31,7 @@ typedef struct http_server {
   place *place;              /* NULL: no peers, every creation stays here */
   unsigned max_connections, per_ip, timeout_s;
   char data_dir[4096]; /* backups go to its backups/ folder */
+  char students[96];   /* classroom mode: the join address students open; empty: the page's own */
   bool ready;          /* read and written with __atomic builtins: request threads read it */
   unsigned long long requests;
   unsigned long long by_status[600]; /* __atomic: responses by HTTP status */

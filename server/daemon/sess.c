@@ -850,6 +850,12 @@ void sess_view(session *s, api_session_view *out) {
     out->script_run = s->script->source;
     out->script_end_steps = s->script->r.end_steps;
   }
+  if (s->in_class) {
+    out->in_class = true;
+    out->class_locked = sess_locked(s);
+    memcpy(out->class_id, s->link.class_id, sizeof out->class_id);
+    memcpy(out->group, s->link.group, sizeof out->group);
+  }
   pthread_mutex_unlock(&s->lock);
 }
 

@@ -5,6 +5,7 @@
  * viewer or control token (their hashes, schema/migrations/005) or the admin's. */
 #define _GNU_SOURCE
 #include "store_internal.h"
+#include "utc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -673,6 +674,16 @@ static json_t *csv_rows(const json_t *runs) {
       for (int c = 0; run_keys[c]; c++) {
         json_t *v = json_object_get(run, run_keys[c]);
         json_object_set_new(row, run_keys[c], v ? json_deep_copy(v) : json_null());
+      }
+      /* a spreadsheet's reader wants dates, not Unix seconds: ISO 8601 in UTC */
+      for (int c = 0; c < 2; c++) {
+        const char *key = c ? "ended_at" : "started_at";
+        const json_t *v = json_object_get(run, key);
+        if (json_is_number(v)) {
+          char text[24];
+          utc_format(json_number_value(v), text);
+          json_object_set_new(row, key, json_string(text));
+        }
       }
       if (seg) {
         json_object_set_new(row, "segment", json_integer((json_int_t)k + 1));

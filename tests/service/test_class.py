@@ -143,7 +143,7 @@ def main():
         ("no code", {"group": "g"}, 400, "missing_field"),
         ("an empty group name", {"code": code, "group": ""}, 400, "bad_group"),
         ("a group name of 41 characters", {"code": code, "group": "x" * 41}, 400, "bad_group"),
-        ("a group name with a space at its end", {"code": code, "group": "g "}, 400,
+        ("a group name of only spaces", {"code": code, "group": " \u3000 "}, 400,
          "bad_group"),
         ("a group name with a newline", {"code": code, "group": "a\nb"}, 400, "bad_group"),
         ("a group name that is a number", {"code": code, "group": 7}, 400, "wrong_type"),
@@ -159,15 +159,29 @@ def main():
     s, view = req("GET", "/api/classes/" + cid)
     check(s == 200 and view["groups"] == [], "the refused joins made no group")
 
+    # what /join shows once a code is typed: the class's name and scenes, nothing else
+    s, look = req("GET", "/api/join?code=" + code)
+    check(s == 200 and look == {"name": "Physics 3B", "scenes": ["silo", "pour"],
+                                "state": "open"},
+          "a code looks up the class's name and scenes, for /join", look)
+    refused("a lookup with a wrong code: 404", 404, "no_class", "GET", "/api/join?code=ZZZZZZ")
+    refused("a lookup without a code: 400", 400, "missing_field", "GET", "/api/join")
+
     s, j1 = req("POST", "/api/join", {"code": code, "group": "team 1"})
     check(s == 201 and j1["role"] == "controller" and len(j1.get("control_token", "")) == 64
           and j1["session"]["scene"] == "silo" and j1["session"]["params"]["quality"] == 0,
           "the first student of a group gets a new session (the class's first scene, its "
           "defaults) and its control token", json.dumps(j1)[:300])
-    s, j1b = req("POST", "/api/join", {"code": code, "group": "team 1"})
+    s, j1b = req("POST", "/api/join", {"code": code, "group": "  TEAM 1\u3000"})
     check(s == 200 and j1b["role"] == "viewer" and "control_token" not in j1b
-          and j1b["session"]["id"] == j1["session"]["id"],
-          "a second student of the group joins its session as a viewer (second_join viewer)")
+          and j1b["session"]["id"] == j1["session"]["id"] and j1b["group"] == "team 1",
+          "a second student of the group joins its session as a viewer (second_join viewer); "
+          "the name matches in any case, spaces around it ignored, and keeps its first spelling",
+          json.dumps({k: j1b.get(k) for k in ("role", "group")}))
+    s, sv = req("GET", "/api/sessions/" + j1["session"]["id"])
+    check(s == 200 and sv.get("class", {}).get("id") == cid
+          and sv["class"].get("group") == "team 1" and sv["class"].get("locked") is False,
+          "a group's session names its class and group, for the student's page", sv.get("class"))
     s, _ = req("PATCH", "/api/classes/" + cid, {"second_join": "controller"}, tt)
     s, j1c = req("POST", "/api/join", {"code": code, "group": "team 1"})
     check(s == 200 and j1c["role"] == "controller"
@@ -290,7 +304,23 @@ def main():
     check([r[col] for r in team1][:3] == ["0.5", "0.8", "0.6"],
           "team 1's rows give the mu in force in each stretch: its default, then the pushes",
           [r[col] for r in team1])
+    started = [r for r in rows[1:] if r[rows[0].index("started_at")]] if rows else []
+    check(started and all(r[rows[0].index("started_at")].endswith("Z")
+                          and "T" in r[rows[0].index("started_at")] for r in started)
+          and all(len(r[col]) <= 6 for r in rows[1:]),
+          "the CSV's times are ISO 8601 and its numbers are as set, not 0.90000000000000002",
+          [(r[rows[0].index("started_at")], r[col]) for r in rows[1:3]])
     refused("a bad format: 400", 400, "bad_format", "GET", "/api/runs?class=%s&format=xml" % cid)
+    # a restart-only parameter pushed to a group starts its experiment over with it, and the
+    # teacher's report names the group only (no API path)
+    s, before = req("GET", sess1)
+    s, rep = req("POST", "/api/classes/%s/push" % cid, {"params": {"amount": 90},
+                                                        "groups": ["team 1"]}, tt)
+    s2, after = req("GET", sess1)
+    check(s == 200 and rep == {"applied": ["team 1"], "refused": []}
+          and after["params"]["amount"] == 90 and after["run_id"] != before["run_id"],
+          "a pushed restart parameter (amount) starts the group's experiment over with it",
+          json.dumps(rep))
     s, none = req("GET", "/api/runs?class=" + other["id"])
     check(s == 200 and none["total"] == 0, "another class has no runs")
 
@@ -322,7 +352,9 @@ def main():
           one.get("state") if isinstance(one, dict) else s)
     s, runs = req("GET", "/api/runs?class=" + cid)
     reasons = sorted(r["end_reason"] or "open" for r in runs["runs"])
-    check(reasons == ["finished"] * 3, "every run of the class closed as finished", reasons)
+    check(reasons == ["finished"] * 3 + ["switched"],
+          "every run of the class closed as finished (and the one the push of amount restarted "
+          "as switched)", reasons)
     refused("a join after the end: 409", 409, "class_ended", "POST", "/api/join",
             {"code": code, "group": "late"})
     refused("a push after the end: 409", 409, "class_ended", "POST",
@@ -359,7 +391,7 @@ def main():
           and again["second_join"] == "controller",
           "after a restart the ended class is there with its groups and settings")
     s, runs = req("GET", "/api/runs?class=" + cid)
-    check(s == 200 and runs["total"] == 3, "and its results stay queryable")
+    check(s == 200 and runs["total"] == 4, "and its results stay queryable")
     s, v = req("GET", "/api/classes/" + pid, token=pt)
     check(s == 200 and v["state"] == "open" and v["groups"][0]["session"] is None,
           "an open class survives the restart; its group's session did not")

@@ -38,16 +38,18 @@ export async function startDaemon(daemon, client, args = [], prefix = 'grainlab-
   const proc = spawn(daemon, ['--http-port', '0', '--ws-port', '0', '--data-dir', join(tmp, 'data'),
                               '--static-dir', client, ...extra],
                      { stdio: ['ignore', 'pipe', 'inherit'] });
+  // what it prints: where it listens, then the teacher's link and the students' address
+  let out = '';
   const port = await new Promise((resolve, reject) => {
-    let out = '';
     proc.stdout.on('data', (d) => {
       out += d;
-      const m = out.match(/listening http=(\d+) ws=(\d+)/);
+      const m = out.match(/listening http=(\d+) ws=(\d+)[\s\S]*\nstudents: \S+\n/);
       if (m) resolve(m[1]);
     });
     proc.on('exit', (c) => reject(new Error(`grainlabd exited ${c}`)));
   });
-  return { proc, port, base: `http://127.0.0.1:${port}`, tmp };
+  const teacherLink = (out.match(/^teacher: (\S+)$/m) || [])[1] || null;
+  return { proc, port, base: `http://127.0.0.1:${port}`, tmp, teacherLink };
 }
 
 // Debian's chromium, headless, driven by the playwright-core of the client's lockfile
