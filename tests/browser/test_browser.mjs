@@ -185,7 +185,7 @@ try {
   await results.locator('#plot').screenshot({ path: join(shots, 'results-silo.png') });
   const muRange = range('pour', 'mu'), pilePlot = await plotOf('pour');
   ok('results: piles against Coulomb over the whole mu range, and our own sweep as a second curve',
-     pilePlot && spans(pilePlot, muRange) && Number(pilePlot.ref) >= 6 && pilePlot.title.includes('grainlab sweep'),
+     pilePlot && spans(pilePlot, muRange) && Number(pilePlot.ref) >= 6 && pilePlot.title.includes("grainlab's own piles"),
      pilePlot ? `${pilePlot.ref} sweep rows, law over ${pilePlot.lawFrom}..${pilePlot.lawTo}; ${pilePlot.title}` : 'no plot');
   await results.locator('#plot').screenshot({ path: join(shots, 'results-pour.png') });
   const aspect = range('slump', 'aspect');

@@ -54,34 +54,32 @@ try {
   await teacher.waitForSelector('#teacher:not([hidden])');
   ok('the dashboard shows the class code to read out', (await teacher.textContent('#code')) === klass.code, klass.code);
 
-  // ---- three students join, each sets its silo's hole with the slider and opens it ------------
+  // ---- three students join, land on their experiment, set the silo's hole and open it ----------
   const holes = [0.9, 1.1, 1.3];
   const students = [];
   for (let i = 0; i < 3; i++) {
     const page = await context.newPage();
     watch(page, `team ${i + 1}`);
     await page.goto(`${base}/join?code=${klass.code}`);
-    await page.fill('#group', `team ${i + 1}`);
-    await until('the scene choice', async () => (await page.locator('#scene option[value="silo"], #scene option:text-is("silo")').count()) > 0);
+    await until('the class named', async () => !(await page.isHidden('#class-name')));
+    const offered = await page.$$eval('#scene option', (os) => os.map((o) => o.value));
+    if (i === 0) {
+      ok('/join names the class and offers only its scenes, once the code is known',
+         (await page.textContent('#class-name')).includes('Physics 3B') && offered.join() === 'silo,pour', offered.join());
+    }
+    // spaces around a group's name are not part of it
+    await page.fill('#group', i === 0 ? '  team 1 ' : `team ${i + 1}`);
     await page.selectOption('#scene', 'silo');
     await page.click('#join button');
-    await page.waitForURL(/\/class\/[0-9a-f]+#group=/);
-    const f = new URLSearchParams(new URL(page.url()).hash.slice(1));
-    ok(`team ${i + 1} lands on the student page as its controller`, f.get('group') === `team ${i + 1}` && /^[0-9a-f]{64}$/.test(f.get('control') || ''));
-    await page.waitForSelector('#session-link[href]');
-    const href = await page.getAttribute('#session-link', 'href');
-    const sid = href.match(/\/s\/([0-9a-f]{16})/)[1];
-    students.push({ page, sid, token: f.get('control'), href });
-  }
-  for (const [i, s] of students.entries()) {
-    const sp = await context.newPage();
-    watch(sp, `team ${i + 1}'s session`);
-    await sp.goto(base + s.href);
+    await page.waitForURL(/\/s\/[0-9a-f]{16}#/);
+    const url = new URL(page.url());
+    const f = new URLSearchParams(url.hash.slice(1));
+    const sid = url.pathname.slice(3);
     if (i === 0) {
       // while the grains settle, the experiment waits: a countdown, the slider and the buttons off
       // one look at the page, so that the countdown cannot end between its parts
       const seen = await until('the countdown', async () => {
-        const v = await sp.evaluate(() => ({
+        const v = await page.evaluate(() => ({
           left: Number(document.body.dataset.settling || 0), text: document.getElementById('settling').textContent,
           shown: !document.getElementById('settling').hidden,
           off: [document.getElementById('p-hole').disabled, document.getElementById('open-hole').disabled],
@@ -91,8 +89,23 @@ try {
       ok('while the grains settle the page counts down and the hole\'s slider and Open hole wait',
          seen && seen.shown && seen.off.every(Boolean) && /at most \d+ s/.test(seen.text),
          seen ? `${seen.text} (slider, button disabled: ${seen.off})` : 'no countdown seen');
-      await sp.screenshot({ path: join(shots, 'class-session-settling.png') });
+      await page.screenshot({ path: join(shots, 'class-session-settling.png') });
     }
+    await until('the class bar', async () => (await page.textContent('#class-where')).includes('Physics 3B'));
+    const where = await page.textContent('#class-where');
+    ok(`team ${i + 1} lands on its experiment as its controller, the class and group shown`,
+       f.get('class') === klass.id && /^[0-9a-f]{64}$/.test(f.get('control') || '') && where.includes(`team ${i + 1}`), where);
+    students.push({ sid, token: f.get('control'), href: url.pathname + url.hash });
+    // three live 3D views on a 2-core machine are slow: each comes back when needed
+    await page.close();
+  }
+  const twice = (await call('POST', '/api/join', { code: klass.code, group: 'TEAM 1' })).json;
+  ok('"Team 1" joins team 1: group names match in any case', twice && twice.session.id === students[0].sid && twice.group === 'team 1',
+     twice ? `${twice.group} ${twice.session.id}` : '');
+  for (const [i, s] of students.entries()) {
+    const sp = await context.newPage();
+    watch(sp, `team ${i + 1}'s session`);
+    await sp.goto(base + s.href);
     // fill waits for the slider to be enabled: once the grains have settled
     await sp.fill('#p-hole', String(holes[i]), { timeout: 120000 * slow });
     const set = await until(`team ${i + 1}'s hole in its session`, async () => {
@@ -154,36 +167,47 @@ try {
   const mus = await Promise.all(students.map(async (s) => (await call('GET', `/api/sessions/${s.sid}`)).json.params.mu));
   ok('every group\'s session has mu 0.7', mus.every((m) => m === 0.7), mus.join(', '));
 
-  // ---- spotlight team 2: team 1 is offered it -------------------------------------------------
+  // ---- spotlight team 2: team 1's page says so, lastingly, with a link to watch them --------
+  const one = await context.newPage();
+  watch(one, 'team 1 again');
+  await one.goto(base + students[0].href);
   await teacher.locator('.tile[data-group="team 2"] .spot').click();
-  await until('the offer', async () => !(await students[0].page.locator('#offer').isHidden()) &&
-    (await students[0].page.textContent('#offer')).includes('team 2'), 15000);
-  const watchLink = await students[0].page.getAttribute('#offer a', 'href');
-  ok('team 1 is offered to watch team 2', watchLink.startsWith(`/s/${students[1].sid}`), watchLink);
-  await students[0].page.screenshot({ path: join(shots, 'class-student.png'), fullPage: true });
+  await until('the spotlight banner', async () => (await one.getAttribute('#banner', 'data-kind')) === 'spotlight' &&
+    (await one.textContent('#banner')).includes('team 2'), 15000);
+  const watchLink = await one.getAttribute('#banner a', 'href');
+  ok('team 1 is shown the spotlight on team 2, with a link to watch them', watchLink.startsWith(`/s/${students[1].sid}`), watchLink);
+  await one.screenshot({ path: join(shots, 'class-student.png'), fullPage: true });
 
   // ---- team 3 starts over: Reset ends its run and starts a new one --------------------------
-  const again = await context.newPage();
-  watch(again, 'team 3\'s session again');
-  await again.goto(base + students[2].href);
-  await again.click('#reset');
+  const three = await context.newPage();
+  watch(three, 'team 3\'s session again');
+  await three.goto(base + students[2].href);
+  await three.click('#reset', { timeout: 120000 * slow });
   const after = await until('a new run after the Reset', async () => {
     const st = (await call('GET', `/api/sessions/${students[2].sid}`)).json;
     return st.run_id !== students[2].run ? st : null;
   }, 20000);
   ok('Reset starts team 3 over as a new run', !!after, `run ${students[2].run} -> ${after.run_id}`);
-  await again.close();
+  await three.close();
 
   // ---- the end: every run finished, the CSV: each group's hole, the plot's points its rows -----
   teacher.once('dialog', (d) => d.accept());
   await teacher.click('#end');
   await until('the class ended', async () => (await teacher.textContent('#state')).startsWith('ended'));
   await until('the tiles gone', async () => Number(await teacher.evaluate(() => document.body.dataset.tiles)) === 0);
+  // team 1's page: the class has ended, lastingly, and nothing there can be pressed
+  const over = await until('the end on team 1\'s page', async () => {
+    const v = await one.evaluate(() => ({ kind: document.getElementById('banner').dataset.kind,
+      off: [...document.querySelectorAll('.controller-only button, .controller-only input')].every((e) => e.disabled) }));
+    return v.kind === 'ended' ? v : null;
+  }, 20000).catch(() => null);
+  ok('the end is a lasting banner on a student\'s page, its controls disabled', over && over.off, JSON.stringify(over));
+  await one.close();
   const finished = await until('three finished runs', async () => {
     const rows = await teacher.$$eval('.cr-rows tr', (rs) => rs.map((r) => r.textContent));
     return rows.filter((r) => r.includes('finished')).length === 3 ? rows : null;
   }, 20000);
-  ok('three runs finished at the end, one ended by the Reset', finished.some((r) => r.includes('reset')), finished.join(' | '));
+  ok('three runs finished at the end, one ended by the Reset', finished.some((r) => r.includes('started over')), finished.join(' | '));
   const [download] = await Promise.all([teacher.waitForEvent('download'), teacher.click('.cr-csv')]);
   const lines = readFileSync(await download.path(), 'utf8').trim().split('\r\n');
   const head = lines[0].split(',');

@@ -104,8 +104,11 @@ try {
   await student.fill('#code', `  ${klass.code.toUpperCase()} `);
   await student.fill('#group', 'team 1');
   await student.click('#join button');
-  await student.waitForURL(/\/class\/n[0-9]-[0-9a-f]{16}#group=/, { timeout: 30000 * slow });
-  ok('a student joins with the code in capitals and reaches the class on its node', student.url().includes(`/class/${klass.id}#`), klass.code);
+  await student.waitForURL(/\/s\/n[0-9]-[0-9a-f]{16}#/, { timeout: 30000 * slow });
+  const landed = new URL(student.url());
+  ok('a student joins with the code in capitals and lands on the group\'s experiment, on the class\'s node',
+     new URLSearchParams(landed.hash.slice(1)).get('class') === klass.id && nodeOf(landed.pathname.slice(3)) === nodeOf(klass.id),
+     `${klass.code}: ${landed.pathname}`);
 
   // ---- a node dies: its viewer is told -------------------------------------------------------
   const victim = made.find((s) => nodeOf(s.id) !== nodeOf(mine) && nodeOf(s.id) !== nodeOf(klass.id)) ||

@@ -1,4 +1,6 @@
 // The REST API from the browser: JSON in and out, errors shown to the user, never swallowed.
+import { has, t, tFirst } from './i18n.js';
+
 export function showError(message) {
   const box = document.getElementById('error');
   if (!box) return;
@@ -15,6 +17,18 @@ export function clearError() {
   clearTimeout(showError.timer);
 }
 
+// A refusal in the page's language and in plain words: the catalogue's text for its code (and,
+// where one is written, for its code and field), the field named as the page labels it. The
+// server's own message is English and for developers: it goes to the console, not the screen.
+export function errorText(status, err) {
+  if (!err || !err.code) return t('error.status', { status });
+  console.info(`${status} ${err.code}${err.field ? ` (${err.field})` : ''}: ${err.message}`);
+  const field = err.field && has(`field.${err.field}`) ? t(`field.${err.field}`)
+    : err.field && has(`param.${err.field}`) ? t(`param.${err.field}`) : '';
+  const vars = { field, status, seconds: Math.ceil(err.seconds_left || 0) };
+  return tFirst([`error.${err.code}.${err.field}`, ...(field ? [`error.${err.code}.field`] : []), `error.${err.code}`, 'error.other'], vars);
+}
+
 export async function api(method, path, body, token) {
   const headers = {};
   if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -23,7 +37,8 @@ export async function api(method, path, body, token) {
   try {
     response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   } catch (e) {
-    showError(`${method} ${path}: the server cannot be reached (${e.message})`);
+    showError(t('error.unreachable'));
+    e.shown = true;
     throw e;
   }
   const text = await response.text();
@@ -31,11 +46,13 @@ export async function api(method, path, body, token) {
   try { json = text ? JSON.parse(text) : null; } catch { /* not JSON: reported below */ }
   if (!response.ok) {
     const err = json && json.error;
-    const message = err ? `${err.message}${err.field ? ` (${err.field})` : ''}` : `${response.status} ${text.slice(0, 200)}`;
+    const message = errorText(response.status, err);
     showError(message);
     const e = new Error(message);
     e.status = response.status;
     e.code = err && err.code;
+    e.field = err && err.field;
+    e.shown = true;
     throw e;
   }
   return json;
@@ -49,16 +66,17 @@ export async function download(path, token, fallbackName) {
   try {
     response = await fetch(path, { headers });
   } catch (e) {
-    showError(`GET ${path}: the server cannot be reached (${e.message})`);
+    showError(t('error.unreachable'));
+    e.shown = true;
     throw e;
   }
   if (!response.ok) {
     const text = await response.text();
     let err = null;
-    try { err = JSON.parse(text).error; } catch { /* not JSON: shown as it is */ }
-    const message = err ? err.message : `${response.status} ${text.slice(0, 200)}`;
+    try { err = JSON.parse(text).error; } catch { /* not JSON: its status is said */ }
+    const message = errorText(response.status, err);
     showError(message);
-    throw new Error(message);
+    throw Object.assign(new Error(message), { shown: true });
   }
   const named = /filename="([^"]+)"/.exec(response.headers.get('Content-Disposition') || '');
   const url = URL.createObjectURL(await response.blob());
@@ -72,23 +90,30 @@ export async function download(path, token, fallbackName) {
   return a.download;
 }
 
+// A page's start or handler failed: a refusal was shown already (api() and download() show
+// theirs); anything else is a fault of the page, said in plain words (details in the console).
+export function pageFailed(e) {
+  if (e && e.shown) return;
+  console.error(e);
+  showError(t('error.page'));
+}
+
+// Where students join: this page's own address, unless it is this machine's loopback and the
+// server, serving a classroom, names the address its network reaches (GET /api/config).
+export async function studentsAddress() {
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(location.hostname);
+  if (loopback) {
+    const config = await fetch('/api/config').then((r) => r.json()).catch(() => ({}));
+    if (config.students) return config.students;
+  }
+  return `${location.origin}/join`;
+}
+
+// Text for innerHTML: every character that could open markup or end an attribute, escaped.
+export const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
 export function fmt(v, digits = 3) {
   if (v === null || v === undefined || Number.isNaN(v)) return '—';
   if (typeof v !== 'number') return String(v);
   return Math.abs(v) >= 1000 ? v.toFixed(0) : v.toPrecision(digits);
 }
-
-// What each scene shows a class, for the landing page's cards.
-export const sceneText = {
-  pour: 'Sand poured from a spout builds a cone: its slope settles at the angle of repose, set by friction and rolling resistance.',
-  wet: 'Damp sand: liquid bridges between grains hold steeper slopes than dry sand can.',
-  chains: 'Inside a pile the weight is carried by a few chains of strongly pressed grains: see them in a cut through the pile.',
-  slump: 'A dam holds a column of grains; pull it away and watch the column collapse and run out.',
-  tilt: 'A box of grains tilted slowly: the surface holds until it fails in an avalanche at the angle of repose.',
-  silo: 'A silo draining through a hole: the flow stays constant however full the silo is (Beverloo), and small holes jam.',
-  dambreak: 'A water column released against the wall of a tank: the surge front races along the floor while the column drops (SPH water).',
-  drop: 'A ball of water falls into a pool and splashes: watch the energy turn from potential to kinetic and be damped away.',
-  orbit: 'Two bodies in orbit under gravity: a circle, or an ellipse at other speeds; energy and angular momentum are conserved.',
-  softening: 'Two bodies pass close: the softening length decides how hard they swing round each other.',
-  cluster: 'A star cluster of many bodies in balance: kinetic and potential energy keep the virial ratio 2K/|W| near 1.',
-};

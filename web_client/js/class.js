@@ -2,14 +2,15 @@
 // group, the class controls, pushes and their report, the spotlight). With #group=NAME and
 // &control= or &viewer=TOKEN (what /join leads to): a student's page (their group's experiment,
 // the spotlight offer). Both show the class's results (js/class_results.js).
-import { api, fmt, showError } from './api.js';
+import qrcode from 'qrcode-generator';
+import { api, errorText, esc, fmt, pageFailed, showError, studentsAddress } from './api.js';
+import { measureLabel, paramLabel, sceneName, t, unitText } from './i18n.js';
 import { connect, CHAINS } from './stream.js';
 import { Tile2D } from './tile.js';
 import { ClassResults, liveSession } from './class_results.js';
-import { EXPERIMENTS } from './theory.js';
+import { keyFigure } from './theory.js';
 
 const $ = (s) => document.getElementById(s);
-const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const id = decodeURIComponent(location.pathname.split('/')[2] || '');
 const fragment = new URLSearchParams(location.hash.slice(1));
 const teacher = fragment.get('teacher');
@@ -22,10 +23,27 @@ window.grainlabTileFps = TILE_FPS; // for tests and scripting
 
 function header() {
   $('name').textContent = klass.name;
-  $('code').textContent = klass.code;
-  $('state').textContent = klass.state + (klass.locked ? ' · locked' : '');
-  document.title = `grainlab — ${klass.name}`;
+  $('state').textContent = t(`class.state.${klass.state}`) + (klass.locked ? ` · ${t('class.locked')}` : '');
+  document.title = t('class.title_of', { name: klass.name });
   clock();
+}
+
+// Where and how students join, large enough to read from the back of the room, with a QR code of
+// the join page's address carrying the code (/join?code=…) for their phones.
+let joinShown = null;
+async function joining() {
+  const address = await studentsAddress();
+  const url = `${address}?code=${encodeURIComponent(klass.code)}`;
+  $('join-address').textContent = address;
+  $('code').textContent = klass.code;
+  if (joinShown === url) return;
+  joinShown = url;
+  const qr = qrcode(0, 'M');
+  qr.addData(url);
+  qr.make();
+  $('qr').innerHTML = qr.createSvgTag({ cellSize: 4, margin: 16, scalable: true });
+  $('qr').setAttribute('aria-label', t('class.qr_alt', { address: url }));
+  $('qr').dataset.url = url;
 }
 
 function clock() {
@@ -33,27 +51,20 @@ function clock() {
   if (klass.state === 'ended') { $('left').textContent = ''; return; } // the state says so
   const s = Math.max(0, Math.round((Date.parse(klass.ends_at) - Date.now()) / 1000));
   const hms = `${Math.floor(s / 3600)}:${String(Math.floor(s / 60) % 60).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
-  $('left').textContent = `${hms} left`;
+  $('left').textContent = t('class.left', { time: hms });
 }
 
 // ---- the teacher's tiles ---------------------------------------------------------------------
 const tiles = new Map(); // group name -> {div, canvas, view, link, session, frames, skipped}
 window.grainlabTiles = tiles; // for tests and scripting
 
-function keyOf(scene) {
-  // the scene's key figure (theory.js's table); any other scene: its first plotted measurement
-  const exp = EXPERIMENTS[scene.name];
-  if (exp && scene.measurements.includes(exp.key)) return exp.key;
-  const p = (scene.plots || [])[0];
-  return p && p.series.length ? p.series[0].key : null;
-}
-
 function openTile(g) {
   const div = document.createElement('div');
   div.className = 'tile';
-  div.innerHTML = `<div class="tile-head"><label><input type="checkbox" class="pick"> <b></b></label><button class="spot">Spotlight</button></div>` +
-    `<canvas width="240" height="160"></canvas><div class="tile-stats"></div>`;
+  div.innerHTML = '<div class="tile-head"><label><input type="checkbox" class="pick"> <b></b></label><button class="spot"></button></div>' +
+    '<canvas width="240" height="160" role="img"></canvas><div class="tile-stats"></div>';
   div.querySelector('b').textContent = g.name;
+  div.querySelector('.pick').setAttribute('aria-label', t('class.pick', { group: g.name }));
   div.dataset.group = g.name;
   $('tiles').appendChild(div);
   // frames: decoded and drawn; skipped: dropped undecoded (more than TILE_FPS came)
@@ -105,18 +116,22 @@ async function stream(tile, s, g) {
 function tileStats(tile, g) {
   const s = g.session;
   const scene = catalogue.scenes.find((c) => c.name === s.scene) || { measurements: [], plots: [] };
-  const key = keyOf(scene);
+  const key = keyFigure(scene);
   const info = catalogue.measurements.find((m) => m.name === key);
   const model = catalogue.models.find((m) => m.name === scene.model) || { si: true };
-  const unit = info && info.unit && model.si ? ` ${info.unit}` : '';
+  const unit = info && info.unit && model.si ? unitText(info.unit) : '';
   const value = key && s.measurements ? s.measurements[key] : null;
+  const mstate = s.measurements && s.measurements.state ? ` (${t(`mstate.${s.measurements.state}`)})` : '';
+  const figure = key ? t('class.tile_figure', { what: measureLabel(key), value: fmt(value), unit }) : '';
   tile.div.querySelector('.tile-stats').innerHTML =
-    `<span>${esc(s.scene)} · ${esc(s.state)}${s.measurements && s.measurements.state ? ` (${esc(s.measurements.state)})` : ''}</span>` +
-    `<span>t ${fmt(s.t, 3)} s · rt ${fmt(s.rt_factor, 2)} · ${s.viewers} watching</span>` +
-    (key ? `<span>${esc(info ? info.label : key)}: <b>${fmt(value)}</b>${esc(unit)}</span>` : '');
+    `<span>${esc(sceneName(s.scene))} · ${esc(t(`state.${s.state}`))}${esc(mstate)}</span>` +
+    `<span>${esc(t('class.tile_clock', { t: fmt(s.t, 3), rt: fmt(s.rt_factor, 2), viewers: s.viewers }))}</span>` +
+    (key ? `<span>${esc(figure)}</span>` : '');
+  // the canvas's text: what it shows and the live key figure
+  tile.canvas.setAttribute('aria-label', t('class.tile_alt', { group: g.name, scene: sceneName(s.scene), figure }));
   const spotlit = klass.spotlight && klass.spotlight.group === g.name;
   tile.div.classList.toggle('spotlit', !!spotlit);
-  tile.div.querySelector('.spot').textContent = spotlit ? 'Stop spotlight' : 'Spotlight';
+  tile.div.querySelector('.spot').textContent = spotlit ? t('class.unspot') : t('class.spot');
 }
 
 function updateTiles() {
@@ -126,13 +141,14 @@ function updateTiles() {
     const tile = tiles.get(name) || openTile(g);
     if (tile.session !== g.session.id) {
       if (tile.link) { tile.link.close(); tile.link = null; }
-      stream(tile, g.session, g).catch((e) => showError(`${name}: ${e.message}`));
+      stream(tile, g.session, g).catch(() => showError(t('class.stream_failed', { group: name })));
     } else if (tile.scene !== g.session.scene) {
       setView(tile, g.session.scene); // the group switched scenes: same session, same stream
     }
     tileStats(tile, g);
   }
   document.body.dataset.tiles = tiles.size;
+  $('no-groups').hidden = tiles.size > 0 || klass.state === 'ended';
 }
 
 // ---- the teacher's controls ------------------------------------------------------------------
@@ -150,7 +166,7 @@ function selected() {
 async function push(body) {
   if ($('push-to').value === 'selected') {
     body.groups = selected();
-    if (body.groups.length === 0) { showError('no group selected: tick the groups on their tiles'); return; }
+    if (body.groups.length === 0) { showError(t('class.none_selected')); return; }
   }
   let report;
   try {
@@ -158,40 +174,70 @@ async function push(body) {
   } catch (e) {
     return;
   }
-  const what = body.params ? Object.entries(body.params).map(([k, v]) => `${k} = ${v}`).join(', ') : body.action.type;
-  $('report').innerHTML = `<b>${esc(what)}</b>: applied to ${report.applied.length ? report.applied.map(esc).join(', ') : 'no group'}` +
-    (report.refused.length ? `; refused by ${report.refused.map((r) => `${esc(r.group)} (${esc(r.code)}: ${esc(r.message)})`).join('; ')}` : '');
+  const scene = catalogue.scenes.find((c) => c.name === $('push-scene').value);
+  const what = body.params
+    ? Object.entries(body.params).map(([k, v]) => `${paramLabel(scene.params.find((p) => p.name === k))} = ${fmt(v)}`).join(', ')
+    : t(`action.${body.action.type}`);
+  const applied = report.applied.length ? report.applied.join(', ') : t('class.no_group');
+  $('report').innerHTML = `<b>${esc(what)}</b>: ${esc(t('class.applied', { groups: applied }))}` +
+    report.refused.map((r) => `<br>${esc(t('class.refused', { group: r.group, why: errorText(r.status, r) }))}`).join('');
   $('report').dataset.applied = report.applied.length;
   $('report').dataset.refused = report.refused.length;
 }
 
-// The push form: a parameter or an action of a scene, built from the catalogue.
+// The push form: a parameter or an action of a scene, built from the catalogue. A parameter
+// fixed when the scene is built restarts each group's scene with it; drags (spout, tool) are a
+// student's, not pushed.
+const NOT_PUSHED = new Set(['spout', 'tool', 'tool_off']);
 function pushForm() {
   const sc = $('push-scene');
-  sc.innerHTML = klass.scenes.map((s) => `<option>${esc(s)}</option>`).join('');
+  sc.replaceChildren(...klass.scenes.map((s) => new Option(sceneName(s), s)));
+  const labelled = (text, el) => {
+    const label = document.createElement('label');
+    label.append(text, ' ', el);
+    return label;
+  };
   const build = () => {
     const scene = catalogue.scenes.find((s) => s.name === sc.value);
     const box = $('push-what');
     if ($('push-kind').value === 'params') {
-      box.innerHTML = `<select id="push-param">${scene.params.map((p) => `<option value="${p.name}">${p.name}${p.unit ? ` (${p.unit})` : ''}</option>`).join('')}</select>` +
-        '<input id="push-value" type="number" required size="7">';
+      const param = document.createElement('select');
+      param.id = 'push-param';
+      for (const p of scene.params) param.add(new Option(paramLabel(p) + (p.restart ? ` ${t('class.restarts')}` : ''), p.name));
+      const value = document.createElement('input');
+      Object.assign(value, { id: 'push-value', type: 'number', required: true, size: 7 });
+      box.replaceChildren(labelled(t('class.push_which'), param), labelled(t('class.push_value'), value));
       const fill = () => {
-        const p = scene.params.find((q) => q.name === $('push-param').value);
-        Object.assign($('push-value'), { min: p.min, max: p.max, step: p.integer ? 1 : 'any', value: p.default, title: p.description });
+        const p = scene.params.find((q) => q.name === param.value);
+        Object.assign(value, { min: p.min, max: p.max, step: p.integer ? 1 : 'any', value: p.default });
       };
-      $('push-param').addEventListener('change', fill);
+      param.addEventListener('change', fill);
       fill();
     } else {
-      const names = [...scene.actions, ...catalogue.actions.filter((a) => a.session).map((a) => a.name)];
-      box.innerHTML = `<select id="push-action">${names.map((n) => `<option>${n}</option>`).join('')}</select><span id="push-args"></span>`;
-      const args = () => {
-        const a = catalogue.actions.find((x) => x.name === $('push-action').value);
-        $('push-args').innerHTML = (a ? a.args : []).map((g) => (g.type === 'boolean'
-          ? `<label title="${esc(g.description)}"><input type="checkbox" data-arg="${g.name}" data-type="boolean"> ${g.name}</label>`
-          : `<input type="number" data-arg="${g.name}" placeholder="${g.name}${g.unit ? ` (${g.unit})` : ''}" min="${g.min}" max="${g.max}" step="any" size="7"${g.required ? ' required' : ''} title="${esc(g.description)}">`)).join('');
+      const names = [...scene.actions.filter((n) => !NOT_PUSHED.has(n)), 'pause', 'resume'];
+      const action = document.createElement('select');
+      action.id = 'push-action';
+      for (const n of names) action.add(new Option(t(`action.${n}`), n));
+      const args = document.createElement('span');
+      args.id = 'push-args';
+      args.className = 'row';
+      box.replaceChildren(labelled(t('class.push_which_action'), action), args);
+      const fill = () => {
+        const a = catalogue.actions.find((x) => x.name === action.value);
+        args.replaceChildren(...(a ? a.args : []).map((g) => {
+          const input = document.createElement('input');
+          input.dataset.arg = g.name;
+          if (g.type === 'boolean') {
+            Object.assign(input, { type: 'checkbox' });
+            input.dataset.type = 'boolean';
+          } else {
+            Object.assign(input, { type: 'number', min: g.min, max: g.max, step: 'any', size: 7, required: !!g.required });
+          }
+          return labelled(t(`arg.${g.name}`) + (g.unit ? ` (${unitText(g.unit)})` : ''), input);
+        }));
       };
-      $('push-action').addEventListener('change', args);
-      args();
+      action.addEventListener('change', fill);
+      fill();
     }
   };
   sc.addEventListener('change', build);
@@ -218,8 +264,13 @@ function teacherControls() {
   $('lock').addEventListener('click', () => patch({ locked: !klass.locked }));
   $('second-join').addEventListener('change', () => patch({ second_join: $('second-join').value }));
   $('unspot').addEventListener('click', () => patch({ spotlight: null }));
+  // the join panel as large as the screen allows, for a projector
+  $('show-join').addEventListener('click', () => {
+    const big = document.body.classList.toggle('show-join');
+    $('show-join').textContent = t(big ? 'class.hide_join' : 'class.show_join');
+  });
   $('end').addEventListener('click', async () => {
-    if (!window.confirm(`End the class “${klass.name}”? Every group's session ends and its run is recorded as finished.`)) return;
+    if (!window.confirm(t('class.end_confirm', { name: klass.name }))) return;
     try {
       klass = await api('POST', `/api/classes/${id}/end`, {}, teacher);
       render();
@@ -232,34 +283,43 @@ function teacherControls() {
 function student() {
   const g = klass.groups.find((x) => x.name === group);
   $('group').textContent = group || '—';
-  const role = fragment.get('control') ? 'controller' : 'viewer';
-  $('role').textContent = role;
+  $('role').textContent = t(fragment.get('control') ? 'role.controller' : 'role.viewer');
   const link = $('session-link');
   if (g && liveSession(g)) {
-    const tok = fragment.get('control') ? `#control=${fragment.get('control')}` : fragment.get('viewer') ? `#view=${fragment.get('viewer')}` : '';
-    link.href = `/s/${g.session.id}${tok}`;
-    link.textContent = "open your group's experiment";
+    link.href = experimentLink(g.session.id, fragment.get('control') ? 'control' : 'view', fragment.get('control') || fragment.get('viewer'));
+    link.textContent = t('class.open_experiment');
   } else {
     link.removeAttribute('href');
-    link.textContent = klass.state === 'ended' ? 'the class has ended' : 'your group has no session now: join again from /join';
+    link.textContent = t(klass.state === 'ended' ? 'class.ended_note' : 'class.no_session');
   }
   const spot = klass.spotlight, offer = $('offer');
   if (spot && spot.group !== group) {
-    offer.innerHTML = `The teacher spotlights <b>${esc(spot.group)}</b> — <a href="/s/${esc(spot.session)}${spot.viewer_token ? `#view=${esc(spot.viewer_token)}` : ''}">watch</a>`;
+    offer.innerHTML = `${esc(t('class.spotlight_other', { group: spot.group }))} <a href="${esc(experimentLink(spot.session, 'view', spot.viewer_token))}">${esc(t('class.watch'))}</a>`;
     offer.hidden = false;
   } else if (spot) {
-    offer.textContent = 'The teacher spotlights your group: the class is watching.';
+    offer.textContent = t('class.spotlight_yours');
     offer.hidden = false;
   } else {
     offer.hidden = true;
   }
 }
 
+// A group's experiment page: its token (control or view) in the fragment, with the class and
+// group the page shows in its banner.
+function experimentLink(session, kind, tok) {
+  const f = new URLSearchParams();
+  if (tok) f.set(kind, tok);
+  f.set('class', id);
+  if (group) f.set('group', group);
+  return `/s/${encodeURIComponent(session)}#${f.toString()}`;
+}
+
 // ---- both --------------------------------------------------------------------------------------
 function render() {
   header();
   if (teacher) {
-    $('lock').textContent = klass.locked ? 'Unlock the groups' : 'Lock the groups';
+    $('lock').textContent = t(klass.locked ? 'class.unlock' : 'class.lock');
+    joining();
     $('second-join').value = klass.second_join;
     $('unspot').hidden = !klass.spotlight;
     // an ended class takes no more commands (its results stay below)
@@ -292,7 +352,7 @@ async function pollOnce() {
 }
 
 async function start() {
-  if (!id) { showError('no class in the address'); return; }
+  if (!id) { showError(t('class.no_id')); return; }
   catalogue = await api('GET', '/api/scenes');
   klass = await api('GET', `/api/classes/${id}`, undefined, token);
   $(teacher ? 'teacher' : 'student').hidden = false;
@@ -306,4 +366,4 @@ async function start() {
   setInterval(clock, 1000);
 }
 
-start().catch((e) => showError(e.message));
+start().catch(pageFailed);

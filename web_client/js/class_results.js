@@ -2,8 +2,9 @@
 // runs in one table (GET /api/runs?class=ID), a row per stretch of constant parameters as the
 // class's CSV has them, the groups' live sessions as they run, and one plot of the chosen scene
 // against its law (js/theory.js) drawn over the parameter's whole range, each point a row.
-import { fmt, showError } from './api.js';
-import { catalogueParam, describe, LawPlot, lawColumns, plottedScenes, xChoices } from './law_plot.js';
+import { errorText, esc, fmt, showError } from './api.js';
+import { paramLabel, sceneName, t } from './i18n.js';
+import { catalogueParam, describe, LawPlot, lawColumns, plottedScenes, xChoices, yLabel } from './law_plot.js';
 import { newHistory, readHistory, rowFigure, runRows, windowed } from './run_history.js';
 import { EXPERIMENTS } from './theory.js';
 
@@ -13,7 +14,6 @@ export const liveSession = (g) => (g.session && g.session.state !== 'ended' ? g.
 
 const PAGE = 500; // GET /api/runs's largest limit
 
-const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export class ClassResults {
   // opts: classId, token (the teacher's: a private class's runs need it), catalogue (GET
@@ -25,27 +25,43 @@ export class ClassResults {
     this.klass = null;
     this.hist = new Map(); // run id -> what its events tell (a slump's L0: js/run_history.js)
     const plotted = plottedScenes(this.scenes);
-    root.innerHTML = `<div class="row"><label>plot <select class="cr-scene">${plotted.map((s) => `<option>${esc(s)}</option>`).join('')}</select></label>
-      <select class="cr-x" style="display:none"></select>
-      <button class="cr-csv">CSV of the class</button> <span class="cr-note"></span></div>
-      <h3 class="cr-title"></h3><div class="plot cr-plot"></div>
-      <table><thead><tr><th>group</th><th>scene</th><th>run</th><th>from, s</th><th>parameters in force</th><th>result</th><th>end</th></tr></thead><tbody class="cr-rows"></tbody></table>`;
+    root.innerHTML = `<div class="row"><label>${esc(t('results.plot'))} <select class="cr-scene">${plotted.map((s) => `<option value="${esc(s)}">${esc(sceneName(s))}</option>`).join('')}</select></label>
+      <label class="cr-x-label" hidden>${esc(t('results.against'))} <select class="cr-x"></select></label>
+      <label class="check"><input type="checkbox" class="cr-switched"> ${esc(t('results.show_switched'))} <span class="cr-switched-n"></span></label>
+      <button class="cr-csv">${esc(t('results.class_csv'))}</button> <span class="cr-note"></span></div>
+      <h3 class="cr-title"></h3><div class="plot cr-plot" role="img"></div>
+      <div class="scroll"><table><thead><tr><th>${esc(t('col.group'))}</th><th>${esc(t('col.scene'))}</th><th>${esc(t('col.run'))}</th><th>${esc(t('col.from'))}</th><th>${esc(t('col.params'))}</th><th>${esc(t('col.result'))}</th><th>${esc(t('col.end'))}</th></tr></thead><tbody class="cr-rows"></tbody></table></div>`;
     this.$ = (c) => root.querySelector(c);
     this.plot = new LawPlot(this.$('.cr-plot'));
-    if (plotted.length === 0) this.$('.cr-plot').style.display = 'none';
-    if (!this.csvAllowed) this.$('.cr-csv').style.display = 'none';
-    this.$('.cr-scene').addEventListener('change', () => { this.setupX(); this.render(); });
+    if (plotted.length === 0) this.$('.cr-plot').hidden = true;
+    if (!this.csvAllowed) this.$('.cr-csv').hidden = true;
+    this.chosen = false; // the plot's scene picked by hand: the class's running scene no longer moves it
+    this.$('.cr-scene').addEventListener('change', () => { this.chosen = true; this.setupX(); this.render(); });
     this.$('.cr-x').addEventListener('change', () => this.render());
-    this.$('.cr-csv').addEventListener('click', () => this.csv().catch((e) => showError(e.message)));
+    this.$('.cr-switched').addEventListener('change', () => this.render());
+    this.$('.cr-csv').addEventListener('click', () => this.csv().catch(() => {}));
     this.setupX();
   }
 
   scene() { return this.$('.cr-scene').value; }
 
   setupX() {
-    const xs = xChoices(EXPERIMENTS[this.scene()]), box = this.$('.cr-x');
-    box.innerHTML = xs.length > 1 ? xs.map((x) => `<option value="${x.name}">${esc(x.label)}</option>`).join('') : '';
-    box.style.display = xs.length > 1 ? '' : 'none';
+    const xs = xChoices(this.catalogue, this.scene()), box = this.$('.cr-x');
+    box.replaceChildren(...(xs.length > 1 ? xs.map((x) => new Option(x.label, x.name)) : []));
+    this.$('.cr-x-label').hidden = xs.length < 2;
+  }
+
+  // Until picked by hand, the plot shows the scene most groups run now (the class's first scene
+  // before any group runs one of those plotted).
+  followClass() {
+    if (this.chosen) return;
+    const options = [...this.$('.cr-scene').options].map((o) => o.value);
+    const count = (sc) => this.sessions().filter((g) => g.s.scene === sc).length;
+    const want = options.reduce((best, sc) => (count(sc) > count(best) ? sc : best), options[0]);
+    if (want && want !== this.scene()) {
+      this.$('.cr-scene').value = want;
+      this.setupX();
+    }
   }
 
   // The latest class object (its groups' live sessions) and the class's runs afresh.
@@ -65,7 +81,7 @@ export class ClassResults {
     } catch (e) {
       // a private class's runs are the teacher's: its students see the live sessions only
       this.denied = e.status === 404 || e.status === 403; // not asked again: it stays so
-      this.$('.cr-note').textContent = this.denied ? 'stored runs: the teacher’s only' : e.message;
+      this.$('.cr-note').textContent = this.denied ? t('results.teacher_only') : e.message;
     }
     await this.history();
     this.render();
@@ -77,7 +93,7 @@ export class ClassResults {
     const r = await fetch(path, { headers });
     const json = await r.json().catch(() => null);
     if (!r.ok) {
-      const e = new Error((json && json.error && json.error.message) || `${r.status}`);
+      const e = new Error(errorText(r.status, json && json.error));
       e.status = r.status;
       throw e;
     }
@@ -108,7 +124,11 @@ export class ClassResults {
   // its session's live figures), and each live session whose run is not listed yet.
   rows() {
     const bySession = new Map(this.sessions().map((g) => [g.s.run_id, g]));
-    const out = this.runs.flatMap((r) => runRows(r).map((row) => {
+    // a run its group left by switching scenes is no experiment of its own: hidden unless asked for
+    const switched = this.runs.filter((r) => r.end_reason === 'switched');
+    this.$('.cr-switched-n').textContent = `(${switched.length})`;
+    const shown = this.$('.cr-switched').checked ? this.runs : this.runs.filter((r) => r.end_reason !== 'switched');
+    const out = shown.flatMap((r) => runRows(r).map((row) => {
       const g = !r.end_reason && row.last ? bySession.get(r.id) : null;
       return { ...row, group: r.group, scene: r.scene, live: g ? g.s : null, params: g ? g.s.params : row.params };
     }));
@@ -128,19 +148,22 @@ export class ClassResults {
   }
 
   render() {
+    this.followClass();
     const rows = this.rows();
     const param = (sc, name) => catalogueParam(this.catalogue, sc, name);
+    const label = (sc, name) => (param(sc, name) ? paramLabel(param(sc, name)) : name);
     this.$('.cr-rows').innerHTML = rows.map((row) => {
       const exp = EXPERIMENTS[row.scene];
       // the plotted parameters first, then those the group moved off the scene's default
       const shown = Object.entries(row.params || {}).filter(([k, v]) => (exp && (k === exp.x || (exp.alt && k === exp.alt.x))) || (param(row.scene, k) && param(row.scene, k).default !== v));
       const y = this.figure(row);
       const from = row.segment ? fmt(row.from_t) : '';
-      const changed = row.changed && Object.keys(row.changed).length ? ` (${Object.keys(row.changed).map(esc).join(', ')} changed)` : '';
-      const end = row.live ? 'live' : row.last ? esc(row.run.end_reason || 'running') : '';
-      return `<tr${row.live ? ' class="live"' : ''}><td>${esc(row.group ?? '—')}</td><td>${esc(row.scene)}</td><td>${row.run ? row.run.id : row.live.run_id}${row.segment ? `/${row.segment}` : ''}</td>` +
-        `<td>${from}</td><td>${shown.map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ')}${changed}</td>` +
-        `<td>${exp && y !== null ? `${esc(exp.yLabel)}: ${fmt(y)}` : ''}</td><td>${end}</td></tr>`;
+      const changed = row.changed && Object.keys(row.changed).length
+        ? ` (${t('results.changed_what', { what: Object.keys(row.changed).map((k) => label(row.scene, k)).join(', ') })})` : '';
+      const end = row.live ? t('results.live') : row.last ? t(`end.${row.run.end_reason || 'running'}`) : '';
+      return `<tr${row.live ? ' class="live"' : ''}><td>${esc(row.group ?? '—')}</td><td>${esc(sceneName(row.scene))}</td><td>${row.run ? row.run.id : row.live.run_id}${row.segment ? `/${row.segment}` : ''}</td>` +
+        `<td>${from}</td><td>${esc(shown.map(([k, v]) => `${label(row.scene, k)} ${fmt(v)}`).join(', ') + changed)}</td>` +
+        `<td>${exp && y !== null ? `${esc(yLabel(this.catalogue, exp))}: ${fmt(y)}` : ''}</td><td>${esc(end)}</td></tr>`;
     }).join('');
     this.root.dataset.rows = rows.length;
     this.draw(rows);
@@ -157,6 +180,7 @@ export class ClassResults {
     const plot = lawColumns(this.catalogue, scene, xName, points);
     if (!plot) return;
     this.$('.cr-title').textContent = plot.title;
+    this.$('.cr-plot').setAttribute('aria-label', plot.title);
     describe(this.root, plot);
     this.plot.draw(plot);
   }
@@ -167,7 +191,8 @@ export class ClassResults {
     const r = await fetch(`/api/runs?class=${encodeURIComponent(this.classId)}&format=csv&limit=${PAGE}`, { headers });
     if (!r.ok) {
       const j = await r.json().catch(() => null);
-      throw new Error(j && j.error ? j.error.message : `CSV: ${r.status}`);
+      showError(errorText(r.status, j && j.error));
+      throw new Error('CSV refused');
     }
     const url = URL.createObjectURL(await r.blob());
     const a = document.createElement('a');

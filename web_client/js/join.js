@@ -1,7 +1,8 @@
-// The join page at /join (?code= fills the code): a class code, a group name and the
-// experiment → POST /api/join → the student's class page, the group's token in its fragment.
-// A refusal (wrong code, class full or ended, a scene the class does not allow) is shown as the
-// API words it.
+// The join page at /join (?code= fills the code, as the dashboard's QR code does): the class
+// code, which names the class and offers only its scenes, a group name, and the experiment →
+// POST /api/join → straight to the group's experiment, its token in the fragment.
+import { errorText } from './api.js';
+import { sceneName, t } from './i18n.js';
 import { normalCode, onNode } from './node.js';
 
 const $ = (s) => document.getElementById(s);
@@ -9,38 +10,64 @@ const $ = (s) => document.getElementById(s);
 const query = new URLSearchParams(location.search);
 if (query.get('code')) $('code').value = query.get('code');
 
-function refuse(text) {
+function refuse(text, code = '') {
   $('refusal').textContent = text;
   $('refusal').hidden = !text;
+  $('refusal').dataset.code = code;
 }
 
-// The experiments: the catalogue's scenes until a reply names the class's own.
-async function scenes() {
+// A code of the right shape (six characters, in a cluster after its node): worth asking about.
+const CODE = /^([a-z][a-z0-9]{0,7}-)?[A-Z0-9]{6}$/;
+let looked = null;
+
+// The class of the code typed: its name shown, its scenes offered (the first is where groups
+// start; one scene needs no choice). A wrong code is said at once.
+async function lookUp() {
+  const code = normalCode($('code').value);
+  if (code === looked) return;
+  looked = code;
+  $('class-name').hidden = true;
+  $('scene-row').hidden = true;
+  $('scene').replaceChildren();
+  if (!CODE.test(code)) return;
+  let r, json = null;
   try {
-    const { scenes: list } = await (await fetch('/api/scenes')).json();
-    offer(list.map((s) => s.name));
-  } catch (e) { /* the class's first scene is still offered */ }
-}
-function offer(names) {
-  const keep = $('scene').value;
-  $('scene').innerHTML = '<option value="">the class\'s first one</option>' +
-    names.map((n) => `<option>${n.replace(/[^a-z0-9_]/gi, '')}</option>`).join('');
-  if (names.includes(keep)) $('scene').value = keep;
+    r = await fetch(onNode(code, `/api/join?code=${encodeURIComponent(code)}`));
+    json = await r.json().catch(() => null);
+  } catch (e) {
+    refuse(t('error.unreachable'));
+    return;
+  }
+  if (code !== looked) return; // typed on since
+  if (!r.ok) {
+    refuse(errorText(r.status, json && json.error), json && json.error ? json.error.code : String(r.status));
+    return;
+  }
+  refuse('');
+  $('class-name').textContent = t(json.state === 'ended' ? 'join.class_ended' : 'join.class_is', { name: json.name });
+  $('class-name').hidden = false;
+  $('scene').replaceChildren(...json.scenes.map((s) => new Option(sceneName(s), s)));
+  $('scene-row').hidden = json.scenes.length < 2;
 }
 
-// The student page's address: its group and token travel in the fragment (never sent to a server).
-function studentPage(reply) {
-  const f = new URLSearchParams({ group: reply.group });
+// The group's experiment: its token in the fragment (never sent to a server), with the class and
+// group its page shows.
+function experiment(reply) {
+  const f = new URLSearchParams();
   if (reply.control_token) f.set('control', reply.control_token);
-  else if (reply.viewer_token) f.set('viewer', reply.viewer_token);
-  return `/class/${encodeURIComponent(reply.class.id)}#${f.toString()}`;
+  else if (reply.viewer_token) f.set('view', reply.viewer_token);
+  f.set('class', reply.class.id);
+  f.set('group', reply.group);
+  return `/s/${encodeURIComponent(reply.session.id)}#${f.toString()}`;
 }
 
+$('code').addEventListener('input', () => lookUp());
 $('join').addEventListener('submit', async (e) => {
   e.preventDefault();
   refuse('');
-  // the group name goes as typed: a space at either end is the API's to refuse, not ours to drop
-  const body = { code: normalCode($('code').value), group: $('group').value };
+  const body = { code: normalCode($('code').value), group: $('group').value.trim() };
+  if (!body.code) { refuse(t('join.need_code')); $('code').focus(); return; }
+  if (!body.group) { refuse(t('join.need_group')); $('group').focus(); return; }
   if ($('scene').value) body.scene = $('scene').value;
   let response, json = null;
   try {
@@ -48,16 +75,14 @@ $('join').addEventListener('submit', async (e) => {
     response = await fetch(onNode(body.code, '/api/join'), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
     json = await response.json().catch(() => null);
   } catch (err) {
-    refuse(`The server cannot be reached (${err.message}).`);
+    refuse(t('error.unreachable'));
     return;
   }
   if (!response.ok) {
     const err = json && json.error;
-    refuse(err ? `${err.message}${err.field ? ` (${err.field})` : ''}` : `Refused: ${response.status}`);
-    $('refusal').dataset.code = err ? err.code : String(response.status);
-    if (json && json.class && Array.isArray(json.class.scenes)) offer(json.class.scenes);
+    refuse(errorText(response.status, err), err ? err.code : String(response.status));
     return;
   }
-  location.assign(studentPage(json));
+  location.assign(experiment(json));
 });
-scenes();
+lookUp();

@@ -1,6 +1,7 @@
 // The landing page: a card per scene (from the catalogue) to start a session, the share links of
 // a new session, joining by code, and the live sessions with their viewer counts.
-import { api, sceneText } from './api.js';
+import { api, esc, fmt } from './api.js';
+import { sceneName, t } from './i18n.js';
 import { normalCode } from './node.js';
 
 const $ = (s) => document.getElementById(s);
@@ -11,9 +12,15 @@ async function scenes() {
   for (const s of scenes) {
     const card = document.createElement('div');
     card.className = 'card';
-    card.innerHTML = `<h3>${s.name}</h3><p>${sceneText[s.name] || s.description}</p>` +
-      `<div class="row"><input placeholder="label (optional)" maxlength="63"><button data-scene="${s.name}">Start</button></div>`;
+    card.innerHTML = '<h3></h3><p></p><div class="row"><input maxlength="63"><button></button></div>';
+    card.querySelector('h3').textContent = sceneName(s.name);
+    card.querySelector('p').textContent = t(`scene.${s.name}.about`);
     const label = card.querySelector('input');
+    label.placeholder = t('landing.label_placeholder');
+    label.setAttribute('aria-label', t('landing.label_for', { scene: sceneName(s.name) }));
+    const button = card.querySelector('button');
+    button.textContent = t('landing.start_button');
+    button.dataset.scene = s.name;
     card.querySelector('button').addEventListener('click', () => create(s.name, label.value));
     box.appendChild(card);
   }
@@ -29,7 +36,7 @@ async function create(scene, label) {
   $('control-link').href = $('control-link').textContent = control;
   $('viewer-link').href = $('viewer-link').textContent = viewer;
   $('join-code').textContent = s.join_code;
-  $('created').style.display = 'block';
+  $('created').hidden = false;
   location.assign(control);
 }
 
@@ -47,8 +54,8 @@ async function allSessions() {
 async function sessions() {
   const sessions = await allSessions();
   $('sessions').innerHTML = sessions.map((s) =>
-    `<tr><td>${s.scene}</td><td>${s.label.replace(/[<&]/g, '')}</td><td>${s.state}</td><td>${s.t.toFixed(1)}</td>` +
-    `<td>${s.viewers}</td><td><a href="/s/${s.id}">watch</a></td></tr>`).join('');
+    `<tr><td>${esc(sceneName(s.scene))}</td><td>${esc(s.label)}</td><td>${esc(t(`state.${s.state}`))}</td><td>${fmt(s.t, 3)}</td>` +
+    `<td>${s.viewers}</td><td><a href="/s/${encodeURIComponent(s.id)}">${esc(t('landing.watch'))}</a></td></tr>`).join('');
 }
 
 $('join').addEventListener('submit', (e) => {

@@ -2,6 +2,8 @@
 // dashboard and the results page: runs (and live sessions) as points, the law dashed over the
 // parameter's whole catalogue range, our own sweep (where the law has one) as a second curve.
 import uPlot from 'uplot';
+import { fmt } from './api.js';
+import { measureLabel, paramLabel, sceneName, t } from './i18n.js';
 import { EXPERIMENTS, plotColumns } from './theory.js';
 
 // The catalogue's entry (GET /api/scenes) for a scene's parameter, or undefined.
@@ -13,10 +15,23 @@ export function catalogueParam(catalogue, scene, name) {
 // The scenes of `names` (catalogue order) that have a plot against a law.
 export const plottedScenes = (names) => names.filter((s) => EXPERIMENTS[s]);
 
-// The x parameters a scene's plot offers: the law's, then one plotted without a law (`alt`).
-export function xChoices(exp) {
-  return exp ? [{ name: exp.x, label: exp.xLabel }].concat(exp.alt ? [{ name: exp.alt.x, label: exp.alt.xLabel }] : []) : [];
+// The x parameters a scene's plot offers: the law's, then one plotted without a law (`alt`),
+// each with its label from the catalogues.
+export function xChoices(catalogue, scene) {
+  const exp = EXPERIMENTS[scene];
+  const names = exp ? [exp.x].concat(exp.alt ? [exp.alt.x] : []) : [];
+  return names.map((name) => catalogueParam(catalogue, scene, name)).filter(Boolean).map((p) => ({ name: p.name, label: paramLabel(p) }));
 }
+
+// The figure a scene's plot and its table show, with its unit: its measurement's label, or its
+// own where it is computed from one (a runout from the front).
+export function yLabel(catalogue, exp) {
+  if (exp.y) return t(`figure.${exp.y}`);
+  const m = catalogue.measurements.find((q) => q.name === exp.measure);
+  return measureLabel(exp.measure, m ? m.unit : '');
+}
+
+export const lawLabel = (exp) => t(`law.${exp.lawName}`);
 
 // The plot's columns for points [{x, y, live}] of `scene` against `xName`, the range read from
 // the catalogue; null when the scene has no plot or the catalogue lacks the parameter.
@@ -26,13 +41,15 @@ export function lawColumns(catalogue, scene, xName, points) {
   if (!p) return null;
   const alt = xName !== exp.x;
   const cols = plotColumns(exp, points, { min: p.min, max: p.max }, !alt);
-  const xLabel = alt ? exp.alt.xLabel : exp.xLabel;
-  const lawLabel = exp.fitLabel && cols.c ? `${exp.lawLabel} (${exp.fitLabel(cols.c)})` : exp.lawLabel;
-  const curves = [cols.law && lawLabel, cols.ref && exp.ref.label].filter(Boolean);
-  const title = `${scene}: ${exp.yLabel} against ${xLabel}` +
-    (curves.length ? ` (${curves.length > 1 ? 'curves' : 'curve'}: ${curves.join('; ')})`
-      : alt ? ' (no closed-form law: points only)' : ' (the curve needs a finished run)');
-  return { exp, scene, xName, xLabel, alt, cols, title, range: { min: p.min, max: p.max } };
+  const xLabel = paramLabel(p), y = yLabel(catalogue, exp);
+  // a law with a measured constant says it (Beverloo at the silos' measured bulk density)
+  const law = exp.fit && cols.c && exp.lawName === 'beverloo'
+    ? t('law.with_fit', { law: lawLabel(exp), fit: t('law.beverloo.fit', { rho: fmt(Math.round(cols.c)) }) }) : lawLabel(exp);
+  const curves = [cols.law && law, cols.ref && t(`law.${exp.ref.name}`)].filter(Boolean);
+  const title = `${t('plot.title', { scene: sceneName(scene), y, x: xLabel })} ` +
+    (curves.length ? t(curves.length > 1 ? 'plot.curves' : 'plot.curve', { curves: curves.join('; ') })
+      : t(alt ? 'plot.no_law' : 'plot.needs_run'));
+  return { exp, scene, xName, xLabel, yLabel: y, alt, cols, title, range: { min: p.min, max: p.max } };
 }
 
 // What a test reads off the page: points plotted (and each one's x, y and its row: "run" or
@@ -71,13 +88,13 @@ export class LawPlot {
     if (this.plot && key === this.key) { this.plot.setData(data); return; }
     if (this.plot) this.plot.destroy();
     this.key = key;
-    const series = [{ label: xName }, { label: 'runs', ...dots('#c0392b', 8) }, { label: 'live', ...dots('#2471a3', 9) },
-      { label: exp.lawLabel, stroke: '#2c3e50', width: 2, dash: [8, 5], spanGaps: true, points: { show: false } }];
-    if (cols.ref) series.push({ label: exp.ref.label, stroke: '#1e8449', width: 2, spanGaps: true, points: { show: true, size: 5, fill: '#1e8449' } });
+    const series = [{ label: xLabel }, { label: t('plot.runs'), ...dots('#c0392b', 8) }, { label: t('plot.live'), ...dots('#2471a3', 9) },
+      { label: lawLabel(exp), stroke: '#2c3e50', width: 2, dash: [8, 5], spanGaps: true, points: { show: false } }];
+    if (cols.ref) series.push({ label: t(`law.${exp.ref.name}`), stroke: '#1e8449', width: 2, spanGaps: true, points: { show: true, size: 5, fill: '#1e8449' } });
     this.plot = new uPlot({
       width: Math.max(320, Math.min(760, this.div.clientWidth || 640)), height: 280,
       scales: { x: { time: false, distr: exp.log ? 3 : 1 }, y: { distr: exp.log ? 3 : 1 } },
-      axes: [{ label: xLabel, values: tick }, { label: exp.yLabel, size: 64, values: tick }],
+      axes: [{ label: xLabel, values: tick }, { label: plot.yLabel, size: 64, values: tick }],
       series: series.filter(keep),
     }, data, this.div);
   }

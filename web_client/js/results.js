@@ -4,14 +4,14 @@
 // (js/law_plot.js, the class dashboard's plot: silo flow against Beverloo, piles against Coulomb
 // and our own sweep, the slump's runout against Lube et al., N-body drift against the leapfrog's
 // fit), each point a row of the table.
-import { api, fmt } from './api.js';
-import { describe, LawPlot, lawColumns, plottedScenes, xChoices } from './law_plot.js';
+import { api, esc, fmt, pageFailed } from './api.js';
+import { measureLabel, paramLabel, sceneName, t } from './i18n.js';
+import { catalogueParam, describe, LawPlot, lawColumns, plottedScenes, xChoices } from './law_plot.js';
 import { newHistory, readHistory, rowFigure, runRows, windowed } from './run_history.js';
 import { EXPERIMENTS } from './theory.js';
 import { runRef } from './node.js';
 
 const $ = (s) => document.getElementById(s);
-const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const PAGE = 500; // GET /api/runs's largest limit
 const PLOT_MAX = 2000; // runs read for one plot: each finished one costs a read of its events
 let catalogue = null;
@@ -25,16 +25,16 @@ function filters(scene = $('scene').value) {
   const q = new URLSearchParams();
   if (scene) q.set('scene', scene);
   if ($('label').value) q.set('label', $('label').value);
-  const p = $('pname').value.trim();
+  const p = $('pname').value;
   if (p && $('pmin').value) q.set(`param.${p}.min`, $('pmin').value);
   if (p && $('pmax').value) q.set(`param.${p}.max`, $('pmax').value);
   return q;
 }
 
 function setupX() {
-  const xs = xChoices(EXPERIMENTS[$('plot-scene').value]), box = $('plot-x');
-  box.innerHTML = xs.length > 1 ? xs.map((x) => `<option value="${x.name}">${esc(x.label)}</option>`).join('') : '';
-  box.style.display = xs.length > 1 ? '' : 'none';
+  const xs = xChoices(catalogue, $('plot-scene').value), box = $('plot-x');
+  box.replaceChildren(...(xs.length > 1 ? xs.map((x) => new Option(x.label, x.name)) : []));
+  $('plot-x-label').hidden = xs.length < 2;
 }
 
 // GET without the page's error banner: a run's record that cannot be read is counted instead
@@ -84,34 +84,41 @@ async function drawPlot() {
   const shown = lawColumns(catalogue, scene, xName, points);
   if (!shown) return;
   $('plot-title').textContent = shown.title;
+  $('plot').setAttribute('aria-label', shown.title);
   describe($('plot'), shown);
   plot.draw(shown);
   // why a finished run has no point: said, not hidden
   const why = [];
   if (exp.l0) {
+    const action = t(`action.${exp.l0.action}`);
     const never = done.filter((r) => !hist.get(runRef(r)).start).length;
     const early = done.filter((r) => hist.get(runRef(r)).start && hist.get(runRef(r)).l0 === null).length;
-    if (never) why.push(`${never} without ${exp.l0.action}`);
-    if (early) why.push(`${early} without a sample before ${exp.l0.action} (L0 unknown)`);
+    if (never) why.push(t('results.why_never', { n: never, action }));
+    if (early) why.push(t('results.why_early', { n: early, action }));
   }
-  const what = win ? 'stretches of constant parameters of' : '';
-  $('plot-note').textContent = `${shown.cols.points} points from ${what ? `${what} ` : ''}${done.length} finished runs` +
-    (win ? '' : ' (each run\'s outcome, under the parameters it ended with)') +
-    (why.length ? `; ${why.join(', ')}` : '') + (unread ? `; ${unread} runs' events unreadable` : '') + (total > runs.length ? `; the first ${runs.length} of ${total} runs read` : '');
+  if (unread) why.push(t('results.why_unread', { n: unread }));
+  if (total > runs.length) why.push(t('results.why_first', { n: runs.length, total }));
+  const note = t(win ? 'results.points_stretches' : 'results.points_runs', { points: shown.cols.points, runs: done.length });
+  $('plot-note').textContent = [note, ...why].join('; ');
 }
 
 // A row as the CSV names it: the run, and its stretch where the run kept them.
 const rowRef = (row) => (row.segment ? `${runRef(row.run)}/${row.segment}` : `${runRef(row.run)}`);
 
-const list = (o) => Object.entries(o || {}).map(([k, v]) => `${esc(k)} ${fmt(v)}`).join(', ');
+// "sliding friction μ 0.5, hole diameter (m) 0.9": a run's parameters (or results) as labelled
+const list = (scene, o, results = false) => Object.entries(o || {}).map(([k, v]) => {
+  const m = results && catalogue.measurements.find((q) => q.name === k);
+  const p = !results && catalogueParam(catalogue, scene, k);
+  const label = m ? measureLabel(k, m.unit) : p ? paramLabel(p) : k;
+  return `${esc(label)} ${fmt(v)}`;
+}).join(', ');
 
 // Why a run's end state cannot be rebuilt, in words; null when it can (replayed by the server).
 function notReplayable(r) {
-  if (!r.end_reason || r.end_reason === 'interrupted') return 'it has no recorded end (still running, or cut off by a crash)';
-  if (r.events_dropped > 0) return 'some of its events were not recorded';
+  if (!r.end_reason || r.end_reason === 'interrupted') return t('results.no_end');
+  if (r.events_dropped > 0) return t('results.events_lost');
   if (r.state_version !== catalogue.engine.state_version) {
-    return r.state_version ? `it was recorded by an older engine (state version ${r.state_version}), which moved grains otherwise`
-      : 'it was recorded before runs kept their engine\'s version';
+    return r.state_version ? t('results.older_engine', { version: r.state_version }) : t('results.before_versions');
   }
   return null;
 }
@@ -130,18 +137,19 @@ async function load() {
     const rows = runRows(r);
     const cant = notReplayable(r);
     // the final state, replayed by the server (seconds for a minute of a silo), for Python or ParaView
-    const files = `<a class="csv" href="/api/runs/${runRef(r)}/samples?format=csv" download>CSV</a>` +
-      (cant ? ` · <span class="no-snapshot" title="no snapshot: ${esc(cant)}">no snapshot: ${esc(cant)}</span>`
-        : ` · snapshot <a class="snap-csv" href="/api/runs/${runRef(r)}/snapshot?format=csv" download>CSV</a>` +
+    const files = `<a class="csv" href="/api/runs/${runRef(r)}/samples?format=csv" download>${esc(t('results.samples_csv'))}</a>` +
+      (cant ? ` · <span class="no-snapshot">${esc(t('results.no_snapshot', { why: cant }))}</span>`
+        : ` · ${esc(t('results.snapshot'))} <a class="snap-csv" href="/api/runs/${runRef(r)}/snapshot?format=csv" download>CSV</a>` +
           ` <a class="snap-vtk" href="/api/runs/${runRef(r)}/snapshot?format=vtk" download>VTK</a>`);
-    const end = esc(r.end_reason || 'running') + (r.end_reason === 'reset' ? ' (a new run started)' : '') +
-      (r.reset_of ? ` · after a reset of ${esc(r.reset_of)}` : '');
+    const end = esc(t(`end.${r.end_reason || 'running'}`)) + (r.end_reason === 'reset' ? ` (${esc(t('results.reset_new'))})` : '') +
+      (r.reset_of ? ` · ${esc(t('results.after_reset', { run: r.reset_of }))}` : '');
     return rows.map((row, k) => {
-      const span = row.segment ? `t ${fmt(row.from_t)}–${row.to_t === null || row.to_t === undefined ? 'now' : fmt(row.to_t)} s` : '';
-      const changed = Object.keys(row.changed).length ? ` <b>${list(row.changed)}</b> changed` : '';
-      return `<tr data-run="${runRef(r)}" data-row="${rowRef(row)}"><td>${k === 0 ? runRef(r) : ''}${row.segment ? ` <small>${span}</small>` : ''}</td>` +
-        `<td>${esc(r.scene)}</td><td>${esc(r.label)}</td><td>${list(row.params)}${changed}</td>` +
-        `<td>${list(row.results)}</td><td>${k === rows.length - 1 ? end : ''}</td><td>${k === 0 ? files : ''}</td></tr>`;
+      const to = row.to_t === null || row.to_t === undefined ? t('results.now') : fmt(row.to_t);
+      const span = row.segment ? t('results.span', { from: fmt(row.from_t), to }) : '';
+      const changed = Object.keys(row.changed).length ? ` · ${esc(t('results.changed_now'))} <b>${list(r.scene, row.changed)}</b>` : '';
+      return `<tr data-run="${runRef(r)}" data-row="${rowRef(row)}"><td>${k === 0 ? runRef(r) : ''}${row.segment ? ` <small>${esc(span)}</small>` : ''}</td>` +
+        `<td>${esc(sceneName(r.scene))}</td><td>${esc(r.label)}</td><td>${list(r.scene, row.params)}${changed}</td>` +
+        `<td>${list(r.scene, row.results, true)}</td><td>${k === rows.length - 1 ? end : ''}</td><td>${k === 0 ? files : ''}</td></tr>`;
     }).join('');
   }).join('');
   // the plot follows the scene filter; else, until picked by hand, the scene with most runs here
@@ -158,14 +166,30 @@ async function load() {
   await drawPlot();
 }
 
+// The filters' and sorts' choices from the catalogue: every scene, every parameter (labelled as
+// the first scene that has it labels it), and sorts by the plotted figures.
+function choices() {
+  for (const s of catalogue.scenes) $('scene').add(new Option(sceneName(s.name), s.name));
+  const seen = new Map();
+  for (const s of catalogue.scenes) for (const p of s.params) if (!seen.has(p.name)) seen.set(p.name, p);
+  for (const p of seen.values()) $('pname').add(new Option(paramLabel(p), p.name));
+  const by = (key, label, down) => $('sort').add(new Option(`${label} ${down ? '↓' : '↑'}`, `${down ? '-' : ''}${key}`));
+  by('param.mu', paramLabel(seen.get('mu')), false);
+  by('param.hole', paramLabel(seen.get('hole')), false);
+  for (const m of ['angle', 'mean_flow']) {
+    const info = catalogue.measurements.find((q) => q.name === m);
+    by(`result.${m}`, measureLabel(m, info.unit), true);
+  }
+  $('plot-scene').replaceChildren(...plottedScenes(catalogue.scenes.map((s) => s.name)).map((s) => new Option(sceneName(s), s)));
+}
+
 async function start() {
   catalogue = await api('GET', '/api/scenes');
-  for (const s of catalogue.scenes) $('scene').insertAdjacentHTML('beforeend', `<option>${esc(s.name)}</option>`);
-  $('plot-scene').innerHTML = plottedScenes(catalogue.scenes.map((s) => s.name)).map((s) => `<option>${esc(s)}</option>`).join('');
+  choices();
   setupX();
-  $('filters').addEventListener('submit', (e) => { e.preventDefault(); load().catch(() => {}); });
-  $('plot-scene').addEventListener('change', () => { chosen = true; setupX(); drawPlot().catch(() => {}); });
-  $('plot-x').addEventListener('change', () => drawPlot().catch(() => {}));
+  $('filters').addEventListener('submit', (e) => { e.preventDefault(); load().catch(pageFailed); });
+  $('plot-scene').addEventListener('change', () => { chosen = true; setupX(); drawPlot().catch(pageFailed); });
+  $('plot-x').addEventListener('change', () => drawPlot().catch(pageFailed));
   await load();
 }
-start().catch(() => {});
+start().catch(pageFailed);

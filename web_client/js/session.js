@@ -2,10 +2,11 @@
 // sent in a request line) the parameters, actions, pause/resume/reset, speed and drags; for
 // everyone the measurements, the scene's plots over time, and messages when a silo jams or drains.
 import uPlot from 'uplot';
-import { api, download, fmt, showError } from './api.js';
+import { api, download, errorText, esc, fmt, pageFailed, showError } from './api.js';
+import { measureLabel, paramChoices, paramLabel, sceneName, t, unitText } from './i18n.js';
 import { connect, CHAINS } from './stream.js';
 import { View } from './view.js';
-import { EXPERIMENTS, slumpRunout } from './theory.js';
+import { EXPERIMENTS, keyFigure, slumpRunout } from './theory.js';
 
 const id = decodeURIComponent(location.pathname.split('/')[2] || '');
 const fragment = new URLSearchParams(location.hash.slice(1));
@@ -14,7 +15,7 @@ const viewToken = fragment.get('view');
 const token = controlToken || viewToken;
 const $ = (s) => document.getElementById(s);
 if (!controlToken) document.body.classList.add('viewer');
-$('role').textContent = controlToken ? 'controller' : 'viewer';
+$('role').textContent = t(controlToken ? 'role.controller' : 'role.viewer');
 
 const view = new View($('view'));
 window.grainlabView = view; // for scripting and tests
@@ -30,14 +31,14 @@ function message(text) {
 // What a scene plots comes from the catalogue (scene.plots: a title and series of measurement
 // keys, some on a right-hand axis, reference curves marked); here only the colours.
 const COLOURS = ['#c0392b', '#2471a3', '#2c3e50', '#1e8449', '#8e44ad'];
-let measureInfo = {}; // measurement key -> {unit, label}, from the catalogue
+let measureInfo = {}; // measurement key -> {unit}, from the catalogue (units '' in model units)
 
 function plotsOf(sc) {
-  return (sc.plots || []).map((p) => ({
-    title: p.title,
+  return (sc.plots || []).map((p, k) => ({
+    title: t(`plot.${sc.name}.${k}`),
     series: p.series.filter((s) => sc.measurements.includes(s.key)).map((s, i) => {
-      const m = measureInfo[s.key] || { label: s.key, unit: '' };
-      return { key: s.key, label: m.unit ? `${m.label}, ${m.unit}` : m.label, stroke: COLOURS[i % COLOURS.length],
+      const m = measureInfo[s.key] || { unit: '' };
+      return { key: s.key, label: measureLabel(s.key, m.unit), stroke: COLOURS[i % COLOURS.length],
                dash: s.reference ? [6, 4] : undefined, scale: s.axis === 'right' ? 'right' : 'y' };
     }),
   })).filter((p) => p.series.length > 0);
@@ -54,7 +55,7 @@ function tick(v) {
 // final front the law predicts, L0·(1 + slumpRunout(aspect)), L0 being the front just before the
 // pull (as theory.js's liveY counts the runout) and the aspect the one the column was built with
 // (at the start or a reset). A page opened after the pull draws no line: it never saw L0.
-const runoutLaw = { key: EXPERIMENTS.slump.key, label: EXPERIMENTS.slump.lawLabel };
+const runoutLaw = { key: EXPERIMENTS.slump.key, label: t(`law.${EXPERIMENTS.slump.lawName}`) };
 let lastFront = null, builtAspect = null, predictedFront = null;
 
 function resetRunoutLaw() {
@@ -79,15 +80,17 @@ function setupPlots() {
   resetRunoutLaw();
   plots = plotsOf(scene).map((p, i) => {
     const section = document.createElement('section');
-    section.innerHTML = `<h2 class="plot-title">${p.title}</h2><div class="plot" id="plot-${i}"></div>`;
+    section.innerHTML = `<h2 class="plot-title"></h2><div class="plot" id="plot-${i}" role="img"></div>`;
+    section.querySelector('h2').textContent = p.title;
+    section.querySelector('.plot').setAttribute('aria-label', p.title);
     box.appendChild(section);
     const div = section.querySelector('.plot');
     const scales = [...new Set(p.series.map((s) => s.scale || 'y'))];
-    const series = [{ label: 't, s' }, ...p.series.map((s) => ({ label: s.label, stroke: s.stroke, width: 2, dash: s.dash, scale: s.scale || 'y' }))];
+    const series = [{ label: t('session.time_axis') }, ...p.series.map((s) => ({ label: s.label, stroke: s.stroke, width: 2, dash: s.dash, scale: s.scale || 'y' }))];
     const front = scene.name === 'slump' ? p.series.find((s) => s.key === runoutLaw.key) : null;
     if (front) series.push({ label: runoutLaw.label, stroke: front.stroke, width: 1.5, dash: [6, 4], scale: front.scale || 'y' });
     const values = (u, splits) => splits.map(tick);
-    const axes = [{ label: 't, s' }, ...scales.map((sc, k) => (k === 0 ? { scale: sc, values, size: 56 }
+    const axes = [{ label: t('session.time_axis') }, ...scales.map((sc, k) => (k === 0 ? { scale: sc, values, size: 56 }
       : { scale: sc, values, size: 56, side: 1, grid: { show: false } }))];
     const data = series.map(() => []);
     const uplot = new uPlot({ width: div.clientWidth || 330, height: 180, series, axes, scales: { x: { time: false } } }, data, div);
@@ -141,13 +144,27 @@ function clearPlots() {
 }
 
 function showMeasurements(values, state) {
-  const rows = Object.entries(values).map(([k, v]) => {
-    const m = measureInfo[k];
-    const name = m ? `${m.label}${m.unit ? ` (${m.unit})` : ''}` : k;
-    return `<span title="${k}">${name}</span><span>${fmt(v)}</span>`;
-  });
-  rows.push(`<span>state</span><span>${state}</span>`);
-  $('meas').innerHTML = rows.join('');
+  const cells = [];
+  for (const [k, v] of Object.entries(values)) {
+    const name = document.createElement('span'), value = document.createElement('span');
+    name.textContent = measureLabel(k, measureInfo[k] ? measureInfo[k].unit : '');
+    name.dataset.key = k;
+    value.textContent = fmt(v);
+    cells.push(name, value);
+  }
+  const name = document.createElement('span'), value = document.createElement('span');
+  name.textContent = t('session.state');
+  value.textContent = t(`mstate.${state}`);
+  cells.push(name, value);
+  $('meas').replaceChildren(...cells);
+  // the view's text: what it shows, and its key figure now
+  const key = keyFigure(scene);
+  if (key && key in values) {
+    $('view').setAttribute('aria-label', t('session.view_alt', {
+      scene: sceneName(scene.name), figure: measureLabel(key, measureInfo[key] ? measureInfo[key].unit : ''), value: fmt(values[key]),
+      state: t(`mstate.${state}`),
+    }));
+  }
 }
 
 // A slider's position for a value and back: linear, or logarithmic for whole numbers spanning
@@ -156,27 +173,40 @@ const logScale = (p) => p.integer && p.min > 0 && p.max / p.min >= 100;
 const toSlider = (p, v) => (logScale(p) ? (1000 * Math.log(v / p.min)) / Math.log(p.max / p.min) : v);
 const fromSlider = (p, x) => (logScale(p) ? Math.round(p.min * (p.max / p.min) ** (x / 1000)) : x);
 
+// A slider per parameter: live ones first; those fixed when the scene is built (the grains'
+// quality, a column's aspect) under their own heading, since moving one starts over.
 function paramControls() {
-  const box = $('params');
-  box.innerHTML = '';
+  $('params').replaceChildren();
+  $('restart-params').replaceChildren();
+  $('restart-head').hidden = !scene.params.some((p) => p.restart);
   for (const p of scene.params) {
     const row = document.createElement('div');
     row.className = 'param';
     // a round step (0.01 rather than 0.015) so typed and slid values land on what users expect
     const step = p.integer ? 1 : 10 ** Math.floor(Math.log10((p.max - p.min) / 100));
-    const range = logScale(p) ? 'min="0" max="1000" step="1"' : `min="${p.min}" max="${p.max}" step="${step}"`;
-    // a parameter fixed at the start (the particle count, an orbit's speed) restarts the scene
-    const title = `${p.description}${p.restart ? ' (changing it restarts the scene)' : ''}`;
-    row.innerHTML = `<label for="p-${p.name}" title="${title}">${p.name}${p.unit ? ` (${p.unit})` : ''}${p.restart ? ' ↻' : ''}</label>` +
-      `<input id="p-${p.name}" type="range" ${range}>` +
-      `<output id="o-${p.name}"></output>`;
-    box.appendChild(row);
-    const input = row.querySelector('input'), out = row.querySelector('output');
-    input.value = toSlider(p, session.params[p.name]);
+    const label = document.createElement('label');
+    label.htmlFor = `p-${p.name}`;
+    label.textContent = paramLabel(p);
+    label.title = t(`param.${p.name}.hint`);
+    // a grain count per setting is chosen by its words; the rest slide
+    const choices = paramChoices(scene, p);
+    const input = document.createElement(choices ? 'select' : 'input');
+    if (choices) for (const [value, words] of choices) input.add(new Option(words, String(value)));
+    else Object.assign(input, { type: 'range' }, logScale(p) ? { min: 0, max: 1000, step: 1 } : { min: p.min, max: p.max, step });
+    input.id = `p-${p.name}`;
+    const out = document.createElement('output');
+    out.id = `o-${p.name}`;
+    out.htmlFor = input.id;
+    out.hidden = !!choices;
+    row.append(label, input, out);
+    $(p.restart ? 'restart-params' : 'params').appendChild(row);
+    const shown = (v) => (choices ? String(v) : toSlider(p, v));
+    const read = () => (choices ? Number(input.value) : fromSlider(p, Number(input.value)));
+    input.value = shown(session.params[p.name]);
     out.textContent = fmt(session.params[p.name]);
-    input.addEventListener('input', () => { out.textContent = fmt(fromSlider(p, Number(input.value))); });
+    input.addEventListener('input', () => { out.textContent = fmt(read()); });
     input.addEventListener('change', async () => {
-      const value = fromSlider(p, Number(input.value));
+      const value = read();
       try {
         if (p.restart) {
           // the restart keeps every other parameter as the session has it now (read afresh: a
@@ -187,7 +217,7 @@ function paramControls() {
           session = await api('PATCH', `/api/sessions/${id}/params`, { [p.name]: value }, controlToken);
         }
       } catch (e) {
-        input.value = toSlider(p, session.params[p.name]); // refused: show what the session really has
+        input.value = shown(session.params[p.name]); // refused: show what the session really has
         out.textContent = fmt(session.params[p.name]);
       }
     });
@@ -195,10 +225,9 @@ function paramControls() {
 }
 
 let dragMode = null;
-// Presentation only: how an action reads on its button. Which actions a scene offers, and their
-// arguments and ranges, come from the catalogue; the two that follow the pointer are drags.
-const LABELS = { open_hole: 'Open hole', plug_hole: 'Plug hole', pull_dam: 'Pull dam', tool_off: 'Tool off', reset: 'Reset' };
-const DRAGS = { spout: 'Drag the spout', tool: 'Finger tool' };
+// Which actions a scene offers, and their arguments and ranges, come from the catalogue, their
+// words from the message catalogue; the two that follow the pointer are drags.
+const DRAGS = new Set(['spout', 'tool']);
 function actionButtons(actionInfo) {
   const box = $('actions');
   box.innerHTML = '';
@@ -214,24 +243,25 @@ function actionButtons(actionInfo) {
     const a = actionInfo[name];
     if (!a || name === 'reset') continue; // reset sits with pause and resume
     const required = a.args.filter((g) => g.required);
-    if (DRAGS[name]) {
-      add(DRAGS[name], (e) => toggleDrag(name, e.target));
+    if (DRAGS.has(name)) {
+      const b = add(t(`action.${name}.drag`), (e) => toggleDrag(name, e.target));
+      b.setAttribute('aria-pressed', 'false');
     } else if (required.length === 0) {
-      const b = add(LABELS[name] || name.replace(/_/g, ' '), () => act({ type: name }));
+      const b = add(t(`action.${name}`), () => act({ type: name }));
       b.id = name.replace(/_/g, '-');
-      b.title = a.description;
     } else if (required.length === 1 && required[0].type === 'boolean') {
       const g = required[0];
-      add(`${name} ${g.name}`, () => act({ type: name, [g.name]: true })).title = a.description;
-      add(`${name} off`, () => act({ type: name, [g.name]: false })).title = a.description;
+      add(t(`action.${name}.on`), () => act({ type: name, [g.name]: true }));
+      add(t(`action.${name}.off`), () => act({ type: name, [g.name]: false }));
     } else if (required.length === 1) {
       // one number: a slider over its range, sent when let go
       const g = required[0];
       const wrap = document.createElement('div');
       wrap.className = 'param';
       const start = Math.min(Math.max(0, g.min), g.max);
-      wrap.innerHTML = `<label for="act-${name}" title="${a.description}">${name} ${g.name}${g.unit ? ` (${g.unit})` : ''}</label>` +
+      wrap.innerHTML = `<label for="act-${name}"></label>` +
         `<input id="act-${name}" type="range" min="${g.min}" max="${g.max}" step="${(g.max - g.min) / 120}" value="${start}"><output>${start}</output>`;
+      wrap.querySelector('label').textContent = t(`action.${name}`) + (g.unit ? ` (${unitText(g.unit)})` : '');
       box.appendChild(wrap);
       const input = wrap.querySelector('input');
       input.addEventListener('input', () => { wrap.querySelector('output').textContent = fmt(Number(input.value)); });
@@ -239,14 +269,14 @@ function actionButtons(actionInfo) {
     }
   }
   // a scene whose only action is reset (under Run) has no Actions section
-  box.parentElement.style.display = box.children.length ? '' : 'none';
+  box.parentElement.hidden = box.children.length === 0;
 }
 
 function toggleDrag(mode, button) {
   dragMode = dragMode === mode ? null : mode;
   view.controls.enabled = !dragMode;
-  for (const b of $('actions').querySelectorAll('button')) b.style.borderColor = '';
-  if (dragMode) button.style.borderColor = 'var(--accent)';
+  for (const b of $('actions').querySelectorAll('button[aria-pressed]')) b.setAttribute('aria-pressed', 'false');
+  if (dragMode) button.setAttribute('aria-pressed', 'true');
 }
 
 // drags travel over the socket (continuous interactions), at most 30 per second
@@ -299,10 +329,61 @@ function showSettling() {
   const left = session.settling_left > 0 ? Math.ceil(session.settling_left) : 0;
   const box = $('settling');
   box.hidden = left === 0;
-  box.textContent = left ? `The grains are settling into place: the experiment can start in at most ${left} s.` : '';
+  box.textContent = left ? t('session.settling', { seconds: left }) : '';
   document.body.dataset.settling = left;
-  const live = scene.params.filter((p) => !p.restart).map((p) => `#p-${p.name}`);
-  for (const el of document.querySelectorAll(['#actions button', '#actions input', ...live].join(', '))) el.disabled = left > 0;
+  controlsState();
+}
+
+// What may be touched now. While the grains settle, the scene's actions and live parameters wait
+// (pause, resume, reset, speed and the restart parameters stay); while the teacher locks the
+// class, or once the class or the session has ended, nothing does.
+let classLocked = false, classEnded = false;
+function controlsState() {
+  const settling = session.settling_left > 0;
+  const held = classLocked || classEnded || session.state === 'ended' || session.state === 'failed';
+  const live = new Set(scene.params.filter((p) => !p.restart).map((p) => `p-${p.name}`));
+  for (const el of document.querySelectorAll('.controller-only button, .controller-only input, .controller-only select')) {
+    const waits = settling && (el.closest('#actions') || live.has(el.id));
+    el.disabled = held || !!waits;
+  }
+  document.body.classList.toggle('held', held);
+}
+
+// ---- the class this session is a group's: where it belongs, and the teacher's lock, spotlight
+// and end as a banner that stays while they hold ------------------------------------------------
+let klass = null, classPolls = 0;
+async function classBanner() {
+  const c = session.class;
+  if (!c) return;
+  classLocked = !!c.locked;
+  // the class itself (its name, spotlight and end) every other second
+  if (classPolls++ % 2 === 0) {
+    try {
+      klass = await api('GET', `/api/classes/${encodeURIComponent(c.id)}`, undefined, token);
+    } catch (e) { /* said by api(); the banner keeps what it knew */ }
+  }
+  classEnded = !!klass && klass.state === 'ended';
+  $('class-bar').hidden = false;
+  const where = $('class-where');
+  const results = `/class/${encodeURIComponent(c.id)}#${new URLSearchParams({ group: c.group, [controlToken ? 'control' : 'viewer']: token || '' })}`;
+  where.innerHTML = `${esc(t('session.in_class', { name: klass ? klass.name : '', group: c.group }))} · <a href="${esc(results)}">${esc(t('session.class_results'))}</a>`;
+  const spot = klass && klass.spotlight;
+  let text = '', link = null;
+  if (classEnded) text = t('session.class_ended');
+  else if (classLocked) text = t('session.locked');
+  else if (spot && spot.group === c.group) text = t('session.spotlight_yours');
+  else if (spot) {
+    text = t('session.spotlight_other', { group: spot.group });
+    const f = new URLSearchParams({ class: c.id });
+    if (spot.viewer_token) f.set('view', spot.viewer_token);
+    link = `/s/${encodeURIComponent(spot.session)}#${f}`;
+  }
+  const banner = $('banner');
+  banner.hidden = !text;
+  banner.innerHTML = esc(text) + (link ? ` <a href="${esc(link)}">${esc(t('session.watch_them'))}</a>` : '');
+  banner.dataset.kind = classEnded ? 'ended' : classLocked ? 'locked' : spot ? 'spotlight' : '';
+  document.body.dataset.banner = banner.dataset.kind;
+  controlsState();
 }
 
 async function refresh() {
@@ -312,8 +393,9 @@ async function refresh() {
     return;
   }
   showSettling();
+  classBanner();
   $('viewers').textContent = session.viewers;
-  $('state').textContent = `${session.state} · rt ${fmt(session.rt_factor, 2)}`;
+  $('state').textContent = t('session.state_rt', { state: t(`state.${session.state}`), rt: fmt(session.rt_factor, 2) });
   if (controlToken) {
     for (const p of scene.params) {
       const input = $(`p-${p.name}`);
@@ -326,20 +408,21 @@ async function refresh() {
 }
 
 async function start() {
-  if (!id) { showError('no session in the address'); return; }
+  if (!id) { showError(t('session.no_id')); return; }
   const catalogue = await api('GET', '/api/scenes');
-  measureInfo = Object.fromEntries(catalogue.measurements.map((m) => [m.name, m]));
+  measureInfo = Object.fromEntries(catalogue.measurements.map((m) => [m.name, { unit: m.unit }]));
   const actionInfo = Object.fromEntries(catalogue.actions.map((a) => [a.name, a]));
   session = await api('GET', `/api/sessions/${id}`, undefined, token);
   scene = catalogue.scenes.find((s) => s.name === session.scene);
-  const model = catalogue.models.find((m) => m.name === scene.model) || { particles: 'particles', si: true };
-  const particles = model.particles;
+  const model = catalogue.models.find((m) => m.name === scene.model) || { si: true };
   // model units (N-body, G = 1): no SI unit applies to any figure
   if (!model.si) for (const k of Object.keys(measureInfo)) measureInfo[k] = { ...measureInfo[k], unit: '' };
-  $('title').textContent = `${session.scene}${session.label ? ' — ' + session.label : ''}`;
+  $('title').textContent = `${sceneName(session.scene)}${session.label ? ' — ' + session.label : ''}`;
   $('join').textContent = session.join_code;
   $('viewer-link').value = `${location.origin}/s/${session.id}${viewToken ? '#view=' + viewToken : ''}`;
-  document.title = `grainlab — ${session.scene}`;
+  document.title = t('session.title_of', { scene: sceneName(session.scene) });
+  $('view').setAttribute('role', 'img');
+  $('view').setAttribute('aria-label', sceneName(session.scene));
   view.setModel(scene.model);
   setupPlots();
   if (controlToken) { paramControls(); actionButtons(actionInfo); runControls(); }
@@ -352,7 +435,7 @@ async function start() {
       if (info.kind === CHAINS) { view.showChains(info, d); return; }
       frames++;
       view.update(d);
-      $('badge').textContent = `t = ${info.t.toFixed(2)} s · ${d.count} ${particles}`;
+      $('badge').textContent = t('session.badge', { t: info.t.toFixed(2), n: d.count, particles: t(`particles.${scene.model}`) });
       document.body.dataset.frames = frames;
     },
     onText(msg) {
@@ -364,25 +447,25 @@ async function start() {
       }
       if (msg.type === 'event') {
         plotEvent(msg);
-        if (msg.event === 'jam') message('The silo has jammed: an arch of grains blocks the hole.');
-        else if (msg.event === 'done' && msg.state === 'drained') message('The silo has drained.');
+        if (msg.event === 'jam') message(t('session.jammed'));
+        else if (msg.event === 'done' && msg.state === 'drained') message(t('session.drained'));
         else if (msg.event === 'run_started' && msg.scene !== scene.name) location.reload(); // another scene: its own page
         else if (msg.event === 'run_started') { clearPlots(); message(''); }
-        else if (msg.event === 'session_failed') message(`The session failed: ${msg.reason}`);
+        else if (msg.event === 'session_failed') message(t('session.failed'));
         else if (msg.event === 'action' && msg.action && msg.action.type === 'open_hole') message('');
       }
-      if (msg.type === 'error') showError(msg.error.message);
+      if (msg.type === 'error') showError(errorText(409, msg.error));
     },
     // 1001: the session ended; 1008: refused, with the server's reason; 1006 (no close from the
     // server) a cut stream: the node that ran it may have stopped, which the next refresh says
     onClose(ev) {
-      if (ev.code === 1001) message('The session has ended.');
-      else if (ev.code === 1008) message(`The stream was refused: ${ev.reason}`);
-      else if (ev.code === 1006) message('The stream was cut: the server running this session does not answer.');
+      if (ev.code === 1001) message(t('session.ended'));
+      else if (ev.code === 1008) message(t('session.refused'));
+      else if (ev.code === 1006) message(t('session.cut'));
     },
   });
   setInterval(refresh, 1000);
   refresh();
 }
 
-start().catch((e) => showError(e.message));
+start().catch(pageFailed);

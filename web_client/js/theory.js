@@ -96,29 +96,30 @@ export function sample(f, x0, x1, n = 120, log = false) {
 // outcome), the law, the axes' labels, and `key`: the measurement a dashboard tile shows for the
 // scene. `runY(row)` (a stretch: {results}) and `liveY(session, live)` return null where the
 // figure is not there yet. Parameter ranges for the curve come from the catalogue (GET
-// /api/scenes), never from here.
+// /api/scenes), never from here; the words on the plot from the message catalogue (law: the
+// law's name there, as `ref.name` is the second curve's).
 const pile = {
-  key: 'angle', measure: 'angle', x: 'mu', xLabel: 'sliding friction mu', yLabel: 'angle of repose, °',
+  key: 'angle', measure: 'angle', x: 'mu',
   runY: (r) => num(r.results && r.results.angle),
   liveY: (s) => num(s.measurements && s.measurements.angle),
-  law: reposeCoulomb, lawLabel: 'Coulomb: tan θ = mu',
+  law: reposeCoulomb, lawName: 'coulomb',
   // our own engine's piles over the same range, a second curve next to the law
-  ref: { f: reposeSweep, xs: REPOSE_SWEEP.rows.map((r) => r[0]), label: 'grainlab sweep (pour at defaults)' },
-  alt: { x: 'mur', xLabel: 'rolling friction mur' }, // plotted without a law (no closed form)
+  ref: { f: reposeSweep, xs: REPOSE_SWEEP.rows.map((r) => r[0]), name: 'sweep' },
+  alt: { x: 'mur' }, // plotted without a law (no closed form)
 };
 export const EXPERIMENTS = {
   silo: {
-    key: 'flow', measure: 'mean_flow', x: 'hole', xLabel: 'hole diameter, m', yLabel: 'mean flow, kg/s',
+    key: 'flow', measure: 'mean_flow', x: 'hole',
     // the engine's mean of the steady flow since the hole opened or anything changed
     runY: (r) => num(r.results && r.results.mean_flow),
     liveY: (s) => num(s.measurements && s.measurements.mean_flow),
     // Beverloo for the silos' measured bulk density
     fit: bulkDensity, law: beverloo,
-    lawLabel: 'Beverloo', fitLabel: (rho) => `ρb = ${Math.round(rho)} kg/m³, measured`,
+    lawName: 'beverloo', // its fitted constant: the bulk density, kg/m³
   },
   pour: pile, wet: pile, chains: pile,
   slump: {
-    key: 'front', measure: 'front', x: 'aspect', xLabel: 'aspect ratio H0/L0', yLabel: 'runout (L∞ − L0)/L0',
+    key: 'front', measure: 'front', x: 'aspect', y: 'runout', // the runout (L∞ − L0)/L0
     // the column's length L0: its front just before the dam was pulled; its aspect is fixed when
     // the column is built (a restart parameter)
     // L0: this measurement at the last sample no later than this action (js/run_history.js)
@@ -126,17 +127,26 @@ export const EXPERIMENTS = {
     runY: (r, l0) => (num(r.results && r.results.front) !== null && l0 > 0 ? r.results.front / l0 - 1 : null),
     liveY: (s, live) => (live && live.l0 > 0 && num(s.measurements && s.measurements.front) !== null
       ? s.measurements.front / live.l0 - 1 : null),
-    law: slumpRunout, lawLabel: 'Lube et al. 2005',
+    law: slumpRunout, lawName: 'lube',
   },
 };
 const nbody = {
-  key: 'energy_drift', measure: 'energy_drift', x: 'eps', xLabel: 'softening eps', yLabel: '|energy drift|', log: true,
+  key: 'energy_drift', measure: 'energy_drift', x: 'eps', y: 'abs_drift', log: true,
   runY: (r) => absOrNull(r.results && r.results.energy_drift),
   liveY: (s) => absOrNull(s.measurements && s.measurements.energy_drift),
   // a fitted law needs finished runs to fit
-  fit: (rows) => fitLeapfrog(rows.filter((r) => !r.live).map((r) => [r.x, r.y])), law: leapfrogDrift, lawLabel: 'leapfrog ∝ eps⁻³ (fitted)',
+  fit: (rows) => fitLeapfrog(rows.filter((r) => !r.live).map((r) => [r.x, r.y])), law: leapfrogDrift, lawName: 'leapfrog',
 };
 EXPERIMENTS.orbit = EXPERIMENTS.softening = EXPERIMENTS.cluster = nbody;
+
+// A scene's key figure (the catalogue's scene): its experiment's measurement, else its first
+// plotted one; what a dashboard tile shows and a view's text alternative says.
+export function keyFigure(scene) {
+  const exp = EXPERIMENTS[scene.name];
+  if (exp && scene.measurements.includes(exp.key)) return exp.key;
+  const p = (scene.plots || [])[0];
+  return p && p.series.length ? p.series[0].key : null;
+}
 
 function num(v) {
   return typeof v === 'number' && Number.isFinite(v) ? v : null;
