@@ -26,7 +26,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-# the client's three.js, uPlot and fzstd (served by grainlabd), playwright-core (browser tests) and
+# the client's three.js, uPlot, fzstd and qrcode-generator (served by grainlabd), playwright-core
+# and axe-core (browser tests) and
 # @seriousme/openapi-schema-validator (test_openapi: schema/openapi.yaml against OpenAPI 3.1)
 cd "$(dirname "$0")/../web_client"
 [ -d node_modules ] && npm ls --omit=optional >/dev/null 2>&1 || npm ci --no-audit --no-fund
