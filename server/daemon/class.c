@@ -820,6 +820,24 @@ void class_totals(class_registry *cr, int *open, int *groups) {
   pthread_mutex_unlock(&cr->lock);
 }
 
+int class_sessions(class_registry *cr, const char *id, const char *token,
+                   char (*ids)[NODE_NAME_SIZE], int max) {
+  char hash[65] = "";
+  if (token && *token && strlen(token) <= 256) {
+    store_token_hash(token, hash);
+  }
+  pthread_mutex_lock(&cr->lock);
+  const klass *c = find(cr, id, false);
+  int n = !c ? -1 : !*hash || strcmp(hash, c->teacher_hash) != 0 ? -2 : 0;
+  for (int i = 0; n >= 0 && i < c->ngroups && n < max; i++) {
+    if (c->groups[i].session[0]) {
+      snprintf(ids[n++], NODE_NAME_SIZE, "%s", c->groups[i].session);
+    }
+  }
+  pthread_mutex_unlock(&cr->lock);
+  return n;
+}
+
 /* Once a second: classes past their end time end (those a stopped daemon missed, at once). */
 static void *ticker(void *arg) {
   class_registry *cr = arg;

@@ -40,6 +40,12 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
  * (no id, no groups); 404 no_class or 421 wrong_node as class_join answers. */
 json_t *class_lookup(class_registry *cr, const char *code, api_error *err);
 
+/* The group sessions of class `id`, for its teacher's dashboard stream (ws.c): their number (at
+ * most max, ids in ids), -1 when there is no such class, -2 when `token` (NULL: none) is not its
+ * teacher's. */
+int class_sessions(class_registry *cr, const char *id, const char *token,
+                   char (*ids)[NODE_NAME_SIZE], int max);
+
 /* For /metrics: classes open, and groups with a live session in them. */
 void class_totals(class_registry *cr, int *open, int *groups);
 

@@ -512,6 +512,7 @@ int main(int argc, char **argv) {
                          .origins = &origins,
                          .proxies = &proxies,
                          .guesses = srv.guesses,
+                         .classes = srv.classes,
                          .per_ip = (int)c.per_ip,
                          .ping_s = (int)c.ws_ping,
                          .timeout_s = (int)c.http_timeout};

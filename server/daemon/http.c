@@ -279,8 +279,8 @@ static http_reply h_nodes(const http_call *k) {
 }
 
 static http_reply h_config(const http_call *k) {
-  json_t *j =
-      json_pack("{s:i, s:s}", "ws_port", k->srv->ws_public_port, "ws_path", "/ws/sessions/");
+  json_t *j = json_pack("{s:i, s:s, s:s}", "ws_port", k->srv->ws_public_port, "ws_path",
+                        "/ws/sessions/", "ws_class_path", "/ws/classes/");
   /* a teacher on this machine (127.0.0.1) shows the class the address its network reaches;
    * written once before ready is set (its port is known only once serving) */
   const bool set = __atomic_load_n(&k->srv->ready, __ATOMIC_ACQUIRE) && *k->srv->students;
@@ -1007,16 +1007,25 @@ static http_reply h_class_end(const http_call *k) {
   return class_reply(200, class_end(k->srv->classes, k->m->id, &e), &e);
 }
 
-/* POST /api/join: codes are guessed by trying, as session ids are: a client that misses too often
- * is refused, hit or miss alike */
+/* Class codes are guessed by trying, as session ids are: a client that misses too often is
+ * refused, hit or miss alike. The seconds the client must wait (0: it may try); its address in
+ * client. */
+static int code_wait(const http_call *k, char client[IPLIMIT_ADDR]) {
+  client_of(k->srv, k->c, client);
+  return k->srv->guesses ? iplimit_take(k->srv->guesses, client, false) : 0;
+}
+
+static http_reply too_many_codes(int wait) {
+  return too_many("too_many_guesses", wait,
+                  "this client has tried too many class codes that do not exist");
+}
+
 /* GET /api/join?code=CODE: the class a student is about to join. */
 static http_reply h_join_lookup(const http_call *k) {
   char client[IPLIMIT_ADDR];
-  client_of(k->srv, k->c, client);
-  const int wait = k->srv->guesses ? iplimit_take(k->srv->guesses, client, false) : 0;
+  const int wait = code_wait(k, client);
   if (wait > 0) {
-    return too_many("too_many_guesses", wait,
-                    "this client has tried too many class codes that do not exist");
+    return too_many_codes(wait);
   }
   const char *code = MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, "code");
   if (!code) {
@@ -1030,13 +1039,12 @@ static http_reply h_join_lookup(const http_call *k) {
   return j ? json_reply(200, j) : api_error_reply(&e);
 }
 
+/* POST /api/join */
 static http_reply h_join(const http_call *k) {
   char client[IPLIMIT_ADDR];
-  client_of(k->srv, k->c, client);
-  const int wait = k->srv->guesses ? iplimit_take(k->srv->guesses, client, false) : 0;
+  const int wait = code_wait(k, client);
   if (wait > 0) {
-    return too_many("too_many_guesses", wait,
-                    "this client has tried too many class codes that do not exist");
+    return too_many_codes(wait);
   }
   http_reply err;
   json_t *body = parse_object(k->c, k->rq, &err);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "ws.h"
 #include "api_json.h"
+#include "class.h"
 #include "log.h"
 
 #include <libwebsockets.h>
@@ -19,16 +20,34 @@ _Static_assert(LWS_PRE <= CHAN_HEADROOM, "a blob's headroom must hold the websoc
 #define BAD_MAX 32  /* rejected messages before the connection is closed */
 #define OWN_MAX 8   /* replies waiting for one connection */
 #define PATH_PREFIX "/ws/sessions/"
+#define CLASS_PREFIX "/ws/classes/"
+#define MEMBERS_MAX API_CLASS_GROUPS_MAX
+#define REFRESH_US 1000000u /* a class stream looks for joined and gone groups this often */
 /* A viewer's kernel send buffer: a few frames. Autotuned buffers grow to megabytes, where a
  * stalled viewer's frames would queue for seconds before "latest only" could skip any. */
 #define SNDBUF_BYTES 65536
 #define AUTH_SECONDS 10 /* a private session's viewer has this long to show its token */
 
+/* One group's session on a class stream, with its own place in that session's stream. */
+typedef struct member {
+  session *s;
+  chan_cursor cur;
+  uint64_t due_us;
+} member;
+
+/* A connection: a session's viewer (s), or a class's dashboard (klass[0]: one connection for
+ * every group's session, each frame preceded by a text {"type":"frame","session":ID}). */
 typedef struct viewer {
   struct viewer *next, *prev;
   struct lws *wsi;
   session *s;
   chan_cursor cur;
+  char klass[NODE_NAME_SIZE];
+  char token[API_TOKEN_MAX + 1]; /* the teacher's, to look the class's groups up again */
+  member *members;               /* MEMBERS_MAX of them once the teacher's token was shown */
+  int nmembers, next_member;
+  chan_blob *pending; /* the frame whose tag went out last */
+  uint64_t refresh_us;
   bool joined, controller, awaiting, in_msg, rx_binary, rx_over;
   const char *refuse; /* close at the first chance, for this reason */
   uint64_t id;
@@ -119,20 +138,33 @@ static void notify(void *arg) {
   pthread_mutex_unlock(&ws->wake);
 }
 
+/* The id in a request path after `prefix`: a session's id or join code, or a class's id, either
+ * with its node ("n0-…", node.h); NULL when the path is not of that shape. */
+static const char *path_id(const char *path, const char *prefix) {
+  const size_t pre = strlen(prefix);
+  const char *id = path + pre;
+  if (strncmp(path, prefix, pre) != 0 || strlen(id) < 6 || strlen(id) >= NODE_NAME_SIZE ||
+      strspn(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-") != strlen(id)) {
+    return NULL;
+  }
+  return id;
+}
+
 /* The session named by the request path, referenced; NULL if there is none. */
 static session *path_session(ws_server *ws, struct lws *wsi, char *path, size_t size) {
   if (lws_hdr_copy(wsi, path, (int)size, WSI_TOKEN_GET_URI) <= 0) {
     path[0] = '\0';
     return NULL;
   }
-  const size_t pre = strlen(PATH_PREFIX);
-  const char *id = path + pre;
-  /* an id or a join code, either with its node ("n0-…", node.h) */
-  if (strncmp(path, PATH_PREFIX, pre) != 0 || strlen(id) < 6 || strlen(id) >= NODE_NAME_SIZE ||
-      strspn(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-") != strlen(id)) {
-    return NULL;
-  }
-  return sess_find(ws->reg, id);
+  const char *id = path_id(path, PATH_PREFIX);
+  return id ? sess_find(ws->reg, id) : NULL;
+}
+
+/* The class whose dashboard stream the path asks for (path from path_session), if it exists. */
+static const char *path_class(const ws_server *ws, const char *path) {
+  const char *id = path_id(path, CLASS_PREFIX);
+  return id && ws->opt.classes && class_sessions(ws->opt.classes, id, NULL, NULL, 0) == -2 ? id
+                                                                                           : NULL;
 }
 
 static void reply(viewer *v, json_t *msg) {
@@ -182,10 +214,78 @@ static void join(ws_server *ws, viewer *v) {
   reply(v, json_pack("{s:s, s:o}", "type", "hello", "session", api_session_json(&view)));
 }
 
+/* A class stream lets a group's session go: it left the class, or its stream ended. */
+static void drop_member(viewer *v, int i) {
+  chan_leave(sess_chan(v->members[i].s));
+  sess_release(v->members[i].s);
+  v->members[i] = v->members[--v->nmembers];
+}
+
+/* The class's groups as they are now: sessions no longer in it let go, new ones joined (each
+ * counts as one viewer of its session, as a dashboard's tile did with a connection of its own). */
+static void class_refresh(ws_server *ws, viewer *v) {
+  char(*ids)[NODE_NAME_SIZE] = calloc(MEMBERS_MAX, NODE_NAME_SIZE);
+  if (!ids) {
+    return;
+  }
+  int n = class_sessions(ws->opt.classes, v->klass, v->token, ids, MEMBERS_MAX);
+  n = n < 0 ? 0 : n; /* the class is gone: so are its groups */
+  for (int i = 0; i < v->nmembers;) {
+    bool still = false;
+    for (int k = 0; k < n && !still; k++) {
+      still = strcmp(ids[k], sess_id(v->members[i].s)) == 0;
+    }
+    if (still) {
+      i++;
+    } else {
+      drop_member(v, i);
+    }
+  }
+  for (int k = 0; k < n && v->nmembers < MEMBERS_MAX; k++) {
+    bool have = false;
+    for (int i = 0; i < v->nmembers && !have; i++) {
+      have = strcmp(ids[k], sess_id(v->members[i].s)) == 0;
+    }
+    session *s = have ? NULL : sess_find(ws->reg, ids[k]);
+    member *m = &v->members[v->nmembers];
+    if (s && chan_join(sess_chan(s), &m->cur, sess_max_viewers(ws->reg))) {
+      m->s = s;
+      m->due_us = 0;
+      v->nmembers++;
+    } else if (s) {
+      sess_release(s); /* ended, or watched by its maximum already */
+    }
+  }
+  free(ids);
+}
+
+/* The teacher's token opens a class stream: every group's session from now on. */
+static int class_auth(ws_server *ws, viewer *v, const api_client_message *m) {
+  const int n = m->has_token ? class_sessions(ws->opt.classes, v->klass, m->token, NULL, 0) : -2;
+  if (n < 0) {
+    return reject(ws, v, "bad_token", "token", "that is not the teacher token of this class");
+  }
+  if (!v->members) {
+    v->members = calloc(MEMBERS_MAX, sizeof *v->members);
+    if (!v->members) {
+      v->refuse = "out of memory";
+      lws_callback_on_writable(v->wsi);
+      return 0;
+    }
+    snprintf(v->token, sizeof v->token, "%s", m->token);
+    v->awaiting = false;
+    lws_set_timeout(v->wsi, NO_PENDING_TIMEOUT, 0);
+    class_refresh(ws, v);
+    v->refresh_us = mono_us() + REFRESH_US;
+  }
+  reply(v, json_pack("{s:s, s:s}", "type", "auth", "role", "teacher"));
+  return 0;
+}
+
 /* One whole client message: read by api_read_client_message, then judged here against this
  * connection (authenticated, controller) before the message's own refusals count. */
 static int handle(ws_server *ws, viewer *v) {
-  if (!v->joined && !v->awaiting) {
+  if (!v->joined && !v->awaiting && !v->members) {
     return 0; /* on its way out */
   }
   if (v->rx_over) {
@@ -197,6 +297,18 @@ static int handle(ws_server *ws, viewer *v) {
   api_client_message m;
   sess_error err;
   const int bad = api_read_client_message((const char *)v->rx, v->rx_len, &m, &err);
+  if (v->klass[0] && m.kind == API_MSG_AUTH && !bad) {
+    return class_auth(ws, v, &m);
+  }
+  if (v->klass[0] && v->awaiting && m.kind != API_MSG_NONE) {
+    return reject(ws, v, "unauthenticated", "type",
+                  "a class stream is its teacher's: send {\"type\":\"auth\"} with the class's "
+                  "teacher token first");
+  }
+  if (v->klass[0] && m.kind == API_MSG_ACTION) {
+    return reject(ws, v, "forbidden", "",
+                  "a class stream only watches: steer its groups with POST /api/classes/{id}/push");
+  }
   if (m.kind == API_MSG_AUTH && !bad) {
     bool admitted = false;
     if (m.has_token && sess_token_ok(v->s, m.token)) {
@@ -224,6 +336,9 @@ static int handle(ws_server *ws, viewer *v) {
   if (m.kind == API_MSG_RATE && !bad) {
     v->fps = m.fps;
     v->due_us = 0; /* the newest frame may go at once; the new rate counts from it */
+    for (int i = 0; i < v->nmembers; i++) {
+      v->members[i].due_us = 0;
+    }
     reply(v, json_pack("{s:s, s:i}", "type", "rate", "fps", m.fps));
     return 0;
   }
@@ -242,50 +357,9 @@ static int handle(ws_server *ws, viewer *v) {
   return 0;
 }
 
-static int on_writeable(ws_server *ws, viewer *v) {
-  chan_blob *b = NULL;
-  if (v->refuse) {
-    lws_close_reason(v->wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *)v->refuse,
-                     strlen(v->refuse));
-    return -1;
-  }
-  if (v->own_n > 0) {
-    b = v->own[0];
-    memmove(v->own, v->own + 1, sizeof(chan_blob *) * (size_t)(v->own_n - 1));
-    v->own_n--;
-  } else if (v->joined) {
-    bool closed = false;
-    const uint64_t skipped = v->cur.skipped_frames, tskipped = v->cur.skipped_texts;
-    const uint64_t now = v->fps ? mono_us() : 0;
-    v->cur.hold_frames = now < v->due_us;
-    b = chan_next(sess_chan(v->s), &v->cur, &closed);
-    /* a rated viewer's gaps are its rate's doing, not slowness */
-    count(v->fps ? &ws->stats.frames_held : &ws->stats.frames_skipped,
-          v->cur.skipped_frames - skipped);
-    count(&ws->stats.texts_skipped, v->cur.skipped_texts - tskipped);
-    if (v->cur.shown && v->fps) {
-      /* due times keep to the rate's grid, so N a second on average however late each frame
-       * went; one later than a whole period (a paused stream) starts the grid again */
-      const uint64_t period = 1000000u / (uint64_t)v->fps;
-      v->due_us = v->due_us + period > now ? v->due_us + period : now + period;
-    }
-    if (v->cur.held && (!v->timer_us || v->timer_us > v->due_us)) {
-      /* the next frame is published 1/60 s from now, which wakes every viewer anyway; the timer
-       * is for a stream that has stopped (a paused session), whose last frame must still come */
-      lws_set_timer_usecs(v->wsi, (lws_usec_t)(v->due_us - now));
-      v->timer_us = v->due_us;
-    }
-    if (!b && closed) {
-      static const char why[] = "the session ended";
-      lws_close_reason(v->wsi, LWS_CLOSE_STATUS_GOINGAWAY, (unsigned char *)why, sizeof why - 1);
-      return -1;
-    }
-  }
-  if (!b) {
-    return 0;
-  }
-  /* lws puts the frame header in the headroom in front of the shared bytes: the same for every
-   * viewer, and only this thread ever writes there */
+/* Write one stream message; lws puts the frame header in the headroom in front of the shared
+ * bytes: the same for every viewer, and only this thread ever writes there. */
+static int send_blob(ws_server *ws, viewer *v, chan_blob *b) {
   const int n = lws_write(v->wsi, chan_blob_bytes(b), b->len,
                           b->kind == CHAN_BINARY ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
   count(b->kind == CHAN_BINARY ? &ws->stats.frames_sent : &ws->stats.texts_sent, 1);
@@ -296,6 +370,112 @@ static int on_writeable(ws_server *ws, viewer *v) {
   }
   lws_callback_on_writable(v->wsi); /* there may be more; one write per callback */
   return 0;
+}
+
+/* A cursor's next message under a rate: `due` is when its next frame may go (0: at once). */
+static chan_blob *rated_next(ws_server *ws, chan *c, chan_cursor *cur, int fps, uint64_t *due,
+                             uint64_t now, bool *closed) {
+  const uint64_t skipped = cur->skipped_frames, tskipped = cur->skipped_texts;
+  cur->hold_frames = now < *due;
+  chan_blob *b = chan_next(c, cur, closed);
+  /* a rated viewer's gaps are its rate's doing, not slowness */
+  count(fps ? &ws->stats.frames_held : &ws->stats.frames_skipped, cur->skipped_frames - skipped);
+  count(&ws->stats.texts_skipped, cur->skipped_texts - tskipped);
+  if (cur->shown && fps) {
+    /* due times keep to the rate's grid, so N a second on average however late each frame
+     * went; one later than a whole period (a paused stream) starts the grid again */
+    const uint64_t period = 1000000u / (uint64_t)fps;
+    *due = *due + period > now ? *due + period : now + period;
+  }
+  return b;
+}
+
+/* Wake a rated connection when its earliest held frame is due: the next frame is published
+ * 1/60 s from now, which wakes every viewer anyway; the timer is for streams that have stopped
+ * (a paused session), whose last frame must still come. */
+static void wake_at(viewer *v, uint64_t when, uint64_t now) {
+  if (!v->timer_us || v->timer_us > when) {
+    lws_set_timer_usecs(v->wsi, (lws_usec_t)(when > now ? when - now : 1));
+    v->timer_us = when;
+  }
+}
+
+/* A class stream: each group's newest frame in turn, at the rate asked, each after its tag. Text
+ * messages are for a session's own page: a tile needs only its frames. */
+static int class_writeable(ws_server *ws, viewer *v) {
+  const uint64_t now = mono_us();
+  if (now >= v->refresh_us) {
+    class_refresh(ws, v);
+    v->refresh_us = now + REFRESH_US;
+  }
+  uint64_t wake = v->refresh_us;
+  for (int k = 0; k < v->nmembers; k++) {
+    const int i = (v->next_member + k) % v->nmembers;
+    member *m = &v->members[i];
+    bool closed = false;
+    chan_blob *b = rated_next(ws, sess_chan(m->s), &m->cur, v->fps, &m->due_us, now, &closed);
+    while (b && b->kind != CHAN_BINARY) {
+      chan_blob_unref(b);
+      b = rated_next(ws, sess_chan(m->s), &m->cur, v->fps, &m->due_us, now, &closed);
+    }
+    if (m->cur.held && m->due_us < wake) {
+      wake = m->due_us;
+    }
+    if (!b && closed) {
+      drop_member(v, i); /* its session ended; the others get their turn at the next callback */
+      lws_callback_on_writable(v->wsi);
+      return 0;
+    }
+    if (b) {
+      unsigned char tag[LWS_PRE + 96];
+      const int len = snprintf((char *)tag + LWS_PRE, sizeof tag - LWS_PRE,
+                               "{\"type\":\"frame\",\"session\":\"%s\"}", sess_id(m->s));
+      if (lws_write(v->wsi, tag + LWS_PRE, (size_t)len, LWS_WRITE_TEXT) < 0) {
+        chan_blob_unref(b);
+        return -1;
+      }
+      count(&ws->stats.texts_sent, 1);
+      count(&ws->stats.bytes_sent, (uint64_t)len);
+      v->pending = b;
+      v->next_member = i + 1;
+      lws_callback_on_writable(v->wsi);
+      return 0;
+    }
+  }
+  wake_at(v, wake, now);
+  return 0;
+}
+
+static int on_writeable(ws_server *ws, viewer *v) {
+  chan_blob *b = NULL;
+  if (v->refuse) {
+    lws_close_reason(v->wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *)v->refuse,
+                     strlen(v->refuse));
+    return -1;
+  }
+  if (v->pending) { /* a frame whose tag went: nothing may come between them */
+    b = v->pending;
+    v->pending = NULL;
+  } else if (v->own_n > 0) {
+    b = v->own[0];
+    memmove(v->own, v->own + 1, sizeof(chan_blob *) * (size_t)(v->own_n - 1));
+    v->own_n--;
+  } else if (v->members) {
+    return class_writeable(ws, v);
+  } else if (v->joined) {
+    bool closed = false;
+    const uint64_t now = v->fps ? mono_us() : 0;
+    b = rated_next(ws, sess_chan(v->s), &v->cur, v->fps, &v->due_us, now, &closed);
+    if (v->cur.held) {
+      wake_at(v, v->due_us, now);
+    }
+    if (!b && closed) {
+      static const char why[] = "the session ended";
+      lws_close_reason(v->wsi, LWS_CLOSE_STATUS_GOINGAWAY, (unsigned char *)why, sizeof why - 1);
+      return -1;
+    }
+  }
+  return b ? send_blob(ws, v, b) : 0;
 }
 
 /* A connection's end: off the viewer list and the stream, its session released. */
@@ -314,6 +494,15 @@ static void forget(ws_server *ws, viewer *v) {
     chan_blob_unref(v->own[i]);
   }
   v->own_n = 0;
+  while (v->nmembers > 0) {
+    drop_member(v, v->nmembers - 1);
+  }
+  free(v->members);
+  v->members = NULL;
+  if (v->pending) {
+    chan_blob_unref(v->pending);
+    v->pending = NULL;
+  }
   if (v->prev) {
     v->prev->next = v->next;
   } else if (ws->head == v) {
@@ -348,6 +537,9 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
       return -1;
     }
     session *s = path_session(ws, wsi, path, sizeof path);
+    if (!s && path_class(ws, path)) {
+      return 0; /* a class's dashboard: its teacher token comes as the first message */
+    }
     if (!s && ws->opt.guesses) {
       iplimit_charge(ws->opt.guesses, ip);
     }
@@ -358,7 +550,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     if (!s || full) {
       count(&ws->stats.refused, 1);
       log_msg(LOG_WARN, "ws_refused", "path=%.100s: %s", path,
-              s ? "the session has its maximum of viewers" : "no such session");
+              s ? "the session has its maximum of viewers" : "no such session or class");
       return -1;
     }
     return 0;
@@ -368,6 +560,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     v->wsi = wsi;
     v->id = ++ws->next_id;
     v->s = path_session(ws, wsi, path, sizeof path);
+    const char *klass = v->s ? NULL : path_class(ws, path);
+    snprintf(v->klass, sizeof v->klass, "%s", klass ? klass : "");
     peer(ws, wsi, v->ip);
     v->counted = iplimit_enter(ws->conns, v->ip, ws->opt.per_ip);
     if (!v->counted) { /* checked at the handshake; only a race between two could get here */
@@ -382,8 +576,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     }
     ws->head = v;
     count(&ws->stats.connections, 1);
-    if (v->counted && v->s && sess_private(v->s)) {
-      /* nothing, not even the hello, before the viewer token */
+    if (v->counted && (v->klass[0] || (v->s && sess_private(v->s)))) {
+      /* nothing, not even the hello, before the viewer token (a class's: its teacher's) */
       v->awaiting = true;
       lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, AUTH_SECONDS);
       return 0;
@@ -436,7 +630,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
   case LWS_CALLBACK_HTTP:
     /* plain HTTP on the websocket port: say where things are */
     if (lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND,
-                               "websocket streams only: /ws/sessions/{id}")) {
+                               "websocket streams only: /ws/sessions/{id}, /ws/classes/{id}")) {
       return -1;
     }
     return lws_http_transaction_completed(wsi);

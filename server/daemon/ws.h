@@ -1,5 +1,6 @@
 /* grainlabd's websocket server (libwebsockets): viewers of /ws/sessions/{id} receive the
- * session's stream; its controller, once it shows its token, may steer over the same socket. */
+ * session's stream; its controller, once it shows its token, may steer over the same socket. A
+ * class's teacher watches every group at once over /ws/classes/{id} (schema/stream.md). */
 #ifndef GRAINLAB_WS_H
 #define GRAINLAB_WS_H
 
@@ -24,6 +25,7 @@ typedef struct ws_options {
   const allow_list *hosts, *origins; /* Host and Origin allow-lists (allow.h) */
   const allow_list *proxies;         /* trusted proxies: X-Forwarded-For names the client */
   iplimit *guesses;                  /* failed session lookups per client, shared with HTTP */
+  struct class_registry *classes;    /* whose dashboards have a stream (class.h); NULL: none */
   int per_ip;                        /* websocket connections one IP address may hold */
   int ping_s;    /* ping a viewer this often; one silent for twice as long is dropped */
   int timeout_s; /* for the handshake */

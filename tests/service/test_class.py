@@ -285,6 +285,37 @@ def main():
     s, pub = req("GET", "/api/classes/" + cid)
     check(pub["spotlight"]["group"] == "team 2", "students see the spotlight")
 
+    # ---- the dashboard's one stream of every group (schema/stream.md) -----------------------
+    def class_probe(path, *send, seconds=3):
+        args = [PROBE, "--port", str(D.wsport), "--path", path, "--seconds", str(seconds)]
+        for m in send:
+            args += ["--send", json.dumps(m)]
+        p = subprocess.run(args, capture_output=True, text=True, timeout=60 * MULT)
+        return json.loads(p.stdout or "{}")
+    cpath = "/ws/classes/" + cid
+    live = sorted(j["session"]["id"] for j in (j1, j2, j3))
+    seen = class_probe(cpath, {"type": "auth", "token": tt}, {"type": "rate", "fps": 4},
+                       seconds=4)
+    tagged = seen.get("tagged", {})
+    # (the probe may stop between the last tag and its frame)
+    check(seen.get("role") == "teacher" and sorted(tagged) == live and seen.get("untagged") == 0
+          and 0 <= sum(tagged.values()) - seen.get("frames", -9) <= 1,
+          "one class stream carries every group's frames, each right after a tag naming its "
+          "session", {k: seen.get(k) for k in ("role", "tagged", "untagged", "frames")})
+    # 4 s at 4 a second, and a keyframe that a frame refers to goes with it (not counted)
+    check(all(1 <= n <= 4 * 4 * 2 + 2 for n in tagged.values()),
+          "each group's frames on it keep to the rate asked (4 a second)", tagged)
+    seen = class_probe(cpath, {"type": "auth", "token": j1["control_token"]})
+    check("bad_token" in seen.get("errors", []) and seen.get("frames") == 0
+          and not seen.get("tagged"), "a student's token does not open the class stream",
+          seen.get("errors"))
+    seen = class_probe(cpath, {"type": "action", "action": {"type": "pause"}})
+    check("unauthenticated" in seen.get("errors", []) and seen.get("frames") == 0,
+          "nothing on the class stream before the teacher's token", seen.get("errors"))
+    seen = class_probe("/ws/classes/0123456789abcdef", {"type": "auth", "token": tt})
+    check(seen.get("connected") == 0, "no stream of a class that does not exist (handshake "
+          "refused)", seen.get("close_reason"))
+
     # ---- the class's runs ------------------------------------------------------------------
     s, runs = req("GET", "/api/runs?class=" + cid)
     groups = sorted(r["group"] for r in runs.get("runs", []))

@@ -320,6 +320,7 @@ for i in range(n):
               (f"/n/n{i}/api/classes/N{i}-QWERTZ/join", own, 8080),
               (f"/ws/sessions/n{i}-{sid}", own, 8081),
               (f"/ws/sessions/N{i}-{sid}", own, 8081),
+              (f"/ws/classes/n{i}-{sid}", own, 8081),
               (f"/n/n{i}/metrics", "private", None),
               (f"/n/n{i}/api/admin/backup", "private", None)]
 cases += [(p, anysvc, 8080) for p in ("/", "/api/scenes", "/api/runs", "/api/runs?scene=silo",

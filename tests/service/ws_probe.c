@@ -77,6 +77,11 @@ typedef struct probe {
   int nchanges, applied;
   uint64_t measurements, measure_keys_missing;
   json_t *events, *errors, *hello;
+  /* a class stream (/ws/classes/…): viewer 0's frames per session its tags named, and binary
+   * messages that came without a tag right before them */
+  json_t *tagged;
+  bool tag_open;
+  uint64_t untagged;
   char role[32];
   int rate_all;   /* --rate: every viewer asks for this many frames a second first */
   int rate_fps;   /* the rate the server answered viewer 0 (0: none) */
@@ -331,6 +336,10 @@ static void dump(const uint8_t *buf, size_t len, bool decoded) {
 }
 
 static void on_binary(viewer *v, const uint8_t *buf, size_t len) {
+  if (v->index == 0) {
+    P.untagged += !P.tag_open;
+    P.tag_open = false;
+  }
   frame_header h;
   if (len < sizeof h) {
     P.decode_errors += v->index == 0;
@@ -421,6 +430,11 @@ static void on_text(viewer *v, const char *text, size_t len) {
   }
   if (!type) {
     json_array_append_new(P.errors, json_string("unparsable text message"));
+  } else if (strcmp(type, "frame") == 0) {
+    const char *sid = json_string_value(json_object_get(m, "session"));
+    json_t *n = sid ? json_object_get(P.tagged, sid) : NULL;
+    json_object_set_new(P.tagged, sid ? sid : "?", json_integer(n ? json_integer_value(n) + 1 : 1));
+    P.tag_open = true;
   } else if (strcmp(type, "hello") == 0) {
     P.hello = json_incref(json_object_get(m, "session"));
     if (P.verify && !P.twin) {
@@ -633,6 +647,7 @@ int main(int argc, char **argv) {
     return usage();
   }
   P.events = json_array();
+  P.tagged = json_object();
   P.errors = json_array();
   lws_set_log_level(LLL_ERR, NULL);
   struct lws_context_creation_info info;
@@ -740,6 +755,8 @@ int main(int argc, char **argv) {
       v0->key_grains > 0 ? v0->key_bytes / v0->key_grains : 0.0, "bytes_per_grain",
       v0->all_grains > 0 ? v0->all_bytes / v0->all_grains : 0.0, "age_p50_ms",
       nages ? ages[nages / 2] : 0.0, "age_p99_ms", nages ? ages[(nages * 99) / 100] : 0.0);
+  json_object_set_new(out, "tagged", P.tagged);
+  json_object_set_new(out, "untagged", json_integer((json_int_t)P.untagged));
   json_object_set_new(out, "chains",
                       json_pack("{s:I, s:I, s:I, s:I}", "messages", (json_int_t)P.chains_msgs,
                                 "bad", (json_int_t)P.chains_bad, "checked",

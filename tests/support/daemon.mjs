@@ -40,16 +40,16 @@ export async function startDaemon(daemon, client, args = [], prefix = 'grainlab-
                      { stdio: ['ignore', 'pipe', 'inherit'] });
   // what it prints: where it listens, then the teacher's link and the students' address
   let out = '';
-  const port = await new Promise((resolve, reject) => {
+  const [port, wsPort] = await new Promise((resolve, reject) => {
     proc.stdout.on('data', (d) => {
       out += d;
       const m = out.match(/listening http=(\d+) ws=(\d+)[\s\S]*\nstudents: \S+\n/);
-      if (m) resolve(m[1]);
+      if (m) resolve([m[1], Number(m[2])]);
     });
     proc.on('exit', (c) => reject(new Error(`grainlabd exited ${c}`)));
   });
   const teacherLink = (out.match(/^teacher: (\S+)$/m) || [])[1] || null;
-  return { proc, port, base: `http://127.0.0.1:${port}`, tmp, teacherLink };
+  return { proc, port, wsPort, base: `http://127.0.0.1:${port}`, tmp, teacherLink };
 }
 
 // Debian's chromium, headless, driven by the playwright-core of the client's lockfile

@@ -125,7 +125,11 @@ for (const f of walk(join(src, 'server')).filter((n) => n.endsWith('.c'))) {
   for (const m of text.matchAll(/\bread_name\([^;]*?"(bad_[a-z]+)"/g)) codes.add(m[1]);
   for (const m of text.matchAll(/\{API_ON_\w+, GRN_\w+, \d+, "([a-z_]+)"\}/g)) codes.add(m[1]);
 }
-check('the server\'s error codes are found', codes.has('settling') && codes.has('class_full') && codes.has('too_many_guesses') && codes.size > 50, `${codes.size} codes`);
+// and those the cluster's nginx answers for a node that is down (deploy/*.conf)
+for (const f of readdirSync(join(src, 'deploy')).filter((n) => n.endsWith('.conf'))) {
+  for (const m of readFileSync(join(src, 'deploy', f), 'utf8').matchAll(/"code":"([a-z_]+)"/g)) codes.add(m[1]);
+}
+check('the server\'s error codes are found', codes.has('settling') && codes.has('class_full') && codes.has('too_many_guesses') && codes.has('node_unavailable') && codes.size > 50, `${codes.size} codes`);
 for (const c of codes) want(`error.${c}`, 'server');
 
 for (const l of langs) {

@@ -5,7 +5,7 @@
 import qrcode from 'qrcode-generator';
 import { api, errorText, esc, fmt, pageFailed, showError, studentsAddress } from './api.js';
 import { measureLabel, paramLabel, sceneName, t, unitText } from './i18n.js';
-import { connect, CHAINS } from './stream.js';
+import { CHAINS, connectClass, frames } from './stream.js';
 import { Tile2D } from './tile.js';
 import { ClassResults, liveSession } from './class_results.js';
 import { keyFigure } from './theory.js';
@@ -55,8 +55,26 @@ function clock() {
 }
 
 // ---- the teacher's tiles ---------------------------------------------------------------------
-const tiles = new Map(); // group name -> {div, canvas, view, link, session, frames, skipped}
+const tiles = new Map(); // group name -> {div, canvas, view, session, frames}
 window.grainlabTiles = tiles; // for tests and scripting
+// Every tile's frames come over one websocket, the class's stream (schema/stream.md): a class
+// behind one school address would otherwise spend a connection per group of its per-address
+// limit. Each frame is handed to the tile of its session.
+const bySession = new Map(); // session id -> that tile's frames()
+let classLink = null; // the class stream: null, 'opening', or open
+async function openClassStream() {
+  if (classLink) return;
+  classLink = 'opening';
+  try {
+    classLink = await connectClass(id, teacher, TILE_FPS, {
+      onFrame(sid, data) { const f = bySession.get(sid); if (f) f(data); },
+      onClose() { classLink = null; }, // opened again at the next poll
+    });
+  } catch (e) {
+    classLink = null;
+    throw e;
+  }
+}
 
 function openTile(g) {
   const div = document.createElement('div');
@@ -67,8 +85,8 @@ function openTile(g) {
   div.querySelector('.pick').setAttribute('aria-label', t('class.pick', { group: g.name }));
   div.dataset.group = g.name;
   $('tiles').appendChild(div);
-  // frames: decoded and drawn; skipped: dropped undecoded (more than TILE_FPS came)
-  const tile = { div, canvas: div.querySelector('canvas'), view: null, link: null, session: null, frames: 0, skipped: 0 };
+  // frames: decoded and drawn
+  const tile = { div, canvas: div.querySelector('canvas'), view: null, session: null, frames: 0 };
   div.querySelector('.spot').addEventListener('click', () => {
     const spotlit = klass.spotlight && klass.spotlight.group === g.name;
     patch({ spotlight: spotlit ? null : g.name });
@@ -79,8 +97,7 @@ function openTile(g) {
 
 function closeTile(name) {
   const t = tiles.get(name);
-  if (t.link) t.link.close();
-  t.session = null; // a stream still connecting closes itself when it opens (stream())
+  bySession.delete(t.session);
   t.div.remove();
   tiles.delete(name);
 }
@@ -92,25 +109,21 @@ function setView(tile, sceneName) {
   tile.scene = sceneName;
 }
 
-async function stream(tile, s, g) {
+// The tile shows session s from now on: every frame the class stream brings is decoded and
+// drawn (the server keeps each group to TILE_FPS a second).
+function stream(tile, s) {
+  bySession.delete(tile.session);
   setView(tile, s.scene);
   tile.session = s.id;
   tile.frames = 0;
-  const link = await connect(s.id, {
-    // connect() decodes at most TILE_FPS frames a second (and every keyframe); each is drawn
+  bySession.set(s.id, frames({
     onFrame(info, decoder) {
       if (info.kind === CHAINS) return;
       tile.frames++;
       tile.div.dataset.frames = tile.frames;
       tile.view.update(decoder, info.key);
     },
-    onSkip() { tile.skipped++; tile.div.dataset.skipped = tile.skipped; },
-    onText() {},
-    // a stream lost while its session lives on is opened again at the next poll
-    onClose() { if (tile.session === s.id) { tile.session = null; tile.link = null; } },
-  }, { fps: TILE_FPS, token: g.viewer_token || undefined });
-  if (tile.session !== s.id) { link.close(); return; } // replaced while connecting
-  tile.link = link;
+  }));
 }
 
 function tileStats(tile, g) {
@@ -140,14 +153,15 @@ function updateTiles() {
   for (const [name, g] of live) {
     const tile = tiles.get(name) || openTile(g);
     if (tile.session !== g.session.id) {
-      if (tile.link) { tile.link.close(); tile.link = null; }
-      stream(tile, g.session, g).catch(() => showError(t('class.stream_failed', { group: name })));
+      stream(tile, g.session);
     } else if (tile.scene !== g.session.scene) {
       setView(tile, g.session.scene); // the group switched scenes: same session, same stream
     }
     tileStats(tile, g);
   }
   document.body.dataset.tiles = tiles.size;
+  if (tiles.size > 0) openClassStream().catch(() => showError(t('class.stream_failed')));
+  else if (classLink && classLink !== 'opening') classLink.close();
   $('no-groups').hidden = tiles.size > 0 || klass.state === 'ended';
 }
 

@@ -75,51 +75,83 @@ export class Decoder {
 }
 
 // The daemon's websocket address (GET /api/config), asked once per page however many streams
-// it opens (the class dashboard opens one per group).
+// it opens.
 let config = null;
 function wsConfig() {
   if (!config) config = fetch('/api/config').then((r) => r.json()).catch((e) => { config = null; throw e; });
   return config;
 }
 
+async function open(path, id) {
+  const cfg = await wsConfig();
+  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const ws = new WebSocket(cfg.ws_port ? `${proto}//${location.hostname}:${cfg.ws_port}${cfg[path]}${id}`
+                                       : `${proto}//${location.host}${cfg[path]}${id}`);
+  ws.binaryType = 'arraybuffer';
+  return ws;
+}
+
+// What one stream's frames go through: its decoder, and at a reduced rate (fps) the frames
+// that came sooner than asked (a server that does not know "rate", a rate not yet acknowledged)
+// dropped before they are decompressed; keyframes are always decoded (the deltas after them
+// refer to them). handlers: onFrame(info, decoder), onSkip().
+export function frames(handlers, fps = 0) {
+  const decoder = new Decoder();
+  let lastDecoded = -Infinity;
+  return (data) => {
+    if (fps && data.byteLength >= 64 && new DataView(data).getUint8(5) !== KEY) {
+      const now = performance.now();
+      if (now - lastDecoded < 1000 / fps - 5) { if (handlers.onSkip) handlers.onSkip(); return; }
+      lastDecoded = now;
+    }
+    let info;
+    try { info = decoder.decode(data); } catch (e) { return; } // a delta before its key: wait
+    handlers.onFrame(info, decoder);
+  };
+}
+
 // Connect to a session's stream; handlers: onOpen(), onFrame(info, decoder), onText(msg), onClose(ev),
-// onSkip() (a frame dropped undecoded, below).
+// onSkip() (a frame dropped undecoded, above).
 // options.fps: ask for at most that many frames per second once the hello has come
 // ({"type":"rate"}, schema/stream.md); options.token: authenticate first (a private session's
 // viewer or control token: it shows nothing before).
 export async function connect(id, handlers, options = {}) {
-  const cfg = await wsConfig();
-  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  const url = cfg.ws_port ? `${proto}//${location.hostname}:${cfg.ws_port}${cfg.ws_path}${id}`
-                          : `${proto}//${location.host}${cfg.ws_path}${id}`;
-  const ws = new WebSocket(url);
-  ws.binaryType = 'arraybuffer';
-  const decoder = new Decoder();
-  let lastDecoded = -Infinity;
+  const ws = await open('ws_path', id);
+  const frame = frames(handlers, options.fps);
   const send = (obj) => ws.readyState === 1 && ws.send(JSON.stringify(obj));
   ws.onmessage = (ev) => {
-    if (typeof ev.data === 'string') {
-      const msg = JSON.parse(ev.data);
-      if (msg.type === 'hello' && options.fps) send({ type: 'rate', fps: options.fps });
-      handlers.onText && handlers.onText(msg);
-      return;
-    }
-    // at a reduced rate, frames the stream sends sooner than asked (a server that does not know
-    // "rate", a rate not yet acknowledged) are dropped before they are decompressed; keyframes
-    // are always decoded (the deltas after them refer to them)
-    if (options.fps && ev.data.byteLength >= 64 && new DataView(ev.data).getUint8(5) !== KEY) {
-      const now = performance.now();
-      if (now - lastDecoded < 1000 / options.fps - 5) { if (handlers.onSkip) handlers.onSkip(); return; }
-      lastDecoded = now;
-    }
-    let info;
-    try { info = decoder.decode(ev.data); } catch (e) { return; } // a delta before its key: wait
-    handlers.onFrame(info, decoder);
+    if (typeof ev.data !== 'string') { frame(ev.data); return; }
+    const msg = JSON.parse(ev.data);
+    if (msg.type === 'hello' && options.fps) send({ type: 'rate', fps: options.fps });
+    if (handlers.onText) handlers.onText(msg);
   };
   ws.onopen = () => {
     if (options.token) send({ type: 'auth', token: options.token });
     if (handlers.onOpen) handlers.onOpen();
   };
+  ws.onclose = (ev) => handlers.onClose && handlers.onClose(ev);
+  return { ws, send, close: () => ws.close() };
+}
+
+// A class dashboard's one stream of every group's session (schema/stream.md), opened with the
+// teacher's token at fps frames a second per group: each frame goes to onFrame(sessionId, data)
+// after the {"type":"frame"} message that names its session. onText(msg) gets the rest.
+export async function connectClass(id, token, fps, handlers) {
+  const ws = await open('ws_class_path', id);
+  let of = null;
+  const send = (obj) => ws.readyState === 1 && ws.send(JSON.stringify(obj));
+  ws.onmessage = (ev) => {
+    if (typeof ev.data !== 'string') {
+      if (of) handlers.onFrame(of, ev.data);
+      of = null;
+      return;
+    }
+    const msg = JSON.parse(ev.data);
+    if (msg.type === 'frame') { of = msg.session; return; }
+    if (msg.type === 'auth') send({ type: 'rate', fps });
+    if (handlers.onText) handlers.onText(msg);
+  };
+  ws.onopen = () => send({ type: 'auth', token });
   ws.onclose = (ev) => handlers.onClose && handlers.onClose(ev);
   return { ws, send, close: () => ws.close() };
 }
