@@ -131,7 +131,9 @@ static const setting settings[] = {
      "max-connections-per-ip (comma list; empty: none)"},
     {"max-connections", "N", SET_LONG, 16, 60000, "2048", AT(max_connections),
      "HTTP connections at once (one thread each)"},
-    {"max-connections-per-ip", "N", SET_LONG, 1, 60000, "32", AT(per_ip),
+    /* a school behind one address: 30 browsers open ~6 HTTP connections each while a page loads
+     * (1 once it polls), and a websocket each; 256 is an eighth of max-connections */
+    {"max-connections-per-ip", "N", SET_LONG, 1, 60000, "256", AT(per_ip),
      "connections one IP address may hold, HTTP and websocket each"},
     {"http-timeout", "S", SET_LONG, 1, 3600, "15", AT(http_timeout),
      "seconds an HTTP connection may stay silent (header or body) and a request body may take; "
