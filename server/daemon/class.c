@@ -301,6 +301,11 @@ static json_t *render(class_registry *cr, const class_copy *k, class_role role) 
   const klass *c = &k->c;
   json_t *row = row_of(c);
   json_object_del(row, "teacher_hash");
+  /* the code lets anyone who has it join, and a run names its class: it is the teacher's to give
+   * out, never part of what anyone else reads (issue 32) */
+  if (role != CLASS_TEACHER) {
+    json_object_del(row, "code");
+  }
   json_object_set_new(row, "created_at", time_json(c->created_at));
   json_object_set_new(row, "ends_at", time_json(c->ends_at));
   json_object_set_new(row, "ended_at", time_json(c->ended_at));

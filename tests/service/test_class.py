@@ -206,10 +206,13 @@ def main():
     s, pub = req("GET", "/api/classes/" + cid)
     check(s == 200 and [g["name"] for g in pub["groups"]] == ["team 1", "team 2", "team 3"]
           and all("control_token" not in g for g in pub["groups"])
-          and "teacher_token" not in pub and "teacher_hash" not in pub,
-          "anyone sees the public class without tokens")
+          and "teacher_token" not in pub and "teacher_hash" not in pub and "code" not in pub,
+          "anyone sees the public class without tokens or its join code")
+    s, mv = req("GET", "/api/classes/" + cid, token=j1["control_token"])
+    check(s == 200 and "code" not in mv and "code" not in j1["class"],
+          "a student's view of the class, and the join's reply, leave out the join code")
     s, tv = req("GET", "/api/classes/" + cid, token=tt)
-    check(s == 200 and tv["groups"][0]["control_token"] == j1["control_token"]
+    check(s == 200 and tv["code"] == code and tv["groups"][0]["control_token"] == j1["control_token"]
           and tv["groups"][0]["session"]["id"] == j1["session"]["id"],
           "the teacher's view has every group's session and control token")
     refused("an unknown class: 404", 404, "no_class", "GET", "/api/classes/0123456789abcdef")
