@@ -656,21 +656,23 @@ static http_reply static_file(const http_server *srv, const char *url) {
                     : strcmp(url, "/join") == 0       ? "/join.html"
                     : strcmp(url, "/teach") == 0      ? "/teach.html"
                                                       : url;
-  /* of node_modules only the browser libraries (package.json's dependencies), never the test
-   * tools of its devDependencies */
-  static const char *const libs[] = {"/node_modules/three/", "/node_modules/uplot/",
-                                     "/node_modules/fzstd/", "/node_modules/qrcode-generator/"};
-  bool lib = false;
-  for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
-    lib = lib || strstr(rel, libs[i]) == rel;
-  }
-  if (strncmp(rel, "/node_modules/", 14) == 0 && !lib) {
-    return error_reply(404, "not_found", "", "no such file");
-  }
   char path[PATH_MAX], real[PATH_MAX], root[PATH_MAX];
   if (snprintf(path, sizeof path, "%s%s", srv->static_dir, rel) >= (int)sizeof path ||
       !realpath(srv->static_dir, root) || !realpath(path, real) ||
       strncmp(real, root, strlen(root)) != 0 || real[strlen(root)] != '/') {
+    return error_reply(404, "not_found", "", "no such file");
+  }
+  /* of node_modules only the browser libraries (package.json's dependencies), never the test
+   * tools of its devDependencies; judged on the resolved path, which no spelling of the URL
+   * ("/./", "//", a link in .bin) can dress up */
+  static const char *const libs[] = {"/node_modules/three/", "/node_modules/uplot/",
+                                     "/node_modules/fzstd/", "/node_modules/qrcode-generator/"};
+  const char *inside = real + strlen(root);
+  bool lib = false;
+  for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+    lib = lib || strncmp(inside, libs[i], strlen(libs[i])) == 0;
+  }
+  if (strncmp(inside, "/node_modules/", 14) == 0 && !lib) {
     return error_reply(404, "not_found", "", "no such file");
   }
   const int fd = open(real, O_RDONLY | O_CLOEXEC);

@@ -13,13 +13,18 @@ echo '<!doctype html><title>grainlab</title>' >"$tmp/static/index.html"
 echo 'secret' >"$tmp/outside.txt"
 printf 'PNG\0\0\1binary\0tail' >"$tmp/static/bin.png"
 printf '<!doctype html><script type="importmap">{ "imports": { "a": "/a.js" } }</script>' >"$tmp/static/map.html"
+# node_modules: a browser library (served) and a test tool (never), reached by any spelling
+mkdir -p "$tmp/static/node_modules/uplot" "$tmp/static/node_modules/playwright-core" "$tmp/static/node_modules/.bin"
+echo 'export const ok = 1;' >"$tmp/static/node_modules/uplot/ok.js"
+echo '{"name":"playwright-core"}' >"$tmp/static/node_modules/playwright-core/package.json"
+ln -s ../playwright-core/package.json "$tmp/static/node_modules/.bin/tool"
 echo 'adminadminadmin-0123456789' >"$tmp/admin"
 start_daemon "$daemon" --static-dir "$tmp/static" --admin-token-file "$tmp/admin" \
   --max-sessions 3 --max-grains 4000
 
 # req METHOD PATH TOKEN [BODY]: sets $code and $body
 req() {
-  local args=(-s -o "$tmp/body" -w '%{http_code}' -X "$1" "$base$2")
+  local args=(-s --path-as-is -o "$tmp/body" -w '%{http_code}' -X "$1" "$base$2")
   [ -n "$3" ] && args+=(-H "Authorization: Bearer $3")
   [ $# -ge 4 ] && args+=(-H 'Content-Type: application/json' --data-binary "$4")
   code=$(curl "${args[@]}")
@@ -131,6 +136,11 @@ req GET /metrics ""
 grep -q '^grainlab_sessions 1$' <<<"$body" && ok "metrics count the session" || bad "metrics: $body"
 req GET / ""
 [ "$code" = 200 ] && grep -q grainlab <<<"$body" && ok "static index.html" || bad "static: $code"
+for p in /node_modules/uplot/ok.js /./node_modules/uplot/ok.js //node_modules/uplot/ok.js; do
+  req GET "$p" ""
+  [ "$code" = 200 ] && grep -q 'ok = 1' <<<"$body" && ok "a browser library from node_modules: $p" ||
+    bad "node_modules library $p: $code"
+done
 curl -s -o "$tmp/bin" "$base/bin.png"
 cmp -s "$tmp/bin" "$tmp/static/bin.png" && ok "a binary static file comes whole (NULs included)" ||
   bad "binary file: $(od -c "$tmp/bin" | head -2)"
@@ -220,6 +230,12 @@ GET|/../../etc/passwd|none|-|404|not_found
 GET|/%2e%2e/outside.txt|none|-|404|not_found
 GET|/sub/../../outside.txt|none|-|404|not_found
 GET|/missing.html|none|-|404|not_found
+GET|/node_modules/playwright-core/package.json|none|-|404|not_found
+GET|/./node_modules/playwright-core/package.json|none|-|404|not_found
+GET|/%2e/node_modules/playwright-core/package.json|none|-|404|not_found
+GET|//node_modules/playwright-core/package.json|none|-|404|not_found
+GET|/node_modules/uplot/../playwright-core/package.json|none|-|404|not_found
+GET|/node_modules/.bin/tool|none|-|404|not_found
 PATCH|@S/params|none|{"mu":0.7}|401|unauthorized
 PATCH|@S/params|wrong|{"mu":0.7}|403|forbidden
 PATCH|@S/params|admin|{"mu":0.7}|403|forbidden
