@@ -99,13 +99,19 @@ static const char *header(struct lws *wsi, enum lws_token_indexes h, char *buf, 
 static void peer(const ws_server *ws, struct lws *wsi, char out[IPLIMIT_ADDR]) {
   struct sockaddr_storage sa;
   socklen_t len = sizeof sa;
-  char ip[IPLIMIT_ADDR], fwd[300];
+  char ip[IPLIMIT_ADDR];
   if (getpeername(lws_get_socket_fd(wsi), (struct sockaddr *)&sa, &len) != 0) {
     out[0] = '\0';
     return;
   }
   iplimit_addr((const struct sockaddr *)&sa, ip);
-  allow_client(ws->opt.proxies, ip, header(wsi, WSI_TOKEN_X_FORWARDED_FOR, fwd, sizeof fwd), out);
+  /* the whole header, however long (lws bounds all headers together): the client is its last
+   * entry, and a header cut short would leave the proxy's own address counted instead */
+  const int n = lws_hdr_total_length(wsi, WSI_TOKEN_X_FORWARDED_FOR);
+  char *fwd = n > 0 ? malloc((size_t)n + 1) : NULL;
+  allow_client(ws->opt.proxies, ip, fwd ? header(wsi, WSI_TOKEN_X_FORWARDED_FOR, fwd, n + 1) : NULL,
+               out);
+  free(fwd);
 }
 
 /* Why a handshake is refused before its session is looked up, or NULL: a Host or an Origin

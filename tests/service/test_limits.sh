@@ -201,7 +201,7 @@ stop_daemon
 # ---- daemon 3: connections. Idle clients that send half a header, from one address and from
 # many, must never make /healthz unreachable; one address holds at most max-connections-per-ip.
 start_daemon "$daemon" --max-connections-per-ip 20 --http-timeout 10 \
-  --allowed-origins http://lab.example,https://lab.example:8443
+  --allowed-origins http://lab.example,https://lab.example:8443 --trusted-proxies 127.0.0.99
 post /api/sessions "$small"
 sid=$(json id <<<"$body")
 out=$(python3 - "$port" "$m" <<'EOF'
@@ -253,6 +253,36 @@ b=$("$probe" --port "$wsport" --session "$sid" --seconds 1 --origin localhost | 
 out=$("$probe" --port "$wsport" --session "$sid" --viewers 21 --seconds 2 --origin lab.example)
 [ "$(json connected <<<"$out")" = 20 ] && [ "$(json connect_errors <<<"$out")" = 1 ] &&
   ok "websockets: 20 viewers from one address connect, the 21st is refused" || bad "ws per-IP: $out"
+# behind a trusted proxy (127.0.0.99) a client's websockets count as its own however long the
+# X-Forwarded-For it comes with: 20 with a short header, then one whose header is 2 KiB
+out=$(python3 - "$wsport" "$sid" <<'EOF'
+import socket, sys
+port, sid = int(sys.argv[1]), sys.argv[2]
+def shake(forwarded):
+    s = socket.socket()
+    s.bind(("127.0.0.99", 0))
+    s.settimeout(10)
+    s.connect(("127.0.0.1", port))
+    s.sendall((f"GET /ws/sessions/{sid} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+               "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+               f"Sec-WebSocket-Version: 13\r\nX-Forwarded-For: {forwarded}\r\n\r\n").encode())
+    try:
+        line = s.recv(64).split(b"\r\n")[0].decode()
+    except Exception as e:
+        line = type(e).__name__
+    return s, line
+held = [shake("10.9.9.9") for _ in range(20)]
+print("short", sum(" 101 " in l + " " for _, l in held))
+hops = ", ".join("192.0.2.%d" % (i % 250) for i in range(160)) + ", 10.9.9.9"
+s, line = shake(hops)
+print("long", len(hops), " 101 " in line + " ")
+s, line = shake(hops[:-1] + "7")
+print("other", " 101 " in line + " ")
+EOF
+)
+grep -q '^short 20$' <<<"$out" && grep -q '^long [0-9]* False$' <<<"$out" && grep -q '^other True$' <<<"$out" &&
+  ok "behind a trusted proxy a client's 21st websocket is refused, its X-Forwarded-For 2 KiB long or not; another client with as long a header connects ($(tr '\n' ' ' <<<"$out"))" ||
+  bad "forwarded websockets: $out"
 stop_daemon
 
 echo "passed $pass, failed $fail"
