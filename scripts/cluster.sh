@@ -6,8 +6,10 @@
 #   bash scripts/cluster.sh node n1    # (re)start one node, with the flags start gave it
 # Settings (environment): CLUSTER_DIR (./cluster), NODES (3), ORIGIN_PORT (8000), BASE_PORT
 # (8100: node k listens on BASE_PORT+2k for HTTP and +1 for websockets), PG_PORT (5433), BUILD
-# (build), NODE_FLAGS (more grainlabd flags for every node). Every node takes the teacher token
-# in $CLUSTER_DIR/teacher.token (made on the first start), and start prints the /teach link.
+# (build), NODE_FLAGS (more grainlabd flags for every node: start keeps them in
+# $CLUSTER_DIR/node.flags, and node uses those unless NODE_FLAGS is given again). Every node
+# takes the teacher token in $CLUSTER_DIR/teacher.token (made on the first start), and start
+# prints the /teach link.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir=$(realpath -m "${CLUSTER_DIR:-./cluster}")
@@ -60,18 +62,28 @@ teacher_token() {
   cat "$dir/teacher.token"
 }
 
+# the pid in node N's pid file, if that process is still N's grainlabd: after a kill -9 the
+# file outlives it, and its pid may by now be another program's
+node_pid() {
+  local pid
+  pid=$(cat "$dir/$1.pid" 2>/dev/null) || return 1
+  [[ $pid =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "grainlabd --node $1 " &&
+    echo "$pid"
+}
+
 start_node() {
-  local n=$1 peers="" m
+  local n=$1 peers="" m pid flags
   for m in $(names); do peers+="${peers:+,}http://127.0.0.1:$(http_port "$m")"; done
   mkdir -p "$dir/$n"
-  [ -f "$dir/$n.pid" ] && kill "$(cat "$dir/$n.pid")" 2>/dev/null && sleep 1
-  # shellcheck disable=SC2086 # NODE_FLAGS is a list of flags
+  if pid=$(node_pid "$n"); then kill "$pid" 2>/dev/null && sleep 1 || true; fi
+  flags=$(cat "$dir/node.flags" 2>/dev/null || true)
+  # shellcheck disable=SC2086 # the flags are a list
   PGPASSWORD=$(cat "$dir/pg/password") setsid "$build/grainlabd" --node "$n" \
     --http-port "$(http_port "$n")" --ws-port "$(ws_port "$n")" --ws-public-port 0 \
     --peers "$peers" --results-db "postgresql://grainlab@127.0.0.1:$pgport/postgres" \
     --data-dir "$dir/$n" --static-dir "$root/web_client" --trusted-proxies 127.0.0.1 \
     --teacher-token-file "$dir/teacher.token" \
-    ${NODE_FLAGS:-} >"$dir/$n.out" 2>>"$dir/$n.log" &
+    $flags >"$dir/$n.out" 2>>"$dir/$n.log" &
   echo $! >"$dir/$n.pid"
   for _ in $(seq 400); do
     grep -qs '^listening' "$dir/$n.out" && return 0
@@ -100,8 +112,10 @@ EOF
 stop_all() {
   [ -f "$dir/nginx/nginx.pid" ] && kill "$(cat "$dir/nginx/nginx.pid")" 2>/dev/null
   local n
+  local pid
   for n in $(names); do
-    [ -f "$dir/$n.pid" ] && kill "$(cat "$dir/$n.pid")" 2>/dev/null && rm -f "$dir/$n.pid"
+    if pid=$(node_pid "$n"); then kill "$pid" 2>/dev/null || true; fi
+    rm -f "$dir/$n.pid"
   done
   for n in $(names); do # each closes its runs as stopped and ships them before PostgreSQL goes
     for _ in $(seq 200); do pgrep -f "grainlabd --node $n " >/dev/null || break; sleep 0.05; done
@@ -114,6 +128,7 @@ case "${1:-}" in
 start)
   [ -x "$build/grainlabd" ] || die "no $build/grainlabd (bash scripts/build.sh)"
   mkdir -p "$dir"
+  printf '%s\n' "${NODE_FLAGS:-}" >"$dir/node.flags"
   token=$(teacher_token)
   start_postgres
   for n in $(names); do start_node "$n"; done
@@ -123,6 +138,7 @@ start)
   ;;
 node)
   [[ ${2:-} =~ ^n[0-9]+$ ]] && [ "${2#n}" -lt "$nodes" ] || die "node: one of $(names | tr '\n' ' ')"
+  [ -n "${NODE_FLAGS+set}" ] && printf '%s\n' "$NODE_FLAGS" >"$dir/node.flags"
   start_node "$2"
   ;;
 stop) stop_all ;;

@@ -70,7 +70,10 @@ class Node:
         os.kill(self.pid(), signal.SIGKILL)
 
     def start(self):
-        r = cluster("node", self.name)
+        # as an operator restarts a node at 8 am: without the flags start was given
+        env = {k: v for k, v in ENV.items() if k != "NODE_FLAGS"}
+        r = subprocess.run(["bash", CLUSTER, "node", self.name], env=env, capture_output=True,
+                           text=True, timeout=120 * MULT)
         if r.returncode != 0:
             raise SystemExit("FAIL node %s did not start again: %s" % (self.name, r.stderr))
 
@@ -336,7 +339,19 @@ def run(nodes, origin, teacher):
                                                         else r) for s, r, _ in late])
 
     # ---- restart it: its runs left open are closed as interrupted -----------------------------
+    # its pid file outlived it; say the pid now belongs to another program
+    stranger = subprocess.Popen(["sleep", "300"])
+    with open(os.path.join(ENV["CLUSTER_DIR"], "n1.pid"), "w") as f:
+        f.write(str(stranger.pid))
     by["n1"].start()
+    check(stranger.poll() is None, "cluster.sh node n1 leaves alone the other program its stale "
+          "pid file names")
+    stranger.kill()
+    with open("/proc/%d/cmdline" % by["n1"].pid()) as f:
+        argv = f.read().split("\0")
+    check("--max-sessions-per-client" in argv
+          and argv[argv.index("--max-sessions-per-client") + 1] == "10000",
+          "restarted without NODE_FLAGS, n1 runs with the flags start gave it", " ".join(argv)[-160:])
     wait_for(lambda: req(origin, "GET", "/n/n1/readyz")[0] == 200, 20)
     mine = []
 
