@@ -1,6 +1,7 @@
 /* Host and Origin allow-lists (see allow.h). */
 #define _GNU_SOURCE
 #include "allow.h"
+#include "iplimit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -101,16 +102,18 @@ bool allow_addr(const allow_list *a, const char *ip) {
   return ip && *ip && listed(a, ip, strlen(ip));
 }
 
-void allow_client(const allow_list *proxies, const char *peer, const char *forwarded, char *out) {
-  snprintf(out, 48, "%s", peer);
-  if (!forwarded || !proxies || !allow_addr(proxies, peer)) {
-    return;
+void allow_client(const allow_list *proxies, const char *peer, const char *forwarded, int v6_bits,
+                  char *out) {
+  char who[48];
+  snprintf(who, sizeof who, "%s", peer);
+  if (forwarded && proxies && allow_addr(proxies, peer)) {
+    const char *last = strrchr(forwarded, ',');
+    last = last ? last + 1 : forwarded;
+    last += strspn(last, " \t");
+    const size_t n = strcspn(last, " \t");
+    if (n > 0 && n < 48 && strspn(last, "0123456789abcdefABCDEF.:") == n) {
+      snprintf(who, sizeof who, "%.*s", (int)n, last);
+    }
   }
-  const char *last = strrchr(forwarded, ',');
-  last = last ? last + 1 : forwarded;
-  last += strspn(last, " \t");
-  const size_t n = strcspn(last, " \t");
-  if (n > 0 && n < 48 && strspn(last, "0123456789abcdefABCDEF.:") == n) {
-    snprintf(out, 48, "%.*s", (int)n, last);
-  }
+  iplimit_client(who, v6_bits, out);
 }

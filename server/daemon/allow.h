@@ -29,7 +29,9 @@ bool allow_origin(const allow_list *origins, const allow_list *hosts, const char
 bool allow_addr(const allow_list *a, const char *ip);
 /* The client behind a connection from `peer`: when the peer is a trusted proxy and sent
  * X-Forwarded-For, the last address there (the one that proxy saw); otherwise the peer. An
- * entry that is not an address leaves the peer. `out` holds 48 bytes. */
-void allow_client(const allow_list *proxies, const char *peer, const char *forwarded, char *out);
+ * entry that is not an address leaves the peer. An IPv6 client is its first v6_bits bits
+ * (iplimit_client). `out` holds 48 bytes. */
+void allow_client(const allow_list *proxies, const char *peer, const char *forwarded, int v6_bits,
+                  char *out);
 
 #endif

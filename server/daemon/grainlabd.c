@@ -33,6 +33,7 @@ typedef struct config {
   long max_sessions, max_grains, max_viewers, worker_memory_mb, worker_threads;
   long ws_public_port; /* what browsers connect to: -1 the ws port, 0 the page's own origin */
   long max_per_client, create_rate, guess_rate, max_connections, per_ip, http_timeout, ws_ping;
+  long v6_bits;
   long idle_seconds;
   long teacher_link, classroom;
   double step_budget;
@@ -135,6 +136,9 @@ static const setting settings[] = {
      * (1 once it polls), and a websocket each; 256 is an eighth of max-connections */
     {"max-connections-per-ip", "N", SET_LONG, 1, 60000, "256", AT(per_ip),
      "connections one IP address may hold, HTTP and websocket each"},
+    {"ipv6-prefix", "BITS", SET_LONG, 16, 128, "64", AT(v6_bits),
+     "an IPv6 client is its address's first BITS bits for the per-client limits (a home or "
+     "school network holds a whole /64; 128: each address alone)"},
     {"http-timeout", "S", SET_LONG, 1, 3600, "15", AT(http_timeout),
      "seconds an HTTP connection may stay silent (header or body) and a request body may take; "
      "also the websocket handshake's"},
@@ -458,6 +462,7 @@ int main(int argc, char **argv) {
   }
   srv.max_connections = (unsigned)c.max_connections;
   srv.per_ip = (unsigned)c.per_ip;
+  srv.v6_bits = (int)c.v6_bits;
   srv.timeout_s = (unsigned)c.http_timeout;
   snprintf(srv.static_dir, sizeof srv.static_dir, "%s", c.static_dir);
   snprintf(srv.data_dir, sizeof srv.data_dir, "%s", c.data_dir);
@@ -516,6 +521,7 @@ int main(int argc, char **argv) {
                          .guesses = srv.guesses,
                          .classes = srv.classes,
                          .per_ip = (int)c.per_ip,
+                         .v6_bits = (int)c.v6_bits,
                          .ping_s = (int)c.ws_ping,
                          .timeout_s = (int)c.http_timeout};
   ws_server *ws = ws_start(srv.reg, c.bind, (int)c.ws_port, &wo, why, sizeof why);

@@ -104,7 +104,8 @@ static void client_of(const http_server *srv, struct MHD_Connection *c, char out
   char peer[IPLIMIT_ADDR];
   peer_of(c, peer);
   allow_client(srv->proxies, peer,
-               MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Forwarded-For"), out);
+               MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Forwarded-For"), srv->v6_bits,
+               out);
 }
 
 static http_reply too_many(const char *code, int retry_after, const char *message) {
@@ -1489,10 +1490,12 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 static enum MHD_Result admit(void *cls, const struct sockaddr *addr, socklen_t len) {
   (void)len;
   const http_server *srv = cls;
-  char ip[IPLIMIT_ADDR];
+  char ip[IPLIMIT_ADDR], client[IPLIMIT_ADDR];
   iplimit_addr(addr, ip);
-  return allow_addr(srv->proxies, ip) || iplimit_enter(srv->conns, ip, (int)srv->per_ip) ? MHD_YES
-                                                                                         : MHD_NO;
+  iplimit_client(ip, srv->v6_bits, client);
+  return allow_addr(srv->proxies, ip) || iplimit_enter(srv->conns, client, (int)srv->per_ip)
+             ? MHD_YES
+             : MHD_NO;
 }
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -1500,10 +1503,11 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
   (void)socket_context;
   const http_server *srv = cls;
   if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-    char ip[IPLIMIT_ADDR];
+    char ip[IPLIMIT_ADDR], client[IPLIMIT_ADDR];
     peer_of(c, ip);
+    iplimit_client(ip, srv->v6_bits, client);
     if (!allow_addr(srv->proxies, ip)) {
-      iplimit_leave(srv->conns, ip);
+      iplimit_leave(srv->conns, client);
     }
   }
 }

@@ -30,6 +30,7 @@ typedef struct http_server {
   iplimit *guesses;          /* failed session lookups, per client (shared with ws) */
   place *place;              /* NULL: no peers, every creation stays here */
   unsigned max_connections, per_ip, timeout_s;
+  int v6_bits;         /* an IPv6 client is its address's first v6_bits bits (iplimit_client) */
   char data_dir[4096]; /* backups go to its backups/ folder */
   char students[96];   /* classroom mode: the join address students open; empty: the page's own */
   bool ready;          /* read and written with __atomic builtins: request threads read it */

@@ -176,6 +176,22 @@ void iplimit_leave(iplimit *l, const char *ip) {
   pthread_mutex_unlock(&l->lock);
 }
 
+void iplimit_client(const char *ip, int v6_bits, char out[IPLIMIT_ADDR]) {
+  struct in6_addr a;
+  if (v6_bits >= 128 || inet_pton(AF_INET6, ip, &a) != 1 || IN6_IS_ADDR_V4MAPPED(&a)) {
+    snprintf(out, IPLIMIT_ADDR, "%s", ip);
+    return;
+  }
+  const unsigned bits = v6_bits < 0 ? 0u : (unsigned)v6_bits; /* below 128 here */
+  for (unsigned bit = bits; bit < 128; bit++) {
+    a.s6_addr[bit / 8] &= (uint8_t) ~(0x80u >> (bit % 8));
+  }
+  /* an address of at most 39 characters, "/" and three digits: within IPLIMIT_ADDR */
+  char text[INET6_ADDRSTRLEN];
+  inet_ntop(AF_INET6, &a, text, sizeof text);
+  snprintf(out, IPLIMIT_ADDR, "%.39s/%u", text, bits % 1000u);
+}
+
 void iplimit_addr(const struct sockaddr *sa, char out[IPLIMIT_ADDR]) {
   out[0] = '\0';
   if (sa && sa->sa_family == AF_INET) {

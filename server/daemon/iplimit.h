@@ -27,5 +27,9 @@ void iplimit_leave(iplimit *l, const char *ip);
 
 /* The address of a peer as text ("" when it is not IPv4 or IPv6). */
 void iplimit_addr(const struct sockaddr *sa, char out[IPLIMIT_ADDR]);
+/* The client an address counts as for the per-client limits: an IPv4 address itself; an IPv6
+ * address by its first v6_bits bits ("2001:db8:1:2::/64"), since one home or school network
+ * holds a whole /64 and may use any address in it. Anything else is left as it is. */
+void iplimit_client(const char *ip, int v6_bits, char out[IPLIMIT_ADDR]);
 
 #endif

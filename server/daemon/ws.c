@@ -110,7 +110,7 @@ static void peer(const ws_server *ws, struct lws *wsi, char out[IPLIMIT_ADDR]) {
   const int n = lws_hdr_total_length(wsi, WSI_TOKEN_X_FORWARDED_FOR);
   char *fwd = n > 0 ? malloc((size_t)n + 1) : NULL;
   allow_client(ws->opt.proxies, ip, fwd ? header(wsi, WSI_TOKEN_X_FORWARDED_FOR, fwd, n + 1) : NULL,
-               out);
+               ws->opt.v6_bits, out);
   free(fwd);
 }
 

@@ -27,6 +27,7 @@ typedef struct ws_options {
   iplimit *guesses;                  /* failed session lookups per client, shared with HTTP */
   struct class_registry *classes;    /* whose dashboards have a stream (class.h); NULL: none */
   int per_ip;                        /* websocket connections one IP address may hold */
+  int v6_bits;                       /* an IPv6 client is its first v6_bits bits (iplimit.h) */
   int ping_s;    /* ping a viewer this often; one silent for twice as long is dropped */
   int timeout_s; /* for the handshake */
 } ws_options;

@@ -59,14 +59,30 @@ int main(void) {
   /* the client behind a trusted proxy: the last X-Forwarded-For entry, and only then */
   char client[48];
   CHECK("proxies parse", allow_parse(&proxies, "127.0.0.1", err, sizeof err) == 0);
-  allow_client(&proxies, "127.0.0.1", "6.6.6.6, 10.0.0.7", client);
+  allow_client(&proxies, "127.0.0.1", "6.6.6.6, 10.0.0.7", 64, client);
   CHECK("trusted proxy: the address it saw", strcmp(client, "10.0.0.7") == 0);
-  allow_client(&proxies, "10.9.9.9", "10.0.0.7", client);
+  allow_client(&proxies, "10.9.9.9", "10.0.0.7", 64, client);
   CHECK("untrusted peer: itself", strcmp(client, "10.9.9.9") == 0);
-  allow_client(&proxies, "127.0.0.1", "10.0.0.7; drop", client);
+  allow_client(&proxies, "127.0.0.1", "10.0.0.7; drop", 64, client);
   CHECK("a forwarded entry that is no address: the peer", strcmp(client, "127.0.0.1") == 0);
-  allow_client(&proxies, "127.0.0.1", NULL, client);
+  allow_client(&proxies, "127.0.0.1", NULL, 64, client);
   CHECK("trusted proxy without X-Forwarded-For: the peer", strcmp(client, "127.0.0.1") == 0);
+  /* IPv6 clients by their /64 (a home or school network's whole prefix), IPv4 as they are */
+  allow_client(&proxies, "127.0.0.1", "2001:db8:1:2:aaaa:bbbb:cccc:dddd", 64, client);
+  CHECK("a forwarded IPv6 client is its /64", strcmp(client, "2001:db8:1:2::/64") == 0);
+  char other[48];
+  iplimit_client("2001:db8:1:2::7", 64, other);
+  CHECK("two addresses of one /64 are one client", strcmp(client, other) == 0);
+  iplimit_client("2001:db8:1:3::7", 64, other);
+  CHECK("the next /64 is another client", strcmp(other, "2001:db8:1:3::/64") == 0);
+  iplimit_client("2001:db8:1:2::7", 48, other);
+  CHECK("ipv6-prefix 48", strcmp(other, "2001:db8:1::/48") == 0);
+  iplimit_client("2001:db8:1:2::7", 128, other);
+  CHECK("ipv6-prefix 128: each address alone", strcmp(other, "2001:db8:1:2::7") == 0);
+  iplimit_client("::ffff:10.0.0.7", 64, other);
+  CHECK("an IPv4-mapped address stays itself", strcmp(other, "::ffff:10.0.0.7") == 0);
+  iplimit_client("10.0.0.7", 64, other);
+  CHECK("IPv4 stays itself", strcmp(other, "10.0.0.7") == 0);
 
   /* token buckets: a whole minute's worth, then refused with a wait; per client */
   iplimit *l = iplimit_new(3.0);
