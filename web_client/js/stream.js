@@ -91,39 +91,27 @@ async function open(path, id) {
   return ws;
 }
 
-// What one stream's frames go through: its decoder, and at a reduced rate (fps) the frames
-// that came sooner than asked (a server that does not know "rate", a rate not yet acknowledged)
-// dropped before they are decompressed; keyframes are always decoded (the deltas after them
-// refer to them). handlers: onFrame(info, decoder), onSkip().
-export function frames(handlers, fps = 0) {
+// What one stream's frames go through: its decoder, then handlers.onFrame(info, decoder). A
+// delta that came before its keyframe waits for the next keyframe.
+export function frames(handlers) {
   const decoder = new Decoder();
-  let lastDecoded = -Infinity;
   return (data) => {
-    if (fps && data.byteLength >= 64 && new DataView(data).getUint8(5) !== KEY) {
-      const now = performance.now();
-      if (now - lastDecoded < 1000 / fps - 5) { if (handlers.onSkip) handlers.onSkip(); return; }
-      lastDecoded = now;
-    }
     let info;
-    try { info = decoder.decode(data); } catch (e) { return; } // a delta before its key: wait
+    try { info = decoder.decode(data); } catch (e) { return; }
     handlers.onFrame(info, decoder);
   };
 }
 
-// Connect to a session's stream; handlers: onOpen(), onFrame(info, decoder), onText(msg), onClose(ev),
-// onSkip() (a frame dropped undecoded, above).
-// options.fps: ask for at most that many frames per second once the hello has come
-// ({"type":"rate"}, schema/stream.md); options.token: authenticate first (a private session's
-// viewer or control token: it shows nothing before).
+// Connect to a session's stream; handlers: onOpen(), onFrame(info, decoder), onText(msg),
+// onClose(ev). options.token: authenticate first (a private session's viewer or control token:
+// it shows nothing before). A reduced rate is the class stream's (connectClass).
 export async function connect(id, handlers, options = {}) {
   const ws = await open('ws_path', id);
-  const frame = frames(handlers, options.fps);
+  const frame = frames(handlers);
   const send = (obj) => ws.readyState === 1 && ws.send(JSON.stringify(obj));
   ws.onmessage = (ev) => {
     if (typeof ev.data !== 'string') { frame(ev.data); return; }
-    const msg = JSON.parse(ev.data);
-    if (msg.type === 'hello' && options.fps) send({ type: 'rate', fps: options.fps });
-    if (handlers.onText) handlers.onText(msg);
+    if (handlers.onText) handlers.onText(JSON.parse(ev.data));
   };
   ws.onopen = () => {
     if (options.token) send({ type: 'auth', token: options.token });
