@@ -8,6 +8,7 @@
 #include "node.h"
 #include "utc.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,9 @@ typedef struct klass {
   double created_at, ends_at, ended_at; /* ended_at 0: open */
   class_group *groups;
   int ngroups, cap;
+  /* the class's allowance of session creations (a token bucket of max_groups, refilled at the
+   * server's create-rate): its joins count here, not against the joining address (class.h) */
+  double tokens, stamp; /* tokens as of stamp (monotonic seconds) */
   pthread_mutex_t join_lock;
 } klass;
 
@@ -44,6 +48,7 @@ struct class_registry {
   int n, cap;
   sess_registry *reg;
   store *st;
+  double refill; /* creations a class's allowance regains per second */
   pthread_t ticker;
   pthread_mutex_t tick_lock;
   pthread_cond_t tick_wake;
@@ -54,6 +59,26 @@ static double now_unix(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double now_mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Under the registry lock: one creation from the class's allowance, or the seconds until it has
+ * one again. A full allowance is max_groups: every group's first student joins at once. */
+static double take_creation(class_registry *cr, klass *c) {
+  const double t = now_mono();
+  c->tokens += (t - c->stamp) * cr->refill;
+  c->tokens = c->tokens > c->max_groups ? c->max_groups : c->tokens;
+  c->stamp = t;
+  if (c->tokens >= 1.0) {
+    c->tokens -= 1.0;
+    return 0.0;
+  }
+  return (1.0 - c->tokens) / cr->refill;
 }
 
 static const char *text_or(const json_t *v, const char *fallback) {
@@ -221,6 +246,8 @@ static klass *from_row(const json_t *row) {
     }
   }
   c->max_groups = (int)json_integer_value(json_object_get(row, "max_groups"));
+  c->tokens = c->max_groups;
+  c->stamp = now_mono();
   c->grain_budget = (int)json_integer_value(json_object_get(row, "grain_budget"));
   c->defaults = json_incref(json_object_get(row, "defaults"));
   c->private_ = json_is_true(json_object_get(row, "private"));
@@ -233,8 +260,12 @@ static klass *from_row(const json_t *row) {
   c->created_at = json_number_value(json_object_get(row, "created_at"));
   c->ends_at = json_number_value(json_object_get(row, "ends_at"));
   c->ended_at = json_number_value(json_object_get(row, "ended_at"));
+  /* groups as {name, joined_at}; a bare name (rows of older builds) joined when its class began */
   json_array_foreach(json_object_get(row, "groups"), i, v) {
-    if (json_is_string(v) && !add_group(c, json_string_value(v), c->created_at)) {
+    const char *name =
+        json_is_string(v) ? json_string_value(v) : json_string_value(json_object_get(v, "name"));
+    const json_t *at = json_object_get(v, "joined_at");
+    if (name && !add_group(c, name, json_is_number(at) ? json_number_value(at) : c->created_at)) {
       free_class(c);
       return NULL;
     }
@@ -375,6 +406,8 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   memcpy(c->scenes, cmd->scenes, sizeof c->scenes);
   c->nscenes = cmd->nscenes;
   c->max_groups = cmd->max_groups;
+  c->tokens = c->max_groups;
+  c->stamp = now_mono();
   c->grain_budget = cmd->grain_budget;
   c->defaults = json_deep_copy(cmd->defaults); /* the request's own is released by its thread */
   if (!c->defaults) {
@@ -766,9 +799,27 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
   } else if (rc == 0) { /* the group's first student, or its session has gone */
     grn_world_def def;
     rc = api_class_definition(defaults, scene, &def, err);
+    double wait = 0.0;
+    if (rc == 0) {
+      pthread_mutex_lock(&cr->lock);
+      wait = take_creation(cr, c);
+      pthread_mutex_unlock(&cr->lock);
+    }
+    if (wait > 0.0) {
+      api_fail(err, 429, "class_create_rate_limited", "",
+               "the class has started new sessions as fast as it may: try again in %.0f s",
+               ceil(wait));
+      err->seconds_left = wait;
+      rc = -1;
+    }
     s = rc == 0
             ? sess_create_in_class(cr->reg, &def, label, private_, &link, token, viewer_token, err)
             : NULL;
+    if (!s && rc == 0) { /* refused (a scene the class does not use, ...): it cost nothing */
+      pthread_mutex_lock(&cr->lock);
+      c->tokens += 1.0;
+      pthread_mutex_unlock(&cr->lock);
+    }
     if (s) {
       *created = true;
       control = token;
@@ -874,13 +925,15 @@ static void *ticker(void *arg) {
   return NULL;
 }
 
-class_registry *class_registry_new(sess_registry *reg, store *st, char *err, size_t errlen) {
+class_registry *class_registry_new(sess_registry *reg, store *st, double creates_per_minute,
+                                   char *err, size_t errlen) {
   class_registry *cr = calloc(1, sizeof *cr);
   if (!cr) {
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
   cr->reg = reg;
+  cr->refill = creates_per_minute / 60.0;
   cr->st = st;
   pthread_mutex_init(&cr->lock, NULL);
   pthread_mutex_init(&cr->tick_lock, NULL);

@@ -11,8 +11,16 @@
 typedef struct class_registry class_registry;
 
 /* Loads every recorded class from `st` (may be NULL: nothing kept); NULL with err when the store
- * cannot be read. Its ticker thread ends classes at their end time. */
-class_registry *class_registry_new(sess_registry *reg, store *st, char *err, size_t errlen);
+ * cannot be read. Its ticker thread ends classes at their end time.
+ *
+ * Joins are creations, counted against the class rather than the joining address: a class often
+ * sits behind one school address, whose own limits (max-sessions-per-client, create-rate) would
+ * refuse its fifth group. Each class has an allowance instead: at most max_groups live sessions
+ * (one per group), and creations from a bucket of max_groups that refills at
+ * `creates_per_minute` (the server's create-rate), so that a group deleting its session and
+ * joining again cannot start sessions faster than one address may. */
+class_registry *class_registry_new(sess_registry *reg, store *st, double creates_per_minute,
+                                   char *err, size_t errlen);
 /* Stops the ticker (before the sessions registry is freed: it ends sessions); then, once no
  * session is left (they read their class's lock), class_registry_free frees the classes. */
 void class_registry_stop(class_registry *cr);

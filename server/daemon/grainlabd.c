@@ -35,6 +35,7 @@ typedef struct config {
   long max_per_client, create_rate, guess_rate, max_connections, per_ip, http_timeout, ws_ping;
   long v6_bits;
   long idle_seconds;
+  long replay_slots, snapshot_cache_mb, held_reply_mb;
   long teacher_link, classroom;
   double step_budget;
   char allowed_hosts[TEXT_MAX], allowed_origins[TEXT_MAX], trusted_proxies[TEXT_MAX];
@@ -117,6 +118,15 @@ static const setting settings[] = {
     {"worker-threads", "N", SET_LONG, 1, 64, "1", AT(worker_threads), "engine threads per worker"},
     {"step-budget", "N", SET_DOUBLE, 1e3, 1e12, "20000000", AT(step_budget),
      "grain-steps a single `step n` action may cost"},
+    {"replay-slots", "N", SET_LONG, 1, 64, "2", AT(replay_slots),
+     "stored runs replayed at once for their snapshots, one per IP address at a time (429 "
+     "replay_busy past either)"},
+    {"snapshot-cache-mb", "N", SET_LONG, 1, 1 << 20, "256", AT(snapshot_cache_mb),
+     "finished runs' snapshots kept in the data directory, made once each (the oldest go past "
+     "this)"},
+    {"max-held-reply-mb", "N", SET_LONG, 1, 1 << 20, "64", AT(held_reply_mb),
+     "bytes of large replies (snapshots, exports) held for clients still reading them; past "
+     "it, 503 server_busy with Retry-After"},
     {"idle-timeout", "S", SET_LONG, 0, 604800, "1800", AT(idle_seconds),
      "seconds without a controller's change and without viewers before a session ends, its run "
      "recorded as idle (0: never)"},
@@ -347,11 +357,13 @@ int main(int argc, char **argv) {
   /* Every session's pacing thread, the request threads and the store's writer allocate, and
    * glibc gives threads arenas of their own, up to 8 per core, whose free space it keeps: under
    * the soak test's load (30 sessions, a Reset a few times a second) the daemon held 60-68 MB for
-   * a live heap of ~10 MB, and growing; with 2 arenas per core, 35-37 MB, flat. The operator's
-   * MALLOC_ARENA_MAX, if set, stands. */
+   * a live heap of ~10 MB, and growing; with 2 arenas per core, 37-40 MB, still growing by 2 MB
+   * a minute as request threads came and went (a CI run failed its flat-RSS check on it); with
+   * one per core (2 on its 2 cores), 30-32 MB, flat within 0.3 MB, and every viewer still at 60
+   * frames/s. The operator's MALLOC_ARENA_MAX, if set, stands. */
   if (!getenv("MALLOC_ARENA_MAX")) {
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    mallopt(M_ARENA_MAX, cores > 0 ? 2 * (int)cores : 2);
+    mallopt(M_ARENA_MAX, cores > 0 ? (int)cores : 2);
   }
   static config c; /* large (paths): not on the stack */
   for (size_t i = 0; i < SETTINGS; i++) {
@@ -475,7 +487,9 @@ int main(int argc, char **argv) {
                               .max_viewers = (int)c.max_viewers,
                               .max_per_client = (int)c.max_per_client,
                               .step_budget = c.step_budget,
-                              .idle_timeout_s = (int)c.idle_seconds};
+                              .idle_timeout_s = (int)c.idle_seconds,
+                              .replay_slots = (int)c.replay_slots};
+  srv.held_max = (unsigned long long)c.held_reply_mb << 20;
   char dbpath[PATH_MAX + 16], why_db[300];
   snprintf(dbpath, sizeof dbpath, "%s/grainlab.db", c.data_dir);
   /* SIGTERM and SIGINT are taken by sigwait below: blocked before any thread starts (the store's
@@ -499,7 +513,20 @@ int main(int argc, char **argv) {
   }
   srv.store = st;
   srv.reg = sess_registry_new(&limits, c.node, worker, st);
-  srv.classes = class_registry_new(srv.reg, st, why_db, sizeof why_db);
+  if (!srv.reg) {
+    fprintf(stderr, "grainlabd: error: out of memory\n");
+    return 1;
+  }
+  char snaps[PATH_MAX + 16];
+  snprintf(snaps, sizeof snaps, "%s/snapshots", c.data_dir);
+  snapcache *cache =
+      snapcache_open(snaps, (uint64_t)c.snapshot_cache_mb << 20, why_db, sizeof why_db);
+  if (!cache) {
+    fprintf(stderr, "grainlabd: error: snapshot cache: %s\n", why_db);
+    return 1;
+  }
+  sess_set_snapcache(srv.reg, cache);
+  srv.classes = class_registry_new(srv.reg, st, (double)c.create_rate, why_db, sizeof why_db);
   if (!srv.classes) {
     fprintf(stderr, "grainlabd: error: %s\n", why_db);
     return 1;

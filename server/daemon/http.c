@@ -81,6 +81,66 @@ static http_reply method_not_allowed(const char *method, const char *allow) {
 /* Whether the request says its body is JSON: "application/json", any parameters after ';'. A
  * browser form cannot send that type to another site without a CORS preflight, which this server
  * never grants. */
+/* A reply's body while its client reads it: counted against the server-wide bound on what is
+ * held for readers (srv->held_max), so that clients who ask and never read cannot make the daemon
+ * hold their snapshots and exports without end (issue 32). */
+typedef struct held_reply {
+  http_server *srv;
+  char *body;
+  size_t len;
+} held_reply;
+
+static void let_go(void *cls) {
+  held_reply *h = cls;
+  if (h->srv) {
+    __atomic_sub_fetch(&h->srv->held, (unsigned long long)h->len, __ATOMIC_RELAXED);
+  }
+  free(h->body);
+  free(h);
+}
+
+/* Replies this small always go out: an error, a page, a health check stays answerable. */
+#define HELD_SMALL (64u << 10)
+
+/* Whether what readers hold is at the bound already (a snapshot is not worth making then). */
+static bool held_full(const http_server *srv) {
+  return srv->held_max > 0 &&
+         __atomic_load_n(&srv->held, __ATOMIC_RELAXED) >= (unsigned long long)srv->held_max;
+}
+
+/* The body of r, counted (NULL when memory runs out); a large one past the bound is replaced by a
+ * 503 with Retry-After (r and *len then describe that). */
+static held_reply *hold(http_server *srv, http_reply *r, size_t *len) {
+  const unsigned long long n = *len;
+  unsigned long long now = 0;
+  /* one reply larger than the bound goes out when nothing else is held */
+  if (n > HELD_SMALL && srv->held_max > 0 &&
+      (now = __atomic_add_fetch(&srv->held, n, __ATOMIC_RELAXED)) >
+          (unsigned long long)srv->held_max &&
+      now > n) {
+    __atomic_sub_fetch(&srv->held, n, __ATOMIC_RELAXED);
+    free(r->body);
+    const char *why = "this server holds as many bytes as it may for clients still reading "
+                      "(max-held-reply-mb): ask again in a few seconds";
+    *r = error_reply(503, "server_busy", "", "%s", why);
+    r->retry_after = 5;
+    *len = strlen(r->body);
+    return hold(srv, r, len);
+  }
+  held_reply *h = malloc(sizeof *h);
+  if (!h) {
+    if (n > HELD_SMALL && srv->held_max > 0) {
+      __atomic_sub_fetch(&srv->held, n, __ATOMIC_RELAXED);
+    }
+    free(r->body);
+    r->body = NULL;
+    return NULL;
+  }
+  /* small replies are not counted: their count would be noise, and nothing waits on it */
+  *h = (held_reply){n > HELD_SMALL && srv->held_max > 0 ? srv : NULL, r->body, n};
+  return h;
+}
+
 static bool json_body_type(struct MHD_Connection *c) {
   const char *t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
   static const char want[] = "application/json";
@@ -360,7 +420,9 @@ static bool create_rate_ok(const http_call *k, const char *client, http_reply *e
 /* A refused creation: a 429 says when to try again. */
 static http_reply create_refused(const api_error *e) {
   http_reply r = api_error_reply(e);
-  r.retry_after = e->status == 429 ? 60 : 0;
+  if (e->status == 429 && r.retry_after == 0) {
+    r.retry_after = 60;
+  }
   return r;
 }
 
@@ -459,8 +521,14 @@ static http_reply h_metrics(const http_call *k) {
           "# HELP grainlab_workers Session worker processes alive.\n# TYPE grainlab_workers gauge\n"
           "grainlab_workers %d\n"
           "# HELP grainlab_steps_total Simulation steps taken by every session (1/240 s each).\n"
-          "# TYPE grainlab_steps_total counter\ngrainlab_steps_total %llu\n",
-          t.workers, (unsigned long long)t.steps);
+          "# TYPE grainlab_steps_total counter\ngrainlab_steps_total %llu\n"
+          "# HELP grainlab_http_held_bytes Bytes of large replies held for clients still reading.\n"
+          "# TYPE grainlab_http_held_bytes gauge\ngrainlab_http_held_bytes %llu\n"
+          "# HELP grainlab_snapshot_replays_total Stored runs replayed for their snapshots.\n"
+          "# TYPE grainlab_snapshot_replays_total counter\ngrainlab_snapshot_replays_total %llu\n",
+          t.workers, (unsigned long long)t.steps,
+          (unsigned long long)__atomic_load_n(&srv->held, __ATOMIC_RELAXED),
+          (unsigned long long)t.replays);
   sess_metrics(srv->reg, f);
   int classes_open = 0, class_groups = 0;
   class_totals(srv->classes, &classes_open, &class_groups);
@@ -502,10 +570,16 @@ static http_reply h_metrics(const http_call *k) {
             "grainlab_store_write_failures_total %llu\n"
             "# HELP grainlab_store_dropped_total Samples and events not recorded (the store's "
             "bounds).\n# TYPE grainlab_store_dropped_total counter\n"
-            "grainlab_store_dropped_total %llu\n",
+            "grainlab_store_dropped_total %llu\n"
+            "# HELP grainlab_store_memory_bytes Memory SQLite holds, its page caches included.\n"
+            "# TYPE grainlab_store_memory_bytes gauge\ngrainlab_store_memory_bytes %llu\n"
+            "# HELP grainlab_store_memory_peak_bytes The most memory SQLite has held.\n"
+            "# TYPE grainlab_store_memory_peak_bytes gauge\n"
+            "grainlab_store_memory_peak_bytes %llu\n",
             (unsigned long long)ss.queue_length, ss.latency_sum, (unsigned long long)ss.written,
             ss.latency_max, (unsigned long long)ss.batches, ss.writable ? 1 : 0,
-            (unsigned long long)ss.write_failures, (unsigned long long)ss.dropped);
+            (unsigned long long)ss.write_failures, (unsigned long long)ss.dropped,
+            (unsigned long long)ss.memory, (unsigned long long)ss.memory_peak);
     store_results_db_metrics(srv->store, f); /* the outbox and the results database, if any */
   }
   fclose(f);
@@ -576,12 +650,24 @@ static http_reply snapshot_reply(const http_call *k, bool run) {
   if (name && snapshot_format_parse(name, &f) != 0) {
     return error_reply(400, "bad_format", "format", "format is csv or vtk");
   }
+  if (held_full(k->srv)) {
+    http_reply busy = error_reply(503, "server_busy", "",
+                                  "this server holds as many bytes as it may for clients still "
+                                  "reading (max-held-reply-mb): ask again in a few seconds");
+    busy.retry_after = 5;
+    return busy;
+  }
   char *text;
   size_t len;
   uint64_t steps;
   api_error e;
-  const int rc = run ? sess_run_snapshot(k->srv->reg, k->run, (int)f, &text, &len, &steps, &e)
-                     : sess_snapshot(k->s, (int)f, &text, &len, &steps, &e);
+  char client[IPLIMIT_ADDR] = ""; /* a replay's: one at a time each (the admin's: the pool's) */
+  if (run && !admin_ok(k->srv, bearer(k->c))) {
+    client_of(k->srv, k->c, client);
+  }
+  const int rc =
+      run ? sess_run_snapshot(k->srv->reg, k->run, (int)f, client, &text, &len, &steps, &e)
+          : sess_snapshot(k->s, (int)f, &text, &len, &steps, &e);
   if (rc != 0) {
     return api_error_reply(&e);
   }
@@ -625,74 +711,17 @@ static http_reply h_session_scene(const http_call *k) {
   return json_reply(200, session_json(k->s));
 }
 
-static const char *mime(const char *path) {
-  const char *dot = strrchr(path, '.');
-  static const char *const map[][2] = {{".html", "text/html; charset=utf-8"},
-                                       {".js", "text/javascript"},
-                                       {".mjs", "text/javascript"},
-                                       {".css", "text/css"},
-                                       {".json", "application/json"},
-                                       {".svg", "image/svg+xml"},
-                                       {".png", "image/png"}};
-  for (size_t i = 0; dot && i < sizeof map / sizeof map[0]; i++) {
-    if (strcmp(dot, map[i][0]) == 0) {
-      return map[i][1];
-    }
-  }
-  return "application/octet-stream";
-}
-
-/* Static files from the client folder; nothing outside it (checked on the resolved path). */
+/* Static files: the client's pages and what they name (static_site.c). */
 static http_reply static_file(const http_server *srv, const char *url) {
-  if (strstr(url, "..") || strchr(url, '\\')) {
-    return error_reply(404, "not_found", "", "no such file");
+  char *body = NULL;
+  size_t len = 0;
+  const char *type = "";
+  const int status = srv->site ? static_site_read(srv->site, url, &body, &len, &type) : 404;
+  if (status != 0) {
+    return status == 404 ? error_reply(404, "not_found", "", "no such file")
+                         : error_reply(500, "io_error", "", "could not read the file");
   }
-  /* the client's pages: /s/{id} is a session's (viewer or, with #control=TOKEN, controller) */
-  /* /class/{id} is a class's (the teacher's with #teacher=TOKEN, else a student's); /join is
-   * where students enter a class code, /teach where a teacher starts a class */
-  const char *rel = strcmp(url, "/") == 0             ? "/index.html"
-                    : strncmp(url, "/s/", 3) == 0     ? "/session.html"
-                    : strcmp(url, "/results") == 0    ? "/results.html"
-                    : strncmp(url, "/class/", 7) == 0 ? "/class.html"
-                    : strcmp(url, "/join") == 0       ? "/join.html"
-                    : strcmp(url, "/teach") == 0      ? "/teach.html"
-                                                      : url;
-  char path[PATH_MAX], real[PATH_MAX], root[PATH_MAX];
-  if (snprintf(path, sizeof path, "%s%s", srv->static_dir, rel) >= (int)sizeof path ||
-      !realpath(srv->static_dir, root) || !realpath(path, real) ||
-      strncmp(real, root, strlen(root)) != 0 || real[strlen(root)] != '/') {
-    return error_reply(404, "not_found", "", "no such file");
-  }
-  /* of node_modules only the browser libraries (package.json's dependencies), never the test
-   * tools of its devDependencies; judged on the resolved path, which no spelling of the URL
-   * ("/./", "//", a link in .bin) can dress up */
-  static const char *const libs[] = {"/node_modules/three/", "/node_modules/uplot/",
-                                     "/node_modules/fzstd/", "/node_modules/qrcode-generator/"};
-  const char *inside = real + strlen(root);
-  bool lib = false;
-  for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
-    lib = lib || strncmp(inside, libs[i], strlen(libs[i])) == 0;
-  }
-  if (strncmp(inside, "/node_modules/", 14) == 0 && !lib) {
-    return error_reply(404, "not_found", "", "no such file");
-  }
-  const int fd = open(real, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (64 << 20)) {
-    if (fd >= 0) {
-      close(fd);
-    }
-    return error_reply(404, "not_found", "", "no such file");
-  }
-  char *buf = malloc((size_t)st.st_size + 1);
-  const ssize_t got = buf ? read(fd, buf, (size_t)st.st_size) : -1;
-  close(fd);
-  if (got != st.st_size) {
-    free(buf);
-    return error_reply(500, "io_error", "", "could not read the file");
-  }
-  buf[got] = '\0';
-  http_reply r = {200, buf, mime(real), "", "", (size_t)got, 0, ""};
+  http_reply r = {200, body, type, "", "", len, 0, ""};
   return r;
 }
 
@@ -752,6 +781,31 @@ static bool read_args(const http_call *k, query_args *q, http_reply *err) {
 }
 
 /* /api/runs?filters: the record, read-only */
+/* In a cluster's record, a run another node left open is running only as long as that node
+ * answers: while it has not been heard from lately (place.c), its open runs are marked
+ * "reachable": false, neither running nor ended, until it comes back and closes them (issue 32). */
+static void mark_unreachable(const http_server *srv, json_t *runs) {
+  const char *self = sess_node(srv->reg);
+  if (!srv->place || !*self) {
+    return;
+  }
+  place_load peers[PLACE_PEERS_MAX];
+  const int n = place_peers(srv->place, peers, PLACE_PEERS_MAX);
+  size_t i;
+  json_t *run;
+  json_array_foreach(runs, i, run) {
+    const char *node = json_string_value(json_object_get(run, "node"));
+    if (!node || strcmp(node, self) == 0 || !json_is_null(json_object_get(run, "end_reason"))) {
+      continue;
+    }
+    bool heard = false;
+    for (int p = 0; p < n && !heard; p++) {
+      heard = strcmp(peers[p].node, node) == 0;
+    }
+    json_object_set_new(run, "reachable", json_boolean(heard));
+  }
+}
+
 static http_reply h_runs_list(const http_call *k) {
   query_args q;
   http_reply err;
@@ -770,6 +824,7 @@ static http_reply h_runs_list(const http_call *k) {
   if (store_list_runs(k->srv->store, &filter, &a, &out, &se) != STORE_OK) {
     return store_error_reply(&se);
   }
+  mark_unreachable(k->srv, json_object_get(out, "runs"));
   if (!filter.csv) {
     return json_reply(200, out);
   }
@@ -956,8 +1011,14 @@ static http_reply h_classes_create(const http_call *k) {
   if (rc != 0) {
     return api_error_reply(&e);
   }
-  /* a class and all its groups live on one node: it goes where its groups fit */
-  if (placed_elsewhere(k, cmd.max_groups, 0, "/api/classes", &err)) {
+  /* a class and all its groups live on one node: it goes where its groups fit; a class is a
+   * creation of its teacher's address, at the same rate as a session (the admin's are free) */
+  char client[IPLIMIT_ADDR] = "";
+  if (!admin_ok(k->srv, bearer(k->c))) {
+    client_of(k->srv, k->c, client);
+  }
+  if (placed_elsewhere(k, cmd.max_groups, 0, "/api/classes", &err) ||
+      !create_rate_ok(k, client, &err)) {
     json_decref(cmd.defaults);
     return err;
   }
@@ -1023,6 +1084,22 @@ static http_reply too_many_codes(int wait) {
                   "this client has tried too many class codes that do not exist");
 }
 
+/* A join that reached another node than its class's (the code names it): 307 to the class's
+ * node through the cluster's router, which keeps the method and the body; a browser follows it
+ * where it would not follow a 421 (issue 32). Anything else is left as it is. */
+static http_reply join_reply(const char *code, const char *query, json_t *j, const api_error *e,
+                             int status) {
+  char home[NODE_ID_MAX + 1];
+  if (!j && e->status == 421 && node_split(code, home) && *home &&
+      node_name_ok(code, home, 6, SESS_CODE_ALPHABET)) { /* nothing else goes into Location */
+    http_reply r = json_reply(307, json_pack("{s:s, s:s}", "node", home, "reason", e->message));
+    snprintf(r.location, sizeof r.location, "/n/%s/api/join%s%s", home, *query ? "?code=" : "",
+             query);
+    return r;
+  }
+  return j ? json_reply(status, j) : create_refused(e);
+}
+
 /* GET /api/join?code=CODE: the class a student is about to join. */
 static http_reply h_join_lookup(const http_call *k) {
   char client[IPLIMIT_ADDR];
@@ -1039,7 +1116,7 @@ static http_reply h_join_lookup(const http_call *k) {
   if (!j && e.status == 404 && k->srv->guesses) {
     iplimit_charge(k->srv->guesses, client);
   }
-  return j ? json_reply(200, j) : api_error_reply(&e);
+  return join_reply(code, code, j, &e, 200);
 }
 
 /* POST /api/join */
@@ -1069,7 +1146,7 @@ static http_reply h_join(const http_call *k) {
   if (!j && e.status == 404 && k->srv->guesses) {
     iplimit_charge(k->srv->guesses, client);
   }
-  return j ? json_reply(created ? 201 : 200, j) : create_refused(&e);
+  return join_reply(cmd.code, "", j, &e, created ? 201 : 200);
 }
 
 static const http_handler handlers[API_H_COUNT] = {
@@ -1427,14 +1504,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r.status >= 100 && r.status < 600) {
     __atomic_add_fetch(&srv->by_status[r.status], 1, __ATOMIC_RELAXED);
   }
-  const size_t len = !r.body ? 0 : r.len ? r.len : strlen(r.body);
+  size_t len = !r.body ? 0 : r.len ? r.len : strlen(r.body);
+  held_reply *h = len ? hold(srv, &r, &len) : NULL;
   char csp[1024];
   page_policy(srv, c, &r, csp, sizeof csp);
   struct MHD_Response *resp =
-      r.body ? MHD_create_response_from_buffer(len, r.body, MHD_RESPMEM_MUST_FREE)
-             : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+      h ? MHD_create_response_from_buffer_with_free_callback_cls(len, h->body, let_go, h)
+        : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
   if (!resp) {
-    free(r.body);
+    if (h) {
+      let_go(h);
+    }
     return MHD_NO;
   }
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.type ? r.type : "text/plain");
@@ -1513,6 +1593,14 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 }
 
 int http_start(http_server *srv, const struct sockaddr *addr) {
+  char why[PATH_MAX + 80];
+  srv->site = static_site_open(srv->static_dir, why, sizeof why);
+  if (!srv->site) {
+    return -1;
+  }
+  if (why[0]) {
+    log_msg(LOG_WARN, "no_pages", "%s", why);
+  }
   srv->mhd = MHD_start_daemon(
       MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, admit,
       srv, on_request, srv, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, srv,
@@ -1521,6 +1609,8 @@ int http_start(http_server *srv, const struct sockaddr *addr) {
       MHD_OPTION_THREAD_STACK_SIZE, (size_t)HTTP_STACK_BYTES, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
       MHD_OPTION_END);
   if (!srv->mhd) {
+    static_site_free(srv->site);
+    srv->site = NULL;
     return -1;
   }
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
@@ -1533,4 +1623,6 @@ void http_stop(http_server *srv) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
   }
+  static_site_free(srv->site);
+  srv->site = NULL;
 }

@@ -7,6 +7,7 @@
 #include "iplimit.h"
 #include "place.h"
 #include "sess.h"
+#include "static_site.h"
 #include "ws.h"
 
 #include <microhttpd.h>
@@ -20,6 +21,7 @@ typedef struct http_server {
   store *store;        /* the runs behind /api/runs */
   int ws_public_port;  /* told to browsers; 0: the page's own origin (a proxy forwards /ws/) */
   char static_dir[4096];
+  static_site *site;         /* what of static_dir is served; made by http_start */
   char admin_token[129];     /* empty: no admin */
   char create_token[129];    /* empty: anyone may create sessions */
   char teacher_token[129];   /* creates classes (the admin token does too); empty: none */
@@ -34,6 +36,9 @@ typedef struct http_server {
   char data_dir[4096]; /* backups go to its backups/ folder */
   char students[96];   /* classroom mode: the join address students open; empty: the page's own */
   bool ready;          /* read and written with __atomic builtins: request threads read it */
+  /* bytes of replies held for clients still reading them (__atomic), and their bound (0: none) */
+  unsigned long long held;
+  unsigned long long held_max;
   unsigned long long requests;
   unsigned long long by_status[600]; /* __atomic: responses by HTTP status */
   struct MHD_Daemon *mhd;

@@ -89,9 +89,12 @@ sess_registry *sess_registry_new(const sess_limits *limits, const char *node,
   snprintf(r->worker_exe, sizeof r->worker_exe, "%s", worker_exe);
   r->st = st;
   r->next_run = st ? (uint64_t)store_next_run_id(st) : 1;
+  r->limits.replay_slots = r->limits.replay_slots > 0 ? r->limits.replay_slots : 1;
+  r->replaying = calloc((size_t)r->limits.replay_slots, sizeof *r->replaying);
   pthread_mutex_init(&r->reaper_lock, NULL);
   pthread_cond_init(&r->reaper_wake, NULL);
-  if (pthread_create(&r->reaper, NULL, reaper, r) != 0) {
+  if (!r->replaying || pthread_create(&r->reaper, NULL, reaper, r) != 0) {
+    free(r->replaying);
     pthread_mutex_destroy(&r->reaper_lock);
     pthread_cond_destroy(&r->reaper_wake);
     pthread_mutex_destroy(&r->lock);
@@ -542,43 +545,122 @@ static int replay_to_end(worker_client *wc, store_replay *rp, int64_t run, int f
   return 0;
 }
 
-int sess_run_snapshot(sess_registry *r, int64_t run, int format, char **text, size_t *len,
-                      uint64_t *steps, sess_error *err) {
-  *text = NULL;
-  if (pthread_mutex_trylock(&r->replay_lock) != 0) {
-    api_fail(err, 429, "busy", "",
-             "another run is being replayed for its snapshot: ask again when it is done");
-    return -1;
+/* A replay slot for `client` ("" the admin), or the refusal: the pool is full, or the client's
+ * own replay is under way. */
+static int take_replay(sess_registry *r, const char *client, sess_error *err) {
+  pthread_mutex_lock(&r->replay_lock);
+  bool mine = false;
+  for (int i = 0; i < r->nreplaying && *client; i++) {
+    mine = mine || strcmp(r->replaying[i], client) == 0;
   }
-  store_replay rp;
-  int rc = load_run(r, run, &rp, err);
-  if (rc == 0) {
-    const double work = (double)rp.end_steps * grn_world_def_step_cost(&rp.def);
-    if (work > REPLAY_MAX_US) {
-      api_fail(err, 422, "too_long", "id",
-               "run %lld is too long to replay for a snapshot (about %.0f s of work; at most "
-               "%.0f s)",
-               (long long)run, work * 1e-6, REPLAY_MAX_US * 1e-6);
-      rc = -1;
-    }
-  }
-  if (rc == 0) {
-    worker_client wc;
-    memset(&wc, 0, sizeof wc);
-    wc.cancel_fd = -1;
-    worker_create c = create_msg(r, &rp.def);
-    c.frame_bytes = 0; /* nobody watches a replay for a snapshot */
-    worker_status first;
-    if (worker_spawn(&wc, r->worker_exe, &c, false, replay_timeout(&rp.def, 4), -1, &first) != 0) {
-      api_fail(err, 500, "worker_failed", "", "the replay's worker did not start: %s", wc.reason);
-      rc = -1;
-    } else {
-      rc = replay_to_end(&wc, &rp, run, format, text, len, steps, err);
-      worker_stop(&wc, STOP_GRACE_MS);
-    }
-    store_replay_free(&rp);
+  const bool full = r->nreplaying >= r->limits.replay_slots;
+  if (!mine && !full) {
+    snprintf(r->replaying[r->nreplaying++], sizeof r->replaying[0], "%s", client);
+    r->replays++;
   }
   pthread_mutex_unlock(&r->replay_lock);
+  if (mine || full) {
+    api_fail(err, 429, "replay_busy", "",
+             mine ? "this client's replay of a run is still under way: ask again when it is done"
+                  : "the server replays %d runs at once for their snapshots, and all are busy: "
+                    "ask again in a few seconds",
+             r->limits.replay_slots);
+    err->seconds_left = 5.0;
+    return -1;
+  }
+  return 0;
+}
+
+static void give_replay(sess_registry *r, const char *client) {
+  pthread_mutex_lock(&r->replay_lock);
+  for (int i = 0; i < r->nreplaying; i++) {
+    if (strcmp(r->replaying[i], client) == 0) {
+      memcpy(r->replaying[i], r->replaying[--r->nreplaying], sizeof r->replaying[0]);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&r->replay_lock);
+}
+
+/* The replay at its end, checked: every format's snapshot goes to the cache, so the run is
+ * never replayed again for one. */
+static void keep_snapshots(sess_registry *r, worker_client *wc, const store_replay *rp, int64_t run,
+                           int format, const char *text, size_t len, uint64_t steps) {
+  if (!r->snaps || !rp->digest[0]) {
+    return; /* without a recorded digest nothing says a kept file is this run's end */
+  }
+  snapcache_put(r->snaps, run, rp->digest, snapshot_format_name((snapshot_format)format), text, len,
+                steps);
+  worker_result res;
+  if (worker_call_status(wc, replay_timeout(&rp->def, 1), &res) != WORKER_REPLY_STATUS) {
+    return;
+  }
+  const snapshot_format other = format == SNAPSHOT_CSV ? SNAPSHOT_VTK : SNAPSHOT_CSV;
+  char *more = NULL;
+  size_t n = 0;
+  if (worker_call_snapshot(wc, other, snapshot_max_bytes(res.status.alive),
+                           replay_timeout(&rp->def, 0) + res.status.alive / 50, &more, &n,
+                           &res) == WORKER_REPLY_STATUS &&
+      more) {
+    snapcache_put(r->snaps, run, rp->digest, snapshot_format_name(other), more, n, steps);
+  }
+  free(more);
+}
+
+int sess_run_snapshot(sess_registry *r, int64_t run, int format, const char *client, char **text,
+                      size_t *len, uint64_t *steps, sess_error *err) {
+  *text = NULL;
+  client = client ? client : "";
+  store_replay rp;
+  int rc = load_run(r, run, &rp, err);
+  if (rc != 0) {
+    return -1;
+  }
+  if (rp.digest[0] &&
+      snapcache_get(r->snaps, run, rp.digest, snapshot_format_name((snapshot_format)format), text,
+                    len, steps) == 0) {
+    store_replay_free(&rp);
+    return 0;
+  }
+  const double work = (double)rp.end_steps * grn_world_def_step_cost(&rp.def);
+  if (work > REPLAY_MAX_US) {
+    api_fail(err, 422, "too_long", "id",
+             "run %lld is too long to replay for a snapshot (about %.0f s of work; at most "
+             "%.0f s)",
+             (long long)run, work * 1e-6, REPLAY_MAX_US * 1e-6);
+    store_replay_free(&rp);
+    return -1;
+  }
+  if (take_replay(r, client, err) != 0) {
+    store_replay_free(&rp);
+    return -1;
+  }
+  /* another request may have kept it while this one waited for its slot */
+  if (rp.digest[0] &&
+      snapcache_get(r->snaps, run, rp.digest, snapshot_format_name((snapshot_format)format), text,
+                    len, steps) == 0) {
+    give_replay(r, client);
+    store_replay_free(&rp);
+    return 0;
+  }
+  worker_client wc;
+  memset(&wc, 0, sizeof wc);
+  wc.cancel_fd = -1;
+  worker_create c = create_msg(r, &rp.def);
+  c.frame_bytes = 0; /* nobody watches a replay for a snapshot */
+  worker_status first;
+  if (worker_spawn(&wc, r->worker_exe, &c, false, replay_timeout(&rp.def, 4), -1, &first) != 0) {
+    api_fail(err, 500, "worker_failed", "", "the replay's worker did not start: %s", wc.reason);
+    rc = -1;
+  } else {
+    rc = replay_to_end(&wc, &rp, run, format, text, len, steps, err);
+    if (rc == 0) {
+      keep_snapshots(r, &wc, &rp, run, format, *text, *len, *steps);
+    }
+    worker_stop(&wc, STOP_GRACE_MS);
+  }
+  store_replay_free(&rp);
+  give_replay(r, client);
   return rc;
 }
 
@@ -790,7 +872,14 @@ void sess_registry_free(sess_registry *r) {
   pthread_cond_destroy(&r->reaper_wake);
   pthread_mutex_destroy(&r->lock);
   pthread_mutex_destroy(&r->replay_lock);
+  free(r->replaying);
+  snapcache_free(r->snaps);
   free(r);
+}
+
+void sess_set_snapcache(sess_registry *r, snapcache *cache) {
+  snapcache_free(r->snaps);
+  r->snaps = cache;
 }
 
 /* Constant time in the token's content: no early exit on the first wrong character. */
@@ -897,6 +986,9 @@ void sess_get_totals(sess_registry *r, sess_totals *out) {
   out->steps = __atomic_load_n(&r->steps, __ATOMIC_RELAXED);
   out->max_sessions = r->limits.max_sessions;
   pthread_mutex_unlock(&r->lock);
+  pthread_mutex_lock(&r->replay_lock);
+  out->replays = r->replays;
+  pthread_mutex_unlock(&r->replay_lock);
   int n;
   session **copy = sess__snapshot(r, &n);
   out->sessions = n;

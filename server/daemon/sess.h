@@ -8,6 +8,7 @@
 #include "api_json.h"
 #include "chan.h"
 #include "grainlab/grainlab.h"
+#include "snapcache.h"
 #include "store.h"
 #include "worker_client.h"
 
@@ -25,6 +26,7 @@ typedef struct sess_limits {
   int max_per_client;     /* live sessions one client (IP) may hold; 0: no limit */
   double step_budget;     /* grain-steps (GRN_GRAIN_STEP_US of work each) one `step n` may take */
   int idle_timeout_s;     /* no viewer and no controller's change this long ends it; 0: never */
+  int replay_slots;       /* stored runs replayed at once for their snapshots (one per client) */
 } sess_limits;
 
 typedef enum sess_state {
@@ -65,10 +67,15 @@ session *sess_create(sess_registry *r, const grn_world_def *def, const char *lab
                      sess_error *err);
 /* A stored run's final state (server/common/snapshot.h's format), made by replaying it in a
  * worker of its own to its recorded end, checked against its recorded digest where it has one:
- * *text (malloc'd, *len bytes), and the step it is of. One replay at a time (429 busy
- * meanwhile); a run that would take more than a few minutes is refused (422). */
-int sess_run_snapshot(sess_registry *r, int64_t run, int format, char **text, size_t *len,
-                      uint64_t *steps, sess_error *err);
+ * *text (malloc'd, *len bytes), and the step it is of. A run with a recorded digest is replayed
+ * once: its snapshots (every format) are kept in the registry's cache (sess_set_snapcache) and
+ * served from there. Replays share limits.replay_slots workers, one per client at a time (429
+ * replay_busy with Retry-After; `client` "" or NULL: the admin, held to the pool only); a run
+ * that would take more than a few minutes is refused (422). */
+int sess_run_snapshot(sess_registry *r, int64_t run, int format, const char *client, char **text,
+                      size_t *len, uint64_t *steps, sess_error *err);
+/* Where finished runs' snapshots are kept (taken over; NULL: none kept). Set before serving. */
+void sess_set_snapcache(sess_registry *r, snapcache *cache);
 /* A live session from a stored run: a replay (the run's changes at their steps, in real time, then
  * paused) or, with fork_params (possibly none), a fork (as fast as the worker goes to
  * the run's end, then the new parameters, then on in real time). Both are recorded as new runs
@@ -155,6 +162,7 @@ typedef struct sess_totals {
   int lagging;      /* running sessions behind real time (rt factor under 0.95) */
   double work;      /* grain-steps per second the running sessions ask for, at their speeds */
   uint64_t created, worker_failures, steps;
+  uint64_t replays; /* stored runs replayed for their snapshots (kept ones are not replayed) */
 } sess_totals;
 void sess_get_totals(sess_registry *r, sess_totals *out);
 /* Per-session series for /metrics (Prometheus text), appended to f. */

@@ -104,7 +104,12 @@ struct sess_registry {
   pthread_mutex_t reaper_lock;
   pthread_cond_t reaper_wake;
   bool reaper_stop;
-  pthread_mutex_t replay_lock; /* a stored run replayed for its snapshot: one at a time */
+  /* stored runs replayed for their snapshots: limits.replay_slots at once, each a client's */
+  pthread_mutex_t replay_lock;
+  char (*replaying)[48]; /* the clients of the replays under way ("" the admin's) */
+  int nreplaying;
+  uint64_t replays; /* under replay_lock: replays started */
+  snapcache *snaps; /* finished runs' snapshots, made once; NULL: none kept */
 };
 
 /* sess_record.c: the one place every change passes (under the session's lock): the stream's

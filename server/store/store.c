@@ -103,6 +103,54 @@ sqlite3 *store__open_db(const char *path, int flags, char *err, size_t errlen) {
   return db;
 }
 
+/* Runs and sessions a crash left open end where their record ends, so that it says what happened:
+ * at the daemon's last sign of life (the heartbeat of its last committed batch; now for a store
+ * that has none), a run at its last sample, whose measurements are its results and close its last
+ * stretch of parameters. A run with no sample keeps no end point. */
+static int close_interrupted(store *st, char *err, size_t errlen) {
+  static const char *const sql[] = {
+      "INSERT OR REPLACE INTO run_results (run_id, name, value) "
+      "SELECT r.id, m.key, m.value FROM runs r, json_each((SELECT measures FROM samples s "
+      "WHERE s.run_id = r.id ORDER BY s.steps DESC LIMIT 1)) m "
+      "WHERE r.ended_at IS NULL AND m.type IN ('integer', 'real')",
+      "UPDATE runs SET ended_at = max(started_at, ?1), end_reason = 'interrupted', "
+      "end_steps = (SELECT steps FROM samples WHERE run_id = runs.id ORDER BY steps DESC LIMIT 1), "
+      "end_t = (SELECT t FROM samples WHERE run_id = runs.id ORDER BY steps DESC LIMIT 1), "
+      "segments = coalesce((SELECT CASE WHEN json_array_length(runs.segments) > 0 THEN "
+      "json_set(runs.segments, '$[#-1].to_steps', s.steps, '$[#-1].to_t', s.t, "
+      "'$[#-1].results', json(s.measures)) END FROM samples s WHERE s.run_id = runs.id "
+      "ORDER BY s.steps DESC LIMIT 1), runs.segments) WHERE ended_at IS NULL",
+      "UPDATE sessions SET ended_at = ?1 WHERE ended_at IS NULL"};
+  const double now = store__now_unix();
+  int64_t beat_ms = -1; /* the heartbeat, in whole milliseconds (store__int_query's integers) */
+  store__int_query(st->w, "SELECT coalesce((SELECT CAST(at * 1000 AS INTEGER) FROM heartbeat), -1)",
+                   &beat_ms);
+  const double at = beat_ms >= 0 && beat_ms / 1000.0 < now ? beat_ms / 1000.0 : now;
+  if (store__exec(st->w, "BEGIN IMMEDIATE", err, errlen) != 0) {
+    return -1;
+  }
+  int rc = SQLITE_OK;
+  for (size_t i = 0; rc == SQLITE_OK && i < sizeof sql / sizeof sql[0]; i++) {
+    sqlite3_stmt *q = NULL;
+    rc = sqlite3_prepare_v2(st->w, sql[i], -1, &q, NULL);
+    if (rc == SQLITE_OK && sqlite3_bind_parameter_count(q) > 0) {
+      sqlite3_bind_double(q, 1, at);
+    }
+    rc = rc == SQLITE_OK ? sqlite3_step(q) : rc;
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    if (rc == SQLITE_OK && i == 1) {
+      st->interrupted = sqlite3_changes(st->w);
+    }
+    sqlite3_finalize(q);
+  }
+  if (rc != SQLITE_OK) {
+    snprintf(err, errlen, "cannot close the runs a crash left open: %s", sqlite3_errmsg(st->w));
+    sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+  }
+  return store__exec(st->w, "COMMIT", err, errlen);
+}
+
 store *store_open(const char *path, char *err, size_t errlen) {
   return store_open_with(path, NULL, err, errlen);
 }
@@ -139,19 +187,11 @@ store *store_open_with(const char *path, const store_options *o, char *err, size
     free(st);
     return NULL;
   }
-  /* runs a crash left open: closed now, so the record says what happened */
-  sqlite3_stmt *q;
-  if (sqlite3_prepare_v2(st->w,
-                         "UPDATE runs SET ended_at = ?, end_reason = 'interrupted' "
-                         "WHERE ended_at IS NULL",
-                         -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_double(q, 1, store__now_unix());
-    sqlite3_step(q);
-    st->interrupted = sqlite3_changes(st->w);
-    sqlite3_finalize(q);
+  if (close_interrupted(st, err, errlen) != 0) {
+    sqlite3_close(st->w);
+    free(st);
+    return NULL;
   }
-  store__exec(st->w, "UPDATE sessions SET ended_at = unixepoch('subsec') WHERE ended_at IS NULL",
-              err, errlen);
   int64_t max_id = 0;
   store__int_query(st->w, "SELECT coalesce(max(id), 0) FROM runs", &max_id);
   st->next_run = max_id + 1;

@@ -91,8 +91,8 @@ void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, d
 extern const char *const store_class_columns[];
 void store_class(store *st, const json_t *row);
 void store_group(store *st, const char *class_id, const char *name);
-/* Every recorded class as such a row with "groups": [names, in the order they joined], oldest
- * class first (grainlabd loads them at start). */
+/* Every recorded class as such a row with "groups": [{"name", "joined_at"}, in the order they
+ * joined (unix seconds of the first join)], oldest class first (grainlabd loads them at start). */
 store_status store_load_classes(store *st, json_t **out, store_error *err);
 
 /* The results database (store_pg.c). Whether `uri` is one grainlabd takes: a postgresql:// or
@@ -113,6 +113,9 @@ typedef struct store_stats {
   bool writable;                   /* the last write committed */
   uint64_t write_failures;         /* transactions the disk refused (each retried) */
   uint64_t dropped;                /* samples and events dropped (the bounds above) */
+  /* bytes SQLite holds, now and at most since the start (its page caches, one per connection,
+   * fill up to their bound as the database grows: growth that is not a leak) */
+  uint64_t memory, memory_peak;
 } store_stats;
 void store_get_stats(store *st, store_stats *out);
 

@@ -797,8 +797,9 @@ store_status store_load_classes(store *st, json_t **out, store_error *err) {
                          "ends_at, ended_at FROM classes ORDER BY created_at, id",
                          -1, &q, NULL) == SQLITE_OK &&
       sqlite3_prepare_v2(rd->db,
-                         "SELECT name FROM groups WHERE class_id = ? ORDER BY created_at, name", -1,
-                         &g, NULL) == SQLITE_OK) {
+                         "SELECT name, created_at FROM groups WHERE class_id = ? "
+                         "ORDER BY created_at, name",
+                         -1, &g, NULL) == SQLITE_OK) {
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
       json_t *row = row_object(q);
       for (const char *const *k = (const char *const[]){"scenes", "defaults", NULL}; *k; k++) {
@@ -811,7 +812,9 @@ store_status store_load_classes(store *st, json_t **out, store_error *err) {
       json_t *groups = json_array();
       sqlite3_bind_text(g, 1, (const char *)sqlite3_column_text(q, 0), -1, SQLITE_TRANSIENT);
       while (sqlite3_step(g) == SQLITE_ROW) {
-        json_array_append_new(groups, json_string((const char *)sqlite3_column_text(g, 0)));
+        json_array_append_new(groups, json_pack("{s:s, s:f}", "name",
+                                                (const char *)sqlite3_column_text(g, 0),
+                                                "joined_at", sqlite3_column_double(g, 1)));
       }
       sqlite3_reset(g);
       json_object_set_new(row, "groups", groups);

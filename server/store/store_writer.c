@@ -207,7 +207,7 @@ static int run_stmt(store *st, sqlite3_stmt *q) {
 
 typedef struct writer_stmts {
   sqlite3_stmt *session, *session_end, *run, *param, *event, *sample, *run_end, *result, *segments,
-      *class_, *group, *trim;
+      *class_, *group, *trim, *heartbeat;
 } writer_stmts;
 
 /* A JSON value as the column it fills: text, integer (booleans too), real or NULL. */
@@ -353,6 +353,10 @@ static int write_batch(store *st, writer_stmts *w, job *batch, char *why, size_t
   for (job *j = batch; rc == SQLITE_OK && j; j = j->next) {
     rc = write_job(st, w, j);
   }
+  if (rc == SQLITE_OK) { /* the daemon was alive now: a crash's open runs end here (store.c) */
+    sqlite3_bind_double(w->heartbeat, 1, store__now_unix());
+    rc = run_stmt(st, w->heartbeat);
+  }
   if (rc == SQLITE_OK) {
     rc = sqlite3_exec(st->w, "COMMIT", NULL, NULL, NULL);
   }
@@ -412,6 +416,8 @@ static void *writer(void *arg) {
       {&w.group, "INSERT OR IGNORE INTO groups (class_id, name, created_at) VALUES (?, ?, ?)"},
       /* outbox entries the results database has committed (store_pg.c) */
       {&w.trim, "DELETE FROM outbox WHERE seq <= ?"},
+      {&w.heartbeat, "INSERT INTO heartbeat (id, at) VALUES (1, ?) "
+                     "ON CONFLICT (id) DO UPDATE SET at = excluded.at"},
   };
   for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
     if (sqlite3_prepare_v2(st->w, stmts[i].sql, -1, stmts[i].q, NULL) != SQLITE_OK) {
@@ -717,6 +723,10 @@ void store_get_stats(store *st, store_stats *out) {
   out->write_failures = st->write_failures;
   out->dropped = st->dropped;
   pthread_mutex_unlock(&st->lock);
+  sqlite3_int64 now = 0, peak = 0;
+  sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &now, &peak, 0);
+  out->memory = (uint64_t)now;
+  out->memory_peak = (uint64_t)peak;
 }
 
 bool store_writable(store *st, char *why, size_t whylen) {

@@ -29,16 +29,16 @@ TEACHER = "teacher-" + os.urandom(16).hex()
 
 
 class Daemon:
-    def __init__(self):
+    def __init__(self, create_rate=100000, data="data"):
         for name, token in (("admin", ADMIN), ("teacher", TEACHER)):
             with open(os.path.join(TMP, name), "w") as f:
                 f.write(token + "\n")
         self.err = open(os.path.join(TMP, "err"), "a")
         self.proc = subprocess.Popen(
-            [EXE, "--http-port", "0", "--ws-port", "0", "--data-dir", os.path.join(TMP, "data"),
+            [EXE, "--http-port", "0", "--ws-port", "0", "--data-dir", os.path.join(TMP, data),
              "--admin-token-file", os.path.join(TMP, "admin"),
              "--teacher-token-file", os.path.join(TMP, "teacher"),
-             "--max-sessions-per-client", "2", "--create-rate", "100000",
+             "--max-sessions-per-client", "2", "--create-rate", str(create_rate),
              "--join-guess-rate", "100000"],
             stdout=subprocess.PIPE, stderr=self.err, text=True)
         line = self.proc.stdout.readline()
@@ -78,6 +78,53 @@ def class_body(**over):
             "ends_at": iso(time.time() + 3600)}
     body.update(over)
     return {k: v for k, v in body.items() if v is not None}
+
+
+def allowance():
+    """Joins are creations (issue 32): counted against the class's allowance, not the joining
+    address (a class sits behind one school address), and never faster than create-rate once the
+    class's first max_groups are spent. A class is a creation of its teacher's address."""
+    global D
+    D = Daemon(create_rate=6, data="data-allowance")
+    t0 = time.monotonic()
+    s, cls = req("POST", "/api/classes", class_body(max_groups=4, scenes=["orbit"],
+                                                    defaults={}), TEACHER)
+    check(s == 201, "a class of 4 groups", s)
+    joins = [req("POST", "/api/join", {"code": cls["code"], "group": "g%d" % i})
+             for i in range(4)]
+    check([j[0] for j in joins] == [201] * 4,
+          "one address joins all 4 groups, past its max-sessions-per-client 2",
+          [j[0] for j in joins])
+    g0 = joins[0][1]
+    s, _ = req("DELETE", "/api/sessions/" + g0["session"]["id"], token=g0["control_token"])
+    check(s == 200, "the group's student deletes its session", s)
+    status, r, headers = checks.request(D.port, "POST", "/api/join",
+                                        {"code": cls["code"], "group": "g0"}, timeout=60 * MULT)
+    retry = int(headers.get("Retry-After", "0"))
+    check(status == 429 and code_of(r) == "class_create_rate_limited" and 1 <= retry <= 10,
+          "joining again is a fifth creation of the class's 4: 429 with Retry-After <= 10 s "
+          "(create-rate 6 a minute)", "%d %s Retry-After %s" % (status, json.dumps(r)[:200],
+                                                                  headers.get("Retry-After")))
+    s, r = req("GET", "/api/classes/" + cls["id"], token=cls["teacher_token"])
+    check(s == 200 and r["groups"][0]["session"] is None, "the refused join made nothing",
+          json.dumps(r["groups"][0])[:200])
+    # the address's own allowance is whole: of create-rate 6, one class made so far
+    s, r = req("POST", "/api/sessions", {"scene": "orbit"})
+    check(s == 201, "the class's joins cost the joining address nothing", s)
+    made = []
+    while len(made) < 20 and (not made or made[-1] == 201):
+        made.append(req("POST", "/api/classes", class_body(scenes=["orbit"], defaults={}),
+                        TEACHER)[0])
+    # 4 more classes, and one per 10 s the test took (the bucket refills as it runs)
+    took = time.monotonic() - t0
+    check(made[-1] == 429 and 4 <= made.count(201) <= 4 + int(took / 10) + 1,
+          "classes count against the teacher address's create-rate 6: 1 class + 1 session + 4 "
+          "classes, then 429 (%.1f s)" % took, made)
+    time.sleep(retry + 0.5)
+    s, r = req("POST", "/api/join", {"code": cls["code"], "group": "g0"})
+    check(s == 201, "after its Retry-After the group joins again",
+          "%d %s" % (s, json.dumps(r)[:200]))
+    D.stop()
 
 
 def main():
@@ -417,8 +464,19 @@ def main():
           "its run closed as finished", [r["end_reason"] for r in sr["runs"]])
 
     # ---- a restart keeps every class -----------------------------------------------------
+    # a group that joins a second after its class began: its joined_at is its own
+    time.sleep(1.1)
+    s, _ = req("POST", "/api/join", {"code": priv["code"], "group": "p2"})
+    s, before = req("GET", "/api/classes/" + pid, token=pt)
     D.stop()
     D = Daemon()
+    s, after = req("GET", "/api/classes/" + pid, token=pt)
+    joined = {g["name"]: g["joined_at"] for g in before["groups"]}
+    check(s == 200 and {g["name"]: g["joined_at"] for g in after["groups"]} == joined
+          and joined["p2"] != before["created_at"],
+          "a restart keeps each group's joined_at", "%s, after: %s (class %s)" % (
+              joined, [(g["name"], g["joined_at"]) for g in after.get("groups", [])],
+              before["created_at"]))
     s, again = req("GET", "/api/classes/" + cid, token=tt)
     check(s == 200 and again["state"] == "ended" and again["code"] == code
           and [g["name"] for g in again["groups"]] == ["team 1", "team 2", "team 3"]
@@ -433,10 +491,12 @@ def main():
     check(s == 201 and back["session"]["id"] != pj["session"]["id"],
           "the group rejoins with a new session")
     s, pr = req("GET", "/api/runs?class=" + pid, token=pt)
-    check(pr["total"] == 2 and sorted(r["end_reason"] or "open" for r in pr["runs"])
+    p1 = [r for r in pr["runs"] if r["group"] == "p1"]
+    check(len(p1) == 2 and sorted(r["end_reason"] or "open" for r in p1)
           == ["open", "stopped"], "the old run closed as stopped, the new one runs",
-          [r["end_reason"] for r in pr["runs"]])
+          [r["end_reason"] for r in p1])
     D.stop()
+    allowance()
     print("%d passed, %d failed" % (checks.passed, checks.failed))
     if checks.failed:
         print("---- the daemon's stderr (last 40 lines) ----")

@@ -261,13 +261,27 @@ def run(nodes, origin, teacher):
         s, got, _ = req(origin, "GET", "/api/classes/" + c["id"], token=c["teacher_token"])
         check(s == 200 and len(got.get("groups", [])) == 2,
               "the teacher's view of class %s through the origin" % c["code"], s)
-    s, r, _ = req(origin, "POST", "/api/join", {"code": classes[0]["code"], "group": "team 9"})
+    # a plain join through the origin, as the README and a browser send it, lands on any node: the
+    # class's own answers, any other sends it there with a 307 (method and body kept, issue 32)
     home = node_of(classes[0]["id"])
-    # sent to any node: the class's own may answer; another says whose the code is
-    check(s in (200, 201) or (s == 421 and r["error"]["code"] == "wrong_node"
-                              and "/n/%s/api/join" % home in r["error"]["message"]),
-          "a join not sent to the class's node is answered there or told where, never misplaced",
-          "%d %s" % (s, json.dumps(r)[:200]))
+    answers, moved = [], set()
+    for i in range(6):
+        s, r, h = req(origin, "POST", "/api/join", {"code": classes[0]["code"], "group": "team 1"})
+        answers.append(s)
+        if s == 307:
+            moved.add(h.get("Location"))
+            s, r, _ = req(origin, "POST", h.get("Location"),
+                          {"code": classes[0]["code"], "group": "team 1"})
+        answers.append(s if s != 200 else r["group"])
+    check(moved <= {"/n/%s/api/join" % home} and set(answers) <= {200, 307, "team 1"}
+          and answers.count("team 1") == 6,
+          "a plain POST /api/join through the origin reaches the class's node %s, by 307 when it "
+          "landed elsewhere" % home, "%s %s" % (answers, moved))
+    s, r, h = req(origin, "GET", "/api/join?code=" + classes[0]["code"])
+    if s == 307:
+        s, r, _ = req(origin, "GET", h.get("Location"))
+    check(s == 200 and r.get("name") == "Physics 3B",
+          "the join page's lookup reaches it too", "%d %s" % (s, json.dumps(r)[:160]))
 
     # ---- viewers through the origin, one session per node --------------------------------------
     watched = {}
@@ -337,6 +351,14 @@ def run(nodes, origin, teacher):
     check(all(s == 201 and node_of(r["id"]) in ("n0", "n2") for s, r, _ in late),
           "new sessions go to the nodes that answer", [(s, r.get("id") if isinstance(r, dict)
                                                         else r) for s, r, _ in late])
+    s, runs, _ = req(origin, "GET", "/api/runs?limit=500")
+    down = [r for r in runs.get("runs", []) if r["node"] == "n1" and r["end_reason"] is None]
+    up = [r for r in runs.get("runs", []) if r["node"] != "n1" and r["end_reason"] is None]
+    check(s == 200 and down and all(r.get("reachable") is False for r in down)
+          and all(r.get("reachable", True) is True for r in up),
+          "with n1 down, the cluster record marks its %d open runs unreachable, not running, "
+          "and no other node's" % len(down),
+          [(r["id"], r.get("reachable")) for r in down + up][:12])
 
     # ---- restart it: its runs left open are closed as interrupted -----------------------------
     # its pid file outlived it; say the pid now belongs to another program

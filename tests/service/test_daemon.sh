@@ -11,11 +11,20 @@ test_commands=${2:-}
 mkdir -p "$tmp/static/sub"
 echo '<!doctype html><title>grainlab</title>' >"$tmp/static/index.html"
 echo 'secret' >"$tmp/outside.txt"
-printf 'PNG\0\0\1binary\0tail' >"$tmp/static/bin.png"
-printf '<!doctype html><script type="importmap">{ "imports": { "a": "/a.js" } }</script>' >"$tmp/static/map.html"
-# node_modules: a browser library (served) and a test tool (never), reached by any spelling
-mkdir -p "$tmp/static/node_modules/uplot" "$tmp/static/node_modules/playwright-core" "$tmp/static/node_modules/.bin"
-echo 'export const ok = 1;' >"$tmp/static/node_modules/uplot/ok.js"
+printf 'PNG\0\0\1binary\0tail' >"$tmp/static/sub/bin.png"
+echo '{"name":"grainlab-web","devDependencies":{"playwright-core":"1"}}' >"$tmp/static/package.json"
+# node_modules (issue 32): served are only what a page names (its import map, a stylesheet) and
+# what that imports; another file of the same library, its package.json, a test tool and a link
+# in .bin are not, by any spelling
+printf '<!doctype html><link rel="stylesheet" href="/node_modules/uplot/ok.css"><script type="importmap">{ "imports": { "uplot": "/node_modules/uplot/ok.js", "lib/": "/node_modules/lib/" } }</script>' >"$tmp/static/map.html"
+mkdir -p "$tmp/static/node_modules/uplot" "$tmp/static/node_modules/lib/deep" \
+  "$tmp/static/node_modules/playwright-core" "$tmp/static/node_modules/.bin"
+echo 'import { two } from "./two.js"; export const ok = 1;' >"$tmp/static/node_modules/uplot/ok.js"
+echo 'export const two = 2;' >"$tmp/static/node_modules/uplot/two.js"
+echo 'body { margin: 0 }' >"$tmp/static/node_modules/uplot/ok.css"
+echo 'export const unnamed = 1;' >"$tmp/static/node_modules/uplot/unnamed.js"
+echo '{"name":"uplot"}' >"$tmp/static/node_modules/uplot/package.json"
+echo 'export const deep = 1;' >"$tmp/static/node_modules/lib/deep/x.js"
 echo '{"name":"playwright-core"}' >"$tmp/static/node_modules/playwright-core/package.json"
 ln -s ../playwright-core/package.json "$tmp/static/node_modules/.bin/tool"
 echo 'adminadminadmin-0123456789' >"$tmp/admin"
@@ -141,8 +150,12 @@ for p in /node_modules/uplot/ok.js /./node_modules/uplot/ok.js //node_modules/up
   [ "$code" = 200 ] && grep -q 'ok = 1' <<<"$body" && ok "a browser library from node_modules: $p" ||
     bad "node_modules library $p: $code"
 done
-curl -s -o "$tmp/bin" "$base/bin.png"
-cmp -s "$tmp/bin" "$tmp/static/bin.png" && ok "a binary static file comes whole (NULs included)" ||
+for p in /node_modules/uplot/two.js /node_modules/uplot/ok.css /node_modules/lib/deep/x.js; do
+  req GET "$p" ""
+  [ "$code" = 200 ] && ok "named by a page, or imported by what it names: $p" || bad "$p: $code"
+done
+curl -s -o "$tmp/bin" "$base/sub/bin.png"
+cmp -s "$tmp/bin" "$tmp/static/sub/bin.png" && ok "a binary static file comes whole (NULs included)" ||
   bad "binary file: $(od -c "$tmp/bin" | head -2)"
 hdr() { curl -s -o /dev/null -D - "$base$1" | tr -d '\r'; }
 h_json=$(hdr /api/scenes)
@@ -151,7 +164,7 @@ grep -qi '^x-content-type-options: nosniff$' <<<"$h_json" && grep -qi '^x-conten
   ok "JSON and pages say nosniff" || bad "nosniff: $h_json"
 grep -qi "^content-security-policy: default-src 'none'; frame-ancestors 'none'$" <<<"$h_json" &&
   ok "JSON replies load nothing and are never framed" || bad "JSON CSP: $h_json"
-maphash=$(printf '{ "imports": { "a": "/a.js" } }' | openssl dgst -sha256 -binary | base64)
+maphash=$(printf '{ "imports": { "uplot": "/node_modules/uplot/ok.js", "lib/": "/node_modules/lib/" } }' | openssl dgst -sha256 -binary | base64)
 csp=$(sed -n 's/^[Cc]ontent-[Ss]ecurity-[Pp]olicy: //p' <<<"$h_page")
 grep -qF "script-src 'self' 'sha256-$maphash';" <<<"$csp" && grep -qF "frame-ancestors 'none'" <<<"$csp" &&
   grep -qF "connect-src 'self' ws://127.0.0.1:$wsport wss://127.0.0.1:$wsport;" <<<"$csp" &&
@@ -236,6 +249,11 @@ GET|/%2e/node_modules/playwright-core/package.json|none|-|404|not_found
 GET|//node_modules/playwright-core/package.json|none|-|404|not_found
 GET|/node_modules/uplot/../playwright-core/package.json|none|-|404|not_found
 GET|/node_modules/.bin/tool|none|-|404|not_found
+GET|/node_modules/uplot/unnamed.js|none|-|404|not_found
+GET|/node_modules/uplot/package.json|none|-|404|not_found
+GET|/./node_modules/uplot/package.json|none|-|404|not_found
+GET|/package.json|none|-|404|not_found
+GET|//package.json|none|-|404|not_found
 PATCH|@S/params|none|{"mu":0.7}|401|unauthorized
 PATCH|@S/params|wrong|{"mu":0.7}|403|forbidden
 PATCH|@S/params|admin|{"mu":0.7}|403|forbidden

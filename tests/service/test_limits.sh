@@ -300,5 +300,54 @@ grep -q '^short 20$' <<<"$out" && grep -q '^long [0-9]* False$' <<<"$out" && gre
   bad "forwarded websockets: $out"
 stop_daemon
 
+# ---- daemon 4 (issue 32): bytes held for readers that never read have a server-wide bound ----
+start_daemon "$daemon" --max-held-reply-mb 8
+created=$(curl -s -X POST "$base/api/sessions" -H 'Content-Type: application/json' \
+  --data-binary '{"scene":"cluster","params":{"bodies":20000}}')
+sid=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' <<<"$created")
+stok=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["control_token"])' <<<"$created")
+curl -s -o /dev/null -X POST "$base/api/sessions/$sid/actions" -H "Authorization: Bearer $stok" \
+  -H 'Content-Type: application/json' --data-binary '{"type":"pause"}'
+out=$(python3 - "$port" "$sid" <<'EOF'
+import http.client, socket, sys, time
+port, sid = int(sys.argv[1]), sys.argv[2]
+def held():
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    return int(next(l.split()[1] for l in text.splitlines() if l.startswith("grainlab_http_held_bytes ")))
+def snapshot():
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("GET", "/api/sessions/%s/snapshot?format=csv" % sid)
+    r = c.getresponse()
+    body = r.read()
+    return r.status, r.getheader("Retry-After"), len(body)
+# 12 clients ask for the 3 MB snapshot and never read (a receive window of 4 KiB)
+readers = []
+for _ in range(12):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.sendall(("GET /api/sessions/%s/snapshot?format=csv HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % sid).encode())
+    readers.append(s)
+    time.sleep(0.2)
+most = max(held() for _ in range(5))
+status, retry, _ = snapshot()
+print("held", most, "then", status, retry)
+for s in readers:
+    s.close()
+end = time.time() + 30
+while held() > 0 and time.time() < end:
+    time.sleep(0.2)
+print("after", held(), *snapshot()[::2])
+EOF
+)
+held=$(sed -n 's/^held \([0-9]*\) .*/\1/p' <<<"$out")
+grep -q '^held [0-9]* then 503 5$' <<<"$out" && [ "$held" -le $(((8 + 4) << 20)) ] && [ "$held" -ge $((4 << 20)) ] &&
+  grep -q '^after 0 200 3[0-9]\{6\}$' <<<"$out" &&
+  ok "12 unread 3 MB snapshots hold $held bytes at most (max-held-reply-mb 8, plus one reply), the next asker gets 503 with Retry-After 5, and once they go, 200 ($(tr '\n' ' ' <<<"$out"))" ||
+  bad "held replies: $out"
+stop_daemon
+
 echo "passed $pass, failed $fail"
 [ "$fail" = 0 ]

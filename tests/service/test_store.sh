@@ -125,6 +125,28 @@ if /usr/bin/python3 "$(dirname "$0")/../support/check_snapshot.py" "$tmp/rsnap.c
 else
   bad "run snapshot contents: $(grep -v '^ok' "$tmp/check.out" | head -c 600)"
 fi
+# issue 32: the run was replayed once; both its snapshots are kept with it, named by its recorded
+# end digest, and 15 more asks at once (either format) are answered from them, without a replay
+replays() { curl -s "$base/metrics" | sed -n 's/^grainlab_snapshot_replays_total //p'; }
+kept=$(find "$tmp/data/snapshots" -name "run-$RB-$rdigest-$rsteps.*" | sed 's/.*\.//' | sort | tr '\n' ' ')
+[ "$kept" = "csv vtk " ] && [ "$(replays)" = 1 ] &&
+  ok "one replay made the run's two snapshots, kept as run-$RB-$rdigest-$rsteps.csv|vtk" ||
+  bad "kept snapshots: '$kept', replays $(replays): $(ls "$tmp/data/snapshots")"
+asks=()
+for i in $(seq 15); do
+  f=$([ $((i % 2)) = 0 ] && echo csv || echo vtk)
+  curl -s -o "$tmp/again-$i.$f" -w '%{http_code}\n' "$base/api/runs/$RB/snapshot?format=$f" >"$tmp/again-$i.code" &
+  asks+=($!)
+done
+wait "${asks[@]}"
+same=0
+for i in $(seq 15); do
+  f=$([ $((i % 2)) = 0 ] && echo csv || echo vtk)
+  [ "$(cat "$tmp/again-$i.code")" = 200 ] && cmp -s "$tmp/again-$i.$f" "$tmp/rsnap.$f" && same=$((same + 1))
+done
+[ "$same" = 15 ] && [ "$(replays)" = 1 ] &&
+  ok "15 more asks at once: 15 times 200 with the same bytes, and still 1 replay" ||
+  bad "kept snapshots served: $same of 15 the same, replays $(replays)"
 get "/api/runs/$RB2/snapshot"
 [ "$code" = 409 ] && echo "$body" | j 'd["error"]["code"]' | grep -qx not_replayable && ok "a run still going has no final snapshot: 409" || bad "live run snapshot: $code $body"
 get "/api/runs/999999/snapshot"
@@ -432,7 +454,7 @@ replay_check "a run that ended in a Reset" "$R1"
 replay_check "the run a Reset started" "$R2"
 
 # ---- the file: schema version, WAL, STRICT tables, integrity -----------------------------------
-[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 10 ] && ok "schema version 10 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
+[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 11 ] && ok "schema version 11 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
 # samples hold one JSON object of measurements (schema/migrations/004), finite numbers only
 [ "$(sqlite3 "$db" "SELECT count(*) FROM samples WHERE NOT json_valid(measures) OR json_type(measures) != 'object'")" = 0 ] &&
   [ "$(sqlite3 "$db" "SELECT count(*) FROM samples s, json_each(s.measures) j WHERE j.type != 'real'")" = 0 ] &&
@@ -450,9 +472,11 @@ sleep 3
 get '/api/sessions'
 echo "$body" | j '{s["run_id"]: s["t"] for s in d["sessions"] if s["label"] == "crash"}' >"$tmp/t_at_kill"
 open_runs=$(echo "$body" | j 'len([s for s in d["sessions"] if s["state"] != "failed"])')
+kill_at=$(date +%s.%N)
 kill -KILL "$dpid"
 wait "$dpid" 2>/dev/null
 dpid=
+sleep 2 # the restart comes later than the crash, as it does for an operator
 [ "$(sqlite3 "$db" 'PRAGMA integrity_check')" = ok ] && ok "after kill -9: integrity_check ok" || bad "integrity_check"
 python3 - "$db" "$tmp/t_at_kill" <<'PY' && ok "after kill -9: every sample older than 1 s before the kill is there, without gaps" || bad "samples lost in the crash"
 import ast, sqlite3, sys
@@ -469,9 +493,29 @@ grep -q "$open_runs run(s) left open by an earlier stop closed as interrupted" "
   ok "restart: the $open_runs open runs are closed" ||
   bad "restart log: $(cat "$tmp/err")"
 [ "$(count '/api/runs?label=crash&end_reason=interrupted')" = 5 ] && ok "restart: the 5 runs read 'interrupted'" || bad "interrupted: $body"
+# issue 32: each ends where its record ends, at the daemon's last sign of life (not the restart 2 s
+# later), at its last sample, whose measurements are its results and close its last stretch
+python3 - "$db" "$tmp/t_at_kill" "$kill_at" <<'PY' && ok "restart: each interrupted run ends within 1 s before the kill, at its last sample, with that sample's results" || bad "interrupted runs' ends"
+import ast, json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+kill_at = float(sys.argv[3])
+for run in ast.literal_eval(open(sys.argv[2]).read()):
+    ended_at, steps, t, segments = db.execute(
+        "SELECT ended_at, end_steps, end_t, segments FROM runs WHERE id = ?", (run,)).fetchone()
+    last = db.execute("SELECT steps, t, measures FROM samples WHERE run_id = ? ORDER BY steps DESC "
+                      "LIMIT 1", (run,)).fetchone()
+    results = dict(db.execute("SELECT name, value FROM run_results WHERE run_id = ?", (run,)))
+    measures = {k: v for k, v in json.loads(last[2]).items() if isinstance(v, (int, float))}
+    assert kill_at - 1.0 <= ended_at <= kill_at + 0.1, (run, ended_at, kill_at)
+    assert (steps, t) == last[:2] and t > 0, (run, steps, t, last)
+    assert results == measures and results, (run, results, measures)
+    stretch = json.loads(segments)[-1]
+    assert (stretch["to_steps"], stretch["to_t"], stretch["results"]) == (steps, t, json.loads(last[2])), stretch
+PY
 int_run=$(python3 -c 'import ast,sys; print(min(ast.literal_eval(open(sys.argv[1]).read())))' "$tmp/t_at_kill")
 code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST "$base/api/runs/$int_run/replay" -H 'Content-Type: application/json' --data-binary '{}')
-[ "$code" = 409 ] && ok "an interrupted run cannot be replayed (no recorded end): 409" || bad "replay interrupted: $code $(cat "$tmp/body")"
+[ "$code" = 201 ] && ok "an interrupted run replays up to its last sample: 201" || bad "replay interrupted: $code $(cat "$tmp/body")"
+curl -s -o /dev/null -X DELETE "$base/api/sessions/$(j 'd["id"]' <"$tmp/body")" -H "Authorization: Bearer $(j 'd["control_token"]' <"$tmp/body")"
 create pour '{"amount":10}' "after"
 [ "$run" -gt "$FR" ] && ok "run ids go on after the restart ($run)" || bad "run id reused: $run"
 
@@ -514,7 +558,7 @@ port3=$(sed -n 's/^listening http=\([0-9]*\).*/\1/p' "$tmp/out3")
 curl -s "http://127.0.0.1:$port3/api/runs/7/samples?format=csv" >"$tmp/old_csv"
 kill -TERM "$opid"
 wait "$opid"
-[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 10 ] &&
+[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 11 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT quote(state_version), quote(segments), quote(reset_of) FROM runs WHERE id = 7')" = 'NULL|NULL|NULL' ] &&
   [ "$(sqlite3 "$old/grainlab.db" "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'runs'")" = 2 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT sample_steps FROM runs WHERE id = 7')" = 60 ] &&

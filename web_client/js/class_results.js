@@ -160,7 +160,7 @@ export class ClassResults {
       const from = row.segment ? fmt(row.from_t) : '';
       const changed = row.changed && Object.keys(row.changed).length
         ? ` (${t('results.changed_what', { what: Object.keys(row.changed).map((k) => label(row.scene, k)).join(', ') })})` : '';
-      const end = row.live ? t('results.live') : row.last ? t(`end.${row.run.end_reason || 'running'}`) : '';
+      const end = row.live ? t('results.live') : row.last ? t(`end.${row.run.end_reason || (row.run.reachable === false ? 'unreachable' : 'running')}`) : '';
       return `<tr${row.live ? ' class="live"' : ''}><td>${esc(row.group ?? '—')}</td><td>${esc(sceneName(row.scene))}</td><td>${row.run ? row.run.id : row.live.run_id}${row.segment ? `/${row.segment}` : ''}</td>` +
         `<td>${from}</td><td>${esc(shown.map(([k, v]) => `${label(row.scene, k)} ${fmt(v)}`).join(', ') + changed)}</td>` +
         `<td>${exp && y !== null ? `${esc(yLabel(this.catalogue, exp))}: ${fmt(y)}` : ''}</td><td>${esc(end)}</td></tr>`;

@@ -115,7 +115,8 @@ const list = (scene, o, results = false) => Object.entries(o || {}).map(([k, v])
 
 // Why a run's end state cannot be rebuilt, in words; null when it can (replayed by the server).
 function notReplayable(r) {
-  if (!r.end_reason || r.end_reason === 'interrupted') return t('results.no_end');
+  // an interrupted run ends at its last sample; one cut off before its first has no end
+  if (!r.end_reason || r.end_steps === null || r.end_steps === undefined) return t('results.no_end');
   if (r.events_dropped > 0) return t('results.events_lost');
   if (r.state_version !== catalogue.engine.state_version) {
     return r.state_version ? t('results.older_engine', { version: r.state_version }) : t('results.before_versions');
@@ -141,7 +142,7 @@ async function load() {
       (cant ? ` · <span class="no-snapshot">${esc(t('results.no_snapshot', { why: cant }))}</span>`
         : ` · ${esc(t('results.snapshot'))} <a class="snap-csv" href="/api/runs/${runRef(r)}/snapshot?format=csv" download>CSV</a>` +
           ` <a class="snap-vtk" href="/api/runs/${runRef(r)}/snapshot?format=vtk" download>VTK</a>`);
-    const end = esc(t(`end.${r.end_reason || 'running'}`)) + (r.end_reason === 'reset' ? ` (${esc(t('results.reset_new'))})` : '') +
+    const end = esc(t(`end.${r.end_reason || (r.reachable === false ? 'unreachable' : 'running')}`)) + (r.end_reason === 'reset' ? ` (${esc(t('results.reset_new'))})` : '') +
       (r.reset_of ? ` · ${esc(t('results.after_reset', { run: r.reset_of }))}` : '');
     return rows.map((row, k) => {
       const to = row.to_t === null || row.to_t === undefined ? t('results.now') : fmt(row.to_t);
