@@ -33,6 +33,7 @@ extra_for() {
   ws_message | rest_body) echo "server/api/api_json.c server/common/api_error.c -Iserver/api -Iserver/common -ljansson" ;;
   class_body) echo "server/api/api_class.c server/api/api_json.c server/common/api_error.c server/common/utc.c -Iserver/api -Iserver/common -ljansson" ;;
   frame) echo "server/stream/frame.c -Iserver/stream -lzstd" ;;
+  forwarded) echo "server/daemon/allow.c server/daemon/iplimit.c -Iserver/daemon" ;;
   esac
 }
 status=0

@@ -39,6 +39,13 @@ typedef struct klass {
   /* the class's allowance of session creations (a token bucket of max_groups, refilled at the
    * server's create-rate): its joins count here, not against the joining address (class.h) */
   double tokens, stamp; /* tokens as of stamp (monotonic seconds) */
+  /* an ended class leaves memory at this monotonic time (the store keeps it): long after any
+   * request that found it while it was open has let go of it */
+  double gone_after;
+  /* requests that use the class without the registry lock (a join, a patch, its end): a class
+   * dropped from memory, or read back from the store for one request, is freed by the last */
+  int refs;
+  bool dropped;
   pthread_mutex_t join_lock;
 } klass;
 
@@ -49,6 +56,7 @@ struct class_registry {
   sess_registry *reg;
   store *st;
   double refill; /* creations a class's allowance regains per second */
+  double keep_s; /* how long an ended class stays in memory */
   pthread_t ticker;
   pthread_mutex_t tick_lock;
   pthread_cond_t tick_wake;
@@ -227,6 +235,55 @@ static klass *find(class_registry *cr, const char *id, bool by_code) {
   return NULL;
 }
 
+static klass *from_row(const json_t *row);
+
+/* Under the registry lock: one more user of c (NULL passes). */
+static klass *take(klass *c) {
+  if (c) {
+    c->refs++;
+  }
+  return c;
+}
+
+/* A user of c is done with it; the last frees a class no longer in memory. */
+static void put(class_registry *cr, klass *c) {
+  if (!c) {
+    return;
+  }
+  pthread_mutex_lock(&cr->lock);
+  const bool last = --c->refs == 0 && c->dropped;
+  pthread_mutex_unlock(&cr->lock);
+  if (last) {
+    free_class(c);
+  }
+}
+
+/* A class that has left memory (ended a while ago), read back from the store for one request:
+ * taken (put() frees it), or NULL when the store has none by that id or code. */
+static klass *stored(class_registry *cr, const char *key, bool by_code) {
+  json_t *rows = NULL;
+  store_error se;
+  if (!cr->st || store_load_classes(cr->st, by_code ? STORE_CLASS_CODE : STORE_CLASS_ID, key, 0,
+                                    &rows, &se) != STORE_OK) {
+    return NULL;
+  }
+  klass *c = json_array_size(rows) > 0 ? from_row(json_array_get(rows, 0)) : NULL;
+  json_decref(rows);
+  if (c) {
+    c->refs = 1;
+    c->dropped = true;
+  }
+  return c;
+}
+
+/* Class `key` (an id, or a join code) taken, from memory or else from the store; NULL: none. */
+static klass *take_class(class_registry *cr, const char *key, bool by_code) {
+  pthread_mutex_lock(&cr->lock);
+  klass *c = take(find(cr, key, by_code));
+  pthread_mutex_unlock(&cr->lock);
+  return c ? c : stored(cr, key, by_code);
+}
+
 /* A class from the store's row; NULL when the row is not one this grainlabd can use. */
 static klass *from_row(const json_t *row) {
   klass *c = calloc(1, sizeof *c);
@@ -373,10 +430,11 @@ static json_t *render(class_registry *cr, const class_copy *k, class_role role) 
 
 /* A copy of class `id`, or -1 with 404 no_class. */
 static int snapshot(class_registry *cr, const char *id, class_copy *out, api_error *err) {
+  klass *c = take_class(cr, id, false);
   pthread_mutex_lock(&cr->lock);
-  klass *c = find(cr, id, false);
   const int rc = c ? copy_class(c, out) : -1;
   pthread_mutex_unlock(&cr->lock);
+  put(cr, c);
   if (!c) {
     api_fail(err, 404, "no_class", "id", "no class '%.40s'", id);
   } else if (rc != 0) {
@@ -425,12 +483,19 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   char id[17], code[7];
   sess_random_text(id, 16, "0123456789abcdef");
   node_join(c->id, sizeof c->id, sess_node(cr->reg), id);
-  pthread_mutex_lock(&cr->lock);
-  /* a code names one class for ever (the store's UNIQUE): drawn again on the rare clash */
-  do {
+  /* a code names one class for ever (the store's UNIQUE), also one that has left memory: drawn
+   * again on the rare clash (the store is asked without the registry lock) */
+  for (;;) {
     sess_random_text(code, 6, SESS_CODE_ALPHABET);
     node_join(c->code, sizeof c->code, sess_node(cr->reg), code);
-  } while (find(cr, c->code, true));
+    klass *old = stored(cr, c->code, true);
+    put(cr, old);
+    pthread_mutex_lock(&cr->lock);
+    if (!old && !find(cr, c->code, true)) {
+      break; /* with the lock */
+    }
+    pthread_mutex_unlock(&cr->lock);
+  }
   const int rc = add_class(cr, c);
   if (rc == 0) {
     record(cr, c);
@@ -468,8 +533,8 @@ int class_role_of(class_registry *cr, const char *id, const char *token, bool ad
   if (token && *token && strlen(token) <= 256) {
     store_token_hash(token, hash);
   }
+  klass *c = take_class(cr, id, false);
   pthread_mutex_lock(&cr->lock);
-  klass *c = find(cr, id, false);
   *role = CLASS_ANYONE;
   if (c && (admin || (*hash && strcmp(hash, c->teacher_hash) == 0))) {
     *role = CLASS_TEACHER;
@@ -486,21 +551,25 @@ int class_role_of(class_registry *cr, const char *id, const char *token, bool ad
     api_fail(err, 404, "no_class", "id", "no class '%.40s'", id);
     return -1;
   }
+  put(cr, c);
   return 0;
 }
 
 json_t *class_get(class_registry *cr, const char *id, class_role role, api_error *err) {
-  pthread_mutex_lock(&cr->lock);
-  klass *c = find(cr, id, false);
-  const bool hidden = c && c->private_ && role == CLASS_ANYONE;
-  pthread_mutex_unlock(&cr->lock);
-  if (hidden) {
+  class_copy k;
+  if (snapshot(cr, id, &k, err) != 0) {
+    return NULL;
+  }
+  json_t *j = NULL;
+  if (k.c.private_ && role == CLASS_ANYONE) {
     api_fail(err, 403, "private", "",
              "this class is private: send its teacher token or a token of one of its groups as "
              "\"Authorization: Bearer <token>\"");
-    return NULL;
+  } else {
+    j = render(cr, &k, role);
   }
-  return view(cr, id, role, err);
+  free_copy(&k);
+  return j;
 }
 
 /* Under the registry lock: refused once the class has ended. */
@@ -516,8 +585,8 @@ static int open_class(const klass *c, api_error *err) {
 
 json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *cmd,
                     api_error *err) {
+  klass *c = take_class(cr, id, false);
   pthread_mutex_lock(&cr->lock);
-  klass *c = find(cr, id, false);
   int rc = c ? open_class(c, err) : -1;
   if (!c) {
     api_fail(err, 404, "no_class", "id", "no class '%.40s'", id);
@@ -537,6 +606,7 @@ json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *c
   }
   pthread_mutex_unlock(&cr->lock);
   if (rc != 0) {
+    put(cr, c);
     return NULL;
   }
   if (g) { /* the spotlit group's session must be live: the students are told to watch it */
@@ -548,12 +618,14 @@ json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *c
     if (!alive) {
       api_fail(err, 422, "unknown_group", "spotlight", "group '%.40s' has no live session to watch",
                cmd->spotlight);
+      put(cr, c);
       return NULL;
     }
   }
   pthread_mutex_lock(&cr->lock);
   if (open_class(c, err) != 0) {
     pthread_mutex_unlock(&cr->lock);
+    put(cr, c);
     return NULL;
   }
   if (cmd->has_locked) {
@@ -567,6 +639,7 @@ json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *c
   }
   record(cr, c);
   pthread_mutex_unlock(&cr->lock);
+  put(cr, c);
   return view(cr, id, CLASS_TEACHER, err);
 }
 
@@ -653,7 +726,9 @@ static bool end_class(class_registry *cr, klass *c, double at, const char *why) 
     return false;
   }
   c->ended_at = at;
+  c->gone_after = now_mono() + cr->keep_s;
   record(cr, c);
+  take(c);
   pthread_mutex_unlock(&cr->lock);
   log_msg(LOG_INFO, "class_ended", "class=%s: %s", c->id, why);
   /* joins are refused from here on; one in progress holds the join lock until its session is
@@ -664,6 +739,7 @@ static bool end_class(class_registry *cr, klass *c, double at, const char *why) 
   class_copy now;
   const int rc = copy_class(c, &now);
   pthread_mutex_unlock(&cr->lock);
+  put(cr, c);
   if (rc != 0) {
     return true;
   }
@@ -682,9 +758,15 @@ static bool end_class(class_registry *cr, klass *c, double at, const char *why) 
 json_t *class_end(class_registry *cr, const char *id, api_error *err) {
   pthread_mutex_lock(&cr->lock);
   klass *c = find(cr, id, false);
-  if (!c) {
+  if (!c) { /* none, or one ended a while ago that only the store keeps */
     pthread_mutex_unlock(&cr->lock);
-    api_fail(err, 404, "no_class", "id", "no class '%.40s'", id);
+    klass *old = stored(cr, id, false);
+    if (old) {
+      open_class(old, err);
+      put(cr, old);
+    } else {
+      api_fail(err, 404, "no_class", "id", "no class '%.40s'", id);
+    }
     return NULL;
   }
   if (open_class(c, err) != 0) {
@@ -707,13 +789,11 @@ static void label_of(const klass *c, const char *group, char out[64]) {
   api_utf8_clean(out);
 }
 
-/* The class of a join code, or NULL with 404 no_class or 421 wrong_node. Classes are never freed
- * while the registry lives: the class stays valid without the lock. */
+/* The class of a join code, taken (put() it), or NULL with 404 no_class or 421 wrong_node. */
 static klass *by_code(class_registry *cr, const char *code, api_error *err) {
-  pthread_mutex_lock(&cr->lock);
-  klass *c =
-      node_name_ok(code, sess_node(cr->reg), 6, SESS_CODE_ALPHABET) ? find(cr, code, true) : NULL;
-  pthread_mutex_unlock(&cr->lock);
+  klass *c = node_name_ok(code, sess_node(cr->reg), 6, SESS_CODE_ALPHABET)
+                 ? take_class(cr, code, true)
+                 : NULL;
   char home[NODE_ID_MAX + 1];
   if (!c && node_split(code, home) && *home && strcmp(home, sess_node(cr->reg)) != 0) {
     /* the cluster's router sends a join to the code's node (/n/{node}/api/join): one that
@@ -741,6 +821,7 @@ json_t *class_lookup(class_registry *cr, const char *code, api_error *err) {
   json_t *j = json_pack("{s:s, s:o, s:s}", "name", c->name, "scenes", scenes, "state",
                         c->ended_at > 0 ? "ended" : "open");
   pthread_mutex_unlock(&cr->lock);
+  put(cr, c);
   return j;
 }
 
@@ -750,7 +831,7 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
   if (!c) {
     return NULL;
   }
-  /* classes are never freed while the registry lives: c stays valid without the lock */
+  /* c is taken: valid without the lock until put */
   pthread_mutex_lock(&c->join_lock);
   pthread_mutex_lock(&cr->lock);
   int rc = open_class(c, err);
@@ -860,13 +941,15 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
     json_t *cj = view(cr, c->id, CLASS_MEMBER, err);
     json_object_set_new(out, "class", cj ? cj : json_null());
   }
+  put(cr, c);
   return out;
 }
 
-void class_totals(class_registry *cr, int *open, int *groups) {
+void class_totals(class_registry *cr, int *open, int *groups, int *held) {
   *open = 0;
   *groups = 0;
   pthread_mutex_lock(&cr->lock);
+  *held = cr->n;
   for (int i = 0; i < cr->n; i++) {
     if (cr->list[i]->ended_at <= 0) {
       (*open)++;
@@ -894,6 +977,26 @@ int class_sessions(class_registry *cr, const char *id, const char *token,
   return n;
 }
 
+/* Classes ended a while ago leave memory (the store keeps them, and answers for them: stored()).
+ * Only the ticker drops, after the class's end has been finished. */
+static void drop_ended(class_registry *cr) {
+  const double t = now_mono();
+  pthread_mutex_lock(&cr->lock);
+  for (int i = 0; i < cr->n;) {
+    klass *c = cr->list[i];
+    if (c->ended_at > 0 && t >= c->gone_after) {
+      cr->list[i] = cr->list[--cr->n];
+      c->dropped = true;
+      if (c->refs == 0) {
+        free_class(c);
+      }
+    } else {
+      i++;
+    }
+  }
+  pthread_mutex_unlock(&cr->lock);
+}
+
 /* Once a second: classes past their end time end (those a stopped daemon missed, at once). */
 static void *ticker(void *arg) {
   class_registry *cr = arg;
@@ -913,6 +1016,7 @@ static void *ticker(void *arg) {
       }
       end_class(cr, due, due->ends_at, "the class reached its end time");
     }
+    drop_ended(cr);
     pthread_mutex_lock(&cr->tick_lock);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -926,7 +1030,7 @@ static void *ticker(void *arg) {
 }
 
 class_registry *class_registry_new(sess_registry *reg, store *st, double creates_per_minute,
-                                   char *err, size_t errlen) {
+                                   double keep_s, char *err, size_t errlen) {
   class_registry *cr = calloc(1, sizeof *cr);
   if (!cr) {
     snprintf(err, errlen, "out of memory");
@@ -934,13 +1038,15 @@ class_registry *class_registry_new(sess_registry *reg, store *st, double creates
   }
   cr->reg = reg;
   cr->refill = creates_per_minute / 60.0;
+  cr->keep_s = keep_s;
   cr->st = st;
   pthread_mutex_init(&cr->lock, NULL);
   pthread_mutex_init(&cr->tick_lock, NULL);
   pthread_cond_init(&cr->tick_wake, NULL);
   json_t *rows = NULL;
   store_error se;
-  if (st && store_load_classes(st, &rows, &se) != STORE_OK) {
+  if (st && store_load_classes(st, STORE_CLASSES_LIVE, NULL, now_unix() - keep_s, &rows, &se) !=
+                STORE_OK) {
     snprintf(err, errlen, "cannot read the classes: %s", se.message);
     class_registry_free(cr);
     return NULL;
@@ -949,6 +1055,9 @@ class_registry *class_registry_new(sess_registry *reg, store *st, double creates
   const json_t *row;
   json_array_foreach(rows, i, row) {
     klass *c = from_row(row);
+    if (c) {
+      c->gone_after = now_mono() + keep_s;
+    }
     if (!c || add_class(cr, c) != 0) {
       log_msg(LOG_WARN, "class_skipped", "class=%s cannot be loaded",
               text_or(json_object_get(row, "id"), "?"));

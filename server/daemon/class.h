@@ -18,9 +18,13 @@ typedef struct class_registry class_registry;
  * refuse its fifth group. Each class has an allowance instead: at most max_groups live sessions
  * (one per group), and creations from a bucket of max_groups that refills at
  * `creates_per_minute` (the server's create-rate), so that a group deleting its session and
- * joining again cannot start sessions faster than one address may. */
+ * joining again cannot start sessions faster than one address may.
+ *
+ * Memory holds the open classes and those ended less than keep_s ago (seconds); older ones are
+ * read back from the store when asked for (their page, their code), so memory does not grow with
+ * every class a server has had. */
 class_registry *class_registry_new(sess_registry *reg, store *st, double creates_per_minute,
-                                   char *err, size_t errlen);
+                                   double keep_s, char *err, size_t errlen);
 /* Stops the ticker (before the sessions registry is freed: it ends sessions); then, once no
  * session is left (they read their class's lock), class_registry_free frees the classes. */
 void class_registry_stop(class_registry *cr);
@@ -54,7 +58,7 @@ json_t *class_lookup(class_registry *cr, const char *code, api_error *err);
 int class_sessions(class_registry *cr, const char *id, const char *token,
                    char (*ids)[NODE_NAME_SIZE], int max);
 
-/* For /metrics: classes open, and groups with a live session in them. */
-void class_totals(class_registry *cr, int *open, int *groups);
+/* For /metrics: classes open, groups with a live session in them, and classes in memory. */
+void class_totals(class_registry *cr, int *open, int *groups, int *held);
 
 #endif

@@ -35,7 +35,7 @@ typedef struct config {
   long max_per_client, create_rate, guess_rate, max_connections, per_ip, http_timeout, ws_ping;
   long v6_bits;
   long idle_seconds;
-  long replay_slots, snapshot_cache_mb, held_reply_mb;
+  long replay_slots, snapshot_cache_mb, held_reply_mb, class_keep_s;
   long teacher_link, classroom;
   double step_budget;
   char allowed_hosts[TEXT_MAX], allowed_origins[TEXT_MAX], trusted_proxies[TEXT_MAX];
@@ -127,6 +127,8 @@ static const setting settings[] = {
     {"max-held-reply-mb", "N", SET_LONG, 1, 1 << 20, "64", AT(held_reply_mb),
      "bytes of large replies (snapshots, exports) held for clients still reading them; past "
      "it, 503 server_busy with Retry-After"},
+    {"class-memory", "S", SET_LONG, 1, 604800, "3600", AT(class_keep_s),
+     "seconds an ended class stays in memory; the store keeps it and answers for it after"},
     {"idle-timeout", "S", SET_LONG, 0, 604800, "1800", AT(idle_seconds),
      "seconds without a controller's change and without viewers before a session ends, its run "
      "recorded as idle (0: never)"},
@@ -526,7 +528,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   sess_set_snapcache(srv.reg, cache);
-  srv.classes = class_registry_new(srv.reg, st, (double)c.create_rate, why_db, sizeof why_db);
+  srv.classes = class_registry_new(srv.reg, st, (double)c.create_rate, (double)c.class_keep_s,
+                                   why_db, sizeof why_db);
   if (!srv.classes) {
     fprintf(stderr, "grainlabd: error: %s\n", why_db);
     return 1;

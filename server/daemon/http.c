@@ -531,13 +531,16 @@ static http_reply h_metrics(const http_call *k) {
           (unsigned long long)t.replays);
   sess_metrics(srv->reg, f);
   int classes_open = 0, class_groups = 0;
-  class_totals(srv->classes, &classes_open, &class_groups);
+  int classes_held = 0;
+  class_totals(srv->classes, &classes_open, &class_groups, &classes_held);
   fprintf(f,
           "# HELP grainlab_classes_open Classes not yet ended.\n"
           "# TYPE grainlab_classes_open gauge\ngrainlab_classes_open %d\n"
           "# HELP grainlab_class_groups Groups of the open classes.\n"
-          "# TYPE grainlab_class_groups gauge\ngrainlab_class_groups %d\n",
-          classes_open, class_groups);
+          "# TYPE grainlab_class_groups gauge\ngrainlab_class_groups %d\n"
+          "# HELP grainlab_classes_in_memory Classes held in memory (open, and recently ended).\n"
+          "# TYPE grainlab_classes_in_memory gauge\ngrainlab_classes_in_memory %d\n",
+          classes_open, class_groups, classes_held);
   fputs("# HELP grainlab_http_responses_total HTTP responses by status.\n"
         "# TYPE grainlab_http_responses_total counter\n",
         f);

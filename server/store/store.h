@@ -91,9 +91,17 @@ void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, d
 extern const char *const store_class_columns[];
 void store_class(store *st, const json_t *row);
 void store_group(store *st, const char *class_id, const char *name);
-/* Every recorded class as such a row with "groups": [{"name", "joined_at"}, in the order they
- * joined (unix seconds of the first join)], oldest class first (grainlabd loads them at start). */
-store_status store_load_classes(store *st, json_t **out, store_error *err);
+/* Recorded classes as such rows with "groups": [{"name", "joined_at"}, in the order they joined
+ * (unix seconds of the first join)], oldest class first: the open ones and those ended since
+ * `since` (unix seconds; what grainlabd keeps in memory), or the one whose id or code is `key`
+ * (an empty list when there is none). */
+typedef enum store_class_pick {
+  STORE_CLASSES_LIVE,
+  STORE_CLASS_ID,
+  STORE_CLASS_CODE
+} store_class_pick;
+store_status store_load_classes(store *st, store_class_pick pick, const char *key, double since,
+                                json_t **out, store_error *err);
 
 /* The results database (store_pg.c). Whether `uri` is one grainlabd takes: a postgresql:// or
  * postgres:// URI that libpq parses (its password, if any, may instead come from PGPASSWORD or

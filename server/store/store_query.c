@@ -783,23 +783,36 @@ int store_runs_csv(const json_t *list, char **out, size_t *len) {
   return 0;
 }
 
-store_status store_load_classes(store *st, json_t **out, store_error *err) {
+store_status store_load_classes(store *st, store_class_pick pick, const char *key, double since,
+                                json_t **out, store_error *err) {
   if (store_sync(st, 2000) != STORE_OK) {
     return unavailable(st, err);
   }
+  static const char *const where[] = {
+      [STORE_CLASSES_LIVE] = "ended_at IS NULL OR ended_at >= ?1",
+      [STORE_CLASS_ID] = "id = ?1",
+      [STORE_CLASS_CODE] = "code = ?1",
+  };
+  char sql[400];
+  snprintf(sql, sizeof sql,
+           "SELECT id, code, name, scenes, max_groups, grain_budget, defaults, private, "
+           "second_join, locked, spotlight, teacher_hash, created_at, ends_at, ended_at "
+           "FROM classes WHERE %s ORDER BY created_at, id",
+           where[pick]);
   store_reader *rd = store__take_reader(st);
   sqlite3_stmt *q = NULL, *g = NULL;
   json_t *list = json_array();
   int rc = SQLITE_ERROR;
-  if (sqlite3_prepare_v2(rd->db,
-                         "SELECT id, code, name, scenes, max_groups, grain_budget, defaults, "
-                         "private, second_join, locked, spotlight, teacher_hash, created_at, "
-                         "ends_at, ended_at FROM classes ORDER BY created_at, id",
-                         -1, &q, NULL) == SQLITE_OK &&
+  if (sqlite3_prepare_v2(rd->db, sql, -1, &q, NULL) == SQLITE_OK &&
       sqlite3_prepare_v2(rd->db,
                          "SELECT name, created_at FROM groups WHERE class_id = ? "
                          "ORDER BY created_at, name",
                          -1, &g, NULL) == SQLITE_OK) {
+    if (pick == STORE_CLASSES_LIVE) {
+      sqlite3_bind_double(q, 1, since);
+    } else {
+      sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
+    }
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
       json_t *row = row_object(q);
       for (const char *const *k = (const char *const[]){"scenes", "defaults", NULL}; *k; k++) {

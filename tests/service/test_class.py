@@ -29,7 +29,7 @@ TEACHER = "teacher-" + os.urandom(16).hex()
 
 
 class Daemon:
-    def __init__(self, create_rate=100000, data="data"):
+    def __init__(self, create_rate=100000, data="data", extra=()):
         for name, token in (("admin", ADMIN), ("teacher", TEACHER)):
             with open(os.path.join(TMP, name), "w") as f:
                 f.write(token + "\n")
@@ -39,7 +39,7 @@ class Daemon:
              "--admin-token-file", os.path.join(TMP, "admin"),
              "--teacher-token-file", os.path.join(TMP, "teacher"),
              "--max-sessions-per-client", "2", "--create-rate", str(create_rate),
-             "--join-guess-rate", "100000"],
+             "--join-guess-rate", "100000", *extra],
             stdout=subprocess.PIPE, stderr=self.err, text=True)
         line = self.proc.stdout.readline()
         parts = dict(p.split("=") for p in line.split()[1:])
@@ -124,6 +124,50 @@ def allowance():
     s, r = req("POST", "/api/join", {"code": cls["code"], "group": "g0"})
     check(s == 201, "after its Retry-After the group joins again",
           "%d %s" % (s, json.dumps(r)[:200]))
+    D.stop()
+
+
+def metric(name):
+    s, text = req("GET", "/metrics")
+    return next(int(float(l.split()[1])) for l in text.splitlines() if l.startswith(name + " "))
+
+
+def memory():
+    """An ended class leaves memory after class-memory seconds (issue 32); the store answers for
+    it after: its page, its code, and every change refused as ended."""
+    global D
+    D = Daemon(data="data-memory", extra=("--class-memory", "1"))
+    s, cls = req("POST", "/api/classes", class_body(scenes=["orbit"], defaults={}), TEACHER)
+    s, j = req("POST", "/api/join", {"code": cls["code"], "group": "g1"})
+    time.sleep(1.1)
+    s, j2 = req("POST", "/api/join", {"code": cls["code"], "group": "g2"})
+    s, before = req("GET", "/api/classes/" + cls["id"], token=cls["teacher_token"])
+    s, _ = req("POST", "/api/classes/%s/end" % cls["id"], {}, cls["teacher_token"])
+    check(s == 200 and metric("grainlab_classes_in_memory") == 1, "a class ended: still in memory")
+    deadline = time.time() + 20 * MULT
+    while time.time() < deadline and metric("grainlab_classes_in_memory") != 0:
+        time.sleep(0.2)
+    check(metric("grainlab_classes_in_memory") == 0,
+          "a second after its end (class-memory 1) it has left memory")
+    s, after = req("GET", "/api/classes/" + cls["id"], token=cls["teacher_token"])
+    same = {k: before[k] for k in ("id", "code", "name", "scenes", "max_groups", "created_at")}
+    check(s == 200 and after["state"] == "ended" and after.get("ended_at")
+          and {k: after.get(k) for k in same} == same
+          and [(g["name"], g["joined_at"], g["session"]) for g in after["groups"]]
+          == [(g["name"], g["joined_at"], None) for g in before["groups"]],
+          "the store answers for it: the teacher's view, ended, groups and join times as they were",
+          "%d %s" % (s, json.dumps(after)[:300]))
+    s, anyone = req("GET", "/api/classes/" + cls["id"])
+    check(s == 200 and "code" not in anyone and "teacher_hash" not in anyone,
+          "anyone's view of it has no code", json.dumps(anyone)[:200])
+    refused("a join with its code: 409 class_ended", 409, "class_ended", "POST", "/api/join",
+            {"code": cls["code"], "group": "g3"})
+    s, look = req("GET", "/api/join?code=" + cls["code"])
+    check(s == 200 and look["state"] == "ended", "the join page's lookup says it ended", look)
+    refused("a change: 409 class_ended", 409, "class_ended", "PATCH",
+            "/api/classes/" + cls["id"], {"locked": True}, cls["teacher_token"])
+    refused("ending it again: 409 class_ended", 409, "class_ended", "POST",
+            "/api/classes/%s/end" % cls["id"], {}, cls["teacher_token"])
     D.stop()
 
 
@@ -497,6 +541,7 @@ def main():
           [r["end_reason"] for r in p1])
     D.stop()
     allowance()
+    memory()
     print("%d passed, %d failed" % (checks.passed, checks.failed))
     if checks.failed:
         print("---- the daemon's stderr (last 40 lines) ----")
