@@ -147,6 +147,50 @@ done
 [ "$same" = 15 ] && [ "$(replays)" = 1 ] &&
   ok "15 more asks at once: 15 times 200 with the same bytes, and still 1 replay" ||
   bad "kept snapshots served: $same of 15 the same, replays $(replays)"
+# ---- replays share replay-slots (2) workers, one per address at a time (issue 32) --------------
+# three finished runs of 3 s each; a replay is held mid-way by stopping its worker (SIGSTOP), so
+# that what waits behind it is seen for certain, then let go
+pool_runs=() pool_sids=() pool_toks=()
+for i in 1 2 3; do
+  create pour '{}' "pool $i"
+  pool_runs+=("$run") pool_sids+=("$sid") pool_toks+=("$token")
+done
+sleep 3
+for i in 0 1 2; do
+  curl -s -o /dev/null -X DELETE "$base/api/sessions/${pool_sids[$i]}" -H "$(auth "${pool_toks[$i]}")"
+done
+workers() { pgrep -P "$dpid" -f grainlab-worker | sort; }
+# held_replay RUN ADDRESS OUT: asks for RUN's snapshot from ADDRESS in the background, stops the
+# replay's worker as soon as it appears; sets held_pid (the worker) and ask_pid (the curl)
+held_replay() {
+  local before
+  before=$(workers)
+  curl -s --interface "$2" -o "$3" -w '%{http_code}' "$base/api/runs/$1/snapshot" >"$3.code" &
+  ask_pid=$!
+  held_pid=
+  for _ in $(seq 500); do
+    held_pid=$(comm -13 <(echo "$before") <(workers) | head -1)
+    [ -n "$held_pid" ] && kill -STOP "$held_pid" && break
+    sleep 0.01
+  done
+}
+ask() { curl -s --interface "$2" -o "$tmp/pool.body" -w '%{http_code}' "$base/api/runs/$1/snapshot"; }
+held_replay "${pool_runs[0]}" 127.0.0.1 "$tmp/pool1"
+a_pid=$held_pid a_ask=$ask_pid
+mine=$(ask "${pool_runs[1]}" 127.0.0.1)
+mine_code=$(j 'd["error"]["code"]' <"$tmp/pool.body" 2>/dev/null)
+held_replay "${pool_runs[1]}" 127.0.0.2 "$tmp/pool2"
+b_pid=$held_pid b_ask=$ask_pid
+full=$(ask "${pool_runs[2]}" 127.0.0.3)
+full_code=$(j 'd["error"]["code"]' <"$tmp/pool.body" 2>/dev/null)
+kill -CONT "$a_pid" "$b_pid" 2>/dev/null
+wait "$a_ask" "$b_ask"
+after=$(ask "${pool_runs[2]}" 127.0.0.3)
+[ -n "$a_pid" ] && [ -n "$b_pid" ] && [ "$mine $mine_code" = "429 replay_busy" ] &&
+  [ "$full $full_code" = "429 replay_busy" ] && [ "$(cat "$tmp/pool1.code") $(cat "$tmp/pool2.code")" = "200 200" ] &&
+  [ "$after" = 200 ] &&
+  ok "replays: an address's second waits for its first (429), a third address waits while both slots replay (429), then all three are made" ||
+  bad "replay pool: workers '$a_pid' '$b_pid', same address $mine $mine_code, pool full $full $full_code, held ones $(cat "$tmp/pool1.code") $(cat "$tmp/pool2.code"), after $after"
 get "/api/runs/$RB2/snapshot"
 [ "$code" = 409 ] && echo "$body" | j 'd["error"]["code"]' | grep -qx not_replayable && ok "a run still going has no final snapshot: 409" || bad "live run snapshot: $code $body"
 get "/api/runs/999999/snapshot"
