@@ -102,6 +102,15 @@ static void let_go(void *cls) {
 /* Replies this small always go out: an error, a page, a health check stays answerable. */
 #define HELD_SMALL (64u << 10)
 
+/* The refusal while readers hold as much as they may: it lifts as they read or go. */
+static http_reply server_busy(void) {
+  http_reply r = error_reply(503, "server_busy", "",
+                             "this server holds as many bytes as it may for clients still "
+                             "reading (max-held-reply-mb): ask again in a few seconds");
+  r.retry_after = 5;
+  return r;
+}
+
 /* Whether what readers hold is at the bound already (a snapshot is not worth making then). */
 static bool held_full(const http_server *srv) {
   return srv->held_max > 0 &&
@@ -120,10 +129,7 @@ static held_reply *hold(http_server *srv, http_reply *r, size_t *len) {
       now > n) {
     __atomic_sub_fetch(&srv->held, n, __ATOMIC_RELAXED);
     free(r->body);
-    const char *why = "this server holds as many bytes as it may for clients still reading "
-                      "(max-held-reply-mb): ask again in a few seconds";
-    *r = error_reply(503, "server_busy", "", "%s", why);
-    r->retry_after = 5;
+    *r = server_busy();
     *len = strlen(r->body);
     return hold(srv, r, len);
   }
@@ -654,11 +660,7 @@ static http_reply snapshot_reply(const http_call *k, bool run) {
     return error_reply(400, "bad_format", "format", "format is csv or vtk");
   }
   if (held_full(k->srv)) {
-    http_reply busy = error_reply(503, "server_busy", "",
-                                  "this server holds as many bytes as it may for clients still "
-                                  "reading (max-held-reply-mb): ask again in a few seconds");
-    busy.retry_after = 5;
-    return busy;
+    return server_busy();
   }
   char *text;
   size_t len;

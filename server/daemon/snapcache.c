@@ -35,6 +35,16 @@ snapcache *snapcache_open(const char *dir, uint64_t max_bytes, char *err, size_t
   snprintf(c->dir, sizeof c->dir, "%s", dir);
   c->max_bytes = max_bytes;
   pthread_mutex_init(&c->lock, NULL);
+  /* half-written files of a daemon that died while keeping one */
+  DIR *d = opendir(dir);
+  for (const struct dirent *e; d && (e = readdir(d)) != NULL;) {
+    if (strncmp(e->d_name, ".tmp-", 5) == 0) {
+      unlinkat(dirfd(d), e->d_name, 0);
+    }
+  }
+  if (d) {
+    closedir(d);
+  }
   return c;
 }
 

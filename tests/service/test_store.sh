@@ -148,15 +148,24 @@ done
   ok "15 more asks at once: 15 times 200 with the same bytes, and still 1 replay" ||
   bad "kept snapshots served: $same of 15 the same, replays $(replays)"
 # ---- replays share replay-slots (2) workers, one per address at a time (issue 32) --------------
-# three finished runs of 3 s each; a replay is held mid-way by stopping its worker (SIGSTOP), so
-# that what waits behind it is seen for certain, then let go
+# three finished runs of 60 s each (paused, then stepped 14 400 steps at once, so that their length
+# does not hang on how fast this machine runs them); a replay is held mid-way by stopping its
+# worker (SIGSTOP), so that what waits behind it is seen for certain, then let go
 pool_runs=() pool_sids=() pool_toks=()
 for i in 1 2 3; do
-  create pour '{}' "pool $i"
+  create pour '{"quality":0}' "pool $i"
   pool_runs+=("$run") pool_sids+=("$sid") pool_toks+=("$token")
+  for a in '{"type":"pause"}' '{"type":"step","n":14400}'; do
+    curl -s -o /dev/null -X POST "$base/api/sessions/$sid/actions" -H "$(auth "$token")" \
+      -H 'Content-Type: application/json' --data-binary "$a"
+  done
 done
-sleep 3
 for i in 0 1 2; do
+  for _ in $(seq 600); do # 60 s: a loaded machine steps slowly
+    get "/api/sessions/${pool_sids[$i]}"
+    [ "$(j 'd["steps"] >= 14400' <<<"$body")" = True ] && break
+    sleep 0.1
+  done
   curl -s -o /dev/null -X DELETE "$base/api/sessions/${pool_sids[$i]}" -H "$(auth "${pool_toks[$i]}")"
 done
 workers() { pgrep -P "$dpid" -f grainlab-worker | sort; }
@@ -168,10 +177,10 @@ held_replay() {
   curl -s --interface "$2" -o "$3" -w '%{http_code}' "$base/api/runs/$1/snapshot" >"$3.code" &
   ask_pid=$!
   held_pid=
-  for _ in $(seq 500); do
+  for _ in $(seq 1000); do
     held_pid=$(comm -13 <(echo "$before") <(workers) | head -1)
     [ -n "$held_pid" ] && kill -STOP "$held_pid" && break
-    sleep 0.01
+    sleep 0.005
   done
 }
 ask() { curl -s --interface "$2" -o "$tmp/pool.body" -w '%{http_code}' "$base/api/runs/$1/snapshot"; }
