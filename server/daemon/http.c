@@ -1511,6 +1511,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   size_t len = !r.body ? 0 : r.len ? r.len : strlen(r.body);
   held_reply *h = len ? hold(srv, &r, &len) : NULL;
+  if (len && !h) { /* out of memory: no reply rather than its status with an empty body */
+    return MHD_NO;
+  }
   char csp[1024];
   page_policy(srv, c, &r, csp, sizeof csp);
   struct MHD_Response *resp =
