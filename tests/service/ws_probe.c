@@ -63,6 +63,11 @@ typedef struct probe {
   double stall_at, stall_for;
   bool stalled, unstalled, verify, decode_all;
   const char *dump;          /* folder for viewer 0's binary messages and decoded positions */
+  FILE *frame_log;           /* a line per frame viewer 0 got (--frame-log) */
+  double *prev_pos;          /* viewer 0's positions of the frame before, for the log's `moved` */
+  uint32_t prev_count;       /* and how many grains they are */
+  char state[32];            /* the state of the latest measurements message */
+  double flowing;            /* and its flowing fraction (−1: none) */
   const char *origin, *host; /* the handshake's Origin (lws puts "http://" in front) and Host */
   uint64_t dumped;
   viewer *v;
@@ -335,6 +340,28 @@ static void dump(const uint8_t *buf, size_t len, bool decoded) {
   P.dumped++;
 }
 
+/* One line of --frame-log for a frame viewer 0 decoded: simulated time, kind, grains, bytes, the
+ * grains whose position changed since its frame before (all of them after a change of count),
+ * and the state and flowing fraction of the latest measurements message. */
+static void log_frame(const frame_header *h, size_t len) {
+  const size_t n = P.dec.count;
+  size_t moved = n;
+  if (P.prev_pos && P.prev_count == n) {
+    moved = 0;
+    for (size_t k = 0; k < n; k++) {
+      moved += memcmp(&P.prev_pos[3 * k], &P.dec.pos[3 * k], 3 * sizeof(double)) != 0;
+    }
+  }
+  double *keep = realloc(P.prev_pos, sizeof(double) * (3 * n + 1));
+  if (keep) {
+    memcpy(keep, P.dec.pos, sizeof(double) * 3 * n);
+    P.prev_pos = keep;
+    P.prev_count = (uint32_t)n;
+  }
+  fprintf(P.frame_log, "%.6f %d %u %zu %zu %s %.6g\n", h->t, h->kind, h->count, len, moved,
+          P.state[0] ? P.state : "-", P.flowing);
+}
+
 static void on_binary(viewer *v, const uint8_t *buf, size_t len) {
   if (v->index == 0) {
     P.untagged += !P.tag_open;
@@ -404,6 +431,9 @@ static void on_binary(viewer *v, const uint8_t *buf, size_t len) {
       if (P.dump) {
         dump(buf, len, true);
       }
+      if (P.frame_log) {
+        log_frame(&h, len);
+      }
       if (P.verify && P.twin && !P.twin_failed) {
         verify_frame();
       }
@@ -443,6 +473,10 @@ static void on_text(viewer *v, const char *text, size_t len) {
   } else if (strcmp(type, "measurements") == 0) {
     P.measurements++;
     json_t *values = json_object_get(m, "values");
+    const char *state = json_string_value(json_object_get(m, "state"));
+    snprintf(P.state, sizeof P.state, "%s", state ? state : "-");
+    json_t *flowing = json_object_get(values, "flowing");
+    P.flowing = json_is_number(flowing) ? json_number_value(flowing) : -1.0;
     P.measure_keys_missing +=
         !json_is_object(values) || json_object_size(values) == 0 || !json_object_get(values, "t");
   } else if (strcmp(type, "event") == 0) {
@@ -587,13 +621,15 @@ static int usage(void) {
           "usage: ws_probe --port P --session ID [--viewers K] [--seconds S] [--frames N]\n"
           "       [--send TEXT|binary:|big:N]... [--send-after S] [--stall-at S --stall-for S]\n"
           "       [--rate FPS (every viewer asks for it first)] [--end-after EVENT S]\n"
-          "       [--verify] [--decode-all] [--path PATH] [--origin HOST] [--host HOST]\n");
+          "       [--verify] [--decode-all] [--path PATH] [--origin HOST] [--host HOST]\n"
+          "       [--dump DIR] [--frame-log FILE]\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
   P.nviewers = 1;
   P.seconds = 5;
+  P.flowing = -1.0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--verify") == 0) {
@@ -632,6 +668,11 @@ int main(int argc, char **argv) {
       P.host = val;
     } else if (strcmp(a, "--dump") == 0) {
       P.dump = val;
+    } else if (strcmp(a, "--frame-log") == 0) {
+      if (!(P.frame_log = fopen(val, "w"))) {
+        fprintf(stderr, "ws_probe: cannot write %s\n", val);
+        return 1;
+      }
     } else if (strcmp(a, "--end-after") == 0 && i + 1 < argc) {
       P.end_event = val;
       P.end_linger = atof(argv[++i]);
@@ -836,6 +877,10 @@ int main(int argc, char **argv) {
   puts(text);
   free(text);
   json_decref(out);
+  if (P.frame_log) {
+    fclose(P.frame_log);
+  }
+  free(P.prev_pos);
   lws_sul_cancel(&tick_sul);
   lws_context_destroy(ctx);
   return 0;
