@@ -42,6 +42,7 @@ typedef struct viewer {
   double *ages;
   size_t nages, agecap;
   double key_bytes, key_grains, all_bytes, all_grains;
+  frame_decoder *dec; /* --decode-all: this viewer's own (viewer 0's is P.dec) */
   /* the steps of each measurements message (viewers 0 and 1): which ones a viewer got */
   uint64_t samples[MAX_SAMPLES];
   int nsamples;
@@ -422,9 +423,12 @@ static void on_binary(viewer *v, const uint8_t *buf, size_t len) {
     }
   }
   if (v->index == 0 || P.decode_all) {
-    static frame_decoder others; /* the other viewers share one: counting errors is enough */
-    frame_decoder *d = v->index == 0 ? &P.dec : &others;
-    if (frame_decode(d, buf, len) != 0) {
+    /* each viewer its own decoder: what a frame refers to is what this viewer got before */
+    if (v->index != 0 && !v->dec) {
+      v->dec = calloc(1, sizeof *v->dec);
+    }
+    frame_decoder *d = v->index == 0 ? &P.dec : v->dec;
+    if (!d || frame_decode(d, buf, len) != 0) {
       P.decode_errors++;
     } else if (v->index == 0) {
       P.decoded++;
