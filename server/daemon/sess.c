@@ -811,7 +811,7 @@ static void reap(sess_registry *r) {
   const double now = sess__now(), idle = r->limits.idle_timeout_s;
   for (int i = 0; i < n; i++) {
     session *s = copy[i];
-    const int viewers = chan_viewers(&s->ch, NULL);
+    const int viewers = chan_viewers(&s->ch, NULL, NULL);
     pthread_mutex_lock(&s->lock);
     const bool dead = s->state == SESS_FAILED || s->state == SESS_ENDED;
     if (viewers > 0) {
@@ -914,7 +914,7 @@ static const char *state_name(sess_state st) {
 
 void sess_view(session *s, api_session_view *out) {
   memset(out, 0, sizeof *out);
-  out->viewers = chan_viewers(&s->ch, NULL);
+  out->viewers = chan_viewers(&s->ch, NULL, NULL);
   pthread_mutex_lock(&s->lock);
   memcpy(out->id, s->id, sizeof out->id);
   memcpy(out->join_code, s->join, sizeof out->join_code);
@@ -1005,7 +1005,7 @@ void sess_get_totals(sess_registry *r, sess_totals *out) {
     out->running += st == SESS_RUNNING || st == SESS_ASLEEP;
     out->workers += st != SESS_FAILED && st != SESS_ENDED;
     out->failed += st == SESS_FAILED;
-    out->viewers += chan_viewers(&copy[i]->ch, NULL);
+    out->viewers += chan_viewers(&copy[i]->ch, NULL, NULL);
     sess_release(copy[i]);
   }
   free(copy);
@@ -1048,7 +1048,7 @@ void sess_metrics(sess_registry *r, FILE *f) {
         f);
   for (int i = 0; i < n; i++) {
     fprintf(f, "grainlab_session_viewers{session=\"%s\"} %d\n", copy[i]->id,
-            chan_viewers(&copy[i]->ch, NULL));
+            chan_viewers(&copy[i]->ch, NULL, NULL));
     sess_release(copy[i]);
   }
   free(copy);

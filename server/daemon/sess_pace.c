@@ -48,9 +48,9 @@ static void stream(session *s, bool samples) {
   if (s->ending) {
     return;
   }
-  bool want_key = false;
-  const int viewers = chan_viewers(&s->ch, &want_key);
-  if (viewers > 0 && (s->dirty || want_key) && s->state != SESS_FAILED) {
+  bool want_key = false, want_delta = false;
+  const int viewers = chan_viewers(&s->ch, &want_key, &want_delta);
+  if (viewers > 0 && (s->dirty || want_key || want_delta) && s->state != SESS_FAILED) {
     const bool chains = s->def.scene->chains;
     const double cx = s->last.meas.value[GRN_M_CX], cz = s->last.meas.value[GRN_M_CZ];
     /* the chains' cut plane: through the pile's centre, facing a viewer on +z */
@@ -58,17 +58,21 @@ static void stream(session *s, bool samples) {
     worker_result r;
     const int timeout = sess__timeout_for(s, 1);
     pthread_mutex_unlock(&s->lock);
-    const int type = worker_call_frame(&s->wc, want_key, chains ? plane : NULL, timeout, &r);
+    const int type =
+        worker_call_frame(&s->wc, want_key, want_delta, chains ? plane : NULL, timeout, &r);
     pthread_mutex_lock(&s->lock);
     if (type == WORKER_REPLY_STATUS) {
       s->last = r.status;
+      /* the worker is not trusted: its sizes must lie inside the shared memory (each part at
+       * the end of the one before, rounded up to 8) */
+      const size_t room = s->wc.frame_bytes;
       const size_t size = r.status.frame_size, at = (size + 7) & ~(size_t)7;
-      const size_t csize = r.status.chain_size;
-      /* the worker is not trusted: its sizes must lie inside the shared memory */
-      if (size > 0 && size <= s->wc.frame_bytes &&
-          (csize == 0 || at + csize <= s->wc.frame_bytes)) {
-        if (chan_publish_frame(&s->ch, s->wc.frames, size, csize ? s->wc.frames + at : NULL,
-                               csize) == 0) {
+      const size_t csize = r.status.chain_size, dsize = r.status.delta_size;
+      const size_t dat = csize ? (at + csize + 7) & ~(size_t)7 : at;
+      if (size > 0 && size <= room && (csize == 0 || (at <= room && csize <= room - at)) &&
+          (dsize == 0 || (dat <= room && dsize <= room - dat))) {
+        if (chan_publish_frame(&s->ch, s->wc.frames, size, dsize ? s->wc.frames + dat : NULL, dsize,
+                               csize ? s->wc.frames + at : NULL, csize) == 0) {
           s->dirty = false;
           sess__notify(s);
         }
@@ -258,7 +262,7 @@ void *sess__pace(void *arg) {
      * about 1 % of a core). Its samples are taken inside the engine at their own steps either
      * way; an action waits at most BEHIND_MAX ticks, and a viewer who joins brings the next call
      * back to one tick. */
-    const bool watched = chan_viewers(&s->ch, NULL) > 0;
+    const bool watched = chan_viewers(&s->ch, NULL, NULL) > 0;
     const int mult = !watched ? BEHIND_MAX : behind < 1 ? 1 : behind < 2 ? 2 : BEHIND_MAX;
     s->step_acc += 1.0 / GRN_STEP_SECONDS / TICK_HZ * s->speed * mult;
     int k = (int)s->step_acc;

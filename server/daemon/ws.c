@@ -549,7 +549,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     if (!s && ws->opt.guesses) {
       iplimit_charge(ws->opt.guesses, ip);
     }
-    const bool full = s && chan_viewers(sess_chan(s), NULL) >= sess_max_viewers(ws->reg);
+    const bool full = s && chan_viewers(sess_chan(s), NULL, NULL) >= sess_max_viewers(ws->reg);
     if (s) {
       sess_release(s);
     }

@@ -28,6 +28,7 @@ static uint8_t *frames;     /* the shared frame memory (NULL: none asked for) */
 static size_t frame_bytes;  /* its size */
 static uint32_t frame_size; /* bytes of the last frame written, reported once */
 static uint32_t chain_size; /* and of the chains message after it */
+static uint32_t delta_size; /* and of its delta form after those */
 static grn_contact *chain_buf;
 static int chain_cap;
 /* The last digest and the step it is of: a reply not asked for a fresh one carries it; an action
@@ -94,7 +95,8 @@ static void send_status(const grn_world *w, bool fresh) {
   r.settle_left = grn_world_settle_left(w);
   r.frame_size = frame_size;
   r.chain_size = chain_size;
-  frame_size = chain_size = 0;
+  r.delta_size = delta_size;
+  frame_size = chain_size = delta_size = 0;
   send_msg(&r, sizeof r);
 }
 
@@ -384,9 +386,9 @@ int main(void) {
       }
       memcpy(frames, out, len);
       frame_size = (uint32_t)len;
+      size_t at = (len + 7) & ~(size_t)7; /* where the next part goes */
       if (f.chains) {
         const int n = grn_world_chains(w, f.px, f.pz, f.nx, f.nz, chain_buf, chain_cap);
-        const size_t at = (len + 7) & ~(size_t)7;
         if (n < 0 ||
             frame_encode_chains(enc, chain_buf, n < chain_cap ? n : chain_cap, &out, &len) != 0 ||
             at + len > frame_bytes) {
@@ -398,6 +400,18 @@ int main(void) {
         }
         memcpy(frames + at, out, len);
         chain_size = (uint32_t)len;
+        at = (at + len + 7) & ~(size_t)7;
+      }
+      if (f.delta) {
+        /* nothing when the frame is a keyframe; one that does not fit is left out (the viewer
+         * waiting for it asks again with the next frame) */
+        if (frame_encode_delta(enc, &out, &len) != 0) {
+          return WORKER_EXIT_NOMEM;
+        }
+        if (len > 0 && at + len <= frame_bytes) {
+          memcpy(frames + at, out, len);
+          delta_size = (uint32_t)len;
+        }
       }
       send_status(w, false); /* frames are sent every tick: the digest only when asked */
       break;

@@ -156,10 +156,13 @@ static void abandon(worker_client *wc) {
 }
 
 size_t worker_frame_bytes(int grains) {
-  const size_t raw = 8 * (size_t)grains + sizeof(grn_geometry);
+  /* the larger raw payload of a keyframe (8 bytes a grain and the geometry) and a predicted frame
+   * or a delta (10 bytes a grain) */
+  const size_t raw = 10 * (size_t)grains + sizeof(grn_geometry);
   const size_t chains = 12 * WORKER_CHAINS_PER_GRAIN * (size_t)grains;
-  /* each part > FRAME_HEADER + ZSTD_compressBound(its raw size), plus alignment */
-  return 2 * (FRAME_HEADER + 4096) + raw + raw / 128 + chains + chains / 128;
+  /* each part (the frame, its chains, its delta) > FRAME_HEADER + ZSTD_compressBound(its raw
+   * size), plus alignment */
+  return 3 * (FRAME_HEADER + 4096) + 2 * (raw + raw / 128) + chains + chains / 128;
 }
 
 int worker_spawn(worker_client *wc, const char *exe, const worker_create *create, bool keep_stderr,
@@ -359,12 +362,13 @@ int worker_call_set(worker_client *wc, grn_param_id param, double value, int tim
   return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
 }
 
-int worker_call_frame(worker_client *wc, bool key, const double chains[4], int timeout_ms,
-                      worker_result *out) {
+int worker_call_frame(worker_client *wc, bool key, bool delta, const double chains[4],
+                      int timeout_ms, worker_result *out) {
   worker_frame cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.h = (worker_header){WORKER_CMD_FRAME, sizeof cmd};
   cmd.key = key;
+  cmd.delta = delta;
   cmd.chains = chains != NULL;
   if (chains) {
     cmd.px = chains[0];

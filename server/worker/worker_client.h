@@ -62,10 +62,11 @@ int worker_call_act(worker_client *wc, const grn_action *action, int timeout_ms,
                     worker_result *out);
 int worker_call_set(worker_client *wc, grn_param_id param, double value, int timeout_ms,
                     worker_result *out);
-/* A frame into the shared memory (a keyframe when `key`), with the force chains behind the plane
- * through (px, pz) with normal (nx, nz) when `chains` is given (NULL: none). */
-int worker_call_frame(worker_client *wc, bool key, const double chains[4], int timeout_ms,
-                      worker_result *out);
+/* A frame into the shared memory (a keyframe when `key`; its delta form too when `delta`), with
+ * the force chains behind the plane through (px, pz) with normal (nx, nz) when `chains` is given
+ * (NULL: none). */
+int worker_call_frame(worker_client *wc, bool key, bool delta, const double chains[4],
+                      int timeout_ms, worker_result *out);
 int worker_call_status(worker_client *wc, int timeout_ms, worker_result *out);
 /* A snapshot (server/common/snapshot.h's `format`) of the world now: its text in *text (malloc'd,
  * *len bytes), at most `cap` bytes (a worker that sends more is ended), then its status; NULL on

@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 /* 2: parameters are set by id; 3: the digest on demand; 4: snapshots; 5: every sample of a step;
- * 6: the status says how long the grains may still settle */
-#define WORKER_PROTO_VERSION 6u
+ * 6: the status says how long the grains may still settle; 7: a frame's delta form on request
+ * (stream format 2) */
+#define WORKER_PROTO_VERSION 7u
 #define WORKER_MAX_MESSAGE 65536
 /* The most steps one step command may ask for: a minute of simulated time. */
 #define WORKER_MAX_STEPS ((int)(60.0 / GRN_STEP_SECONDS + 0.5))
@@ -69,6 +70,7 @@ typedef struct worker_frame {
   worker_header h;
   uint8_t key;    /* 1: a keyframe now (a viewer joined) */
   uint8_t chains; /* 1: the force chains too, in the slab behind the plane below */
+  uint8_t delta;  /* 1: the frame as a delta against its keyframe too (a viewer skipped frames) */
   double px, pz, nx, nz;
 } worker_frame;
 
@@ -133,6 +135,7 @@ typedef struct worker_status {
   double settle_left;  /* grn_world_settle_left: seconds of simulated time, at most */
   uint32_t frame_size; /* bytes of the frame just written to the shared memory (FRAME only) */
   uint32_t chain_size; /* bytes of the chains message after it, at frame_size rounded up to 8 */
+  uint32_t delta_size; /* bytes of its delta form after those, at their end rounded up to 8 */
 } worker_status;
 
 #define WORKER_NO_DIGEST UINT64_MAX

@@ -1,44 +1,76 @@
 // The browser's frame decoder (web_client/js/stream.js) against the C reference decoder: every
-// message a real session streamed (keyframes, deltas, force chains), dumped by ws_probe with
-// the positions the C decoder found, must decode to the same positions (float32 rounding).
-// Usage: node test_decoder.mjs DUMP_DIR
+// message real sessions streamed (keyframes, predicted frames, deltas, force chains), dumped by
+// ws_probe with the grid coordinates and positions the C decoder found, must decode to the very
+// same grid coordinates (so to the same picture: what is drawn is a function of them, the shades
+// and the radii) and positions equal up to float32 rounding. Each folder is one viewer's stream.
+// Usage: node test_decoder.mjs DUMP_DIR...
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-const dir = resolve(process.argv[2]);
 const here = new URL('.', import.meta.url);
-const { Decoder, KEY, DELTA, CHAINS } = await import(new URL('../../web_client/js/stream.js', here));
-const decoder = new Decoder();
-const seen = { [KEY]: 0, [DELTA]: 0, [CHAINS]: 0 };
-let worst = 0, bad = 0, compared = 0, pairs = 0;
-for (const name of readdirSync(dir).filter((f) => f.endsWith('.bin')).sort()) {
-  const bytes = readFileSync(join(dir, name));
-  const buffer = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length);
-  let info;
-  try {
-    info = decoder.decode(buffer);
-  } catch (e) {
-    console.log(`FAIL ${name}: ${e.message}`);
-    bad++;
-    continue;
-  }
-  seen[info.kind]++;
-  if (info.kind === CHAINS) {
-    for (let k = 0; k < info.count; k++) {
-      if (info.a[k] >= decoder.count || info.b[k] >= decoder.count || !(info.force[k] > 0)) bad++;
+const { Decoder, KEY, DELTA, CHAINS, PREDICTED } = await import(new URL('../../web_client/js/stream.js', here));
+const seen = { [KEY]: 0, [DELTA]: 0, [CHAINS]: 0, [PREDICTED]: 0 };
+let worst = 0, bad = 0, compared = 0, sameQ = 0, pairs = 0;
+// a file's bytes as its own ArrayBuffer (readFileSync may hand out a slice of a shared pool)
+const own = (bytes) => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length);
+for (const arg of process.argv.slice(2)) {
+  const dir = resolve(arg), decoder = new Decoder();
+  for (const name of readdirSync(dir).filter((f) => f.endsWith('.bin')).sort()) {
+    let info;
+    try {
+      info = decoder.decode(own(readFileSync(join(dir, name))));
+    } catch (e) {
+      console.log(`FAIL ${arg}/${name}: ${e.message}`);
+      bad++;
+      continue;
     }
-    pairs += info.count;
-    continue;
+    seen[info.kind]++;
+    if (info.kind === CHAINS) {
+      for (let k = 0; k < info.count; k++) {
+        if (info.a[k] >= decoder.count || info.b[k] >= decoder.count || !(info.force[k] > 0)) bad++;
+      }
+      pairs += info.count;
+      continue;
+    }
+    const ref = new Float64Array(own(readFileSync(join(dir, name.replace('.bin', '.pos')))));
+    const q = new Uint16Array(own(readFileSync(join(dir, name.replace('.bin', '.q')))));
+    if (ref.length !== decoder.positions.length || q.length !== decoder.q.length) { bad++; continue; }
+    for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(ref[i] - decoder.positions[i]));
+    sameQ += q.every((x, i) => x === decoder.q[i]);
+    compared++;
   }
-  const raw = readFileSync(join(dir, name.replace('.bin', '.pos'))); // may sit inside a shared pool
-  const ref = new Float64Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length));
-  if (ref.length !== decoder.positions.length) { bad++; continue; }
-  for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(ref[i] - decoder.positions[i]));
-  compared++;
 }
 const ok = (name, cond) => { console.log(`${cond ? 'ok  ' : 'FAIL'} ${name}`); if (!cond) bad++; };
-ok(`keyframes ${seen[KEY]}, deltas ${seen[DELTA]}, force-chain messages ${seen[CHAINS]} (${pairs} pairs) decoded`,
-   seen[KEY] > 0 && seen[DELTA] > 50 && seen[CHAINS] > 50);
+const refused = (decoder, buffer) => { try { decoder.decode(buffer); return false; } catch (e) { return true; } };
+
+// hostile or out-of-place frames are refused and change nothing: the first keyframe and the
+// predicted frame after it of the full-rate stream, altered
+{
+  const dir = resolve(process.argv[2]), files = readdirSync(dir).filter((f) => f.endsWith('.bin')).sort();
+  const frames = files.map((f) => own(readFileSync(join(dir, f))));
+  const kind = (b) => new DataView(b).getUint8(5);
+  const seq = (b) => new DataView(b).getUint32(8, true);
+  // a keyframe with the predicted frame right after it
+  const k = frames.findIndex((b, i) => kind(b) === KEY && frames.some((c) => kind(c) === PREDICTED && seq(c) === seq(b) + 1));
+  const p = frames.findIndex((b) => kind(b) === PREDICTED && seq(b) === seq(frames[k]) + 1);
+  const d = new Decoder();
+  ok('a predicted frame without the frames before it is refused', refused(d, frames[p]));
+  d.decode(frames[k]);
+  const q = d.q.slice();
+  const altered = (b, at, put) => { const c = b.slice(0); put(new DataView(c), at); return c; };
+  ok('a frame of format 1 is refused', refused(d, altered(frames[k], 4, (v, at) => v.setUint8(at, 1))));
+  ok('a truncated frame is refused', refused(d, frames[k].slice(0, frames[k].byteLength - 1)));
+  ok('a keyframe claiming 4 M grains is refused before anything is decompressed',
+     refused(d, altered(frames[k], 16, (v, at) => { v.setUint32(at, 4000000, true); v.setUint32(at + 4, 8 * 4000000 + 184, true); })));
+  ok('a raw size unlike the zstd frame\'s own is refused',
+     refused(d, altered(frames[k], 20, (v, at) => v.setUint32(at, v.getUint32(at, true) + 8, true))));
+  ok('a prediction of order 3 is refused', refused(d, altered(frames[p], 6, (v, at) => v.setUint8(at, 3))));
+  ok('the decoder is unchanged by all that', d.q.every((x, i) => x === q[i]));
+  ok('and takes the predicted frame after its keyframe', !refused(d, frames[p]));
+}
+ok(`keyframes ${seen[KEY]}, predicted ${seen[PREDICTED]}, deltas ${seen[DELTA]}, force-chain messages ${seen[CHAINS]} (${pairs} pairs) decoded`,
+   seen[KEY] > 0 && seen[PREDICTED] > 50 && seen[DELTA] > 20 && seen[CHAINS] > 50);
+ok(`${compared} frames with exactly the C decoder's grid coordinates (${sameQ} equal)`, compared > 70 && sameQ === compared);
 // float32 keeps 24 bits: positions within a few metres differ from doubles by < 1e-6 m
-ok(`${compared} frames equal to the C decoder's positions (worst ${worst.toExponential(2)} m)`, compared > 50 && worst < 1e-5);
+ok(`and its positions (worst ${worst.toExponential(2)} m)`, worst < 1e-5);
 process.exit(bad === 0 ? 0 : 1);

@@ -55,7 +55,8 @@ wait "$vpid" "$lpid" "$patchpid"
 expect "a viewer connects and the stream opens with a keyframe" "$tmp/verify" \
   'd["connected"] == 1 and d["first_kind"] == 1'
 expect "sequence numbers rise" "$tmp/verify" 'd["seq_increasing"] and d["frames"] > 60'
-expect "every frame decodes" "$tmp/verify" 'd["decode_errors"] == 0 and d["decoded"] == d["frames"]'
+expect "every frame decodes, predicted frames among them (a viewer that gets every frame)" "$tmp/verify" \
+  'd["decode_errors"] == 0 and d["decoded"] == d["frames"] and d["kinds"]["predicted"] > 0'
 expect "every position within half a grid step (extent/65535) of the headless re-run, after an action over the socket and a REST change" \
   "$tmp/verify" '"verify_error" not in d and d["verified"] == d["frames"] and d["max_err_steps"] <= 0.5 + 1e-6'
 expect "the controller authenticates and its action and the change come back as events at their steps" \
@@ -143,8 +144,8 @@ expect "rate 5: between 2 and 8 frames a second over 4 s, while an unlimited vie
   "$tmp/rate" 'd["rate"]["fps"] == 5 and d["rate"]["seconds"] >= 3.9 and 2 <= d["rate"]["frames"][0] / d["rate"]["seconds"] <= 8 and d["rate"]["frames"][1] / d["rate"]["seconds"] > 20'
 expect "rate 5: 0, 61, 2.5, 60.5, a string and none are each refused with bad_rate" "$tmp/rate" \
   'd["errors"] == ["bad_rate"] * 6 and d["connected"] == 2 and d["close_status"] == 0'
-expect "rate 5: the first frame is a keyframe, every frame decodes (no delta without its keyframe), the newest each time" \
-  "$tmp/rate" 'd["first_kind"] == 1 and d["decode_errors"] == 0 and d["decoded"] == d["frames"] and d["seq_increasing"] and d["skipped"] > 0'
+expect "rate 5: the first frame is a keyframe, every frame decodes (deltas: it skips the frames a predicted one needs), the newest each time" \
+  "$tmp/rate" 'd["first_kind"] == 1 and d["decode_errors"] == 0 and d["decoded"] == d["frames"] and d["seq_increasing"] and d["skipped"] > 0 and d["kinds"]["deltas"] > 0'
 expect "rate 5: every measurements message still arrives" "$tmp/rate" \
   'd["measurements_missing"] == 0 and d["measurements_each"][0] >= 8 and d["measurements_each"][0] >= d["measurements_each"][1] - 1'
 held_after=$(metric grainlab_ws_frames_held_total)

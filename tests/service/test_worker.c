@@ -171,7 +171,7 @@ static void frames_through_shared_memory(void) {
     step(&wc, 4, &st);
     grn_world_step(w, 4);
     worker_result r;
-    const int type = worker_call_frame(&wc, f == 60, NULL, 5000, &r);
+    const int type = worker_call_frame(&wc, f == 60, false, NULL, 5000, &r);
     st = r.status;
     if (type != WORKER_REPLY_STATUS || st.frame_size == 0 ||
         frame_decode(&dec, wc.frames, st.frame_size) != 0) {

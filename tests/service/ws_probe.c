@@ -42,7 +42,8 @@ typedef struct viewer {
   double *ages;
   size_t nages, agecap;
   double key_bytes, key_grains, all_bytes, all_grains;
-  frame_decoder *dec; /* --decode-all: this viewer's own (viewer 0's is P.dec) */
+  uint64_t predicted, deltas; /* frames of those kinds */
+  frame_decoder *dec;         /* --decode-all: this viewer's own (viewer 0's is P.dec) */
   /* the steps of each measurements message (viewers 0 and 1): which ones a viewer got */
   uint64_t samples[MAX_SAMPLES];
   int nsamples;
@@ -321,7 +322,8 @@ static void verify_chains(const uint8_t *buf, size_t len) {
 }
 
 /* Viewer 0's message as NNNNNN.bin and, for a frame it decoded, the positions as NNNNNN.pos
- * (doubles, xyz per grain): what another decoder (the browser's) must reproduce. */
+ * (doubles, xyz per grain) and the grid coordinates as NNNNNN.q (u16, x, y, z planes): what
+ * another decoder (the browser's) must reproduce. */
 static void dump(const uint8_t *buf, size_t len, bool decoded) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%06llu.bin", P.dump, (unsigned long long)P.dumped);
@@ -335,6 +337,12 @@ static void dump(const uint8_t *buf, size_t len, bool decoded) {
     f = fopen(path, "wb");
     if (f) {
       fwrite(P.dec.pos, sizeof(double), 3 * (size_t)P.dec.count, f);
+      fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/%06llu.q", P.dump, (unsigned long long)P.dumped);
+    f = fopen(path, "wb");
+    if (f) {
+      fwrite(P.dec.q, sizeof(uint16_t), 3 * (size_t)P.dec.count, f);
       fclose(f);
     }
   }
@@ -401,6 +409,8 @@ static void on_binary(viewer *v, const uint8_t *buf, size_t len) {
     P.rate_times[P.nrate_times++] = t;
   }
   v->keyframes += h.kind == FRAME_KEY;
+  v->predicted += h.kind == FRAME_PREDICTED;
+  v->deltas += h.kind == FRAME_DELTA;
   v->all_bytes += (double)len;
   v->all_grains += h.count;
   if (h.kind == FRAME_KEY) {
@@ -801,6 +811,10 @@ int main(int argc, char **argv) {
       v0->all_grains > 0 ? v0->all_bytes / v0->all_grains : 0.0, "age_p50_ms",
       nages ? ages[nages / 2] : 0.0, "age_p99_ms", nages ? ages[(nages * 99) / 100] : 0.0);
   json_object_set_new(out, "tagged", P.tagged);
+  json_object_set_new(out, "kinds",
+                      json_pack("{s:I, s:I, s:I}", "keyframes", (json_int_t)v0->keyframes,
+                                "predicted", (json_int_t)v0->predicted, "deltas",
+                                (json_int_t)v0->deltas));
   json_object_set_new(out, "untagged", json_integer((json_int_t)P.untagged));
   json_object_set_new(out, "chains",
                       json_pack("{s:I, s:I, s:I, s:I}", "messages", (json_int_t)P.chains_msgs,

@@ -1,9 +1,10 @@
-// A session's websocket stream (schema/stream.md): frames decoded into positions, shades, radii
-// and scene geometry; text messages (hello, measurements, events, errors) handed on as objects.
+// A session's websocket stream (schema/stream.md, format 2): frames decoded into positions,
+// shades, radii and scene geometry; text messages (hello, measurements, events, errors) handed on
+// as objects.
 import { decompress } from 'fzstd';
 
-const MAGIC = 0x464e5247;
-export const KEY = 1, DELTA = 2, CHAINS = 3;
+const MAGIC = 0x464e5247, VERSION = 2, ORDER_MAX = 2, MAX_GRAINS = 4000000;
+export const KEY = 1, DELTA = 2, CHAINS = 3, PREDICTED = 4;
 
 function geometry(view, at) {
   const f = (o) => view.getFloat64(at + o, true), b = (o) => view.getUint8(at + o) !== 0;
@@ -16,61 +17,108 @@ function geometry(view, at) {
   };
 }
 
-export class Decoder {
-  constructor() { this.keySeq = -1; this.count = 0; }
+// The content size a zstd frame's header declares (RFC 8878 §3.1.1.1), or -1 when it declares
+// none: checked against the header's raw_size before anything is decompressed, so that a few
+// hostile bytes cannot make the decompressor allocate what they claim.
+function contentSize(z) {
+  if (z.length < 6 || z[0] !== 0x28 || z[1] !== 0xb5 || z[2] !== 0x2f || z[3] !== 0xfd) return -1;
+  const flg = z[4], fcf = flg >> 6, single = (flg >> 5) & 1, dict = [0, 1, 2, 4][flg & 3];
+  const bytes = fcf ? 1 << fcf : single, at = 5 + (single ? 0 : 1) + dict;
+  if (!bytes || z.length < at + bytes) return -1;
+  let size = 0;
+  for (let i = bytes - 1; i >= 0; i--) size = size * 256 + z[at + i];
+  return fcf === 1 ? size + 256 : size;
+}
 
-  // Returns {kind, seq, t, count, ...} or throws on anything malformed.
+export class Decoder {
+  constructor() { this.keySeq = -1; this.count = 0; this.seq = -1; this.run = 0; }
+
+  // Returns {kind, seq, t, count, ...} or throws on anything malformed, a delta whose keyframe it
+  // has not decoded, or a predicted frame without the frames right before it; a refused frame
+  // changes nothing. this.q holds the decoded grid coordinates (x, y, z planes of count).
   decode(buffer) {
     const bytes = new Uint8Array(buffer);
     if (bytes.length < 64) throw new Error('short frame');
     const v = new DataView(buffer);
-    if (v.getUint32(0, true) !== MAGIC || v.getUint8(4) !== 1) throw new Error('not a grainlab frame');
-    const kind = v.getUint8(5), seq = v.getUint32(8, true), keySeq = v.getUint32(12, true);
+    if (v.getUint32(0, true) !== MAGIC || v.getUint8(4) !== VERSION) throw new Error('not a grainlab frame of format 2');
+    const kind = v.getUint8(5), order = v.getUint8(6), seq = v.getUint32(8, true), keySeq = v.getUint32(12, true);
     const n = v.getUint32(16, true), rawSize = v.getUint32(20, true), payload = v.getUint32(24, true);
     if (payload !== bytes.length - 64) throw new Error('bad payload size');
-    const raw = decompress(bytes.subarray(64));
-    if (raw.length !== rawSize) throw new Error('bad raw size');
+    if (n > MAX_GRAINS) throw new Error('too many grains');
     const head = { kind, seq, keySeq, count: n, t: v.getFloat64(32, true),
                    origin: [v.getFloat32(40, true), v.getFloat32(44, true), v.getFloat32(48, true)],
                    step: v.getFloat32(52, true), published: Number(v.getBigUint64(56, true)) };
     if (kind === CHAINS) {
       if (keySeq !== this.keySeq || rawSize !== 12 * n) throw new Error('chains for another keyframe');
+    } else if (kind === KEY) {
+      if (order !== 0 || rawSize !== 8 * n + 184 || !(head.step > 0)) throw new Error('bad keyframe');
+    } else if (kind === DELTA || kind === PREDICTED) {
+      if (rawSize !== 10 * n || (kind === DELTA ? order !== 0 : order < 1 || order > ORDER_MAX)) throw new Error('bad frame size');
+      if (keySeq !== this.keySeq || n !== this.count) throw new Error('a frame without its keyframe');
+      if (kind === PREDICTED && (this.seq !== ((seq - 1) >>> 0) || this.run < order)) {
+        throw new Error('a predicted frame without the frames before it');
+      }
+    } else {
+      throw new Error('unknown frame kind');
+    }
+    const z = bytes.subarray(64);
+    if (contentSize(z) !== rawSize) throw new Error('bad raw size');
+    const raw = decompress(z);
+    if (raw.length !== rawSize) throw new Error('bad raw size');
+    if (kind === CHAINS) {
       const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
       const a = new Uint32Array(n), b = new Uint32Array(n), f = new Float32Array(n);
       for (let k = 0; k < n; k++) {
         a[k] = dv.getUint32(4 * k, true); b[k] = dv.getUint32(4 * (n + k), true);
         f[k] = dv.getFloat32(4 * (2 * n + k), true);
+        if (a[k] >= this.count || b[k] >= this.count) throw new Error('chains name grains the keyframe lacks');
       }
       return { ...head, a, b, force: f };
     }
+    // the new q first, into scratch: a grain off the grid refuses the whole frame
+    const q = kind === KEY || !this.qNew || this.qNew.length !== 3 * n ? new Uint16Array(3 * n) : this.qNew;
     if (kind === KEY) {
-      if (rawSize !== 8 * n + 184) throw new Error('bad keyframe size');
       const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-      this.keyQ = new Uint16Array(3 * n);
-      for (let i = 0; i < 3 * n; i++) this.keyQ[i] = dv.getUint16(2 * i, true);
+      for (let i = 0; i < 3 * n; i++) q[i] = dv.getUint16(2 * i, true);
+    } else {
+      // residual planes: byte b of axis a's zigzag code in plane 3b + a
+      for (let a = 0; a < 3; a++) {
+        for (let k = 0; k < n; k++) {
+          const j = a * n + k;
+          const zz = raw[j] | (raw[3 * n + j] << 8) | (raw[6 * n + j] << 16);
+          const d = (zz >>> 1) ^ -(zz & 1);
+          const p = kind === DELTA ? this.keyQ[j] : order === 1 ? this.q[j] : 2 * this.q[j] - this.qPrev[j];
+          const x = p + d;
+          if (x < 0 || x > 65535) throw new Error('a grain off the grid');
+          q[j] = x;
+        }
+      }
+    }
+    if (kind === KEY) {
+      const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+      this.keyQ = q.slice();
       this.keySeq = seq; this.count = n; this.origin = head.origin; this.step = head.step;
       this.radius = new Float32Array(n);
       for (let k = 0; k < n; k++) this.radius[k] = raw[7 * n + k] * 0.0005;
       this.geometry = geometry(dv, 8 * n);
       this.positions = new Float32Array(3 * n);
-      this.shade = new Uint8Array(n);
-      for (let k = 0; k < n; k++) {
-        for (let a = 0; a < 3; a++) this.positions[3 * k + a] = this.origin[a] + this.keyQ[a * n + k] * this.step;
-        this.shade[k] = raw[6 * n + k];
-      }
-      return { ...head, key: true };
+      this.shade = raw.slice(6 * n, 7 * n);
+      this.qPrev = new Uint16Array(3 * n);
+      this.run = 1;
+    } else {
+      for (let k = 0; k < n; k++) this.shade[k] = kind === DELTA ? raw[9 * n + k] : this.shade[k] + raw[9 * n + k];
+      // a delta right after the frame before continues the run; after a gap it starts one
+      const next = this.seq === ((seq - 1) >>> 0);
+      this.run = next ? Math.min(this.run + 1, ORDER_MAX) : 1;
     }
-    if (kind !== DELTA) throw new Error('unknown frame kind');
-    if (keySeq !== this.keySeq || n !== this.count || rawSize !== 10 * n) throw new Error('delta without its keyframe');
+    this.qNew = this.qPrev;
+    this.qPrev = this.q || new Uint16Array(3 * n);
+    this.q = q;
+    this.seq = seq;
     for (let k = 0; k < n; k++) {
-      for (let a = 0; a < 3; a++) {
-        const z = raw[3 * a * n + k] | (raw[(3 * a + 1) * n + k] << 8) | (raw[(3 * a + 2) * n + k] << 16);
-        const d = (z >>> 1) ^ -(z & 1);
-        this.positions[3 * k + a] = this.origin[a] + (this.keyQ[a * n + k] + d) * this.step;
-      }
-      this.shade[k] = raw[9 * n + k];
+      for (let a = 0; a < 3; a++) this.positions[3 * k + a] = this.origin[a] + q[a * n + k] * this.step;
     }
-    return { ...head, key: false };
+    return { ...head, key: kind === KEY };
   }
 }
 
@@ -92,7 +140,8 @@ async function open(path, id) {
 }
 
 // What one stream's frames go through: its decoder, then handlers.onFrame(info, decoder). A
-// delta that came before its keyframe waits for the next keyframe.
+// frame the decoder cannot use (the server sends none: a delta before its keyframe, a predicted
+// frame without the frames before it) is dropped, and the stream goes on from the next it can.
 export function frames(handlers) {
   const decoder = new Decoder();
   return (data) => {
