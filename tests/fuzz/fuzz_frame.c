@@ -4,8 +4,8 @@
  * left); they go through one decoder in order: frame_decode_chains for a message whose kind byte
  * (offset 5) says force chains, frame_decode otherwise. Checks that every message is decoded or
  * refused without a sanitizer report, and that what was decoded stays inside the decoder's
- * bounds. Built like fuzz_restore.c; seeds in corpus/frame/: real keyframes, deltas and chains of
- * small worlds (make_corpus). */
+ * bounds. Built like fuzz_restore.c; seeds in corpus/frame/: real keyframes, predicted frames,
+ * deltas and chains of small worlds (make_corpus). */
 #include "frame.h"
 
 #include <stdint.h>
@@ -41,13 +41,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
       }
     } else if (frame_decode(&d, msg, n) == 0) {
-      if (d.count > GRN_MAX_GRAINS || (d.count > 0 && d.cap < d.count)) {
+      if (d.count > GRN_MAX_GRAINS || (d.count > 0 && d.cap < d.count) || d.run < 1 ||
+          d.run > FRAME_ORDER_MAX) {
         abort();
       }
-      /* every decoded grain is readable (ASan reports it otherwise) */
+      /* every decoded grain is readable (ASan reports it otherwise), its q and the history a
+       * predicted frame will use too */
       volatile double sum = 0.0;
       for (uint32_t k = 0; k < d.count; k++) {
         sum += d.pos[3 * k] + d.pos[3 * k + 1] + d.pos[3 * k + 2] + d.shade[k] + d.radius[k];
+      }
+      for (size_t j = 0; j < 3 * (size_t)d.count; j++) {
+        sum += d.q[j] + d.q_prev[j] + d.key_q[j];
       }
       (void)sum;
     }

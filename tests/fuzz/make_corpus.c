@@ -1,9 +1,10 @@
 /* Writes the fuzzers' seed corpus (tests/fuzz/corpus/): a real saved state of every scene, small
  * (count parameters at their minimum, quality 0; dambreak as a packed bed of 150 particles) and 240
- * steps in; the stream's frames of such worlds (keyframes, deltas, force chains); every action of
- * the catalogue as a websocket message and a REST body, every scene as a create body; and a
- * handful of action, parameter and runs-query inputs. Regenerate after a change of the state
- * format (GRN_ENGINE_STATE_VERSION), the frame format or the catalogue, from the repository root:
+ * steps in; the stream's frames of such worlds (keyframes, predicted frames, deltas, force
+ * chains); every action of the catalogue as a websocket message and a REST body, every scene as a
+ * create body; and a handful of action, parameter and runs-query inputs. Regenerate after a change
+ * of the state format (GRN_ENGINE_STATE_VERSION), the frame format or the catalogue, from the
+ * repository root:
  *   cmake --build build --target make_corpus && build/make_corpus tests/fuzz/corpus
  * It writes only seed-* files. Beside them sit inputs a fuzzer found, which are kept: found-* (a
  * corpus after `fuzz_<h> -merge=1`: inputs that reach edges the seeds do not; bench/README.md says
@@ -59,8 +60,9 @@ static int append_msg(uint8_t **buf, size_t *len, const uint8_t *msg, size_t n) 
   return 0;
 }
 
-/* A viewer's stream of a small world, as the worker encodes it: a keyframe, deltas 0.02 s apart,
- * the force chains after each frame where the scene shows them, and a keyframe again. */
+/* A viewer's stream of a small world, as the worker encodes it: a keyframe, predicted frames
+ * 0.02 s apart (the odd ones followed by their delta form, as a viewer that skipped would get
+ * them), the force chains after each frame where the scene shows them, and a keyframe again. */
 static int frame_seed(const char *dir, const grn_scene_info *sc) {
   grn_world_def d;
   grn_error e;
@@ -81,6 +83,9 @@ static int frame_seed(const char *dir, const grn_scene_info *sc) {
     const uint8_t *out;
     size_t n;
     bad |= frame_encode(enc, w, f == 4, &out, &n) != 0 || append_msg(&buf, &len, out, n);
+    if (f % 2 == 1 && !bad) {
+      bad |= frame_encode_delta(enc, &out, &n) != 0 || n == 0 || append_msg(&buf, &len, out, n);
+    }
     if (sc->chains && !bad) {
       const int c = grn_world_chains(w, 0.0, 0.0, 0.0, 1.0, chains, 4096);
       bad |= c < 0 || frame_encode_chains(enc, chains, c < 4096 ? c : 4096, &out, &n) != 0 ||
