@@ -88,23 +88,27 @@ static int reserve(void **p, size_t *cap, size_t need) {
   return 0;
 }
 
-/* Every per-grain array of the encoder for n grains; their contents are kept. */
-static int grow_encoder(frame_encoder *e, size_t n) {
-  if (n <= e->ncap) {
-    return 0;
-  }
-  void **arrays[] = {(void **)&e->key_id,  (void **)&e->key_q, (void **)&e->q[0],
-                     (void **)&e->q[1],    (void **)&e->q[2],  (void **)&e->shade[0],
-                     (void **)&e->shade[1]};
-  const size_t each[] = {sizeof(uint32_t), 6, 6, 6, 6, 1, 1};
-  for (size_t i = 0; i < sizeof each / sizeof each[0]; i++) {
-    size_t cap = e->ncap * each[i];
-    if (reserve(arrays[i], &cap, n * each[i]) != 0) {
-      return -1; /* those grown so far stay grown: harmless */
+/* Grows each of `count` per-grain arrays (element sizes `each`) to n grains, contents kept; *cap
+ * becomes n once all have grown (those grown before a failure stay so: harmless). */
+static int grow_grains(void **const arrays[], const size_t each[], size_t count, size_t *cap,
+                       size_t n) {
+  for (size_t i = 0; n > *cap && i < count; i++) {
+    void *p = realloc(*arrays[i], n * each[i]);
+    if (!p) {
+      return -1;
     }
+    *arrays[i] = p;
   }
-  e->ncap = n;
+  *cap = n > *cap ? n : *cap;
   return 0;
+}
+
+static int grow_encoder(frame_encoder *e, size_t n) {
+  void **const arrays[] = {(void **)&e->key_id,  (void **)&e->key_q, (void **)&e->q[0],
+                           (void **)&e->q[1],    (void **)&e->q[2],  (void **)&e->shade[0],
+                           (void **)&e->shade[1]};
+  const size_t each[] = {sizeof(uint32_t), 6, 6, 6, 6, 1, 1};
+  return grow_grains(arrays, each, sizeof each / sizeof each[0], &e->ncap, n);
 }
 
 static inline uint32_t zigzag(int32_t v) {
@@ -322,22 +326,11 @@ int frame_encode_delta(frame_encoder *e, const uint8_t **out, size_t *len) {
 }
 
 static int grow_decoder(frame_decoder *d, size_t n) {
-  if (n <= d->cap) {
-    return 0;
-  }
-  void **arrays[] = {(void **)&d->key_q, (void **)&d->q,   (void **)&d->q_prev,
-                     (void **)&d->q_new, (void **)&d->pos, (void **)&d->shade,
-                     (void **)&d->radius};
+  void **const arrays[] = {(void **)&d->key_q, (void **)&d->q,   (void **)&d->q_prev,
+                           (void **)&d->q_new, (void **)&d->pos, (void **)&d->shade,
+                           (void **)&d->radius};
   const size_t each[] = {6, 6, 6, 6, 3 * sizeof(double), 1, 1};
-  for (size_t i = 0; i < sizeof each / sizeof each[0]; i++) {
-    void *p = realloc(*arrays[i], n * each[i]);
-    if (!p) {
-      return -1; /* those grown so far stay grown: harmless */
-    }
-    *arrays[i] = p;
-  }
-  d->cap = n;
-  return 0;
+  return grow_grains(arrays, each, sizeof each / sizeof each[0], &d->cap, n);
 }
 
 int frame_decode(frame_decoder *d, const uint8_t *buf, size_t len) {
