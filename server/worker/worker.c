@@ -187,29 +187,116 @@ static const char *param_name(const grn_scene_info *scene, int32_t id) {
   return "";
 }
 
-static grn_world *create(const worker_create *c, grn_error *e) {
+/* The world of the definition; *d keeps what a restored world takes from it (threads). */
+static grn_world *create(const worker_create *c, grn_world_def *d, grn_error *e) {
   char scene[sizeof c->scene + 1];
   memcpy(scene, c->scene, sizeof c->scene);
   scene[sizeof c->scene] = '\0';
-  grn_world_def d;
-  if (grn_world_def_default(&d, scene, e) != GRN_OK) {
+  if (grn_world_def_default(d, scene, e) != GRN_OK) {
     return NULL;
   }
   /* the daemon validated these; the worker trusts nothing it reads and checks them again */
-  for (int i = 0; i < d.scene->param_count; i++) {
-    if (grn_world_def_set(&d, d.scene->param_info[i].name, c->param[d.scene->params[i]], e) !=
+  for (int i = 0; i < d->scene->param_count; i++) {
+    if (grn_world_def_set(d, d->scene->param_info[i].name, c->param[d->scene->params[i]], e) !=
         GRN_OK) {
       return NULL;
     }
   }
-  d.seed = c->seed;
-  d.grains = c->grains;
-  d.threads = c->threads;
+  d->seed = c->seed;
+  d->grains = c->grains;
+  d->threads = c->threads;
   grn_world *w = NULL;
-  if (grn_world_create(&d, &w, e) != GRN_OK) {
+  if (grn_world_create(d, &w, e) != GRN_OK) {
     return NULL;
   }
   return w;
+}
+
+/* The world's whole state (grn_world_save) in pieces, then the status with its digest; an error
+ * (no memory) before any piece. */
+static void save(const grn_world *w, worker_data *piece) {
+  const size_t n = grn_world_save_size(w);
+  unsigned char *state = malloc(n > 0 ? n : 1);
+  grn_error e = {0};
+  if (!state || grn_world_save(w, state, n, &e) != GRN_OK) {
+    if (!state) {
+      e.code = GRN_E_NOMEM;
+      snprintf(e.message, sizeof e.message, "no memory to save the world");
+    }
+    free(state);
+    send_error(&e);
+    return;
+  }
+  for (size_t at = 0; at < n;) {
+    const size_t k = n - at < WORKER_PIECE ? n - at : WORKER_PIECE;
+    send_piece(piece, (const char *)state + at, k);
+    at += k;
+  }
+  free(state);
+  send_status(w, true);
+}
+
+/* RESTORE (worker_proto.h): its pieces read whatever happens, so that the channel stays in step;
+ * *w replaced by the world made from them only when that world is the one announced. Returns
+ * false when the daemon broke the protocol. */
+static bool restore(const worker_restore *q, uint64_t memory_limit, const grn_world_def *d,
+                    grn_world **w, unsigned char *buf) {
+  if (q->size == 0 || q->size > memory_limit) {
+    return false;
+  }
+  unsigned char *state = malloc(q->size); /* NULL: the pieces are read and dropped */
+  for (uint64_t at = 0; at < q->size;) {
+    const uint64_t want = q->size - at < WORKER_PIECE ? q->size - at : WORKER_PIECE;
+    const ssize_t got = recv(chan, buf, WORKER_MAX_MESSAGE, 0);
+    worker_header h;
+    if (got < (ssize_t)sizeof h) {
+      free(state);
+      return false;
+    }
+    memcpy(&h, buf, sizeof h);
+    if (h.type != WORKER_CMD_PIECE || h.size != (size_t)got || got != (ssize_t)(sizeof h + want)) {
+      free(state);
+      return false;
+    }
+    if (state) {
+      memcpy(state + at, buf + sizeof h, want);
+    }
+    at += want;
+  }
+  grn_error e = {0};
+  if (!state) {
+    e.code = GRN_E_NOMEM;
+    snprintf(e.message, sizeof e.message, "no memory for a state of %llu bytes",
+             (unsigned long long)q->size);
+    send_error(&e);
+    return true;
+  }
+  grn_world *made = NULL;
+  const int rc = grn_world_restore(d, state, q->size, &made, &e);
+  free(state);
+  if (rc != GRN_OK) {
+    send_error(&e);
+    return true;
+  }
+  const uint64_t made_digest = grn_world_digest(made), made_steps = grn_world_step_count(made);
+  if (made_steps != q->steps || made_digest != q->digest) {
+    grn_world_destroy(made);
+    e.code = GRN_E_BAD_STATE;
+    snprintf(e.field, sizeof e.field, "state");
+    snprintf(e.message, sizeof e.message,
+             "the state restores to step %llu, digest %016llx, not the step %llu, digest %016llx "
+             "it was saved at",
+             (unsigned long long)made_steps, (unsigned long long)made_digest,
+             (unsigned long long)q->steps, (unsigned long long)q->digest);
+    send_error(&e);
+    return true;
+  }
+  grn_world_destroy(*w);
+  *w = made;
+  digest = made_digest;
+  digest_steps = q->steps;
+  send_status(*w, true);
+  return true;
 }
 
 #ifdef GRAINLAB_TEST_COMMANDS
@@ -257,7 +344,8 @@ int main(void) {
     return WORKER_EXIT_PROTOCOL;
   }
   grn_error e = {0};
-  grn_world *w = create(&c, &e);
+  grn_world_def def;
+  grn_world *w = create(&c, &def, &e);
   if (!w) {
     send_error(&e);
     return WORKER_EXIT_SETUP;
@@ -295,6 +383,7 @@ int main(void) {
     return WORKER_EXIT_SETUP;
   }
   send_status(w, true);
+  bool rekey = false; /* the next frame must be a keyframe */
   for (;;) {
     const ssize_t got = recv(chan, buf, sizeof buf, 0);
     if (got <= 0) {
@@ -374,9 +463,10 @@ int main(void) {
       memcpy(&f, buf, sizeof f);
       const uint8_t *out;
       size_t len;
-      if (frame_encode(enc, w, f.key != 0, &out, &len) != 0) {
+      if (frame_encode(enc, w, f.key != 0 || rekey, &out, &len) != 0) {
         return WORKER_EXIT_NOMEM;
       }
+      rekey = false;
       if (len > frame_bytes) {
         e.code = GRN_E_BUFFER;
         snprintf(e.message, sizeof e.message, "a frame of %zu bytes exceeds the %zu shared", len,
@@ -442,6 +532,35 @@ int main(void) {
         break;
       }
       send_status(w, false);
+      break;
+    }
+    case WORKER_CMD_SAVE: {
+      if (h.size != sizeof h) {
+        return WORKER_EXIT_PROTOCOL;
+      }
+      worker_data *piece = malloc(sizeof *piece);
+      if (!piece) {
+        e.code = GRN_E_NOMEM;
+        snprintf(e.message, sizeof e.message, "no memory to save the world");
+        send_error(&e);
+        break;
+      }
+      save(w, piece);
+      free(piece);
+      break;
+    }
+    case WORKER_CMD_RESTORE: {
+      worker_restore q;
+      if (h.size != sizeof q) {
+        return WORKER_EXIT_PROTOCOL;
+      }
+      memcpy(&q, buf, sizeof q);
+      const grn_world *before = w;
+      if (!restore(&q, c.memory_limit, &def, &w, buf)) {
+        return WORKER_EXIT_PROTOCOL;
+      }
+      /* another world: its first frame is a keyframe (the encoder's deltas are of the old one) */
+      rekey = rekey || w != before;
       break;
     }
     case WORKER_CMD_QUIT:

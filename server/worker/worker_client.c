@@ -379,26 +379,27 @@ int worker_call_frame(worker_client *wc, bool key, bool delta, const double chai
   return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
 }
 
-int worker_call_snapshot(worker_client *wc, int format, size_t cap, int timeout_ms, char **text,
-                         size_t *len, worker_result *out) {
+/* A command answered by worker_data pieces and then a status (SNAPSHOT, SAVE): the pieces
+ * gathered in *data (malloc'd, *len bytes, at most `cap`: a worker that sends more is ended). */
+static int call_for_data(worker_client *wc, const void *cmd, size_t size, size_t cap,
+                         int timeout_ms, char **data, size_t *len, worker_result *out) {
   memset(out, 0, sizeof *out);
-  *text = NULL;
+  *data = NULL;
   *len = 0;
   if (wc->ended) {
     out->type = -1;
     return -1;
   }
-  const worker_snapshot cmd = {{WORKER_CMD_SNAPSHOT, sizeof cmd}, format, 0};
   const int64_t deadline = now_ms() + timeout_ms;
   worker_data *piece = malloc(sizeof *piece);
   if (!piece) {
     out->type = WORKER_REPLY_ERROR;
     out->error.code = GRN_E_NOMEM;
-    snprintf(out->error.message, sizeof out->error.message, "no memory for a snapshot");
+    snprintf(out->error.message, sizeof out->error.message, "no memory for the worker's reply");
     return out->type;
   }
   /* a send that fails finds out why in the receive */
-  (void)send(wc->fd, &cmd, sizeof cmd, MSG_NOSIGNAL);
+  (void)send(wc->fd, cmd, size, MSG_NOSIGNAL);
   char *all = NULL;
   size_t have = 0, room = 0;
   int type;
@@ -410,7 +411,7 @@ int worker_call_snapshot(worker_client *wc, int format, size_t cap, int timeout_
     }
     if (have + n > cap) {
       /* only a broken or hostile worker sends more than any world of its size could */
-      finish(wc, "worker sent a snapshot beyond its size");
+      finish(wc, "worker sent more than a world of its size could");
       type = -1;
       break;
     }
@@ -419,7 +420,7 @@ int worker_call_snapshot(worker_client *wc, int format, size_t cap, int timeout_
       char *more = realloc(all, room);
       if (!more) {
         /* the worker goes on sending: it is ended rather than read out of step */
-        finish(wc, "no memory for the worker's snapshot");
+        finish(wc, "no memory for the worker's reply");
         type = -1;
         break;
       }
@@ -431,7 +432,7 @@ int worker_call_snapshot(worker_client *wc, int format, size_t cap, int timeout_
   out->type = type;
   if (type == WORKER_REPLY_STATUS) {
     memcpy(&out->status, piece, sizeof out->status);
-    *text = all ? all : calloc(1, 1);
+    *data = all ? all : calloc(1, 1);
     *len = have;
     all = NULL;
   } else if (type == WORKER_REPLY_ERROR) {
@@ -443,6 +444,92 @@ int worker_call_snapshot(worker_client *wc, int format, size_t cap, int timeout_
   free(all);
   free(piece);
   return type;
+}
+
+int worker_call_snapshot(worker_client *wc, int format, size_t cap, int timeout_ms, char **text,
+                         size_t *len, worker_result *out) {
+  const worker_snapshot cmd = {{WORKER_CMD_SNAPSHOT, sizeof cmd}, format, 0};
+  return call_for_data(wc, &cmd, sizeof cmd, cap, timeout_ms, text, len, out);
+}
+
+int worker_call_save(worker_client *wc, size_t cap, int timeout_ms, char **state, size_t *len,
+                     worker_result *out) {
+  const worker_header cmd = {WORKER_CMD_SAVE, sizeof cmd};
+  return call_for_data(wc, &cmd, sizeof cmd, cap, timeout_ms, state, len, out);
+}
+
+/* One message out by `deadline`: a worker that stops reading (hung, its buffer full) must not
+ * hold the caller in send. 0, or -1 with the worker ended. */
+static int send_by(worker_client *wc, const void *msg, size_t size, int64_t deadline) {
+  for (;;) {
+    if (send(wc->fd, msg, size, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)size) {
+      return 0;
+    }
+    if (errno != EAGAIN && errno != EINTR) {
+      /* the other end is gone: its exit says why */
+      finish_within(wc, "worker closed its channel", 1000);
+      return -1;
+    }
+    const int64_t left = deadline - now_ms();
+    struct pollfd p[2] = {{wc->fd, POLLOUT, 0}, {wc->cancel_fd, POLLIN, 0}};
+    const int r = left > 0 ? poll(p, wc->cancel_fd >= 0 ? 2 : 1, (int)left) : 0;
+    if (r > 0 && wc->cancel_fd >= 0 && (p[1].revents & POLLIN)) {
+      finish(wc, "worker stopped: its session ended");
+      return -1;
+    }
+    if (r == 0) {
+      finish(wc, "worker stopped answering (no heartbeat)");
+      return -1;
+    }
+  }
+}
+
+int worker_call_restore(worker_client *wc, const void *state, size_t len, uint64_t steps,
+                        uint64_t digest, int timeout_ms, worker_result *out) {
+  memset(out, 0, sizeof *out);
+  if (wc->ended || len == 0) {
+    out->type = -1;
+    return -1;
+  }
+  const int64_t deadline = now_ms() + timeout_ms;
+  worker_restore cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.h = (worker_header){WORKER_CMD_RESTORE, sizeof cmd};
+  cmd.size = len;
+  cmd.steps = steps;
+  cmd.digest = digest;
+  worker_data *piece = malloc(sizeof *piece);
+  if (!piece) {
+    out->type = WORKER_REPLY_ERROR;
+    out->error.code = GRN_E_NOMEM;
+    snprintf(out->error.message, sizeof out->error.message, "no memory to send a state");
+    return out->type;
+  }
+  int rc = send_by(wc, &cmd, sizeof cmd, deadline);
+  for (size_t at = 0; rc == 0 && at < len;) {
+    const size_t k = len - at < WORKER_PIECE ? len - at : WORKER_PIECE;
+    piece->h = (worker_header){WORKER_CMD_PIECE, (uint32_t)(sizeof piece->h + k)};
+    memcpy(piece->bytes, (const char *)state + at, k);
+    rc = send_by(wc, piece, piece->h.size, deadline);
+    at += k;
+  }
+  free(piece);
+  if (rc != 0) {
+    out->type = -1;
+    return -1;
+  }
+  union {
+    worker_status st;
+    worker_error er;
+  } reply;
+  out->type = receive_by(wc, &reply, sizeof reply, deadline, 0);
+  if (out->type == WORKER_REPLY_STATUS) {
+    out->status = reply.st;
+  } else if (out->type == WORKER_REPLY_ERROR) {
+    out->error = reply.er.error;
+    own_text(&out->error);
+  }
+  return out->type;
 }
 
 int worker_call_bare(worker_client *wc, uint32_t type, int timeout_ms, worker_result *out) {

@@ -73,6 +73,15 @@ int worker_call_status(worker_client *wc, int timeout_ms, worker_result *out);
  * any other reply. */
 int worker_call_snapshot(worker_client *wc, int format, size_t cap, int timeout_ms, char **text,
                          size_t *len, worker_result *out);
+/* The world's whole state (grn_world_save) in *state (malloc'd, *len bytes, at most `cap`), and
+ * the status with the digest it was saved at; NULL on any other reply. */
+int worker_call_save(worker_client *wc, size_t cap, int timeout_ms, char **state, size_t *len,
+                     worker_result *out);
+/* The worker's world made from a saved state (worker_proto.h's RESTORE), which must restore to
+ * `steps` and `digest`; refused (WORKER_REPLY_ERROR, the engine's GRN_E_BAD_STATE) with the world
+ * kept as it was. Every piece goes out within timeout_ms, or the worker is ended. */
+int worker_call_restore(worker_client *wc, const void *state, size_t len, uint64_t steps,
+                        uint64_t digest, int timeout_ms, worker_result *out);
 /* A command that is its header alone (STATUS, and the test builds' limit breakers). */
 int worker_call_bare(worker_client *wc, uint32_t type, int timeout_ms, worker_result *out);
 

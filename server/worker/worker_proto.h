@@ -10,8 +10,9 @@
 
 /* 2: parameters are set by id; 3: the digest on demand; 4: snapshots; 5: every sample of a step;
  * 6: the status says how long the grains may still settle; 7: a frame's delta form on request
- * (stream format 2) */
-#define WORKER_PROTO_VERSION 7u
+ * (stream format 2); 8: a world's whole state saved, and a world made again from one (issue 33:
+ * a settled state kept and shared) */
+#define WORKER_PROTO_VERSION 8u
 #define WORKER_MAX_MESSAGE 65536
 /* The most steps one step command may ask for: a minute of simulated time. */
 #define WORKER_MAX_STEPS ((int)(60.0 / GRN_STEP_SECONDS + 0.5))
@@ -35,6 +36,11 @@ typedef enum worker_cmd {
   WORKER_CMD_QUIT,       /* nothing → the worker exits 0 */
   WORKER_CMD_FRAME,      /* worker_frame → worker_status with the frame in the shared memory */
   WORKER_CMD_SNAPSHOT, /* worker_snapshot → worker_data... then worker_status, or worker_error */
+  WORKER_CMD_SAVE,     /* nothing → worker_data... (the engine's saved state) then worker_status
+                          with its digest, or worker_error before any piece */
+  WORKER_CMD_RESTORE,  /* worker_restore, then its pieces (WORKER_CMD_PIECE) → worker_status of
+                          the world made from it, or worker_error with the old world kept */
+  WORKER_CMD_PIECE,    /* worker_data: one piece of a state RESTORE announced */
   /* test-only (GRAINLAB_TEST_COMMANDS builds): prove that limits end the worker */
   WORKER_CMD_TEST_HOG = 100, /* allocate and touch memory until the limit stops it */
   WORKER_CMD_TEST_SYSCALL,   /* try to open a file: the filter must kill the process */
@@ -93,11 +99,27 @@ typedef struct worker_snapshot {
   int32_t pad;
 } worker_snapshot;
 
-/* One piece of a snapshot's text: the header, then h.size - sizeof h bytes. */
+/* One piece of a snapshot's text or of a saved state (either way): the header, then
+ * h.size - sizeof h bytes. */
 typedef struct worker_data {
   worker_header h;
   char bytes[WORKER_MAX_MESSAGE - sizeof(worker_header)];
 } worker_data;
+
+/* The bytes one piece carries at most. */
+#define WORKER_PIECE (WORKER_MAX_MESSAGE - sizeof(worker_header))
+
+/* A saved state (grn_world_save) the worker makes its world from, in place of the one it has:
+ * `size` bytes follow in pieces of WORKER_PIECE bytes (the last one the rest). The engine checks
+ * the state as outside input; the worker also refuses one that does not restore to `steps` and
+ * `digest`, what the world it was saved from had (a file damaged where the engine's checks cannot
+ * see it). A refused state leaves the world as it was. */
+typedef struct worker_restore {
+  worker_header h;
+  uint64_t size;
+  uint64_t steps;
+  uint64_t digest;
+} worker_restore;
 
 /* A measurement sample the engine took during a step command (every grn_scene_sample_steps of
  * the world's steps), sent as it is taken: a call of many steps (a late tick, `step n`, a fork's
