@@ -5,6 +5,7 @@
 #include "classroom.h"
 #include "http.h"
 #include "log.h"
+#include "settled.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,7 +36,7 @@ typedef struct config {
   long max_per_client, create_rate, guess_rate, max_connections, per_ip, http_timeout, ws_ping;
   long v6_bits;
   long idle_seconds;
-  long replay_slots, snapshot_cache_mb, held_reply_mb, class_keep_s;
+  long replay_slots, snapshot_cache_mb, settled_cache_mb, held_reply_mb, class_keep_s;
   long teacher_link, classroom;
   double step_budget;
   char allowed_hosts[TEXT_MAX], allowed_origins[TEXT_MAX], trusted_proxies[TEXT_MAX];
@@ -124,6 +125,12 @@ static const setting settings[] = {
     {"snapshot-cache-mb", "N", SET_LONG, 1, 1 << 20, "256", AT(snapshot_cache_mb),
      "finished runs' snapshots kept in the data directory, made once each (the oldest go past "
      "this)"},
+    /* a default scene's settled state is about 1.2 MB (3000 grains, ~400 bytes each with their
+     * contacts): 64 MB keeps ~30 definitions, a week of classes with their own defaults */
+    {"settled-cache-mb", "N", SET_LONG, 0, 1 << 20, "64", AT(settled_cache_mb),
+     "settled states kept in the data directory (settled/) and shared: a session whose scene, "
+     "parameters and seed another has settled starts from its state, interactive at once (the "
+     "least recently used go past this; 0: none kept, every session settles)"},
     {"max-held-reply-mb", "N", SET_LONG, 1, 1 << 20, "64", AT(held_reply_mb),
      "bytes of large replies (snapshots, exports) held for clients still reading them; past "
      "it, 503 server_busy with Retry-After"},
@@ -528,6 +535,17 @@ int main(int argc, char **argv) {
     return 1;
   }
   sess_set_snapcache(srv.reg, cache);
+  if (c.settled_cache_mb > 0) {
+    char settled_dir[PATH_MAX + 16];
+    snprintf(settled_dir, sizeof settled_dir, "%s/settled", c.data_dir);
+    settled *kept =
+        settled_open(settled_dir, (uint64_t)c.settled_cache_mb << 20, why_db, sizeof why_db);
+    if (!kept) {
+      fprintf(stderr, "grainlabd: error: settled states: %s\n", why_db);
+      return 1;
+    }
+    sess_set_settled(srv.reg, kept);
+  }
   srv.classes = class_registry_new(srv.reg, st, (double)c.create_rate, (double)c.class_keep_s,
                                    why_db, sizeof why_db);
   if (!srv.classes) {

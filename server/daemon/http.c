@@ -536,6 +536,7 @@ static http_reply h_metrics(const http_call *k) {
           (unsigned long long)__atomic_load_n(&srv->held, __ATOMIC_RELAXED),
           (unsigned long long)t.replays);
   sess_metrics(srv->reg, f);
+  sess_settled_metrics(srv->reg, f);
   int classes_open = 0, class_groups = 0;
   int classes_held = 0;
   class_totals(srv->classes, &classes_open, &class_groups, &classes_held);

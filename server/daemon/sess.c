@@ -141,6 +141,11 @@ int sess__start_worker(session *s, sess_error *err) {
   s->shown_state = st.meas.state;
   s->dirty = true;
   chan_new_source(&s->ch);
+  if (sess__settle_start(s) != 0) {
+    api_fail(err, 500, "worker_failed", "", "the session's worker ended as it started: %s",
+             s->wc.reason);
+    return -1;
+  }
   pthread_mutex_lock(&s->qlock);
   s->qscene = s->def.scene;
   pthread_mutex_unlock(&s->qlock);
@@ -874,6 +879,7 @@ void sess_registry_free(sess_registry *r) {
   pthread_mutex_destroy(&r->replay_lock);
   free(r->replaying);
   snapcache_free(r->snaps);
+  settled_free(r->settled);
   free(r);
 }
 

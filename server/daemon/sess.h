@@ -76,6 +76,12 @@ int sess_run_snapshot(sess_registry *r, int64_t run, int format, const char *cli
                       size_t *len, uint64_t *steps, sess_error *err);
 /* Where finished runs' snapshots are kept (taken over; NULL: none kept). Set before serving. */
 void sess_set_snapcache(sess_registry *r, snapcache *cache);
+/* Where settled states are kept and shared (settled.h; taken over; NULL: none kept). Set before
+ * serving. */
+typedef struct settled settled;
+void sess_set_settled(sess_registry *r, settled *cache);
+/* The kept states' figures for /metrics (Prometheus text), appended to f. */
+void sess_settled_metrics(sess_registry *r, FILE *f);
 /* A live session from a stored run: a replay (the run's changes at their steps, in real time, then
  * paused) or, with fork_params (possibly none), a fork (as fast as the worker goes to
  * the run's end, then the new parameters, then on in real time). Both are recorded as new runs

@@ -51,7 +51,11 @@ int sess__act(session *s, const grn_action *a, sess_error *err) {
   pthread_mutex_unlock(&s->lock);
   const int type = worker_call_act(&s->wc, a, timeout, &r);
   pthread_mutex_lock(&s->lock);
-  return sess__reply(s, type, &r, false, err);
+  const int rc = sess__reply(s, type, &r, false, err);
+  if (rc == 0) {
+    sess__settle_forget(s); /* off the path every session of its definition takes */
+  }
+  return rc;
 }
 
 /* Reset starts the scene over as a new run, linked to the run it ends (which ends 'reset'): the
@@ -106,6 +110,7 @@ int sess__set(session *s, const char *name, double value, sess_error *err) {
   if (sess__reply(s, type, &r, true, err) != 0) {
     return -1;
   }
+  sess__settle_forget(s);
   grn_error e;
   grn_world_def_set(&s->def, name, value, &e);
   return 0;
@@ -207,6 +212,9 @@ static int set_clock(session *s, bool pause, sess_error *err) {
   }
   s->state = pause ? SESS_PAUSED : SESS_RUNNING;
   s->step_cancel = s->stepping > 0;
+  if (pause) {
+    sess__settle_release(s); /* whoever waits for its settle need not wait for its resume */
+  }
   pthread_cond_signal(&s->wake);
   return 0;
 }

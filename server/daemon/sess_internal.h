@@ -6,6 +6,7 @@
 
 #include "log.h"
 #include "sess.h"
+#include "settled.h"
 #include "timeline.h"
 
 #define TICK_HZ 60             /* pacing ticks per second: 4 steps of 1/240 s each at speed 1 */
@@ -87,6 +88,18 @@ struct session {
   sess_class_link link; /* set at creation, never changed */
   double active;        /* when a controller last changed something, or a viewer left (s) */
   double died;          /* when it failed or ended (s) */
+  /* its settle, shared through the registry's kept states (sess_settle.c): the key of its
+   * definition (skeyed: it has one, and its world started fresh from it); pristine: nothing has
+   * changed the world since, so it is on the path every session of the key takes; settling: its
+   * grains had not yet come to rest when last seen; awaiting: another session settles the key,
+   * and this one waits for it (not stepping) until await_until (monotonic s), looking again when
+   * the cache's generation moves past seen_gen; claim: this session settles the key for the
+   * others (its ticket; 0: not); restored: its world came from a kept state (the run says so) */
+  settled_key skey;
+  bool skeyed, pristine, settling, awaiting, restored;
+  bool restore_untold; /* its run has not yet said so (settle_restored) */
+  double await_until;
+  uint64_t seen_gen, claim;
 };
 struct sess_registry {
   pthread_mutex_t lock;
@@ -110,6 +123,7 @@ struct sess_registry {
   int nreplaying;
   uint64_t replays; /* under replay_lock: replays started */
   snapcache *snaps; /* finished runs' snapshots, made once; NULL: none kept */
+  settled *settled; /* settled states, kept and shared (issue 33); NULL: none kept */
 };
 
 /* sess_record.c: the one place every change passes (under the session's lock): the stream's
@@ -148,6 +162,34 @@ int sess__reset(session *s, sess_error *err);
 int sess__set(session *s, const char *name, double value, sess_error *err);
 /* Refused before the worker when the session has failed or ended. */
 int sess__live(const session *s, sess_error *err);
+
+/* sess_settle.c (under both locks, `lock` let go around worker calls and file reads) */
+/* Right after a worker started: restores the definition's kept state if there is one (and the
+ * world is fresh and settling), else waits for the session that settles it, or settles it for
+ * the others. 0, or -2 when the worker ended meanwhile. */
+int sess__settle_start(session *s);
+/* The pacing thread, before its steps: a waiting session looks again when a state was kept or a
+ * claim given up, or its wait ran out. Whether it restored (its clock jumped). It steps only
+ * once it waits no more (s->awaiting). */
+bool sess__settle_tick(session *s);
+/* A state saved where the grains first came to rest, kept by sess__settle_keep once the
+ * session's locks are let go (a file written, fsync'd). */
+typedef struct sess_keep {
+  settled_key key;
+  uint64_t ticket;
+  settled_state state; /* bytes NULL: nothing to keep */
+} sess_keep;
+/* The pacing thread, after its steps: the session that settles its key for the others saves the
+ * state the moment the grains have come to rest. */
+void sess__settle_check(session *s, sess_keep *out);
+void sess__settle_keep(settled *c, sess_keep *k);
+/* Something changed the world (an action, a parameter), or it goes (the run closes): it is off
+ * the settle's path; a claim is given up, a wait ends. */
+void sess__settle_forget(session *s);
+/* The session stops settling for the others (paused), staying on the path. */
+void sess__settle_release(session *s);
+/* The run's `settle_restored` event, when its world came from a kept state. */
+void sess__settle_announce(session *s);
 
 /* sess.c */
 int sess__check_count(const sess_registry *r, const grn_world_def *def, sess_error *err);

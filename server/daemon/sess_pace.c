@@ -254,6 +254,10 @@ void *sess__pace(void *arg) {
       continue;
     }
     apply_queued(s);
+    if (sess__settle_tick(s)) {
+      win_wall = sess__now(); /* a kept state restored: its clock jumped, not its pace */
+      win_sim = s->last.t;
+    }
     /* A session that cannot keep up (many on few cores) asks for up to BEHIND_MAX ticks' worth
      * per call: each call costs a round trip and a wait for this thread's turn on a core, during
      * which its worker idles. It stays behind real time, so this is no burst to catch up. One that
@@ -271,7 +275,13 @@ void *sess__pace(void *arg) {
     if (s->script) {
       k = script_steps(s, k);
     }
+    if (s->awaiting) {
+      k = 0; /* another session settles this world: its state comes, the cores go there */
+      s->step_acc = 0.0;
+    }
     step_tick(s, k);
+    sess_keep keep;
+    sess__settle_check(s, &keep);
     if (s->state != SESS_FAILED) {
       stream(s, true);
     }
@@ -282,6 +292,7 @@ void *sess__pace(void *arg) {
       win_sim = s->last.t;
     }
     sess__disown(s);
+    sess__settle_keep(s->reg->settled, &keep); /* a file written: without the session's locks */
     next += 1.0 / TICK_HZ * mult;
     behind = next < t && !fast ? behind + 1 : 0;
     if (next < t || fast) {

@@ -95,6 +95,7 @@ json_t *sess__action_text(const grn_action *a) {
  * reproduce), its last stretch of parameters closed, and its results: the last measurements,
  * under the parameters of that stretch. */
 void sess__close_run(session *s, const char *reason) {
+  sess__settle_forget(s); /* the world goes, or starts over */
   if (!s->run_open) {
     return;
   }
@@ -146,6 +147,7 @@ void sess__run_started(session *s) {
     json_object_set_new(detail, "reset_of", json_integer((json_int_t)s->reset_of));
   }
   sess__event(s, "run_started", detail);
+  sess__settle_announce(s); /* a run that starts from a kept settled state says so next */
 }
 
 void sess__failed(session *s) {
