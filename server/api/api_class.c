@@ -93,6 +93,19 @@ static int read_second_join(const json_t *v, bool *controller, api_error *err) {
   return 0;
 }
 
+/* seeds: "shared" or "own" */
+static int read_seeds(const json_t *v, bool *own, api_error *err) {
+  const char *s = json_string_value(v);
+  if (!s || (strcmp(s, "shared") != 0 && strcmp(s, "own") != 0)) {
+    api_fail(err, 400, "wrong_type", "seeds",
+             "\"seeds\" is \"shared\" (every group the same seed: their grains settle once for "
+             "the class) or \"own\" (each group its own seed: group k, in joining order, seed k)");
+    return -1;
+  }
+  *own = strcmp(s, "own") == 0;
+  return 0;
+}
+
 static int read_scenes(const json_t *v, api_class_create *out, api_error *err) {
   if (!json_is_array(v) || json_array_size(v) == 0 ||
       json_array_size(v) > (size_t)grn_scene_count()) {
@@ -161,9 +174,9 @@ static int read_defaults(const json_t *v, api_class_create *out, api_error *err)
 
 int api_read_class_create(const json_t *body, double now, int max_grains, api_class_create *out,
                           api_error *err) {
-  static const char *const keys[] = {"name",         "scenes",      "max_groups",
-                                     "grain_budget", "defaults",    "ends_at",
-                                     "private",      "second_join", NULL};
+  static const char *const keys[] = {"name",     "scenes",  "max_groups", "grain_budget",
+                                     "defaults", "ends_at", "private",    "second_join",
+                                     "seeds",    NULL};
   memset(out, 0, sizeof *out);
   if (api_only_keys(body, keys, err) != 0 ||
       read_name(json_object_get(body, "name"), "name", API_CLASS_NAME_MAX, "bad_name", out->name,
@@ -200,6 +213,10 @@ int api_read_class_create(const json_t *body, double now, int max_grains, api_cl
   }
   out->private_ = json_is_true(priv);
   if (second && read_second_join(second, &out->second_controller, err) != 0) {
+    return -1;
+  }
+  const json_t *seeds = json_object_get(body, "seeds");
+  if (seeds && read_seeds(seeds, &out->own_seeds, err) != 0) {
     return -1;
   }
   return read_defaults(json_object_get(body, "defaults"), out, err);

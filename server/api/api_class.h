@@ -14,9 +14,9 @@
 #define API_CLASS_TEXT 321       /* bytes for a name of API_CLASS_NAME_MAX characters */
 
 /* POST /api/classes {name, scenes, max_groups, grain_budget, defaults?, ends_at, private?,
- * second_join?}. `now` (Unix seconds) bounds ends_at; `max_grains` (the server's) bounds the
- * budget. Each allowed scene's grain count, with the class's defaults, must fit the budget
- * (422 over_grain_budget). `defaults` is a new reference ({} when none was given). */
+ * second_join?, seeds?}. `now` (Unix seconds) bounds ends_at; `max_grains` (the server's) bounds
+ * the budget. Each allowed scene's grain count, with the class's defaults, must fit the budget (422
+ * over_grain_budget). `defaults` is a new reference ({} when none was given). */
 typedef struct api_class_create {
   char name[API_CLASS_TEXT];
   const grn_scene_info *scenes[API_CLASS_SCENES_MAX];
@@ -25,6 +25,9 @@ typedef struct api_class_create {
   json_t *defaults;
   double ends_at;
   bool private_, second_controller;
+  /* seeds "own": group k (in joining order, from 1) runs with seed k; "shared" (the default):
+   * every group the definition's seed, so the class's groups start from one settle (issue 33) */
+  bool own_seeds;
 } api_class_create;
 int api_read_class_create(const json_t *body, double now, int max_grains, api_class_create *out,
                           api_error *err);

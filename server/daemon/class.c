@@ -30,7 +30,8 @@ typedef struct klass {
   int max_groups, grain_budget;
   json_t *defaults;
   bool private_, second_controller;
-  int locked; /* __atomic: sessions read it (sess_locked) */
+  bool own_seeds; /* group k (in joining order, from 1) runs with seed k (api_class.h) */
+  int locked;     /* __atomic: sessions read it (sess_locked) */
   char spotlight[API_CLASS_TEXT];
   char teacher_hash[65];
   double created_at, ends_at, ended_at; /* ended_at 0: open */
@@ -117,6 +118,7 @@ static json_t *row_of(const klass *c) {
                 c->spotlight[0] ? json_string(c->spotlight) : json_null(), "teacher_hash",
                 c->teacher_hash, "created_at", c->created_at, "ends_at", c->ends_at, "ended_at",
                 c->ended_at > 0 ? json_real(c->ended_at) : json_null());
+  json_object_set_new(row, "seeds", json_string(c->own_seeds ? "own" : "shared"));
   return row;
 }
 
@@ -310,6 +312,8 @@ static klass *from_row(const json_t *row) {
   c->private_ = json_is_true(json_object_get(row, "private"));
   c->second_controller =
       strcmp(text_or(json_object_get(row, "second_join"), ""), "controller") == 0;
+  /* rows of older builds have none: their groups shared the seed */
+  c->own_seeds = strcmp(text_or(json_object_get(row, "seeds"), ""), "own") == 0;
   c->locked = json_is_true(json_object_get(row, "locked"));
   snprintf(c->spotlight, sizeof c->spotlight, "%s", text_or(json_object_get(row, "spotlight"), ""));
   snprintf(c->teacher_hash, sizeof c->teacher_hash, "%s",
@@ -475,6 +479,7 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   }
   c->private_ = cmd->private_;
   c->second_controller = cmd->second_controller;
+  c->own_seeds = cmd->own_seeds;
   c->created_at = now_unix();
   c->ends_at = cmd->ends_at;
   char token[65];
@@ -849,6 +854,8 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
   char label[64];
   json_t *defaults = json_deep_copy(c->defaults); /* see copy_class */
   const bool private_ = c->private_, second_controller = c->second_controller;
+  /* the group's number in joining order, from 1: its seed when the class gives each its own */
+  const uint64_t own_seed = c->own_seeds ? (uint64_t)(g ? g - c->groups : c->ngroups) + 1 : 0;
   if (rc == 0 && !defaults) {
     api_fail(err, 503, "out_of_memory", "", "out of memory");
     rc = -1;
@@ -880,6 +887,9 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
   } else if (rc == 0) { /* the group's first student, or its session has gone */
     grn_world_def def;
     rc = api_class_definition(defaults, scene, &def, err);
+    if (own_seed > 0) {
+      def.seed = own_seed;
+    }
     double wait = 0.0;
     if (rc == 0) {
       pthread_mutex_lock(&cr->lock);

@@ -85,7 +85,8 @@ void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, d
  * store_class_columns (NULL-terminated): id, code, name (strings), scenes (array), max_groups,
  * grain_budget (integers), defaults (object), private, locked (booleans), second_join,
  * spotlight (string or null), teacher_hash (the token's SHA-256, store_token_hash), created_at,
- * ends_at (Unix seconds), ended_at (Unix seconds or null). store_class records a new class or,
+ * ends_at (Unix seconds), ended_at (Unix seconds or null), seeds ("shared" or "own", migration
+ * 012). store_class records a new class or,
  * for one already recorded, its second_join, locked, spotlight and ended_at (the rest never
  * changes); `row` is copied. store_group records a group of a class once. */
 extern const char *const store_class_columns[];

@@ -796,7 +796,7 @@ store_status store_load_classes(store *st, store_class_pick pick, const char *ke
   char sql[400];
   snprintf(sql, sizeof sql,
            "SELECT id, code, name, scenes, max_groups, grain_budget, defaults, private, "
-           "second_join, locked, spotlight, teacher_hash, created_at, ends_at, ended_at "
+           "second_join, locked, spotlight, teacher_hash, created_at, ends_at, ended_at, seeds "
            "FROM classes WHERE %s ORDER BY created_at, id",
            where[pick]);
   store_reader *rd = store__take_reader(st);

@@ -409,8 +409,8 @@ static void *writer(void *arg) {
        * (runs refer to it) */
       {&w.class_,
        "INSERT INTO classes (id, code, name, scenes, max_groups, grain_budget, defaults, private, "
-       "second_join, locked, spotlight, teacher_hash, created_at, ends_at, ended_at) VALUES (?, "
-       "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+       "second_join, locked, spotlight, teacher_hash, created_at, ends_at, ended_at, seeds) VALUES "
+       "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
        "second_join = excluded.second_join, locked = excluded.locked, "
        "spotlight = excluded.spotlight, ended_at = excluded.ended_at"},
       {&w.group, "INSERT OR IGNORE INTO groups (class_id, name, created_at) VALUES (?, ?, ?)"},
@@ -686,7 +686,7 @@ void store_run_end(store *st, int64_t run, const char *reason, uint64_t steps, d
 const char *const store_class_columns[] = {
     "id",         "code",    "name",        "scenes", "max_groups", "grain_budget",
     "defaults",   "private", "second_join", "locked", "spotlight",  "teacher_hash",
-    "created_at", "ends_at", "ended_at",    NULL};
+    "created_at", "ends_at", "ended_at",    "seeds",  NULL};
 
 void store_class(store *st, const json_t *row) {
   job *j = new_job(J_CLASS, 0);

@@ -3,7 +3,8 @@
 creation and of a student's join, each refused with its code and nothing changed; the limits
 (groups, scenes, grain budget, the lock); the teacher's pushes with their report; spotlight; the
 class's runs (JSON and CSV); a private class; the end (by the teacher, and by itself at its end
-time) closing every run as finished; and a restart that keeps every class.
+time) closing every run as finished; a restart that keeps every class; and the groups' seeds,
+shared (one settle for the class) or each group its own (issue 33).
 
 usage: test_class.py path/to/grainlabd path/to/ws_probe"""
 import csv
@@ -171,6 +172,52 @@ def memory():
     D.stop()
 
 
+def seeds():
+    """Groups share the seed, so their grains settle once for the class (issue 33); a class may
+    give each its own instead: group k in joining order runs with seed k, across a restart."""
+    global D
+    D = Daemon(data="data-seeds")
+
+    def settled_metric(name):
+        s, text = req("GET", "/metrics")
+        for line in text.splitlines():
+            if line.startswith("grainlab_settled_cache_%s " % name):
+                return int(line.split()[1])
+        return None
+
+    body = class_body(scenes=["silo"], max_groups=4, defaults={"silo": {"quality": 0}})
+    s, shared = req("POST", "/api/classes", body, TEACHER)
+    check(s == 201 and shared["seeds"] == "shared", "a class's groups share the seed by default",
+          shared.get("seeds"))
+    s, own = req("POST", "/api/classes", dict(body, seeds="own"), TEACHER)
+    check(s == 201 and own["seeds"] == "own", "a class may give each group its own seed",
+          own.get("seeds"))
+    joins = [req("POST", "/api/join", {"code": own["code"], "group": "o%d" % i})[1]
+             for i in (1, 2, 3)]
+    check([j["session"]["seed"] for j in joins] == [1, 2, 3],
+          "seeds own: group k in joining order has seed k", [j["session"]["seed"] for j in joins])
+    check(settled_metric("misses_total") == 3 and settled_metric("waits_total") == 0,
+          "each of them settles its own grains (three misses, no wait)",
+          (settled_metric("misses_total"), settled_metric("waits_total")))
+    h = [req("POST", "/api/join", {"code": shared["code"], "group": "s%d" % i})[1]
+         for i in (1, 2)]
+    check([j["session"]["seed"] for j in h] == [1, 1] and
+          settled_metric("waits_total") + settled_metric("hits_total") >= 1,
+          "seeds shared: the same seed, and the second group does not settle again",
+          ([j["session"]["seed"] for j in h], settled_metric("waits_total"), settled_metric("hits_total")))
+    req("DELETE", "/api/sessions/" + joins[0]["session"]["id"],
+        token=joins[0]["control_token"])
+    D.stop()
+    D = Daemon(data="data-seeds")
+    s, again = req("GET", "/api/classes/" + own["id"], token=own["teacher_token"])
+    check(s == 200 and again["seeds"] == "own", "a restart keeps seeds own", again.get("seeds"))
+    later = [req("POST", "/api/join", {"code": own["code"], "group": g})[1] for g in ("o4", "O1")]
+    check([j["session"]["seed"] for j in later] == [4, 1],
+          "after it a new group gets the next seed, and a group joining again its own",
+          [j["session"]["seed"] for j in later])
+    D.stop()
+
+
 def main():
     global D
     D = Daemon()
@@ -205,6 +252,8 @@ def main():
         ("second_join neither viewer nor controller", dict(second_join="teacher"), 400,
          "wrong_type"),
         ("private not a boolean", dict(private="yes"), 400, "wrong_type"),
+        ("seeds neither shared nor own", dict(seeds="mine"), 400, "wrong_type"),
+        ("seeds not a string", dict(seeds=2), 400, "wrong_type"),
     ]
     for what, over, status, code in bad:
         refused("create refused, " + what, status, code, "POST", "/api/classes",
@@ -542,6 +591,7 @@ def main():
     D.stop()
     allowance()
     memory()
+    seeds()
     print("%d passed, %d failed" % (checks.passed, checks.failed))
     if checks.failed:
         print("---- the daemon's stderr (last 40 lines) ----")

@@ -507,7 +507,7 @@ replay_check "a run that ended in a Reset" "$R1"
 replay_check "the run a Reset started" "$R2"
 
 # ---- the file: schema version, WAL, STRICT tables, integrity -----------------------------------
-[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 11 ] && ok "schema version 11 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
+[ "$(sqlite3 "$db" 'PRAGMA user_version')" = 12 ] && ok "schema version 12 (PRAGMA user_version)" || bad "user_version: $(sqlite3 "$db" 'PRAGMA user_version')"
 # samples hold one JSON object of measurements (schema/migrations/004), finite numbers only
 [ "$(sqlite3 "$db" "SELECT count(*) FROM samples WHERE NOT json_valid(measures) OR json_type(measures) != 'object'")" = 0 ] &&
   [ "$(sqlite3 "$db" "SELECT count(*) FROM samples s, json_each(s.measures) j WHERE j.type != 'real'")" = 0 ] &&
@@ -611,7 +611,7 @@ port3=$(sed -n 's/^listening http=\([0-9]*\).*/\1/p' "$tmp/out3")
 curl -s "http://127.0.0.1:$port3/api/runs/7/samples?format=csv" >"$tmp/old_csv"
 kill -TERM "$opid"
 wait "$opid"
-[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 11 ] &&
+[ "$(sqlite3 "$old/grainlab.db" 'PRAGMA user_version')" = 12 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT quote(state_version), quote(segments), quote(reset_of) FROM runs WHERE id = 7')" = 'NULL|NULL|NULL' ] &&
   [ "$(sqlite3 "$old/grainlab.db" "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'runs'")" = 2 ] &&
   [ "$(sqlite3 "$old/grainlab.db" 'SELECT sample_steps FROM runs WHERE id = 7')" = 60 ] &&
