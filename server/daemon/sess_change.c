@@ -61,7 +61,8 @@ int sess__act(session *s, const grn_action *a, sess_error *err) {
 /* Reset starts the scene over as a new run, linked to the run it ends (which ends 'reset'): the
  * scene's steps count from 0 again, and inside one run its events went back in steps and it could
  * not be replayed (issue 30). The old run ends where it stood, with its digest; the new one starts
- * with the parameters now in force, which the reset rebuilt the scene with. */
+ * with the parameters now in force, which the reset rebuilt the scene with, and from their kept
+ * settled state when there is one (sess_settle.c). */
 int sess__reset(session *s, sess_error *err) {
   if (sess__fresh_digest(s) != WORKER_REPLY_STATUS) {
     sess__failed(s);
@@ -82,12 +83,19 @@ int sess__reset(session *s, sess_error *err) {
   s->last = before;
   sess__close_run(s, "reset");
   s->last = after;
+  s->sample_mark = -1.0; /* the new run's first sample, at t = 0, is recorded too */
+  /* the world starts over exactly as a new one of its definition (test_state): its settle is
+   * the kept one's, and the new run may start from it */
+  if (sess__settle_start(s) != 0) {
+    sess__failed(s);
+    api_fail(err, 409, "session_failed", "", "the session's worker ended: %s", s->reason);
+    return -1;
+  }
+  s->shown_state = s->last.meas.state;
   s->reset_of = s->run_id;
   pthread_mutex_lock(&s->reg->lock);
   s->run_id = s->reg->next_run++;
   pthread_mutex_unlock(&s->reg->lock);
-  s->sample_mark = -1.0; /* the new run's first sample, at t = 0, is recorded too */
-  s->shown_state = after.meas.state;
   sess__run_started(s);
   s->reset_of = 0;
   return 0;

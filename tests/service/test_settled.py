@@ -6,7 +6,8 @@ the same action); its run says where it came from, claims no sample it did not t
 from a fresh world to its recorded digest. A session that starts while another settles waits for
 it instead of stepping. A restart finds the kept state on disk; a damaged file is refused, the
 session settles as before and the file is replaced; settled-cache-mb evicts the least recently
-used. Every check is on steps, states and digests, not on wall time.
+used. A Reset starts its new run from the kept state too. Every check is on steps, states and
+digests, not on wall time.
 
 usage: test_settled.py path/to/grainlabd path/to/grainlab [grainlabd flags...]
 (trailing flags go last: --settled-cache-mb 0 turns the cache off, and the test fails)"""
@@ -241,6 +242,16 @@ def restart_and_damage():
     H = create()
     check(H["settling_left"] == 0 and H["steps"] > 0, "and the next silo starts from it",
           "steps %d" % H["steps"])
+    # a Reset starts the world over exactly as a new one: its new run starts from the kept state
+    act(H, {"type": "open_hole"})
+    s, _ = act(H, {"type": "reset"})
+    h = view(H)
+    ev = events(h["run_id"])
+    check(s == 200 and h["run_id"] != H["run_id"] and h["settling_left"] == 0 and
+          [e["kind"] for e in ev][:2] == ["run_started", "settle_restored"] and
+          ev[0]["steps"] == H["steps"],
+          "a Reset's new run starts from the kept state, settled",
+          "%d, steps %d, %s" % (s, h["steps"], [(e["kind"], e["steps"]) for e in ev][:3]))
     for sess in (E, H):
         req("DELETE", "/api/sessions/" + sess["id"], token=sess["control_token"])
 
