@@ -141,19 +141,17 @@ void sess__settle_check(session *s, sess_keep *out) {
   if (!s->pristine || s->claim == 0) {
     return;
   }
-  settled *c = s->reg->settled;
-  uint64_t max_bytes = 0;
-  settled_stats stats;
-  settled_get_stats(c, &stats);
-  max_bytes = stats.max_bytes;
+  settled_stats stats; /* a state past the bound is not kept: the worker may send no more */
+  settled_get_stats(s->reg->settled, &stats);
   worker_result r;
   char *bytes = NULL;
   size_t len = 0;
   const int timeout = sess__timeout_for(s, 4);
   pthread_mutex_unlock(&s->lock);
-  const int type = worker_call_save(&s->wc, (size_t)max_bytes, timeout, &bytes, &len, &r);
+  const int type = worker_call_save(&s->wc, (size_t)stats.max_bytes, timeout, &bytes, &len, &r);
   pthread_mutex_lock(&s->lock);
-  if (type == WORKER_REPLY_STATUS && bytes && s->claim != 0 && s->pristine) {
+  /* a pause meanwhile gave the claim up, not the path: the state is kept all the same */
+  if (type == WORKER_REPLY_STATUS && bytes && s->pristine) {
     s->last = r.status;
     out->key = s->skey;
     out->ticket = s->claim;
