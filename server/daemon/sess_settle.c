@@ -116,12 +116,41 @@ int sess__settle_start(session *s) {
   return look(s);
 }
 
-bool sess__settle_tick(session *s) {
-  if (!s->awaiting) {
+/* A session that settles its key itself (for the others, or after its wait ran out) and finds
+ * it kept meanwhile by another, further on (one that got ahead while this one waited, or whose
+ * claim lapsed while it went on): it jumps there, and is done settling. */
+static bool overtaken(session *s) {
+  settled *c = s->reg->settled;
+  s->seen_gen = settled_generation(c);
+  const settled_key key = s->skey;
+  settled_state st;
+  pthread_mutex_unlock(&s->lock); /* reads a file */
+  const int found = settled_read(c, &key, &st);
+  pthread_mutex_lock(&s->lock);
+  if (found != 0 || !s->pristine || !s->settling) {
+    settled_state_free(&st);
     return false;
   }
+  const int rc = restore(s, &st);
+  if (rc == -2) {
+    sess__failed(s);
+  }
+  if (rc == 0) {
+    sess__settle_release(s);
+  }
+  return rc == 0;
+}
+
+bool sess__settle_tick(session *s) {
   settled *c = s->reg->settled;
-  if (settled_generation(c) == s->seen_gen && sess__now() < s->await_until) {
+  if (!s->skeyed || !s->pristine || !s->settling || !c) {
+    return false;
+  }
+  const bool moved = settled_generation(c) != s->seen_gen;
+  if (!s->awaiting) {
+    return moved && overtaken(s);
+  }
+  if (!moved && sess__now() < s->await_until) {
     return false;
   }
   const bool was = s->restored;
@@ -138,7 +167,9 @@ void sess__settle_check(session *s, sess_keep *out) {
     return;
   }
   s->settling = false; /* the grains have just come to rest */
-  if (!s->pristine || s->claim == 0) {
+  /* kept by the session that settles its key for the others; by another only when nobody did
+   * (its claim lapsed, or a pause gave it up, while this one went on) */
+  if (!s->pristine || (s->claim == 0 && settled_has(s->reg->settled, &s->skey))) {
     return;
   }
   settled_stats stats; /* a state past the bound is not kept: the worker may send no more */

@@ -243,11 +243,8 @@ static int read_file(int fd, const settled_key *key, settled_state *out) {
   return 0;
 }
 
-settled_answer settled_look(settled *c, const settled_key *key, double until, uint64_t *ticket,
-                            double *busy_until, settled_state *out) {
+int settled_read(settled *c, const settled_key *key, settled_state *out) {
   memset(out, 0, sizeof *out);
-  *ticket = 0;
-  *busy_until = 0.0;
   char path[PATH_MAX + 128];
   snprintf(path, sizeof path, "%s/%s", c->dir, key->file);
   /* opened under the lock (no trim deletes it between), read without it: a deleted file stays
@@ -255,16 +252,32 @@ settled_answer settled_look(settled *c, const settled_key *key, double until, ui
   pthread_mutex_lock(&c->lock);
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
   pthread_mutex_unlock(&c->lock);
-  if (fd >= 0) {
-    const int rc = read_file(fd, key, out);
-    close(fd);
-    if (rc == 0) {
-      return SETTLED_KEPT;
-    }
+  if (fd < 0) {
+    return -1;
+  }
+  const int rc = read_file(fd, key, out);
+  close(fd);
+  if (rc != 0) {
     pthread_mutex_lock(&c->lock);
     forget_file(c, key->file);
     c->stats.rejected++;
     pthread_mutex_unlock(&c->lock);
+  }
+  return rc;
+}
+
+bool settled_has(settled *c, const settled_key *key) {
+  char path[PATH_MAX + 128];
+  snprintf(path, sizeof path, "%s/%s", c->dir, key->file);
+  return access(path, F_OK) == 0;
+}
+
+settled_answer settled_look(settled *c, const settled_key *key, double until, uint64_t *ticket,
+                            double *busy_until, settled_state *out) {
+  *ticket = 0;
+  *busy_until = 0.0;
+  if (settled_read(c, key, out) == 0) {
+    return SETTLED_KEPT;
   }
   pthread_mutex_lock(&c->lock);
   settled_answer a = SETTLED_YOURS;

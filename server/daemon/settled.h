@@ -52,6 +52,11 @@ typedef enum settled_answer { SETTLED_KEPT = 0, SETTLED_BUSY, SETTLED_YOURS } se
  * checks (its key, size, checksum) is deleted here and counted as rejected. */
 settled_answer settled_look(settled *c, const settled_key *key, double until, uint64_t *ticket,
                             double *busy_until, settled_state *out);
+/* The kept state of `key` alone, claiming nothing: 0 with *out, or -1 (none; a damaged file is
+ * deleted and counted as in settled_look). */
+int settled_read(settled *c, const settled_key *key, settled_state *out);
+/* Whether a state of `key` is kept (its file is there; not read). */
+bool settled_has(settled *c, const settled_key *key);
 /* Whether a session still holds the claim on `key` (in memory: cheap enough for every tick). */
 bool settled_busy(settled *c, const settled_key *key);
 /* Grows whenever a state is kept or a claim is given up: a waiting session looks again. */

@@ -207,13 +207,36 @@ def waiting():
     for sess in (F, G):
         req("DELETE", "/api/sessions/" + sess["id"], token=sess["control_token"])
 
+    # the settling one pauses: the waiting one settles instead; once the first goes on, whichever
+    # comes to rest first keeps the state and the other jumps to it
+    before = metrics()
+    P = create(seed=6)
+    Q = create(seed=6)
+    wait_for("P steps", lambda: view(P)["steps"] >= 240, 30)
+    act(P, {"type": "pause"})
+    q = wait_for("Q settles", lambda: (lambda q: q if q["steps"] > 0 else None)(view(Q)), 30)
+    check(q is not None, "when the settling session pauses, the waiting one settles instead",
+          "Q at step %s" % (q and q["steps"]))
+    act(P, {"type": "resume"})
+    both = wait_for("both settled", lambda: all(view(x)["settling_left"] == 0 for x in (P, Q)), 60)
+    restored = [x for x in (P, Q)
+                if any(e["kind"] == "settle_restored" for e in events(x["run_id"]))]
+    m = metrics()
+    check(both and len(restored) == 1 and
+          m.get("hits_total") == before.get("hits_total", 0) + 1,
+          "the one that came to rest first kept its state, and the other jumped to it",
+          "%d restored, %s" % (len(restored), m))
+    for sess in (P, Q):
+        req("DELETE", "/api/sessions/" + sess["id"], token=sess["control_token"])
+
 
 def restart_and_damage():
     global D
     D.stop()
     D = Daemon()
     m = metrics()
-    check(m.get("states") == 2 and m.get("hits_total") == 0, "a restart counts the kept states on disk", m)
+    check(m.get("states") == 3 and m.get("hits_total") == 0,
+          "a restart counts the kept states on disk", m)
     C = create()
     check(C["settling_left"] == 0 and C["steps"] > 0 and metrics().get("hits_total") == 1,
           "after a restart a silo starts from the state on disk", "steps %d" % C["steps"])
@@ -263,7 +286,7 @@ def bound():
     before = kept_files()
     D = Daemon("--settled-cache-mb", "2")
     m = metrics()
-    check(len(before) == 2 and m.get("states") == 1 and m.get("max_bytes") == 2 << 20 and
+    check(len(before) == 3 and m.get("states") == 1 and m.get("max_bytes") == 2 << 20 and
           m.get("bytes") <= 2 << 20, "a restart with a smaller bound keeps what fits", m)
     old = kept_files()
     J = create(mu=0.6)

@@ -105,6 +105,12 @@ static void claims_and_kept(void) {
             got.digest == s.digest && got.t == s.t);
   settled_restored(c, &k);
   settled_state_free(&got);
+  CHECK("it is there, and read alone", settled_has(c, &k) && settled_read(c, &k, &got) == 0 &&
+                                           got.len == s.len && got.steps == 920);
+  settled_state_free(&got);
+  const settled_key none = key_for("silo", "mu", 0.9, 1);
+  CHECK("reading a key nobody kept claims nothing",
+        !settled_has(c, &none) && settled_read(c, &none, &got) == -1 && !settled_busy(c, &none));
   settled_stats st;
   settled_get_stats(c, &st);
   CHECK("one kept, one hit, its bytes counted",
