@@ -163,7 +163,7 @@ bool sess__settle_tick(session *s) {
 
 void sess__settle_check(session *s, sess_keep *out) {
   memset(out, 0, sizeof *out);
-  if (!s->skeyed || !s->settling || s->last.settle_left > 0.0) {
+  if (!s->skeyed || !s->settling || s->last.settle_left > 0.0 || s->state == SESS_FAILED) {
     return;
   }
   s->settling = false; /* the grains have just come to rest */
