@@ -19,7 +19,8 @@
 # machine's cores would make at the engine's one-core rate of the same flow, `grainlab bench`
 # measured in the same run (before the first K and after the last, the mean). It says how much of
 # the machine went into the engine's own work: 1 less the daemon's, the pacing's and the
-# processes' cost. At a K the machine is not saturated by it says only that the CPU idled.
+# processes' cost. At a K the machine is not saturated by it says only that the CPU idled; the
+# idle column is the share of the cores' time the kernel counted idle over the window.
 #
 # silo: every session settles (state leaves "settling"), then each gets open_hole at once and the
 # next SECONDS_DYN wall seconds are the flow. pour: the pour starts with the session, so the
@@ -174,16 +175,24 @@ if scene == "silo":
         time.sleep(0.5)
     for sid, tok in sessions:
         call("POST", "/api/sessions/%s/actions" % sid, {"type": "open_hole"}, tok)
+def cpu_idle():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[3] + v[4], sum(v)
+
 t0 = time.time()
 c0 = clocks()
+i0 = cpu_idle()
 f0 = tiles["frames"]
 if watch:
     viewers.stdin.write("measure %s w\n" % dyn)
     viewers.stdin.flush()
 time.sleep(dyn)
 t1 = time.time()
+i1 = cpu_idle()
 c1 = clocks()
 f1 = tiles["frames"]
+idle = (i1[0] - i0[0]) / max(1, i1[1] - i0[1])
 rts = [(b[0] - a[0]) / (t1 - t0) for a, b in zip(c0, c1)]
 # grain-steps: simulated steps gained by each session times its grains (the mean of both ends)
 work = sum((b[0] - a[0]) * 240.0 * 0.5 * (a[2] + b[2]) for a, b in zip(c0, c1)) / (t1 - t0)
@@ -200,9 +209,9 @@ if watch:
     viewers.wait(timeout=30)
     if tiles["error"]:
         fps += "(dashboard:%s)" % tiles["error"].replace(" ", "_")
-print("%d %.3f %.3f %s %.0f %s %s" % (k, min(rts), sum(rts) / len(rts),
-                                      "yes" if min(rts) >= 0.95 else "no", work, fps,
-                                      ",".join(states)))
+print("%d %.3f %.3f %s %.0f %.3f %s %s" % (k, min(rts), sum(rts) / len(rts),
+                                           "yes" if min(rts) >= 0.95 else "no", work, idle, fps,
+                                           ",".join(states)))
 EOF
 )
     kill -TERM "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null || true; dpid=
@@ -223,17 +232,17 @@ else
 fi
 rate=$(python3 -c "print(0.5 * ($rate_before + $rate_after))")
 [[ "$rate_before" != 0 ]] && echo "engine, one core, flowing silo: $rate_before before, $rate_after after: mean $rate grain-steps/s; $cores cores"
-printf '%6s %4s %8s %8s %6s %12s %7s %22s  %s\n' scene K "min rt" "mean rt" holds "grain-st/s" share "fps viewer min/mean/tile" "states at the end"
+printf '%6s %4s %8s %8s %6s %12s %7s %6s %22s  %s\n' scene K "min rt" "mean rt" holds "grain-st/s" share idle "fps viewer min/mean/tile" "states at the end"
 for row in "${rows[@]}"; do
-  read -r scene k mn mean holds work fps states <<<"$row"
+  read -r scene k mn mean holds work idle fps states <<<"$row"
   share=-
   [[ "$scene" == silo ]] && share=$(python3 -c "print('%.3f' % ($work / ($cores * $rate)))")
-  printf '%6s %4s %8s %8s %6s %12s %7s %22s  %s\n' "$scene" "$k" "$mn" "$mean" "$holds" "$work" "$share" "$fps" "$states"
+  printf '%6s %4s %8s %8s %6s %12s %7s %6s %22s  %s\n' "$scene" "$k" "$mn" "$mean" "$holds" "$work" "$share" "$idle" "$fps" "$states"
 done
 for scene in $scenes; do
   best=0
   for row in "${rows[@]}"; do
-    read -r s k _ _ holds _ _ _ <<<"$row"
+    read -r s k _ _ holds _ _ _ _ <<<"$row"
     [[ "$s" == "$scene" && "$holds" == yes && "$k" -gt "$best" ]] && best=$k
   done
   echo "$scene: the largest K tried at which every session holds rt >= 0.95: $best"
