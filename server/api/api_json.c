@@ -45,6 +45,9 @@ json_t *api_session_json(const api_session_view *v) {
   /* seconds of simulated time the grains may still settle, at most (no experiment starts before:
    * 409 settling); 0 once they rest */
   json_object_set_new(j, "settling_left", json_real(v->settle_left));
+  /* while another session settles the same grains this one does not step: its countdown stands
+   * still until it starts from their state (issue 33) */
+  json_object_set_new(j, "settle_wait", json_boolean(v->settle_wait));
   if (v->script) { /* a replay or fork still playing */
     json_object_set_new(j, "script",
                         json_pack("{s:s, s:I, s:I}", "kind", v->script, "run",

@@ -44,6 +44,7 @@ typedef struct api_session_view {
   char reason[200];  /* why it failed ("" otherwise) */
   double t, rt_factor, speed;
   double settle_left; /* seconds of simulated time the grains may still settle; 0: settled */
+  bool settle_wait;   /* another session settles the same grains: this one starts from them */
   int viewers;
   uint64_t run_id, steps, digest;
   bool digest_known; /* the digest is of the state at steps */

@@ -933,6 +933,7 @@ void sess_view(session *s, api_session_view *out) {
   }
   out->t = s->last.t;
   out->settle_left = s->last.settle_left;
+  out->settle_wait = s->awaiting;
   out->rt_factor = s->rt_factor;
   out->speed = s->speed;
   out->run_id = s->run_id;

@@ -192,9 +192,13 @@ def waiting():
     check(mid and g["steps"] == 0 and g["settling_left"] > 0,
           "while one settles, the other waits at step 0", "F at %s, G at %d" % (
               mid and mid["steps"], g["steps"]))
+    check(g["settle_wait"] is True and mid["settle_wait"] is False,
+          "the view says which one waits (settle_wait: the page shows no countdown for it)",
+          "F %s, G %s" % (mid["settle_wait"], g["settle_wait"]))
     check(metrics().get("waits_total") == before.get("waits_total", 0) + 1, "/metrics: a wait")
     g = wait_for("G restored", lambda: (lambda g: g if g["settling_left"] == 0 else None)(view(G)),
                  60)
+    check(g and g["settle_wait"] is False, "once restored it waits no more", g and g["settle_wait"])
     ev = events(G["run_id"])
     restored = [e for e in ev if e["kind"] == "settle_restored"]
     check(g and restored and restored[0]["steps"] > 0,

@@ -329,7 +329,9 @@ function showSettling() {
   const left = session.settling_left > 0 ? Math.ceil(session.settling_left) : 0;
   const box = $('settling');
   box.hidden = left === 0;
-  box.textContent = left ? t('session.settling', { seconds: left }) : '';
+  // waiting for another group's settle of the same grains, it does not step: no countdown
+  box.textContent = !left ? '' : session.settle_wait ? t('session.settle_wait')
+    : t('session.settling', { seconds: left });
   document.body.dataset.settling = left;
   controlsState();
 }
