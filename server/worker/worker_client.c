@@ -271,21 +271,28 @@ int worker_call(worker_client *wc, const void *cmd, size_t size, void *reply, si
   return receive(wc, reply, reply_size, timeout_ms);
 }
 
-static int typed_call(worker_client *wc, const void *cmd, size_t size, int timeout_ms,
-                      worker_result *out) {
-  union {
-    worker_status st;
-    worker_error er;
-  } reply;
-  memset(out, 0, sizeof *out);
-  out->type = worker_call(wc, cmd, size, &reply, sizeof reply, timeout_ms);
+/* A reply that is a status or an error, into out by its type. */
+typedef union status_or_error {
+  worker_status st;
+  worker_error er;
+} status_or_error;
+
+static int take_reply(worker_result *out, const status_or_error *reply) {
   if (out->type == WORKER_REPLY_STATUS) {
-    out->status = reply.st;
+    out->status = reply->st;
   } else if (out->type == WORKER_REPLY_ERROR) {
-    out->error = reply.er.error;
+    out->error = reply->er.error;
     own_text(&out->error);
   }
   return out->type;
+}
+
+static int typed_call(worker_client *wc, const void *cmd, size_t size, int timeout_ms,
+                      worker_result *out) {
+  status_or_error reply;
+  memset(out, 0, sizeof *out);
+  out->type = worker_call(wc, cmd, size, &reply, sizeof reply, timeout_ms);
+  return take_reply(out, &reply);
 }
 
 void worker_samples_free(worker_samples *s) {
@@ -518,18 +525,9 @@ int worker_call_restore(worker_client *wc, const void *state, size_t len, uint64
     out->type = -1;
     return -1;
   }
-  union {
-    worker_status st;
-    worker_error er;
-  } reply;
+  status_or_error reply;
   out->type = receive_by(wc, &reply, sizeof reply, deadline, 0);
-  if (out->type == WORKER_REPLY_STATUS) {
-    out->status = reply.st;
-  } else if (out->type == WORKER_REPLY_ERROR) {
-    out->error = reply.er.error;
-    own_text(&out->error);
-  }
-  return out->type;
+  return take_reply(out, &reply);
 }
 
 int worker_call_bare(worker_client *wc, uint32_t type, int timeout_ms, worker_result *out) {
