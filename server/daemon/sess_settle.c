@@ -212,20 +212,17 @@ void sess__settle_keep(settled *c, sess_keep *k) {
   }
 }
 
-void sess__settle_forget(session *s) {
-  if (s->claim != 0) {
-    settled_release(s->reg->settled, s->claim);
-    s->claim = 0;
-  }
-  s->pristine = false;
-  s->awaiting = false;
-}
-
 void sess__settle_release(session *s) {
   if (s->claim != 0) {
     settled_release(s->reg->settled, s->claim);
     s->claim = 0;
   }
+}
+
+void sess__settle_forget(session *s) {
+  sess__settle_release(s);
+  s->pristine = false;
+  s->awaiting = false;
 }
 
 void sess__settle_announce(session *s) {
