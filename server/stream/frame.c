@@ -29,8 +29,11 @@ struct frame_encoder {
   bool have_key, last_key;
   int run; /* frames since the keyframe, itself included, up to FRAME_ORDER_MAX: the next order */
   float origin[3], step;
-  int n;            /* grains in the keyframe */
-  uint32_t *key_id; /* their ids, ascending */
+  int key_n;     /* grains in the keyframe */
+  int n, n2;     /* in the last frame (the keyframe's and those that came since), the one before */
+  uint32_t kept; /* the last frame's leading grains that are the frame before's, moved on */
+  uint32_t *key_id; /* the last frame's ids, ascending: the keyframe's, then those that came */
+  uint8_t *rad;     /* the last frame's radius codes */
   uint16_t *key_q;  /* the keyframe's quantized positions, 3 planes */
   /* q[0] the frame being made, q[1] the last one, q[2] the one before; shade likewise */
   uint16_t *q[FRAME_ORDER_MAX + 1];
@@ -68,6 +71,7 @@ void frame_encoder_free(frame_encoder *e) {
     }
     free(e->shade[0]);
     free(e->shade[1]);
+    free(e->rad);
     free(e->slot);
     free(e->raw);
     free(e->out);
@@ -104,10 +108,10 @@ static int grow_grains(void **const arrays[], const size_t each[], size_t count,
 }
 
 static int grow_encoder(frame_encoder *e, size_t n) {
-  void **const arrays[] = {(void **)&e->key_id,  (void **)&e->key_q, (void **)&e->q[0],
-                           (void **)&e->q[1],    (void **)&e->q[2],  (void **)&e->shade[0],
-                           (void **)&e->shade[1]};
-  const size_t each[] = {sizeof(uint32_t), 6, 6, 6, 6, 1, 1};
+  void **const arrays[] = {(void **)&e->key_id,   (void **)&e->key_q, (void **)&e->q[0],
+                           (void **)&e->q[1],     (void **)&e->q[2],  (void **)&e->shade[0],
+                           (void **)&e->shade[1], (void **)&e->rad};
+  const size_t each[] = {sizeof(uint32_t), 6, 6, 6, 6, 1, 1, 1};
   return grow_grains(arrays, each, sizeof each / sizeof each[0], &e->ncap, n);
 }
 
@@ -132,12 +136,6 @@ static inline void put_residual(uint8_t *r, size_t nn, int a, size_t k, int32_t 
 static inline int32_t get_residual(const uint8_t *r, size_t nn, int a, size_t k) {
   return unzigzag(r[(size_t)a * nn + k] | (uint32_t)r[(size_t)(3 + a) * nn + k] << 8 |
                   (uint32_t)r[(size_t)(6 + a) * nn + k] << 16);
-}
-
-/* The prediction of a grain's q from the frames before it: the last one's (order 1), or the
- * straight line through the last two (order 2: constant velocity). */
-static inline int32_t predict(int order, uint16_t q1, uint16_t q2) {
-  return order == 1 ? (int32_t)q1 : 2 * (int32_t)q1 - (int32_t)q2;
 }
 
 /* Compress the raw payload in e->raw behind a header: the frame in e->out, valid until the next
@@ -166,10 +164,47 @@ static int finish(frame_encoder *e, uint8_t kind, uint8_t order, uint32_t seq, u
   h.t = t;
   memcpy(h.origin, e->origin, sizeof h.origin);
   h.step = e->step;
+  h.kept = kind == FRAME_CHAINS ? 0 : e->kept; /* chains count pairs, not grains */
   memcpy(e->out, &h, sizeof h);
   *out = e->out;
   *len = FRAME_HEADER + z;
   return 0;
+}
+
+/* The grains that came since the last frame, if they can ride on a frame between keyframes: every
+ * grain of the last frame still there, the new ones all after them in id order (so appended at the
+ * end, the order still ascending). Their ids go to key_id[e->n ..]; returns how many, or −1. */
+static int arrivals(frame_encoder *e, int n, uint32_t max_id) {
+  if (n < e->n) {
+    return -1;
+  }
+  for (int k = 0; k < e->n; k++) {
+    const uint32_t id = e->key_id[k];
+    if (id > max_id || e->slot[id] < 0) {
+      return -1;
+    }
+  }
+  int m = 0;
+  for (uint32_t id = e->n ? e->key_id[e->n - 1] + 1 : 0; id <= max_id && e->n + m < n; id++) {
+    if (e->slot[id] >= 0) {
+      e->key_id[e->n + m++] = id;
+    }
+  }
+  return e->n + m == n ? m : -1;
+}
+
+/* The new grains' part of a frame, after the residuals and shades of the `base` grains before
+ * them: q on x, y, z planes of u16, shade, radius code, 8 bytes each. */
+static void put_new(uint8_t *r, const uint16_t *q, size_t n, size_t base, const uint8_t *shade,
+                    const uint8_t *rad) {
+  const size_t m = n - base;
+  for (int a = 0; a < 3; a++) {
+    for (size_t k = 0; k < m; k++) {
+      memcpy(r + 2 * ((size_t)a * m + k), &q[(size_t)a * n + base + k], 2);
+    }
+  }
+  memcpy(r + 6 * m, shade + base, m);
+  memcpy(r + 7 * m, rad + base, m);
 }
 
 int frame_encode(frame_encoder *e, const grn_world *w, bool force_key, const uint8_t **out,
@@ -187,7 +222,8 @@ int frame_encode(frame_encoder *e, const grn_world *w, bool force_key, const uin
     }
   }
   size_t slotcap = e->slotcap;
-  if (reserve((void **)&e->slot, &slotcap, sizeof(int32_t) * ((size_t)max_id + 1)) != 0) {
+  if (reserve((void **)&e->slot, &slotcap, sizeof(int32_t) * ((size_t)max_id + 1)) != 0 ||
+      grow_encoder(e, (size_t)n + 1) != 0) {
     return -1;
   }
   e->slotcap = slotcap;
@@ -198,30 +234,37 @@ int frame_encode(frame_encoder *e, const grn_world *w, bool force_key, const uin
     }
   }
   const double t = grn_world_time(w);
-  /* a frame between keyframes needs the same grains as the keyframe, all still on its grid */
-  bool key = force_key || !e->have_key || n != e->n || t - e->key_t >= FRAME_KEY_EVERY;
+  /* the same world, moved on since the last frame: a client may draw the grains both frames
+   * share between the two (after a restart or a Reset, or with the clock gone back, it may not) */
+  const bool goes_on = e->have_key && t > e->last_t;
+  /* a frame between keyframes carries the last frame's grains, and new ones after them, all on
+   * the keyframe's grid */
+  bool key = force_key || !e->have_key || t - e->key_t >= FRAME_KEY_EVERY;
+  const int m = key ? -1 : arrivals(e, n, max_id);
+  key = key || m < 0;
   for (int k = 0; !key && k < n; k++) {
-    const uint32_t id = e->key_id[k];
-    if (id > max_id || e->slot[id] < 0) {
-      key = true;
-      break;
-    }
-    const double *p = &pos[3 * e->slot[id]];
+    const double *p = &pos[3 * e->slot[e->key_id[k]]];
     for (int a = 0; a < 3; a++) {
       const double q = (p[a] - e->origin[a]) / e->step;
       key = key || !(q >= 0.0 && q <= 65535.0);
     }
   }
-  const size_t nn = (size_t)n;
-  const size_t raw = key ? nn * 8 + sizeof(grn_geometry) : nn * 10;
-  if (grow_encoder(e, nn + 1) != 0 || reserve((void **)&e->raw, &e->rawcap, raw + 1) != 0) {
+  const size_t nn = (size_t)n, base = key ? 0 : (size_t)e->n;
+  const size_t raw = key ? nn * 8 + sizeof(grn_geometry) : base * 10 + (nn - base) * 8;
+  if (reserve((void **)&e->raw, &e->rawcap, raw + 1) != 0) {
     return -1;
   }
   if (key) {
     int k = 0;
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    /* the grains the last frame had, in the same places of the order: grains that came after
+     * them (a pour's new ones, with higher ids) leave the prefix whole */
+    bool same = goes_on;
+    e->kept = 0;
     for (uint32_t id = 0; id <= max_id && k < n; id++) {
       if (e->slot[id] >= 0) {
+        same = same && k < e->n && e->key_id[k] == id;
+        e->kept += same;
         e->key_id[k++] = id;
         for (int a = 0; a < 3; a++) {
           const double v = pos[3 * e->slot[id] + a];
@@ -240,11 +283,13 @@ int frame_encode(frame_encoder *e, const grn_world *w, bool force_key, const uin
     /* one uniform step for every axis, rounded up so the largest extent still fits */
     e->step = (float)(ext / 65535.0);
     e->step = nextafterf(e->step, INFINITY);
-    e->n = n;
+    e->key_n = n;
     e->key_seq = e->seq;
     e->key_t = t;
     e->have_key = true;
     e->run = 0;
+  } else {
+    e->kept = goes_on ? (uint32_t)base : 0;
   }
   uint16_t *q = e->q[0];
   uint8_t *shade = e->shade[0];
@@ -256,33 +301,39 @@ int frame_encode(frame_encoder *e, const grn_world *w, bool force_key, const uin
     const double *v = &vel[3 * i];
     const double speed = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
     shade[k] = (uint8_t)(speed >= SPEED_FULL ? 255 : lround(speed / SPEED_FULL * 255.0));
+    const long rq = lround(g.radius[i] / RADIUS_STEP);
+    e->rad[k] = (uint8_t)(rq > 255 ? 255 : rq);
   }
   /* the raw payload: keyframe = x, y, z planes of u16, shade, radius, geometry; predicted =
-   * residual planes against the frames before, then the shade's change since the last frame */
+   * residual planes of the last frame's grains against the frames before, their shades' change
+   * since the last frame, then the new grains whole */
   const int order = key ? 0 : e->run;
   uint8_t *r = e->raw;
   if (key) {
     memcpy(r, q, sizeof *q * 3 * nn); /* the host's byte order is the wire's, little-endian */
     memcpy(e->key_q, q, sizeof *q * 3 * nn);
     memcpy(r + 6 * nn, shade, nn);
-    for (size_t k = 0; k < nn; k++) {
-      const long rq = lround(g.radius[e->slot[e->key_id[k]]] / RADIUS_STEP);
-      r[7 * nn + k] = (uint8_t)(rq > 255 ? 255 : rq);
-    }
+    memcpy(r + 7 * nn, e->rad, nn);
     grn_geometry geo;
     grn_world_geometry(w, &geo);
     memcpy(r + 8 * nn, &geo, sizeof geo);
   } else {
+    /* q1: the last frame's (its n grains), q2: the one before's (n2): a grain that came in the
+     * last frame has no q2 and is predicted where it was */
     const uint16_t *q1 = e->q[1], *q2 = e->q[2];
+    const size_t n1 = base, n2 = (size_t)e->n2;
     for (int a = 0; a < 3; a++) {
-      for (size_t k = 0; k < nn; k++) {
-        const size_t j = (size_t)a * nn + k;
-        put_residual(r, nn, a, k, (int32_t)q[j] - predict(order, q1[j], q2[j]));
+      for (size_t k = 0; k < n1; k++) {
+        const int32_t p = order == 2 && k < n2 ? 2 * (int32_t)q1[(size_t)a * n1 + k] -
+                                                     (int32_t)q2[(size_t)a * n2 + k]
+                                               : (int32_t)q1[(size_t)a * n1 + k];
+        put_residual(r, n1, a, k, (int32_t)q[(size_t)a * nn + k] - p);
       }
     }
-    for (size_t k = 0; k < nn; k++) {
-      r[9 * nn + k] = (uint8_t)(shade[k] - e->shade[1][k]);
+    for (size_t k = 0; k < n1; k++) {
+      r[9 * n1 + k] = (uint8_t)(shade[k] - e->shade[1][k]);
     }
+    put_new(r + 10 * n1, q, nn, n1, shade, e->rad);
   }
   /* this frame becomes the last one, the last one the one before */
   uint16_t *oldest = e->q[FRAME_ORDER_MAX];
@@ -290,6 +341,8 @@ int frame_encode(frame_encoder *e, const grn_world *w, bool force_key, const uin
   e->q[0] = oldest;
   e->shade[0] = e->shade[1];
   e->shade[1] = shade;
+  e->n2 = key ? 0 : e->n;
+  e->n = n;
   e->run = e->run < FRAME_ORDER_MAX ? e->run + 1 : FRAME_ORDER_MAX;
   e->last_key = key;
   e->last_t = t;
@@ -301,6 +354,10 @@ int frame_encode(frame_encoder *e, const grn_world *w, bool force_key, const uin
   return 0;
 }
 
+void frame_encoder_restart(frame_encoder *e) {
+  e->have_key = false;
+}
+
 int frame_encode_delta(frame_encoder *e, const uint8_t **out, size_t *len) {
   *out = NULL;
   *len = 0;
@@ -310,18 +367,20 @@ int frame_encode_delta(frame_encoder *e, const uint8_t **out, size_t *len) {
   if (e->last_key) {
     return 0; /* a keyframe is its own reference */
   }
-  const size_t nn = (size_t)e->n, raw = nn * 10;
+  /* the keyframe's grains against their keyframe q, then the grains that came since, whole */
+  const size_t nn = (size_t)e->n, kn = (size_t)e->key_n, raw = kn * 10 + (nn - kn) * 8;
   if (reserve((void **)&e->raw, &e->rawcap, raw + 1) != 0) {
     return -1;
   }
   const uint16_t *q = e->q[1];
   for (int a = 0; a < 3; a++) {
-    for (size_t k = 0; k < nn; k++) {
-      const size_t j = (size_t)a * nn + k;
-      put_residual(e->raw, nn, a, k, (int32_t)q[j] - (int32_t)e->key_q[j]);
+    for (size_t k = 0; k < kn; k++) {
+      put_residual(e->raw, kn, a, k,
+                   (int32_t)q[(size_t)a * nn + k] - (int32_t)e->key_q[(size_t)a * kn + k]);
     }
   }
-  memcpy(e->raw + 9 * nn, e->shade[1], nn);
+  memcpy(e->raw + 9 * kn, e->shade[1], kn);
+  put_new(e->raw + 10 * kn, q, nn, kn, e->shade[1], e->rad);
   return finish(e, FRAME_DELTA, 0, e->seq - 1, (uint32_t)e->n, raw, e->last_t, out, len);
 }
 
@@ -341,15 +400,21 @@ int frame_decode(frame_decoder *d, const uint8_t *buf, size_t len) {
   memcpy(&h, buf, sizeof h);
   if (h.magic != FRAME_MAGIC || h.version != FRAME_VERSION ||
       (h.kind != FRAME_KEY && h.kind != FRAME_DELTA && h.kind != FRAME_PREDICTED) ||
-      h.payload_size != len - FRAME_HEADER || h.count > GRN_MAX_GRAINS || !(h.step > 0.0f) ||
+      h.payload_size != len - FRAME_HEADER || h.count > GRN_MAX_GRAINS || h.kept > h.count ||
+      !(h.step > 0.0f) ||
       (h.kind == FRAME_PREDICTED ? h.order < 1 || h.order > FRAME_ORDER_MAX : h.order != 0)) {
     return -1;
   }
   const size_t nn = h.count;
   const bool key = h.kind == FRAME_KEY;
-  const size_t want = key ? nn * 8 + sizeof(grn_geometry) : nn * 10;
-  if (h.raw_size != want ||
-      (!key && (h.key_seq != d->key_seq || h.count != d->count || !d->key_q))) {
+  /* the grains coded against frames before: a predicted frame's are the last frame's, a delta's
+   * its keyframe's; the grains after them came since, whole */
+  const size_t base = key ? 0 : h.kind == FRAME_DELTA ? d->key_count : d->count;
+  if (!key && (h.key_seq != d->key_seq || !d->key_q || nn < base)) {
+    return -1;
+  }
+  const size_t want = key ? nn * 8 + sizeof(grn_geometry) : base * 10 + (nn - base) * 8;
+  if (h.raw_size != want) {
     return -1;
   }
   /* a predicted frame extrapolates the frames right before it: this decoder must have them all */
@@ -373,20 +438,28 @@ int frame_decode(frame_decoder *d, const uint8_t *buf, size_t len) {
   }
   /* the new q into scratch: a grain off the grid refuses the frame and changes nothing */
   uint16_t *q = d->q_new;
+  const size_t n1 = d->count, n2 = d->prev_count, m = nn - base;
+  const uint8_t *added = raw + 10 * base;
   bool bad = false;
   for (int a = 0; a < 3; a++) {
-    for (size_t k = 0; k < nn; k++) {
-      const size_t j = (size_t)a * nn + k;
-      if (key) {
-        memcpy(&q[j], raw + 2 * j, 2);
-        continue;
-      }
-      const int32_t p =
-          h.kind == FRAME_DELTA ? d->key_q[j] : predict(h.order, d->q[j], d->q_prev[j]);
-      const int32_t v = p + get_residual(raw, nn, a, k);
-      bad = bad || v < 0 || v > 65535;
-      q[j] = (uint16_t)v;
+    if (key) {
+      memcpy(q + (size_t)a * nn, raw + 2 * (size_t)a * nn, 2 * nn);
+      continue;
     }
+    for (size_t k = 0; k < base; k++) {
+      int32_t p;
+      if (h.kind == FRAME_DELTA) {
+        p = d->key_q[(size_t)a * base + k];
+      } else if (h.order == 2 && k < n2) {
+        p = 2 * (int32_t)d->q[(size_t)a * n1 + k] - (int32_t)d->q_prev[(size_t)a * n2 + k];
+      } else {
+        p = d->q[(size_t)a * n1 + k];
+      }
+      const int32_t v = p + get_residual(raw, base, a, k);
+      bad = bad || v < 0 || v > 65535;
+      q[(size_t)a * nn + k] = (uint16_t)v;
+    }
+    memcpy(q + (size_t)a * nn + base, added + 2 * (size_t)a * m, 2 * m);
   }
   if (bad) {
     free(raw);
@@ -398,19 +471,23 @@ int frame_decode(frame_decoder *d, const uint8_t *buf, size_t len) {
     memcpy(d->radius, raw + 7 * nn, nn);
     memcpy(&d->geometry, raw + 8 * nn, sizeof d->geometry);
     d->key_seq = h.seq;
-    d->count = h.count;
+    d->key_count = h.count;
     memcpy(d->origin, h.origin, sizeof d->origin);
     d->step = h.step;
     d->run = 1;
   } else {
-    for (size_t k = 0; k < nn; k++) {
+    for (size_t k = 0; k < base; k++) {
       d->shade[k] =
-          h.kind == FRAME_DELTA ? raw[9 * nn + k] : (uint8_t)(d->shade[k] + raw[9 * nn + k]);
+          h.kind == FRAME_DELTA ? raw[9 * base + k] : (uint8_t)(d->shade[k] + raw[9 * base + k]);
     }
+    memcpy(d->shade + base, added + 6 * m, m);
+    memcpy(d->radius + base, added + 7 * m, m);
     /* a delta right after the frame before continues the run; after a gap it starts one */
     const bool next = d->seq == h.seq - 1;
     d->run = next && d->run < FRAME_ORDER_MAX ? d->run + 1 : next ? FRAME_ORDER_MAX : 1;
   }
+  d->prev_count = key ? 0 : d->count;
+  d->count = h.count;
   d->q_new = d->q_prev;
   d->q_prev = d->q;
   d->q = q;
@@ -421,6 +498,7 @@ int frame_decode(frame_decoder *d, const uint8_t *buf, size_t len) {
     }
   }
   d->t = h.t;
+  d->kept = h.kept;
   free(raw);
   return 0;
 }

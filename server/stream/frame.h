@@ -1,8 +1,8 @@
 /* The stream's binary frames (schema/stream.md): grains quantized to 16 bits per axis on one
  * uniform grid; keyframes with radii and scene geometry; predicted frames, each grain's residual
- * against the extrapolation of its last two frames; deltas against the keyframe, for a viewer that
- * lacks those two; zigzag byte planes, all zstd-compressed. Encoded once per frame for every
- * viewer. */
+ * against the extrapolation of its last two frames, with grains that came since appended whole;
+ * deltas against the keyframe, for a viewer that lacks those two; zigzag byte planes, all
+ * zstd-compressed. Encoded once per frame for every viewer. */
 #ifndef GRAINLAB_FRAME_H
 #define GRAINLAB_FRAME_H
 
@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define FRAME_MAGIC 0x464e5247u /* "GRNF" little-endian */
-#define FRAME_VERSION 2
+#define FRAME_VERSION 3
 #define FRAME_HEADER 64     /* bytes */
 #define FRAME_KEY_EVERY 2.0 /* s: the longest a viewer waits for a keyframe */
 #define FRAME_ORDER_MAX 2   /* a predicted frame refers to at most the two frames before it */
@@ -30,7 +30,7 @@ typedef struct frame_header {
   uint32_t key_seq; /* the keyframe it refers to (itself for a keyframe) */
   uint32_t count;   /* grains */
   uint32_t raw_size, payload_size;
-  uint32_t reserved2;
+  uint32_t kept;         /* leading grains that are frame seq − 1's, in one world, moved on */
   double t;              /* simulated time, s */
   float origin[3];       /* grid origin, m */
   float step;            /* grid step, m, the same on every axis */
@@ -50,6 +50,11 @@ void frame_encoder_free(frame_encoder *e);
 int frame_encode(frame_encoder *e, const grn_world *w, bool force_key, const uint8_t **out,
                  size_t *len);
 
+/* Forget the keyframe: the next frame is a keyframe that shares no grain with the frames before
+ * (kept 0). For a world that was replaced, so that no client draws grains moving between the two.
+ */
+void frame_encoder_restart(frame_encoder *e);
+
 /* The last frame again, as a delta against its keyframe (same seq, same decoded grains): what a
  * viewer that skipped frames can use. *len = 0 (nothing) when that frame is a keyframe itself.
  * Valid until the next call; 0 or −1 (no frame yet, out of memory). */
@@ -63,11 +68,14 @@ int frame_encode_chains(frame_encoder *e, const grn_contact *chains, int n, cons
 /* A decoder's state: the last keyframe's grid and q, and the last two frames' q. Zero it to
  * start. */
 typedef struct frame_decoder {
-  uint32_t key_seq, count;
+  uint32_t key_seq, key_count; /* the keyframe, and its grains */
+  uint32_t count, prev_count;  /* grains in the last frame decoded (the keyframe's first, then
+                                  those that came since), and in the one before it (0: none) */
+  uint32_t kept;               /* the last frame's `kept` */
   float origin[3], step;
   uint32_t seq; /* the last frame decoded */
   int run;      /* frames decoded one after another up to seq since the keyframe, at most 2 */
-  uint16_t *key_q, *q, *q_prev, *q_new; /* 3 planes of count each; q_new is scratch */
+  uint16_t *key_q, *q, *q_prev, *q_new; /* 3 planes of key_count, count, prev_count; scratch */
   double *pos;                          /* decoded positions, xyz per grain */
   uint8_t *shade, *radius;
   grn_geometry geometry;

@@ -383,7 +383,6 @@ int main(void) {
     return WORKER_EXIT_SETUP;
   }
   send_status(w, true);
-  bool rekey = false; /* the next frame must be a keyframe */
   for (;;) {
     const ssize_t got = recv(chan, buf, sizeof buf, 0);
     if (got <= 0) {
@@ -463,10 +462,9 @@ int main(void) {
       memcpy(&f, buf, sizeof f);
       const uint8_t *out;
       size_t len;
-      if (frame_encode(enc, w, f.key != 0 || rekey, &out, &len) != 0) {
+      if (frame_encode(enc, w, f.key != 0, &out, &len) != 0) {
         return WORKER_EXIT_NOMEM;
       }
-      rekey = false;
       if (len > frame_bytes) {
         e.code = GRN_E_BUFFER;
         snprintf(e.message, sizeof e.message, "a frame of %zu bytes exceeds the %zu shared", len,
@@ -559,8 +557,11 @@ int main(void) {
       if (!restore(&q, c.memory_limit, &def, &w, buf)) {
         return WORKER_EXIT_PROTOCOL;
       }
-      /* another world: its first frame is a keyframe (the encoder's deltas are of the old one) */
-      rekey = rekey || w != before;
+      /* another world: its first frame is a keyframe (the encoder's deltas are of the old one),
+       * and shares no grain with the frames before */
+      if (enc && w != before) {
+        frame_encoder_restart(enc);
+      }
       break;
     }
     case WORKER_CMD_QUIT:

@@ -41,8 +41,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
       }
     } else if (frame_decode(&d, msg, n) == 0) {
+      /* grains only come between keyframes: the keyframe's and the frame before's are a prefix */
       if (d.count > GRN_MAX_GRAINS || (d.count > 0 && d.cap < d.count) || d.run < 1 ||
-          d.run > FRAME_ORDER_MAX) {
+          d.run > FRAME_ORDER_MAX || d.key_count > d.count || d.prev_count > d.count ||
+          d.kept > d.count) {
         abort();
       }
       /* every decoded grain is readable (ASan reports it otherwise), its q and the history a
@@ -52,7 +54,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sum += d.pos[3 * k] + d.pos[3 * k + 1] + d.pos[3 * k + 2] + d.shade[k] + d.radius[k];
       }
       for (size_t j = 0; j < 3 * (size_t)d.count; j++) {
-        sum += d.q[j] + d.q_prev[j] + d.key_q[j];
+        sum += d.q[j];
+      }
+      for (size_t j = 0; j < 3 * (size_t)d.prev_count; j++) {
+        sum += d.q_prev[j];
+      }
+      for (size_t j = 0; j < 3 * (size_t)d.key_count; j++) {
+        sum += d.key_q[j];
       }
       (void)sum;
     }

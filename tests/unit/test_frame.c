@@ -1,4 +1,4 @@
-/* The stream's frames (format 2): every decoded q exactly the grid's quantization of the engine's
+/* The stream's frames (format 3): every decoded q exactly the grid's quantization of the engine's
  * positions, for keyframes, predicted frames and deltas, over a pouring pile and a draining silo;
  * keyframes at least every 2 s with predicted frames between; the bytes per grain per frame of a
  * pour, a flowing silo and a pile at rest; malformed and hostile frames refused with the decoder
@@ -105,10 +105,13 @@ static void pour(void) {
   frame_encoder *enc = frame_encoder_new();
   frame_decoder dec;
   memset(&dec, 0, sizeof dec);
+  frame_decoder skip;
+  memset(&skip, 0, sizeof skip);
   tally all = {0}, settle = {0};
   double worst = 0.0, last_key_t = 0.0, key_gap = 0.0;
-  long wrong = 0;
-  int bad = 0, order = 0, predicted = 0;
+  long wrong = 0, wrong_delta = 0;
+  int bad = 0, order = 0, predicted = 0, grown = 0, deltas = 0;
+  uint32_t last_count = 0;
   uint32_t last_seq = 0;
   for (int f = 0; f < 60 * 14; f++) {
     grn_world_step(w, 4);
@@ -131,7 +134,21 @@ static void pour(void) {
       last_key_t = h.t;
     }
     predicted += h.kind == FRAME_PREDICTED;
+    grown += h.kind == FRAME_PREDICTED && h.count > last_count;
+    last_count = h.count;
     wrong += q_mismatches(&dec, w, &worst);
+    /* a viewer that takes every fifth frame: keyframes, and deltas that bring the grains that
+     * came since their keyframe */
+    if (h.kind == FRAME_KEY) {
+      bad += frame_decode(&skip, buf, len) != 0;
+    } else if (f % 5 == 0) {
+      if (frame_encode_delta(enc, &buf, &len) != 0 || frame_decode(&skip, buf, len) != 0) {
+        bad++;
+        continue;
+      }
+      deltas++;
+      wrong_delta += q_mismatches(&skip, w, &worst);
+    }
   }
   printf("pour: %d frames, %d keyframes, %d predicted; bytes per grain: keyframe %.2f, average "
          "%.2f overall and %.2f once the pour has ended\n",
@@ -140,6 +157,12 @@ static void pour(void) {
   CHECK_NEAR("pour: frames that failed to encode or decode", bad, 0, 0);
   CHECK_NEAR("pour: sequence gaps", order, 0, 0);
   CHECK_NEAR("pour: decoded q unlike the engine's quantized positions", (double)wrong, 0, 0);
+  CHECK_NEAR("pour: q of deltas unlike the engine's quantized positions", (double)wrong_delta, 0,
+             0);
+  CHECK_RANGE("pour: deltas decoded", deltas, 100, all.frames);
+  /* grains arrive at 400 a second in batches, about 11 a second over the 7.5 s of the pour: each
+   * batch rides a predicted frame (no keyframe but those every 2 s) */
+  CHECK_RANGE("pour: predicted frames that bring new grains", grown, 40, all.frames);
   CHECK_RANGE("pour: worst position error, grid steps", worst, 0.0, 0.5 + 1e-6);
   CHECK_RANGE("pour: longest time between keyframes, s", key_gap, 0.0,
               FRAME_KEY_EVERY + 1.0 / 60.0);
@@ -235,6 +258,7 @@ static void pour(void) {
   free(off);
   free(junk);
   frame_decoder_free(&dec);
+  frame_decoder_free(&skip);
   frame_decoder_free(&fresh);
   frame_encoder_free(enc);
   grn_world_destroy(w);
@@ -496,8 +520,104 @@ static void chains(void) {
   grn_world_destroy(w);
 }
 
+/* The alive grains' ids, ascending (the frames' order), into ids; their count. */
+static int alive_ids(const grn_world *w, uint32_t *ids) {
+  grn_grains_view g;
+  grn_world_grains(w, &g);
+  int n = 0;
+  for (int i = 0; i < g.count; i++) {
+    if (g.alive[i]) {
+      ids[n++] = g.id[i];
+    }
+  }
+  for (int a = 1; a < n; a++) { /* insertion sort: storage is nearly in id order already */
+    const uint32_t v = ids[a];
+    int b = a - 1;
+    for (; b >= 0 && ids[b] > v; b--) {
+      ids[b + 1] = ids[b];
+    }
+    ids[b + 1] = v;
+  }
+  return n;
+}
+
+/* `kept`, what a client may draw between two frames: over a pour (grains arriving, keyframes
+ * for them) it is the leading grains both frames share, counted here from the engine's ids; it
+ * is 0 after a restart, after a Reset (the clock goes back) and for a frame with no step since
+ * the last; a frame that claims more than it has is refused. */
+static void kept(void) {
+  grn_world *w = make("pour", "rate", 400);
+  frame_encoder *enc = frame_encoder_new();
+  frame_decoder dec;
+  memset(&dec, 0, sizeof dec);
+  uint32_t *prev = calloc(GRN_MAX_GRAINS, sizeof *prev), *now = calloc(GRN_MAX_GRAINS, sizeof *now);
+  int np = 0, wrong = 0, keys_grown = 0, frames = 0;
+  const uint8_t *buf;
+  size_t len;
+  frame_header h;
+  for (int f = 0; f < 60 * 4; f++) {
+    grn_world_step(w, 16); /* 15 frames a second, as the daemon sends them */
+    if (frame_encode(enc, w, false, &buf, &len) != 0 || frame_decode(&dec, buf, len) != 0) {
+      wrong++;
+      continue;
+    }
+    memcpy(&h, buf, sizeof h);
+    const int n = alive_ids(w, now);
+    uint32_t same = 0;
+    while (f > 0 && (int)same < n && (int)same < np && prev[same] == now[same]) {
+      same++;
+    }
+    wrong += h.kept != same;
+    keys_grown += h.kind == FRAME_PREDICTED && n > np && np > 0 && h.kept == (uint32_t)np;
+    frames++;
+    memcpy(prev, now, sizeof *now * (size_t)n);
+    np = n;
+  }
+  CHECK_NEAR("kept: frames whose kept is not the grains they share with the one before", wrong, 0,
+             0);
+  CHECK_RANGE("kept: predicted frames bringing grains that keep every grain before", keys_grown, 10,
+              frames);
+  frame_encode(enc, w, false, &buf, &len);
+  memcpy(&h, buf, sizeof h);
+  CHECK("kept: no step since the last frame, nothing to draw between", h.kept == 0);
+  grn_world_step(w, 4);
+  frame_encoder_restart(enc);
+  frame_encode(enc, w, false, &buf, &len);
+  memcpy(&h, buf, sizeof h);
+  CHECK("kept: after a restart, a keyframe that keeps nothing",
+        h.kind == FRAME_KEY && h.kept == 0 && frame_decode(&dec, buf, len) == 0);
+  grn_world_step(w, 4);
+  frame_encode(enc, w, false, &buf, &len);
+  memcpy(&h, buf, sizeof h);
+  CHECK("kept: the frame after keeps every grain", h.kept == h.count && h.count > 0);
+  CHECK("kept: and decodes", frame_decode(&dec, buf, len) == 0);
+  act_or_exit(w, "reset");
+  grn_world_step(w, 4);
+  frame_encode(enc, w, false, &buf, &len);
+  memcpy(&h, buf, sizeof h);
+  CHECK("kept: after a Reset (the clock went back) nothing", h.kept == 0);
+  CHECK("kept: and decodes", frame_decode(&dec, buf, len) == 0);
+  grn_world_step(w, 4);
+  frame_encode(enc, w, false, &buf, &len);
+  uint8_t *junk = malloc(len);
+  memcpy(junk, buf, len);
+  memcpy(&h, junk, sizeof h);
+  h.kept = h.count + 1;
+  memcpy(junk, &h, sizeof h);
+  CHECK("kept: a frame that keeps more grains than it has is refused",
+        frame_decode(&dec, junk, len) != 0);
+  CHECK("kept: the good one is not", frame_decode(&dec, buf, len) == 0);
+  free(junk);
+  free(prev);
+  free(now);
+  frame_decoder_free(&dec);
+  frame_encoder_free(enc);
+  grn_world_destroy(w);
+}
+
 int main(void) {
   pour();
+  kept();
   silo();
   fanout();
   chains();

@@ -1,9 +1,9 @@
-// A session's websocket stream (schema/stream.md, format 2): frames decoded into positions,
+// A session's websocket stream (schema/stream.md, format 3): frames decoded into positions,
 // shades, radii and scene geometry; text messages (hello, measurements, events, errors) handed on
 // as objects.
 import { decompress } from 'fzstd';
 
-const MAGIC = 0x464e5247, VERSION = 2, ORDER_MAX = 2, MAX_GRAINS = 4000000;
+const MAGIC = 0x464e5247, VERSION = 3, ORDER_MAX = 2, MAX_GRAINS = 4000000;
 export const KEY = 1, DELTA = 2, CHAINS = 3, PREDICTED = 4;
 
 function geometry(view, at) {
@@ -31,30 +31,36 @@ function contentSize(z) {
 }
 
 export class Decoder {
-  constructor() { this.keySeq = -1; this.count = 0; this.seq = -1; this.run = 0; }
+  constructor() { this.keySeq = -1; this.keyCount = 0; this.count = 0; this.prevCount = 0; this.seq = -1; this.run = 0; }
 
   // Returns {kind, seq, t, count, ...} or throws on anything malformed, a delta whose keyframe it
   // has not decoded, or a predicted frame without the frames right before it; a refused frame
-  // changes nothing. this.q holds the decoded grid coordinates (x, y, z planes of count).
+  // changes nothing. this.q holds the decoded grid coordinates (x, y, z planes of count): the
+  // keyframe's grains first, then those that came since.
   decode(buffer) {
     const bytes = new Uint8Array(buffer);
     if (bytes.length < 64) throw new Error('short frame');
     const v = new DataView(buffer);
-    if (v.getUint32(0, true) !== MAGIC || v.getUint8(4) !== VERSION) throw new Error('not a grainlab frame of format 2');
+    if (v.getUint32(0, true) !== MAGIC || v.getUint8(4) !== VERSION) throw new Error('not a grainlab frame of format 3');
     const kind = v.getUint8(5), order = v.getUint8(6), seq = v.getUint32(8, true), keySeq = v.getUint32(12, true);
     const n = v.getUint32(16, true), rawSize = v.getUint32(20, true), payload = v.getUint32(24, true);
     if (payload !== bytes.length - 64) throw new Error('bad payload size');
     if (n > MAX_GRAINS) throw new Error('too many grains');
     const head = { kind, seq, keySeq, count: n, t: v.getFloat64(32, true),
                    origin: [v.getFloat32(40, true), v.getFloat32(44, true), v.getFloat32(48, true)],
-                   step: v.getFloat32(52, true), published: Number(v.getBigUint64(56, true)) };
+                   step: v.getFloat32(52, true), published: Number(v.getBigUint64(56, true)), kept: v.getUint32(28, true) };
+    if (head.kept > n) throw new Error('more grains kept than the frame has');
     if (kind === CHAINS) {
       if (keySeq !== this.keySeq || rawSize !== 12 * n) throw new Error('chains for another keyframe');
     } else if (kind === KEY) {
       if (order !== 0 || rawSize !== 8 * n + 184 || !(head.step > 0)) throw new Error('bad keyframe');
     } else if (kind === DELTA || kind === PREDICTED) {
-      if (rawSize !== 10 * n || (kind === DELTA ? order !== 0 : order < 1 || order > ORDER_MAX)) throw new Error('bad frame size');
-      if (keySeq !== this.keySeq || n !== this.count) throw new Error('a frame without its keyframe');
+      if (kind === DELTA ? order !== 0 : order < 1 || order > ORDER_MAX) throw new Error('bad frame order');
+      if (keySeq !== this.keySeq) throw new Error('a frame without its keyframe');
+      // coded against frames before: a delta's keyframe's grains, a predicted frame's the last
+      // frame's; the grains after them came since, whole
+      head.base = kind === DELTA ? this.keyCount : this.count;
+      if (n < head.base || rawSize !== 10 * head.base + 8 * (n - head.base)) throw new Error('bad frame size');
       if (kind === PREDICTED && (this.seq !== ((seq - 1) >>> 0) || this.run < order)) {
         throw new Error('a predicted frame without the frames before it');
       }
@@ -76,45 +82,59 @@ export class Decoder {
       return { ...head, a, b, force: f };
     }
     // the new q first, into scratch: a grain off the grid refuses the whole frame
-    const q = kind === KEY || !this.qNew || this.qNew.length !== 3 * n ? new Uint16Array(3 * n) : this.qNew;
+    const q = kind === KEY || !this.qNew || this.qNew.length < 3 * n ? new Uint16Array(3 * n) : this.qNew;
+    const base = head.base || 0, m = n - base, n1 = this.count, n2 = this.prevCount;
     if (kind === KEY) {
       const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
       for (let i = 0; i < 3 * n; i++) q[i] = dv.getUint16(2 * i, true);
     } else {
-      // residual planes: byte b of axis a's zigzag code in plane 3b + a
+      // residual planes of the base grains: byte b of axis a's zigzag code in plane 3b + a; then
+      // the new grains' q planes (u16), shades and radii
+      const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength), added = 10 * base;
       for (let a = 0; a < 3; a++) {
-        for (let k = 0; k < n; k++) {
-          const j = a * n + k;
-          const zz = raw[j] | (raw[3 * n + j] << 8) | (raw[6 * n + j] << 16);
+        for (let k = 0; k < base; k++) {
+          const j = a * base + k;
+          const zz = raw[j] | (raw[3 * base + j] << 8) | (raw[6 * base + j] << 16);
           const d = (zz >>> 1) ^ -(zz & 1);
-          const p = kind === DELTA ? this.keyQ[j] : order === 1 ? this.q[j] : 2 * this.q[j] - this.qPrev[j];
+          const p = kind === DELTA ? this.keyQ[j]
+            : order === 2 && k < n2 ? 2 * this.q[a * n1 + k] - this.qPrev[a * n2 + k] : this.q[a * n1 + k];
           const x = p + d;
           if (x < 0 || x > 65535) throw new Error('a grain off the grid');
-          q[j] = x;
+          q[a * n + k] = x;
         }
+        for (let k = 0; k < m; k++) q[a * n + base + k] = dv.getUint16(added + 2 * (a * m + k), true);
       }
     }
     if (kind === KEY) {
       const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-      this.keyQ = q.slice();
-      this.keySeq = seq; this.count = n; this.origin = head.origin; this.step = head.step;
+      this.keyQ = q.slice(0, 3 * n);
+      this.keySeq = seq; this.keyCount = n; this.origin = head.origin; this.step = head.step;
       this.radius = new Float32Array(n);
       for (let k = 0; k < n; k++) this.radius[k] = raw[7 * n + k] * 0.0005;
       this.geometry = geometry(dv, 8 * n);
-      this.positions = new Float32Array(3 * n);
       this.shade = raw.slice(6 * n, 7 * n);
       this.qPrev = new Uint16Array(3 * n);
       this.run = 1;
     } else {
-      for (let k = 0; k < n; k++) this.shade[k] = kind === DELTA ? raw[9 * n + k] : this.shade[k] + raw[9 * n + k];
+      if (this.shade.length < n) { const s = new Uint8Array(n); s.set(this.shade); this.shade = s; }
+      if (this.radius.length < n) { const r = new Float32Array(n); r.set(this.radius); this.radius = r; }
+      for (let k = 0; k < base; k++) this.shade[k] = kind === DELTA ? raw[9 * base + k] : this.shade[k] + raw[9 * base + k];
+      const added = 10 * base;
+      for (let k = 0; k < m; k++) {
+        this.shade[base + k] = raw[added + 6 * m + k];
+        this.radius[base + k] = raw[added + 7 * m + k] * 0.0005;
+      }
       // a delta right after the frame before continues the run; after a gap it starts one
       const next = this.seq === ((seq - 1) >>> 0);
       this.run = next ? Math.min(this.run + 1, ORDER_MAX) : 1;
     }
+    this.prevCount = kind === KEY ? 0 : this.count;
+    this.count = n;
     this.qNew = this.qPrev;
     this.qPrev = this.q || new Uint16Array(3 * n);
     this.q = q;
     this.seq = seq;
+    if (!this.positions || this.positions.length < 3 * n) this.positions = new Float32Array(3 * n);
     for (let k = 0; k < n; k++) {
       for (let a = 0; a < 3; a++) this.positions[3 * k + a] = this.origin[a] + q[a * n + k] * this.step;
     }
