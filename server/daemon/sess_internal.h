@@ -9,7 +9,10 @@
 #include "settled.h"
 #include "timeline.h"
 
-#define TICK_HZ 60             /* pacing ticks per second: 4 steps of 1/240 s each at speed 1 */
+#define TICK_HZ 60 /* pacing ticks per second: 4 steps of 1/240 s each at speed 1 */
+/* Ticks per worker call, watched or not: a call's round trip and its turn on a core cost more
+ * than four ticks' steps save, and viewers draw between frames 15 a second apart (issue 33) */
+#define CALL_TICKS 4
 #define WORKER_TIMEOUT_MS 5000 /* a worker silent this long (beyond its work) has hung */
 #define QUEUE_MAX 16           /* controller actions from the websocket waiting for a step */
 /* A run's stretches of constant parameters at most: each change rewrites the run's list, so a

@@ -173,8 +173,6 @@ static int script_steps(session *s, int k) {
   return (int)timeline_room(&sc->r.events, s->last.steps, want);
 }
 
-#define BEHIND_MAX 4
-
 /* A tick's k steps, in calls of sess__chunk steps, a waiting request let in between them. */
 static void step_tick(session *s, int k) {
   const uint64_t run = s->run_id;
@@ -218,12 +216,29 @@ static void wait_for(session *s, double seconds) {
   pthread_cond_timedwait(&s->wake, &s->lock, &ts);
 }
 
+/* Sleep until `until` (sess__now's clock) or until a controller's action is queued
+ * (sess_queue_action signals the wake); returns when it woke. Neither lock is held. */
+static double wait_for_action(session *s, double until) {
+  pthread_mutex_lock(&s->lock);
+  for (;;) {
+    pthread_mutex_lock(&s->qlock);
+    const bool queued = s->queued > 0;
+    pthread_mutex_unlock(&s->qlock);
+    const double now = sess__now();
+    if (queued || now >= until || s->stop) {
+      pthread_mutex_unlock(&s->lock);
+      return now < until ? now : until;
+    }
+    wait_for(s, until - now);
+  }
+}
+
 /* Pacing: every tick, as many steps as real time × speed asks; the achieved real-time factor is
  * measured over windows of about a second. The thread holds the worker only during a tick. */
 void *sess__pace(void *arg) {
   session *s = arg;
   double next = sess__now(), win_wall = next, win_sim = 0.0;
-  int behind = 0; /* ticks in a row that ended late: a late session steps more per call */
+  double span = CALL_TICKS; /* ticks this call covers: fewer when an action cut the wait short */
   pthread_mutex_lock(&s->lock);
   win_sim = s->last.t;
   pthread_mutex_unlock(&s->lock);
@@ -249,7 +264,7 @@ void *sess__pace(void *arg) {
       }
       next = win_wall = sess__now();
       win_sim = s->last.t;
-      behind = 0;
+      span = CALL_TICKS;
       pthread_mutex_unlock(&s->lock);
       continue;
     }
@@ -258,17 +273,12 @@ void *sess__pace(void *arg) {
       win_wall = sess__now(); /* a kept state restored: its clock jumped, not its pace */
       win_sim = s->last.t;
     }
-    /* A session that cannot keep up (many on few cores) asks for up to BEHIND_MAX ticks' worth
-     * per call: each call costs a round trip and a wait for this thread's turn on a core, during
-     * which its worker idles. It stays behind real time, so this is no burst to catch up. One that
-     * nobody watches needs no frames at 60 a second: it steps BEHIND_MAX ticks' worth per call
-     * too (issue 33: at 60 calls a second each session's pacing and its worker's wake-ups took
-     * about 1 % of a core). Its samples are taken inside the engine at their own steps either
-     * way; an action waits at most BEHIND_MAX ticks, and a viewer who joins brings the next call
-     * back to one tick. */
-    const bool watched = chan_viewers(&s->ch, NULL, NULL) > 0;
-    const int mult = !watched ? BEHIND_MAX : behind < 1 ? 1 : behind < 2 ? 2 : BEHIND_MAX;
-    s->step_acc += 1.0 / GRN_STEP_SECONDS / TICK_HZ * s->speed * mult;
+    /* Every call steps CALL_TICKS ticks' worth (fewer when an action cut the wait short): at 60
+     * calls a second each session's pacing and its worker's wake-ups took about 1 % of a core
+     * (issue 33), and a frame at each call is 15 a second, which viewers draw between
+     * (schema/stream.md). A session that cannot keep up stays behind real time: no burst to
+     * catch up. */
+    s->step_acc += 1.0 / GRN_STEP_SECONDS / TICK_HZ * s->speed * span;
     int k = (int)s->step_acc;
     s->step_acc -= k;
     const bool fast = s->script && s->script->fast;
@@ -293,15 +303,18 @@ void *sess__pace(void *arg) {
     }
     sess__disown(s);
     sess__settle_keep(s->reg->settled, &keep); /* a file written: without the session's locks */
-    next += 1.0 / TICK_HZ * mult;
-    behind = next < t && !fast ? behind + 1 : 0;
+    next += (double)CALL_TICKS / TICK_HZ;
     if (next < t || fast) {
       next = t; /* behind (or fast-forwarding): do not try to catch up in a burst */
     }
-    const double wait = next - sess__now();
-    if (wait > 0) {
-      const struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
-      nanosleep(&ts, NULL);
+    span = CALL_TICKS;
+    if (next > sess__now()) {
+      const double woke = wait_for_action(s, next);
+      if (woke < next) {
+        /* a controller's action came: it goes in now, after the steps of the time waited */
+        span = CALL_TICKS - (next - woke) * TICK_HZ;
+        next = woke;
+      }
     } else {
       sess__give_way(s); /* behind: requests waiting for the worker go first */
     }

@@ -3,7 +3,7 @@
 (ws_load), REST traffic from many loopback addresses, a worker killed with kill -9 every few
 seconds, floods of idle connections, and one SIGKILL and restart of the daemon on the same data
 directory. At the end: every run recorded with the right end reason, no worker left behind, the
-restarted daemon's RSS flat, and every viewer of a live session at >= 30 frames/s.
+restarted daemon's RSS flat, and every viewer of a live session at >= 12 of its 15 frames/s.
 
     test_soak.py PATH/TO/grainlabd PATH/TO/ws_load
 
@@ -36,7 +36,7 @@ IDLE_WS_RAW = 40       # connections to the websocket port that never finish the
 FLOOD_SECONDS = 20
 KILL_EVERY = 3.0       # seconds between two worker kills
 REST_THREADS = 4
-MIN_FPS = 30.0
+MIN_FPS = 12.0          # of the 15 frames a second a session makes (schema/stream.md)
 # Flat RSS: the restarted daemon runs under steady load (the same sessions, viewers and REST
 # rates, sessions and viewers replaced as workers are killed) once its flood is over. Its median
 # resident size over the last 15 % of its run, less the most SQLite has held by then, may exceed

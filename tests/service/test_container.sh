@@ -139,7 +139,7 @@ got=$(j '(d["scene"], d["state"], d["params"]["amount"], len(d["id"]) > 0, len(d
 sid=$(j 'd["id"]' <"$tmp/created" 2>/dev/null)
 # at once: the probe's headless twin can replay the run only from within its first second
 "$probe" --port "$wsport" --session "$sid" --seconds 3 --verify >"$tmp/ws"
-if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["connected"] == 1 and d["first_kind"] == 1 and d["frames"] > 60 and d["decode_errors"] == 0 and d["verified"] == d["frames"] and d["max_err_steps"] <= 0.5 + 1e-6 and d["measurements"] >= 8 else 1)' "$tmp/ws"; then
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["connected"] == 1 and d["first_kind"] == 1 and d["frames"] > 30 and d["decode_errors"] == 0 and d["verified"] == d["frames"] and d["max_err_steps"] <= 0.5 + 1e-6 and d["measurements"] >= 8 else 1)' "$tmp/ws"; then
   ok "websocket on 127.0.0.1:$wsport: $(j 'd["frames"]' <"$tmp/ws") frames, each decoded and equal to this build's engine re-running the scene"
 else
   bad "websocket: $(cat "$tmp/ws")"

@@ -222,7 +222,7 @@ R=$(j 'd["id"]' <"$tmp/replay")
 RT=$(j 'd["control_token"]' <"$tmp/replay")
 RR=$(j 'd["run_id"]' <"$tmp/replay")
 "$probe" --port "$wsport" --session "$R" --seconds 2 >"$tmp/replay_view"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["frames"] > 30 else 1)' "$tmp/replay_view" &&
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["frames"] > 15 else 1)' "$tmp/replay_view" &&
   ok "the replay is watchable like any other session" || bad "replay stream: $(cat "$tmp/replay_view")"
 for _ in $(seq 100); do
   [ "$(curl -s "$base/api/sessions/$R" | j 'd["state"]')" = paused ] && break

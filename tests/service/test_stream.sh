@@ -54,7 +54,7 @@ viewers_metric=$(metric grainlab_viewers)
 wait "$vpid" "$lpid" "$patchpid"
 expect "a viewer connects and the stream opens with a keyframe" "$tmp/verify" \
   'd["connected"] == 1 and d["first_kind"] == 1'
-expect "sequence numbers rise" "$tmp/verify" 'd["seq_increasing"] and d["frames"] > 60'
+expect "sequence numbers rise" "$tmp/verify" 'd["seq_increasing"] and d["frames"] > 40'
 expect "every frame decodes, predicted frames among them (a viewer that gets every frame)" "$tmp/verify" \
   'd["decode_errors"] == 0 and d["decoded"] == d["frames"] and d["kinds"]["predicted"] > 0'
 expect "every position within half a grid step (extent/65535) of the headless re-run, after an action over the socket and a REST change" \
@@ -87,7 +87,7 @@ expect "a viewer's actions are forbidden and a wrong token is refused" "$tmp/vie
 expect "malformed messages each get their error" "$tmp/viewer" \
   'd["errors"][3:] == ["bad_message", "binary", "too_large", "bad_message", "unknown_type", "bad_token", "unknown_field"]'
 expect "the sender stays connected and both viewers keep receiving frames" "$tmp/viewer" \
-  'd["connected"] == 2 and d["close_status"] == 0 and d["frames_min"] > 30'
+  'd["connected"] == 2 and d["close_status"] == 0 and d["frames_min"] > 20'
 spout_after=$(curl -s "$base/api/sessions/$P" | python3 -c 'import json,sys; print(json.load(sys.stdin)["params"]["spout_x"])')
 [ "$spout_before" = "$spout_after" ] && ok "the session did not change (spout_x $spout_after)" ||
   bad "spout_x changed from $spout_before to $spout_after"
@@ -121,9 +121,9 @@ rt=$(cat "$tmp/rt")
 awk -v rt="$rt" 'BEGIN { exit !(rt > 0.85) }' && ok "real-time factor during the stall: $rt" ||
   bad "real-time factor during the stall: $rt"
 expect "the other viewer's frame rate during the stall is that before it (3000 grains)" "$tmp/stall" \
-  'd["stall"]["other_frames"] / 5.0 >= 0.85 * d["stall"]["other_pre_frames"] / 3.0 and d["stall"]["other_frames"] >= 5 * 30'
+  'd["stall"]["other_frames"] / 5.0 >= 0.85 * d["stall"]["other_pre_frames"] / 3.0 and d["stall"]["other_frames"] >= 5 * 10'
 expect "the stalled viewer skipped frames, then decoded every frame it got again" "$tmp/stall" \
-  'd["skipped"] > 0 and d["decode_errors"] == 0 and d["seq_increasing"] and d["frames"] > d["stall"]["stalled_pre_frames"] + 60'
+  'd["skipped"] > 0 and d["decode_errors"] == 0 and d["seq_increasing"] and d["frames"] > d["stall"]["stalled_pre_frames"] + 15'
 [ "$(metric grainlab_ws_frames_skipped_total)" -gt 0 ] && ok "skipped frames counted in /metrics" ||
   bad "no skipped frames in /metrics"
 
@@ -140,8 +140,8 @@ held_before=$(metric grainlab_ws_frames_held_total)
   --send '{"type":"rate","fps":61}' --send '{"type":"rate","fps":2.5}' \
   --send '{"type":"rate","fps":60.5}' --send '{"type":"rate","fps":"60"}' --send '{"type":"rate"}' \
   >"$tmp/rate"
-expect "rate 5: between 2 and 8 frames a second over 4 s, while an unlimited viewer gets more than 20" \
-  "$tmp/rate" 'd["rate"]["fps"] == 5 and d["rate"]["seconds"] >= 3.9 and 2 <= d["rate"]["frames"][0] / d["rate"]["seconds"] <= 8 and d["rate"]["frames"][1] / d["rate"]["seconds"] > 20'
+expect "rate 5: between 2 and 8 frames a second over 4 s, while an unlimited viewer gets more than 10 (of 15)" \
+  "$tmp/rate" 'd["rate"]["fps"] == 5 and d["rate"]["seconds"] >= 3.9 and 2 <= d["rate"]["frames"][0] / d["rate"]["seconds"] <= 8 and d["rate"]["frames"][1] / d["rate"]["seconds"] > 10'
 expect "rate 5: 0, 61, 2.5, 60.5, a string and none are each refused with bad_rate" "$tmp/rate" \
   'd["errors"] == ["bad_rate"] * 6 and d["connected"] == 2 and d["close_status"] == 0'
 expect "rate 5: the first frame is a keyframe, every frame decodes (deltas: it skips the frames a predicted one needs), the newest each time" \
@@ -213,7 +213,7 @@ expect "private: before its token a viewer gets nothing but errors" "$tmp/wronga
 "$probe" --port "$wsport" --session "$Q" --seconds 2 --send "{\"type\":\"auth\",\"token\":\"$QV\"}" \
   --send '{"type":"action","action":{"type":"pour","on":false}}' >"$tmp/viewerauth"
 expect "private: the viewer token opens the stream, as a viewer" "$tmp/viewerauth" \
-  'd["role"] == "viewer" and d["first_kind"] == 1 and d["frames"] > 30 and d["errors"] == ["forbidden"]'
+  'd["role"] == "viewer" and d["first_kind"] == 1 and d["frames"] > 15 and d["errors"] == ["forbidden"]'
 "$probe" --port "$wsport" --session "$Q" --seconds 1 --send "{\"type\":\"auth\",\"token\":\"$QT\"}" \
   >"$tmp/ctlauth"
 expect "private: the control token opens it as the controller" "$tmp/ctlauth" \

@@ -5,6 +5,7 @@ import uPlot from 'uplot';
 import { api, download, errorText, esc, fmt, pageFailed, showError } from './api.js';
 import { measureLabel, paramChoices, paramLabel, sceneName, t, unitText } from './i18n.js';
 import { connect, CHAINS } from './stream.js';
+import { Playback } from './playback.js';
 import { View } from './view.js';
 import { EXPERIMENTS, keyFigure, slumpRunout } from './theory.js';
 
@@ -19,7 +20,22 @@ $('role').textContent = t(controlToken ? 'role.controller' : 'role.viewer');
 
 const view = new View($('view'));
 window.grainlabView = view; // for scripting and tests
-let session = null, scene = null, link = null, decoder = null, frames = 0;
+let session = null, scene = null, link = null, frames = 0;
+// frames come 15 a second: the picture is drawn between them at the screen's rate; force chains
+// wait until the picture reaches the frame they belong to
+const playback = new Playback();
+let chains = null;
+window.grainlabPlayback = playback; // for the browser tests
+function draw() {
+  // a picture not drawn yet (a slow machine draws at most half the time) is not replaced by
+  // another: its grains would be set for nothing
+  if (!view.dirty && playback.at()) {
+    view.update(playback);
+    $('badge').textContent = t('session.badge', { t: playback.t.toFixed(2), n: playback.count, particles: t(`particles.${scene.model}`) });
+  }
+  if (chains && playback.seq >= chains.seq) { view.showChains(chains, playback); chains = null; }
+  requestAnimationFrame(draw);
+}
 let plots = []; // per plot of the scene: {keys, data, uplot, div}
 
 function message(text) {
@@ -433,11 +449,9 @@ async function start() {
   link = await connect(session.id, {
     onOpen() { if (token) link.send({ type: 'auth', token }); }, // a private session shows nothing before
     onFrame(info, d) {
-      decoder = d;
-      if (info.kind === CHAINS) { view.showChains(info, d); return; }
+      if (info.kind === CHAINS) { chains = info; return; }
       frames++;
-      view.update(d);
-      $('badge').textContent = t('session.badge', { t: info.t.toFixed(2), n: d.count, particles: t(`particles.${scene.model}`) });
+      playback.push(info, d);
       document.body.dataset.frames = frames;
     },
     onText(msg) {
@@ -466,6 +480,7 @@ async function start() {
       else if (ev.code === 1006) message(t('session.cut'));
     },
   });
+  requestAnimationFrame(draw);
   setInterval(refresh, 1000);
   refresh();
 }
