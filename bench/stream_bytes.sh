@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bytes per grain per frame of the websocket stream, as one full-rate viewer (ws_probe) receives
-# them over whole runs: the default silo (its fill and settle, a second at rest, open_hole, the
+# them over whole runs, per frame drawn at 60 a second (the bytes of each 1/60 s of simulated time;
+# since issue 33 a session sends 15 frames a second and the client draws between them): the default silo (its fill and settle, a second at rest, open_hole, the
 # flow, drained and at rest), the default pour (filling, then the pile at rest) and the default
 # dam break. Per run: frames, the average over every frame (keyframes included), the average per
 # state of the scene, over the frames in which no grain moved ("at rest"), and the keyframes'
@@ -25,7 +26,7 @@ wsport=$(sed -n 's/^listening http=[0-9]* ws=\([0-9]*\)$/\1/p' "$tmp/out")
 base="http://127.0.0.1:$port"
 field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
-printf '| run | frames (per s simulated) | bytes/grain/frame, all | at rest (frames) | per state (frames) | keyframes |\n'
+printf '| run | frames (per s simulated) | bytes/grain per 1/60 s, all | at rest (frames) | per state (frames) | keyframes |\n'
 printf '|---|---:|---:|---:|---|---:|\n'
 for run in "${runs[@]}"; do
   case "$run" in
@@ -57,13 +58,16 @@ run, log, summary = sys.argv[1:4]
 s = json.load(open(summary))
 assert s["decode_errors"] == 0, "%d frames did not decode" % s["decode_errors"]
 rows = [l.split() for l in open(log)]
-# t kind count bytes moved state flowing
+# t kind count bytes moved state flowing; each frame stands for the simulated time since the one
+# before (the first: one 1/60 s), drawn at 60 a second
+for i, r in enumerate(rows):
+    r.append(max(float(r[0]) - float(rows[i - 1][0]), 0.0) * 60 if i else 1.0)
 def per(sel):
     f = [r for r in rows if sel(r)]
-    g = sum(int(r[2]) for r in f)
+    g = sum(int(r[2]) * r[7] for r in f)
     return len(f), (sum(int(r[3]) for r in f) / g if g else float("nan"))
 n, avg = per(lambda r: True)
-grains = sum(int(r[2]) for r in rows)
+grains = sum(int(r[2]) * r[7] for r in rows)
 key = sum(int(r[3]) for r in rows if r[1] == "1") / grains
 states = []
 for st in dict.fromkeys(r[5] for r in rows):
