@@ -180,7 +180,7 @@ out=$("$probe" --port "$wsport" --session "$live" --seconds 1 --origin evil.exam
 out=$("$probe" --port "$wsport" --session "$live" --seconds 1 --host evil.example)
 [ "$(json connect_errors <<<"$out")" = 1 ] && ok "websocket with a Host not allowed: refused" || bad "evil host: $out"
 out=$("$probe" --port "$wsport" --session "$live" --seconds 3 --origin localhost:8080)
-[ "$(json connected <<<"$out")" = 1 ] && [ "$(json frames <<<"$out")" -ge 60 ] &&
+[ "$(json connected <<<"$out")" = 1 ] && [ "$(json frames <<<"$out")" -ge 30 ] &&
   [ "$(json close_status <<<"$out")" = 0 ] &&
   ok "websocket from a page on localhost, answering pings (ws-ping-seconds 1) for 3 s: $(json frames <<<"$out") frames, never dropped" ||
   bad "localhost origin: $out"
