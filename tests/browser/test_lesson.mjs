@@ -70,6 +70,10 @@ try {
   const qualities = await teach.$$eval('#set-silo-quality option', (os) => os.map((o) => o.textContent));
   ok('the quality choice says how many grains each gives', qualities.length === 3 && qualities.every((q) => /\d+/.test(q)), qualities.join(' | '));
   await teach.selectOption('#set-silo-quality', '0');
+  ok('/teach asks whether groups start from the same settled grains, the same by default',
+     await teach.inputValue('#seeds') === 'shared' &&
+     (await teach.$$eval('#seeds option', (os) => os.map((o) => o.value))).join() === 'shared,own');
+  await teach.selectOption('#seeds', 'own');
   const teachAxe = await axe(teach);
   ok('axe-core: /teach has no critical or serious violation', teachAxe.length === 0, teachAxe.join('; '));
   await teach.click('#start');
@@ -78,6 +82,13 @@ try {
   const dashboard = base + new URL(await teach.getAttribute('#dashboard', 'href'), base).pathname +
                     new URL(await teach.getAttribute('#dashboard', 'href'), base).hash;
   ok('the class is made from the form, no token typed', /^[A-Z0-9]{6}$/.test(code), code);
+  {
+    const link = new URL(await teach.getAttribute('#dashboard', 'href'), base);
+    const made = await (await fetch(`${base}/api/classes/${link.pathname.split('/')[2]}`, {
+      headers: { Authorization: `Bearer ${new URLSearchParams(link.hash.slice(1)).get('teacher')}` },
+    })).json();
+    ok('the groups of a class made with "a start of their own" get seeds of their own', made.seeds === 'own', made.seeds);
+  }
   await teach.screenshot({ path: join(shots, 'lesson-teach.png'), fullPage: true });
 
   // ---- the dashboard: the join address and code, and a QR code that decodes to them ------------

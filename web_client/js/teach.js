@@ -1,6 +1,6 @@
 // The teacher's form for a new class (POST /api/classes): its scenes and the one groups start in,
 // each scene's settings (the catalogue's parameters, quality as grain counts), the end time from
-// the teacher's clock. The dashboard's link (its teacher token) is kept in this browser's list.
+// the teacher's clock, whether the groups start from one settled state or each from its own. The dashboard's link (its teacher token) is kept in this browser's list.
 import { api, clearError, showError, studentsAddress } from './api.js';
 import { paramChoices, paramLabel, sceneName, t } from './i18n.js';
 
@@ -113,7 +113,7 @@ function defaults() {
 }
 
 // ---- a refusal points at what it refuses --------------------------------------------------------
-const FIELDS = { name: 'name', scenes: 'scenes-field', max_groups: 'groups', grain_budget: 'budget', ends_at: 'ends', second_join: 'second' };
+const FIELDS = { name: 'name', scenes: 'scenes-field', max_groups: 'groups', grain_budget: 'budget', ends_at: 'ends', second_join: 'second', seeds: 'seeds' };
 
 function markInvalid(field) {
   for (const el of document.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
@@ -144,6 +144,9 @@ async function submit(ev) {
     ends_at: ends.toISOString().replace(/\.\d{3}Z$/, 'Z'),
     private: $('private').checked,
     second_join: $('second').value,
+    // shared: the groups' worlds are one settled state, kept once (issue 33); own: group k gets
+    // seed k and settles its own grains
+    seeds: $('seeds').value,
   };
   let made;
   try {
