@@ -21,6 +21,7 @@ export class Playback {
     this.t = 0; // simulated time of the last frame the picture has reached
     this.seq = -1; // and its seq
     this.shown = ''; // what the last picture was, to skip drawing the same one again
+    this.pushed = 0; // frames received: names each one (a new worker's seq starts again at 0)
   }
 
   // A decoded frame (stream.js: its info and the decoder right after it), received at `now` (ms,
@@ -30,7 +31,7 @@ export class Playback {
     const last = this.frames[this.frames.length - 1];
     // shares grains with the frame kept last only if it comes right after it
     const kept = last && info.seq === ((last.seq + 1) >>> 0) ? Math.min(info.kept, last.count) : 0;
-    const f = { seq: info.seq, t: info.t, at, kept, count: n, pos: decoder.positions.slice(0, 3 * n),
+    const f = { id: ++this.pushed, seq: info.seq, t: info.t, at, kept, count: n, pos: decoder.positions.slice(0, 3 * n),
                 shade: decoder.shade.slice(0, n), radius: decoder.radius, geometry: decoder.geometry };
     if (last && kept === 0) this.frames = [this.frames[this.frames.length - 1]]; // nothing to draw between
     this.frames.push(f);
@@ -64,10 +65,10 @@ export class Playback {
     // before the oldest frame, past the newest, or between two that share no grain: a frame as is
     if (!fa || drawn >= fb.at || drawn < fa.at || fb.kept === 0) {
       const f = !fa || drawn >= fb.at ? fb : fa;
-      return this.show(f, f, 1, `${f.seq}`);
+      return this.show(f, f, 1, `${f.id}`);
     }
     const s = (drawn - fa.at) / (fb.at - fa.at);
-    return this.show(fa, fb, s, `${fb.seq}:${s.toFixed(4)}`, b > 1 ? fs[b - 2] : null);
+    return this.show(fa, fb, s, `${fb.id}:${s.toFixed(4)}`, b > 1 ? fs[b - 2] : null);
   }
 
   // Grains between frames fa and fb at fraction s of the way (simulated time), on the quadratic
