@@ -1,8 +1,8 @@
 /* grainlab: headless command line for the engine — run a scene printing JSON Lines, benchmark
  * the packed bed, list the scene catalogue. Bad input: one line on stderr, exit status 2. */
 #define _POSIX_C_SOURCE 200809L
-#include "grainlab/grainlab.h"
 #include "api_json.h"
+#include "grainlab/grainlab.h"
 #include "snapshot.h"
 #include "store.h"
 #include "timeline.h"
