@@ -1,6 +1,7 @@
 // The teacher's form for a new class (POST /api/classes): its scenes and the one groups start in,
 // each scene's settings (the catalogue's parameters, quality as grain counts), the end time from
-// the teacher's clock, whether the groups start from one settled state or each from its own. The dashboard's link (its teacher token) is kept in this browser's list.
+// the teacher's clock, whether the groups start from one settled state or each from its own. The
+// dashboard's link (its teacher token) is kept in this browser's list.
 import { api, clearError, showError, studentsAddress } from './api.js';
 import { paramChoices, paramLabel, sceneName, t } from './i18n.js';
 
