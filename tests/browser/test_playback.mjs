@@ -40,7 +40,6 @@ try {
   page.on('console', (m) => console.log('# page:', m.text()));
   page.on('crash', () => console.log('# page crashed'));
   page.on('pageerror', (m) => console.log('# pageerror:', m));
-  browser.on('disconnected', () => console.log('# browser gone'));
   await page.goto(`${daemon.base}/__playback`);
   await page.waitForFunction(() => window.modules);
   const result = await page.evaluate(async (names) => {
