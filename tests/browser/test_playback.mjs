@@ -1,8 +1,8 @@
 // The picture between frames (issue 33): the daemon sends a session's frames 15 a second and the
 // page draws between them (web_client/js/playback.js). A flowing silo's frames, made by the engine
 // at 60 a second and at 15 (tests/browser/frame_movie.c), are rendered by the client's own View in
-// chromium: every picture drawn between the 15 a second must look like the frame the engine made
-// for that moment, far more than the last frame received, which is what a client that does not
+// chromium: every picture drawn halfway between the 15 a second must look like the frame the engine
+// made for that moment, far more than the last frame received, which is what a client that does not
 // draw between frames would show.
 // Usage: node test_playback.mjs FRAME_MOVIE GRAINLABD WEB_CLIENT [SCREENSHOT_DIR]
 import { execFileSync } from 'node:child_process';
@@ -87,7 +87,10 @@ try {
       const anchor = pb.frames[pb.frames.length - 2]; // the frame received before this one
       for (; k < a; k++) {
         const exact = full.decode(await get('full', names[k]));
-        if (k % 4 === 0 || a < 8) continue; // the frames both streams have; the first ones
+        // halfway between frames, where drawing between them strays most (0.247 % of pixels off
+        // there against 0.204 % over all three moments between, measured at a0aa0e5), to draw a
+        // third as many pictures; not the frames both streams have, nor the first ones
+        if (k % 4 !== 2 || a < 8) continue;
         const truth = shot(full);
         pb.drawAt(exact.published / 1000);
         if (pb.t !== anchor.t) return { error: `frame ${k}: the picture is not between frames ${a - 4} and ${a}` };
@@ -112,7 +115,7 @@ try {
   console.log(`#   ${result.pictures} pictures between frames of a flowing silo, 720 × 480: mean difference from the ` +
               `engine's own frame ${im.toFixed(3)} drawn between, ${hm.toFixed(3)} holding the last frame; pixels off by ` +
               `more than 24: ${(100 * io).toFixed(3)} % against ${(100 * ho).toFixed(3)} % (worst ${(100 * worst(result.interp, (x) => x.off)).toFixed(3)} %)`);
-  ok('pictures compared', result.pictures >= 80, result.pictures);
+  ok('pictures compared', result.pictures >= 25, result.pictures);
   ok('the picture between frames is closer to the engine\'s than the last frame is, at every moment',
      result.interp.every((x, i) => x.off < result.hold[i].off || result.hold[i].off === 0));
   ok('drawing between frames takes the pixels off to under a third of holding the last frame', io < ho / 3,
