@@ -77,6 +77,8 @@ start_node() {
   mkdir -p "$dir/$n"
   if pid=$(node_pid "$n"); then kill "$pid" 2>/dev/null && sleep 1 || true; fi
   flags=$(cat "$dir/node.flags" 2>/dev/null || true)
+  # the wait below reads this file: the last run's "listening" must not answer for this one
+  rm -f "$dir/$n.out"
   # shellcheck disable=SC2086 # the flags are a list
   PGPASSWORD=$(cat "$dir/pg/password") setsid "$build/grainlabd" --node "$n" \
     --http-port "$(http_port "$n")" --ws-port "$(ws_port "$n")" --ws-public-port 0 \
