@@ -421,6 +421,11 @@ int frame_decode(frame_decoder *d, const uint8_t *buf, size_t len) {
   if (h.kind == FRAME_PREDICTED && (d->seq != h.seq - 1 || d->run < h.order)) {
     return -1;
   }
+  /* `kept` counts grains of the frame right before: a decoder that has it knows how many it had
+   * (step is set by the first keyframe decoded) */
+  if (d->step > 0.0f && d->seq == h.seq - 1 && h.kept > d->count) {
+    return -1;
+  }
   /* the compressed frame must say it holds exactly that much before anything is allocated for it:
    * a few hostile bytes claiming 4 M grains would otherwise cost 160 MB */
   if (ZSTD_getFrameContentSize(buf + FRAME_HEADER, h.payload_size) != (unsigned long long)want) {

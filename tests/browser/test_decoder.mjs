@@ -10,15 +10,24 @@ import { join, resolve } from 'node:path';
 const here = new URL('.', import.meta.url);
 const { Decoder, KEY, DELTA, CHAINS, PREDICTED } = await import(new URL('../../web_client/js/stream.js', here));
 const seen = { [KEY]: 0, [DELTA]: 0, [CHAINS]: 0, [PREDICTED]: 0 };
-let worst = 0, bad = 0, compared = 0, sameQ = 0, pairs = 0;
+let worst = 0, bad = 0, compared = 0, sameQ = 0, pairs = 0, grew = 0, overKept = 0;
 // a file's bytes as its own ArrayBuffer (readFileSync may hand out a slice of a shared pool)
 const own = (bytes) => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length);
 for (const arg of process.argv.slice(2)) {
   const dir = resolve(arg), decoder = new Decoder();
   for (const name of readdirSync(dir).filter((f) => f.endsWith('.bin')).sort()) {
     let info;
+    const buffer = own(readFileSync(join(dir, name))), v = new DataView(buffer);
+    // a frame with more grains than the one right before it may keep no more than that one had
+    if (v.getUint8(5) !== CHAINS && v.getUint32(8, true) === ((decoder.seq + 1) >>> 0) && v.getUint32(16, true) > decoder.count) {
+      const over = buffer.slice(0);
+      new DataView(over).setUint32(28, decoder.count + 1, true);
+      const before = decoder.q.slice(0, 3 * decoder.count);
+      try { decoder.decode(over); } catch { overKept += decoder.q.subarray(0, 3 * decoder.count).every((x, i) => x === before[i]); }
+      grew++;
+    }
     try {
-      info = decoder.decode(own(readFileSync(join(dir, name))));
+      info = decoder.decode(buffer);
     } catch (e) {
       console.log(`FAIL ${arg}/${name}: ${e.message}`);
       bad++;
@@ -78,6 +87,8 @@ const refused = (decoder, buffer) => { try { decoder.decode(buffer); return fals
 }
 ok(`keyframes ${seen[KEY]}, predicted ${seen[PREDICTED]}, deltas ${seen[DELTA]}, force-chain messages ${seen[CHAINS]} (${pairs} pairs) decoded`,
    seen[KEY] > 0 && seen[PREDICTED] > 20 && seen[DELTA] > 8 && seen[CHAINS] > 40);
+ok(`${grew} frames bringing grains (pour), each refused unchanged when it keeps one grain more than that had: ${overKept}`,
+   grew > 5 && overKept === grew);
 ok(`${compared} frames with exactly the C decoder's grid coordinates (${sameQ} equal)`, compared > 40 && sameQ === compared);
 // float32 keeps 24 bits: positions within a few metres differ from doubles by < 1e-6 m
 ok(`and its positions (worst ${worst.toExponential(2)} m)`, worst < 1e-5);

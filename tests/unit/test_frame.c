@@ -202,7 +202,11 @@ static void pour(void) {
   /* a damaged payload must never be read out of bounds (the sanitizer build watches), and the
    * decoder must still take the next good frame afterwards */
   frame_encode(enc, w, false, &buf, &len);
-  junk = realloc(junk, len);
+  free(junk);
+  junk = malloc(len);
+  if (!junk) {
+    return;
+  }
   memcpy(junk, buf, len);
   junk[FRAME_HEADER + len / 2 - FRAME_HEADER / 2] ^= 0x5a;
   frame_decode(&dec, junk, len);
@@ -607,6 +611,26 @@ static void kept(void) {
   memcpy(junk, &h, sizeof h);
   CHECK("kept: a frame that keeps more grains than it has is refused",
         frame_decode(&dec, junk, len) != 0);
+  CHECK("kept: the good one is not", frame_decode(&dec, buf, len) == 0);
+  /* grains arrive: a frame with more than the one before may keep no more than that one had */
+  bool grew = false;
+  for (int k = 0; k < 200 && !grew; k++) {
+    grn_world_step(w, 4);
+    frame_encode(enc, w, false, &buf, &len);
+    memcpy(&h, buf, sizeof h);
+    grew = h.count > dec.count && h.seq == dec.seq + 1;
+    if (!grew && frame_decode(&dec, buf, len) != 0) {
+      break;
+    }
+  }
+  const uint32_t had = dec.count;
+  CHECK("kept: a frame with more grains than the one before", grew);
+  junk = realloc(junk, len);
+  memcpy(junk, buf, len);
+  h.kept = had + 1;
+  memcpy(junk, &h, sizeof h);
+  CHECK("kept: one that keeps more grains than the frame before had is refused",
+        frame_decode(&dec, junk, len) != 0 && dec.count == had);
   CHECK("kept: the good one is not", frame_decode(&dec, buf, len) == 0);
   free(junk);
   free(prev);

@@ -30,7 +30,7 @@ export class Playback {
     const n = decoder.count, at = info.published / 1000;
     const last = this.frames[this.frames.length - 1];
     // shares grains with the frame kept last only if it comes right after it
-    const kept = last && info.seq === ((last.seq + 1) >>> 0) ? Math.min(info.kept, last.count) : 0;
+    const kept = last && info.seq === ((last.seq + 1) >>> 0) ? info.kept : 0;
     const f = { id: ++this.pushed, seq: info.seq, t: info.t, at, kept, count: n, pos: decoder.positions.slice(0, 3 * n),
                 shade: decoder.shade.slice(0, n), radius: decoder.radius, geometry: decoder.geometry };
     if (last && kept === 0) this.frames = [this.frames[this.frames.length - 1]]; // nothing to draw between

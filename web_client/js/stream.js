@@ -67,6 +67,10 @@ export class Decoder {
     } else {
       throw new Error('unknown frame kind');
     }
+    // `kept` counts grains of the frame right before: a decoder that has it knows how many it had
+    if (kind !== CHAINS && this.seq >= 0 && seq === ((this.seq + 1) >>> 0) && head.kept > this.count) {
+      throw new Error('more grains kept than the frame before had');
+    }
     const z = bytes.subarray(64);
     if (contentSize(z) !== rawSize) throw new Error('bad raw size');
     const raw = decompress(z);
