@@ -23,8 +23,8 @@
 static void sph_derive(grn_world *w) {
   const double s = w->sph.s, h = 2.0 * s, fall = w->sph.fall;
   w->sph.h = h;
-  w->skin = 0.25 * h;
-  w->cell_rmin = 0.0;
+  w->pairs.skin = 0.25 * h;
+  w->pairs.cell_rmin = 0.0;
   double sum = 0.0;
   const double h2 = h * h;
   for (int a = -2; a <= 2; a++) {
@@ -88,7 +88,7 @@ static int sph_arrays(grn_world *w) {
     w->sph.prs = prs;
     w->sph.cap = nc;
   }
-  const int rows = w->m; /* 3 per listed pair */
+  const int rows = w->pairs.m; /* 3 per listed pair */
   if (rows > w->sph.tcap) {
     const int nc = rows + rows / 4 + 64;
     double *t = grn__alloc(w, 3 * sizeof(double) * (size_t)nc);
@@ -107,13 +107,13 @@ static int sph_arrays(grn_world *w) {
  * Local restrict pointers: table stores cannot alias the particle arrays, so the compiler keeps
  * them in registers (the loops ran at 20 cycles a pair through w->). */
 static void density_pass(grn_world *w) {
-  const int nl = w->nl, n = w->n, nthreads = w->threads;
+  const int nl = w->pairs.nl, n = w->n, nthreads = w->opt.threads;
   const double h2 = w->sph.h * w->sph.h;
   const double coef = w->sph.m * 315.0 / (64.0 * GRN_PI * pow(w->sph.h, 9.0));
   const double k = w->sph.k;
   const grn_vec3 *restrict pos = w->pos;
-  const int32_t *restrict pstart = w->pstart, *restrict pb = w->pb, *restrict rstart = w->rstart,
-                          *restrict rref = w->rref;
+  const int32_t *restrict pstart = w->pairs.pstart, *restrict pb = w->pairs.pb,
+                          *restrict rstart = w->pairs.rstart, *restrict rref = w->pairs.rref;
   double *restrict tab = w->sph.tab, *restrict rho = w->sph.rho, *restrict prs = w->sph.prs;
   (void)nthreads;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
@@ -164,12 +164,12 @@ static inline double wall(double pen, double vn, double k, double c) {
  * neighbours' kernel gradients cancel, it is only half the pressure gradient — water at rest then
  * needs twice the hydrostatic pressure to carry its weight (measured: 2.1 ρ0·g per metre). */
 static void force_pass(grn_world *w) {
-  const int nl = w->nl, n = w->n, nthreads = w->threads;
+  const int nl = w->pairs.nl, n = w->n, nthreads = w->opt.threads;
   const double h = w->sph.h, m = w->sph.m, mu = w->param[GRN_P_VISC];
   const double kern = 45.0 / (GRN_PI * pow(h, 6.0)); /* spiky gradient and viscosity Laplacian */
   (void)nthreads;
   const grn_vec3 *restrict pos = w->pos, *restrict vel = w->vel;
-  const int32_t *restrict pstart = w->pstart, *restrict pb = w->pb;
+  const int32_t *restrict pstart = w->pairs.pstart, *restrict pb = w->pairs.pb;
   const double *restrict rho = w->sph.rho, *restrict prs = w->sph.prs;
   double *restrict tab = w->sph.tab;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
@@ -196,14 +196,14 @@ static void force_pass(grn_world *w) {
   for (int i = 0; i < n; i++) {
     grn_vec3 acc = w->gravity;
     if (i < nl) {
-      for (int p = w->pstart[i]; p < w->pstart[i + 1]; p++) {
+      for (int p = w->pairs.pstart[i]; p < w->pairs.pstart[i + 1]; p++) {
         const double *t = &tab[3 * (size_t)p];
         acc.x += t[0];
         acc.y += t[1];
         acc.z += t[2];
       }
-      for (int q = w->rstart[i]; q < w->rstart[i + 1]; q++) {
-        const double *t = &tab[3 * (size_t)w->rref[q]];
+      for (int q = w->pairs.rstart[i]; q < w->pairs.rstart[i + 1]; q++) {
+        const double *t = &tab[3 * (size_t)w->pairs.rref[q]];
         acc.x -= t[0];
         acc.y -= t[1];
         acc.z -= t[2];
@@ -226,7 +226,7 @@ static void force_pass(grn_world *w) {
 /* Semi-implicit Euler (symplectic): v += a·dt, then x += v·dt. A particle whose state is no
  * longer finite is removed, as grains are. */
 static void integrate(grn_world *w, double dt, bool settling) {
-  const int n = w->n, nthreads = w->threads;
+  const int n = w->n, nthreads = w->opt.threads;
   double vmax2 = 0.0;
   (void)nthreads;
 #pragma omp parallel for schedule(static) num_threads(nthreads) reduction(max : vmax2)
@@ -253,8 +253,8 @@ static void integrate(grn_world *w, double dt, bool settling) {
       grn__kill(w, i);
     }
   }
-  w->vmax = isfinite(vmax2) ? sqrt(vmax2) : 0.0;
-  w->disp += w->vmax * dt;
+  w->fig.vmax = isfinite(vmax2) ? sqrt(vmax2) : 0.0;
+  w->pairs.disp += w->fig.vmax * dt;
 }
 
 /* A pair list fit for the current positions, room for them, and their densities: the start of
@@ -285,7 +285,7 @@ static int refresh_density(grn_world *w) {
 
 static int sph_step(grn_world *w) {
   const double dt = GRN_H / w->sph.substeps;
-  const bool settling = w->t < w->settle;
+  const bool settling = w->t < w->settle.drag;
   for (int k = 0; k < w->sph.substeps; k++) {
     const int rc = density_now(w);
     if (rc != GRN_OK) {
@@ -340,14 +340,14 @@ void grn__sph_measure(grn_world *w) {
   }
   double *v = w->meas.value;
   v[GRN_M_T] = w->t;
-  v[GRN_M_ALIVE] = w->alive;
+  v[GRN_M_ALIVE] = w->fig.alive;
   v[GRN_M_KINETIC] = k;
   v[GRN_M_POTENTIAL] = u;
   v[GRN_M_ENERGY] = k + u;
   v[GRN_M_FRONT] = isfinite(front) ? front - w->geom.xmin : NAN;
   v[GRN_M_HEIGHT] = height - w->geom.floor_y;
   v[GRN_M_TOP] = top - w->geom.floor_y;
-  w->meas.state = w->t < w->settle ? GRN_STATE_SETTLING : GRN_STATE_RUNNING;
+  w->meas.state = w->t < w->settle.drag ? GRN_STATE_SETTLING : GRN_STATE_RUNNING;
 }
 
 /* ---- the benchmark's block of water at rest ------------------------------------------------- */
@@ -392,7 +392,7 @@ int grn__sph_bed(grn_world *w) {
       return GRN_E_NOMEM;
     }
   }
-  w->settle = 1.0 + 2.0 * ny * s;
+  w->settle.drag = 1.0 + 2.0 * ny * s;
   return GRN_OK;
 }
 

@@ -93,15 +93,16 @@ pair_ctx grn__pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring) {
   /* sieving pays where many near pairs are apart or grains flow (an avalanche gains 11 % though
    * 95 % of its near pairs touch), not in a bed at rest (5 % slower); the last step decides, and
    * either way the bits are the same */
-  const bool sieve = ring && ((int64_t)w->contacts * 4 < (int64_t)w->nm * 3 || w->flowing > 0.1);
+  const bool sieve =
+      ring && ((int64_t)w->fig.contacts * 4 < (int64_t)w->near.m * 3 || w->fig.flowing > 0.1);
   const pair_ctx c = {w->pos,
                       w->vel,
                       w->spin,
                       w->rad,
-                      ring ? w->nb : w->pb,
-                      ring ? w->np : NULL,
-                      w->hist,
-                      w->pfn,
+                      ring ? w->near.b : w->pairs.pb,
+                      ring ? w->near.p : NULL,
+                      w->pairs.hist,
+                      w->pairs.pfn,
                       rows,
                       w->param[GRN_P_MU],
                       w->param[GRN_P_MUR],
@@ -113,7 +114,7 @@ pair_ctx grn__pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring) {
                       w->k.cr,
                       ring,
                       sieve,
-                      w->threads > 1};
+                      w->opt.threads > 1};
   return c;
 }
 
@@ -122,28 +123,28 @@ pair_ctx grn__pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring) {
  * rows of the full table must read as zero: after a rebuild, a fused or a near step it is
  * cleared once; near rows of apart pairs are zeroed every time. */
 int grn__forces_pass(grn_world *w, bool near) {
-  const int rows = near ? w->nm : w->m;
-  if (w->tcap < rows) {
-    grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->tcap);
-    w->tcap = 0;
-    const int want = w->m + w->m / 4 + 64;
-    w->table = grn__alloc(w, sizeof(grn_force_row) * (size_t)want);
-    if (!w->table) {
+  const int rows = near ? w->near.m : w->pairs.m;
+  if (w->pairs.tcap < rows) {
+    grn__free(w, w->pairs.table, sizeof(grn_force_row) * (size_t)w->pairs.tcap);
+    w->pairs.tcap = 0;
+    const int want = w->pairs.m + w->pairs.m / 4 + 64;
+    w->pairs.table = grn__alloc(w, sizeof(grn_force_row) * (size_t)want);
+    if (!w->pairs.table) {
       return GRN_E_NOMEM;
     }
-    w->tcap = want;
-    w->table_valid = false;
+    w->pairs.tcap = want;
+    w->pairs.table_valid = false;
   }
   if (near) {
-    w->table_valid = false;
-  } else if (!w->table_valid && w->m > 0) {
-    memset(w->table, 0, sizeof(grn_force_row) * (size_t)w->m);
-    w->table_valid = true;
+    w->pairs.table_valid = false;
+  } else if (!w->pairs.table_valid && w->pairs.m > 0) {
+    memset(w->pairs.table, 0, sizeof(grn_force_row) * (size_t)w->pairs.m);
+    w->pairs.table_valid = true;
   }
-  const pair_ctx c = grn__pair_ctx_of(w, w->table, near);
-  const int32_t *restrict pstart = near ? w->nstart : w->pstart;
-  const int n = w->n, nthreads = w->threads;
-  const bool simd = w->simd;
+  const pair_ctx c = grn__pair_ctx_of(w, w->pairs.table, near);
+  const int32_t *restrict pstart = near ? w->near.start : w->pairs.pstart;
+  const int n = w->n, nthreads = w->opt.threads;
+  const bool simd = w->opt.simd;
   const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
   double omax = 0.0;
   int touching = 0;
@@ -164,8 +165,8 @@ int grn__forces_pass(grn_world *w, bool near) {
     omax = sum.omax > omax ? sum.omax : omax;
     touching += sum.touching;
   }
-  w->over_max = omax;
-  w->contacts = touching;
+  w->fig.over_max = omax;
+  w->fig.contacts = touching;
   return GRN_OK;
 }
 

@@ -27,17 +27,17 @@ int grn__reserve_grains(grn_world *w, int need) {
            {(void **)&w->hf, 4 * sizeof(double), 0, NULL},
            {(void **)&w->id, sizeof(uint32_t), 0, NULL},
            {(void **)&w->flags, sizeof(uint8_t), 0, NULL},
-           {(void **)&w->ref, sizeof(grn_vec3), 0, NULL},
-           {(void **)&w->slack, sizeof(double), 0, NULL},
-           {(void **)&w->nu, sizeof(float), 0, NULL},
-           {(void **)&w->nref, sizeof(grn_vec3), 0, NULL},
-           {(void **)&w->pstart, sizeof(int32_t), 1, NULL},
-           {(void **)&w->rstart, sizeof(int32_t), 1, NULL},
-           {(void **)&w->nstart, sizeof(int32_t), 1, NULL},
-           {(void **)&w->nrstart, sizeof(int32_t), 1, NULL},
-           {(void **)&w->cell, sizeof(int32_t), 0, NULL},
-           {(void **)&w->perm, sizeof(int32_t), 0, NULL},
-           {(void **)&w->newidx, sizeof(int32_t), 0, NULL}};
+           {(void **)&w->pairs.ref, sizeof(grn_vec3), 0, NULL},
+           {(void **)&w->pairs.slack, sizeof(double), 0, NULL},
+           {(void **)&w->near.nu, sizeof(float), 0, NULL},
+           {(void **)&w->near.ref, sizeof(grn_vec3), 0, NULL},
+           {(void **)&w->pairs.pstart, sizeof(int32_t), 1, NULL},
+           {(void **)&w->pairs.rstart, sizeof(int32_t), 1, NULL},
+           {(void **)&w->near.start, sizeof(int32_t), 1, NULL},
+           {(void **)&w->near.rstart, sizeof(int32_t), 1, NULL},
+           {(void **)&w->pairs.scr.cell, sizeof(int32_t), 0, NULL},
+           {(void **)&w->pairs.scr.perm, sizeof(int32_t), 0, NULL},
+           {(void **)&w->pairs.scr.newidx, sizeof(int32_t), 0, NULL}};
   const size_t count = sizeof a / sizeof a[0];
   /* all or nothing: allocate every new array before touching the old ones */
   for (size_t k = 0; k < count; k++) {
@@ -57,10 +57,10 @@ int grn__reserve_grains(grn_world *w, int need) {
     *a[k].p = a[k].fresh;
   }
   if (oc == 0) {
-    w->pstart[0] = 0;
-    w->rstart[0] = 0;
-    w->nstart[0] = 0;
-    w->nrstart[0] = 0;
+    w->pairs.pstart[0] = 0;
+    w->pairs.rstart[0] = 0;
+    w->near.start[0] = 0;
+    w->near.rstart[0] = 0;
   }
   w->cap = nc;
   return GRN_OK;
@@ -86,18 +86,18 @@ int grn__add_grain(grn_world *w, double x, double y, double z, double r, grn_vec
   memset(&w->hf[4 * (size_t)i], 0, 4 * sizeof(double));
   w->id[i] = w->next_id++;
   w->flags[i] = GRN_F_ALIVE;
-  w->ref[i] = w->pos[i];
-  w->slack[i] = 0.0; /* no pairs yet: the list is made again (dirty) before it moves */
-  w->alive++;
-  w->dirty = true;
+  w->pairs.ref[i] = w->pos[i];
+  w->pairs.slack[i] = 0.0; /* no pairs yet: the list is made again (dirty) before it moves */
+  w->fig.alive++;
+  w->pairs.dirty = true;
   return GRN_OK;
 }
 
 void grn__kill(grn_world *w, int i) {
   if (w->flags[i] & GRN_F_ALIVE) {
     w->flags[i] = 0;
-    w->alive--;
-    w->dirty = true;
+    w->fig.alive--;
+    w->pairs.dirty = true;
   }
 }
 
@@ -129,7 +129,7 @@ int grn__fill_lattice(grn_world *w, int count, double x0, double x1, double z0, 
     }
     top = y0 + layer * GRN_LAT_G;
   }
-  w->settle = grn__settle_time(top);
+  w->settle.drag = grn__settle_time(top);
   return GRN_OK;
 }
 

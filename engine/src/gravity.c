@@ -85,7 +85,7 @@ int grn__nbody_add(grn_world *w, double m, double x, double y, double z, grn_vec
 }
 
 static bool use_tree(const grn_world *w) {
-  return w->nbody.theta > 0.0 && w->alive > DIRECT_MAX;
+  return w->nbody.theta > 0.0 && w->fig.alive > DIRECT_MAX;
 }
 
 /* ---- Barnes–Hut tree ---------------------------------------------------------------------------
@@ -309,7 +309,7 @@ __attribute__((target("avx2"))) static grn_vec3 direct_avx2(const direct_in *d, 
 /* Acceleration and potential at (px, py, pz) from the list (x, y, z, m) of n entries. */
 static grn_vec3 list_sum(const grn_world *w, const direct_in *d, double *phi) {
 #if defined(__x86_64__) && defined(GRN_SIMD)
-  if (w->simd) {
+  if (w->opt.simd) {
     return direct_avx2(d, phi);
   }
 #else
@@ -397,7 +397,7 @@ int grn__nbody_forces(grn_world *w) {
   for (int i = 0; i < w->n; i++) {
     w->nbody.mass[i] = 1.0 / w->inv_m[i];
   }
-  const int n = w->n, nthreads = w->threads;
+  const int n = w->n, nthreads = w->opt.threads;
   (void)nthreads;
   w->nbody.tree_valid = false;
   if (use_tree(w)) {
@@ -495,7 +495,7 @@ static int nbody_step(grn_world *w) {
     const double v2 = v.x * v.x + v.y * v.y + v.z * v.z;
     vmax2 = v2 > vmax2 ? v2 : vmax2;
   }
-  w->vmax = sqrt(vmax2);
+  w->fig.vmax = sqrt(vmax2);
   return GRN_OK;
 }
 
@@ -535,7 +535,7 @@ void grn__nbody_measure(grn_world *w) {
   }
   double *v = w->meas.value;
   v[GRN_M_T] = w->t;
-  v[GRN_M_ALIVE] = w->alive;
+  v[GRN_M_ALIVE] = w->fig.alive;
   v[GRN_M_KINETIC] = kin;
   v[GRN_M_POTENTIAL] = pot;
   v[GRN_M_ENERGY] = e;

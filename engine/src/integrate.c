@@ -12,31 +12,32 @@ grain_ctx grn__grain_ctx_of(const grn_world *w, bool near) {
                        w->inv_i,
                        w->hf,
                        w->flags,
-                       near ? w->nstart : w->pstart,
-                       near ? w->nrstart : w->rstart,
-                       near ? w->nrref : w->rref,
-                       near ? w->nu : NULL,
-                       near ? w->nref : NULL,
-                       w->ref,
-                       w->slack,
+                       near ? w->near.start : w->pairs.pstart,
+                       near ? w->near.rstart : w->pairs.rstart,
+                       near ? w->near.rref : w->pairs.rref,
+                       near ? w->near.nu : NULL,
+                       near ? w->near.ref : NULL,
+                       w->pairs.ref,
+                       w->pairs.slack,
                        w->geom,
                        w->k};
   return c;
 }
 
 void grn__finish_pass(grn_world *w, const pass_sums *sum) {
-  w->flowing = sum->count > 0 ? (double)sum->moving / sum->count : 0.0;
-  w->vmax = sqrt(sum->vm2);
-  w->nover += sum->over;
+  w->fig.flowing = sum->count > 0 ? (double)sum->moving / sum->count : 0.0;
+  w->fig.vmax = sqrt(sum->vm2);
+  w->near.over += sum->over;
   if (sum->killed > 0 || sum->moved > 0) {
-    w->dirty = true; /* a grain moved as far as the pair list allows it: the list is made again */
+    w->pairs.dirty =
+        true; /* a grain moved as far as the pair list allows it: the list is made again */
   }
-  w->alive -= sum->killed;
+  w->fig.alive -= sum->killed;
 }
 
 /* The grain pass over the table of forces_pass. */
 static void gather_pass(grn_world *w, bool near) {
-  const int n = w->n, nthreads = w->threads;
+  const int n = w->n, nthreads = w->opt.threads;
   const grain_ctx shared = grn__grain_ctx_of(w, near);
   const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
   double vm2 = 0.0;
@@ -50,7 +51,7 @@ static void gather_pass(grn_world *w, bool near) {
 #pragma omp for schedule(static)
     for (int i = 0; i < n; i++) {
       double ft[6];
-      sum_rows(&c, w->table, &s, i, ft);
+      sum_rows(&c, w->pairs.table, &s, i, ft);
       finish_one(&c, i, ft, w, &sum);
     }
     vm2 = sum.vm2 > vm2 ? sum.vm2 : vm2;

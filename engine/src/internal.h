@@ -96,6 +96,123 @@ typedef struct grn_geom {
   double kill_y;
 } grn_geom;
 
+/* ---- the world's smaller blocks ------------------------------------------------------------ */
+/* What the caller chose for how a world runs, not what it computes (grn_world_def). */
+typedef struct grn_opts {
+  int threads;
+  bool allow_sleep;
+  bool simd; /* AVX2 contact kernel (bit-identical to the scalar reference) */
+} grn_opts;
+
+/* Settling (spec §2 "Integration"): the drag (0.97 per step) acts while t < drag, and the scene
+ * counts as settling (no experiment may start) while t < until. Both hold worst cases from the
+ * lattice's height until the grains come to rest, first under the drag, then without it
+ * (grn__granular_step). calm: seconds every grain has stayed slower than GRN_VFLOW. */
+typedef struct grn_settle {
+  double drag, until, calm;
+} grn_settle;
+
+/* Figures of the last step, kept by the integration pass (integrate.c) for the measurements,
+ * the stats and the sleep check. */
+typedef struct grn_figures {
+  double vmax, over_max, flowing;
+  int alive;
+  int contacts;
+} grn_figures;
+
+/* Sleep (world.c): a world whose grains all stayed calm for a second steps nothing until woken. */
+typedef struct grn_sleep {
+  double still; /* seconds every grain has stayed calm */
+  bool on;
+} grn_sleep;
+
+/* The measurements' maps (measure.c): the height map over the scene and radial or profile bins. */
+typedef struct grn_maps {
+  double *hmap; /* height map cells */
+  int hnx, hnz;
+  double hx0, hz0;
+  double bin[GRN_NBIN];
+  int binn[GRN_NBIN];
+} grn_maps;
+
+/* ---- the pair machinery: blocks owned by pairs.c and fused.c -------------------------------- */
+/* Rebuild scratch (pairs.c), kept between rebuilds so a warmed-up step allocates nothing. */
+typedef struct grn_relist {
+  grn_grid grid;
+  int ncell_cap;
+  int32_t *cstart; /* ncell+1 */
+  int32_t *cell;   /* per grain */
+  int32_t *perm;   /* new -> old */
+  int32_t *newidx; /* old -> new, -1 removed */
+  void *scratch;   /* permutation buffer and old touching history; the near refresh's marks */
+  size_t scratch_bytes;
+} grn_relist;
+
+/* The pair list (pairs.c), for every model with pairs: CSR under the owner (the larger grain),
+ * contact history, and how far each grain may move before it is made again. */
+typedef struct grn_pairs {
+  int m, mcap;
+  int nl;          /* grains covered by the list (those present at the last rebuild) */
+  int32_t *pstart; /* n+1 */
+  int32_t *pb;     /* partner of each pair */
+  grn_hist *hist;
+  float *pfn;      /* > 0: touching, its last normal force; < 0: liquid bridge only; 0: inactive */
+  int32_t *rstart; /* n+1: reference list of pairs where a grain is the smaller partner */
+  int32_t *rref;
+  grn_force_row *table; /* full table of the reference passes (forces.c), on first use */
+  int tcap;
+  bool table_valid; /* inactive rows of the full table are zero */
+  /* validity: each grain's position at the last rebuild and how far it may move from there
+   * (saved); SPH keeps a running bound instead */
+  grn_vec3 *ref;
+  double *slack;
+  double disp; /* SPH: sum of vmax·H since the last rebuild */
+  bool dirty;  /* made again before the next force pass */
+  /* settings of the model (grains by default; SPH derives its own) */
+  double skin;      /* GRN_SKIN for grains, a quarter kernel for SPH */
+  double cell_rmin; /* smallest radius the grid is planned for */
+  uint64_t rebuilds;
+  uint64_t rebuild_step;  /* step of the last rebuild, and steps between the last two (not saved: */
+  uint64_t rebuild_every; /* they only set the near list's horizon, which changes no result) */
+  grn_relist scr;
+} grn_pairs;
+
+/* The near list (pairs.c): the pairs of the list that can touch before it is refreshed — those
+ * within reach + both allowances (nu), or still active — as indices into the pair list, in pair
+ * order. Every other listed pair is apart with no history until then, so the fused step skips it;
+ * the result is the same to the bit as stepping the whole list. */
+typedef struct grn_near {
+  bool valid;
+  int m, cap;
+  int span;        /* the largest |a − b| of a near pair (a, b), measured by the refresh */
+  int32_t *start;  /* n+1: a grain's near pairs as owner */
+  int32_t *b;      /* partner of each near pair */
+  int32_t *p;      /* its pair in the list (history, last normal force) */
+  int32_t *a;      /* its owner */
+  int32_t *rstart; /* n+1 */
+  int32_t *rref;   /* near pairs where a grain is the smaller partner, in near order */
+  float *nu;       /* per grain: how far it may move from ref before the refresh, m */
+  grn_vec3 *ref;   /* per grain: its position at the refresh */
+  double margin;   /* the slow grains' allowance, twice; INFINITY: every listed pair is near */
+  double gap;      /* reach gap the list was made for */
+  int fast;        /* fast grains (allowances of their own) at the refresh */
+  int over;        /* grains that moved past their allowance since */
+  uint64_t refreshes;
+} grn_near;
+
+/* The fused step (fused.c): block buffers and bands of rows over the near list, and running sums,
+ * planned at each refresh. */
+typedef struct grn_fused {
+  bool on, off;                 /* planned for this near list; off: never (tests) */
+  int span, ring_rows, ringcap; /* ring: block buffers (ring_rows rows per thread), then bands */
+  double *fsum; /* per thread a ring of 6 per grain: running force and torque sums */
+  int fsumcap, fsum_mask;
+  grn_force_row *ring;
+  int32_t *act; /* per thread ring_rows: a block's pairs whose rows may be other than zero */
+  int actcap;
+  uint64_t sieved; /* steps that sieved their near pairs (not saved; no result depends on it) */
+} grn_fused;
+
 /* ---- model blocks (model.h): each model's own constants and buffers -------------------------- */
 /* SPH (fluid.c): constants derived from the scene's spacing and fall height, and per-particle and
  * per-pair buffers of the last density pass. */
@@ -132,15 +249,17 @@ typedef struct grn_nbody {
 
 typedef struct grn_scene grn_scene; /* scene.h */
 
-struct grn_world {
-  /* allocator */
+/* The allocator a world uses, and the bytes it holds through it (alloc.c). */
+typedef struct grn_mem {
   grn_alloc_fn alloc;
   grn_free_fn free;
-  void *alloc_ctx;
-  size_t bytes_live;
-  int threads;
-  bool allow_sleep;
-  bool simd; /* AVX2 contact kernel (bit-identical to the scalar reference) */
+  void *ctx;
+  size_t live;
+} grn_mem;
+
+struct grn_world {
+  grn_mem mem;
+  grn_opts opt;
 
   /* inputs that determine the run */
   const grn_scene_info *scene;
@@ -159,85 +278,18 @@ struct grn_world {
   double *hf; /* floor spring history: 4 per grain (u_x, u_z, theta_x, theta_z) */
   uint32_t *id;
   uint8_t *flags;
-  /* the pair list's validity (pairs.c): each grain's position at the last rebuild and how far it
-   * may move from there before the list must be made again; saved */
-  grn_vec3 *ref;
-  double *slack;
 
-  /* pairs (CSR under the owner = larger grain) */
-  int m, mcap;
-  int nl;          /* grains covered by the pair list (those present at the last rebuild) */
-  int32_t *pstart; /* n+1 */
-  int32_t *pb;     /* partner of each pair */
-  grn_hist *hist;
-  float *pfn; /* > 0: touching, its last normal force; < 0: liquid bridge only; 0: inactive */
-  grn_force_row *table; /* full table of the reference passes, allocated on first use */
-  int tcap;
-  bool table_valid; /* inactive rows of the full table are zero */
-  /* near list (pairs.c): the pairs of the list that can touch before it is refreshed — those
-   * within reach + both allowances (nu), or still active — as indices into the list above, in
-   * pair order.
-   * Every other listed pair is apart with no history until then, so the fused step skips it;
-   * the result is the same to the bit as stepping the whole list. */
-  bool near_valid;
-  int nm, nmcap;
-  int nspan;        /* the largest |a − b| of a near pair (a, b), measured by the refresh */
-  int32_t *nstart;  /* n+1: a grain's near pairs as owner */
-  int32_t *nb;      /* partner of each near pair */
-  int32_t *np;      /* its pair in the list (history, last normal force) */
-  int32_t *na;      /* its owner */
-  int32_t *nrstart; /* n+1 */
-  int32_t *nrref;   /* near pairs where a grain is the smaller partner, in near order */
-  float *nu;        /* per grain: how far it may move from nref before the refresh, m */
-  grn_vec3 *nref;   /* per grain: its position at the refresh */
-  double nmargin;   /* the slow grains' allowance, twice; INFINITY: every listed pair is near */
-  double ngap;      /* reach gap the near list was made for */
-  int nfastn;       /* fast grains (allowances of their own) at the refresh */
-  int nover;        /* grains that moved past their allowance since */
-  uint64_t refreshes;
-  /* fused steps that sieved their near pairs (not saved; no result depends on it) */
-  uint64_t sieved;
-  uint64_t rebuild_step;  /* step of the last rebuild, and steps between the last two (not saved: */
-  uint64_t rebuild_every; /* they only set the near list's horizon, which changes no result) */
-  /* fused step (fused.c): block buffers and bands of rows over the near list, and running sums,
-   * planned at each refresh */
-  bool fused, no_fuse;
-  int span, ring_rows, ringcap; /* ring: block buffers (ring_rows rows per thread), then bands */
-  double *fsum; /* per thread a ring of 6 per grain: running force and torque sums */
-  int fsumcap, fsum_mask;
-  grn_force_row *ring;
-  int32_t *act; /* per thread ring_rows: a block's pairs whose rows may be other than zero */
-  int actcap;
-  int32_t *rstart; /* n+1: reference list of pairs where a grain is the smaller partner */
-  int32_t *rref;
-
-  /* rebuild scratch, kept between rebuilds so a warmed-up step allocates nothing */
-  grn_grid grid;
-  int ncell_cap;
-  int32_t *cstart; /* ncell+1 */
-  int32_t *cell;   /* per grain */
-  int32_t *perm;   /* new -> old */
-  int32_t *newidx; /* old -> new, -1 removed */
-  void *scratch;   /* permutation buffer and old touching history */
-  size_t scratch_bytes;
+  grn_pairs pairs; /* pairs.c */
+  grn_near near;   /* pairs.c, granular only */
+  grn_fused fused; /* fused.c, granular only */
 
   /* dynamics */
   grn_vec3 gravity;
   uint64_t steps;
   double t;
-  /* Settling (spec §2 "Integration"): the drag (0.97 per step) acts while t < settle, and the
-   * scene counts as settling (no experiment may start) while t < settled. Both hold worst cases
-   * from the lattice's height until the grains come to rest, first under the drag, then without
-   * it (grn__granular_step). settle_calm: seconds every grain has stayed slower than GRN_VFLOW. */
-  double settle, settled, settle_calm;
-  double disp; /* SPH: sum of vmax·H since the last rebuild (grains use ref and slack) */
-  bool dirty;
-  double vmax, over_max, flowing;
-  int alive;
-  int contacts;
-  uint64_t rebuilds;
-  double still; /* seconds every grain has stayed calm */
-  bool sleeping;
+  grn_settle settle;
+  grn_figures fig;
+  grn_sleep sleep;
   uint32_t next_id;
   uint64_t rng[4];
 
@@ -246,28 +298,23 @@ struct grn_world {
   /* the scene's own state block (scene.h): impl->state_size bytes, saved as one block */
   void *ss;
 
-  /* pair-list settings of the model (grains by default; SPH derives its own) */
-  double skin;      /* pair-list skin: GRN_SKIN for grains, a quarter kernel for SPH */
-  double cell_rmin; /* smallest radius the pair grid is planned for */
   /* the block of the world's model, owned by it (model.h): only the active member is used */
   union {
     grn_sph sph;
     grn_nbody nbody;
   };
 
-  /* measurements */
   grn_measurements meas;
-  double *hmap; /* height map cells */
-  int hnx, hnz;
-  double hx0, hz0;
-  double bin[GRN_NBIN];
-  int binn[GRN_NBIN];
+  grn_maps maps;
 };
 
-/* allocation (counted) */
+/* allocation (alloc.c), counted in w->mem */
+void grn__mem_init(grn_mem *m, const grn_world_def *def); /* the definition's allocator or malloc */
 void *grn__alloc(grn_world *w, size_t bytes);
 void grn__free(grn_world *w, void *p, size_t bytes);
 int grn__grow(grn_world *w, void **p, size_t elem, int *cap, int need);
+int grn__regrow(grn_world *w, void **const arrays[], const size_t each[], int count, int *cap,
+                int need);
 
 /* errors */
 int grn__fail(grn_error *err, int code, const char *field, const char *fmt, ...)
@@ -276,7 +323,7 @@ int grn__fail(grn_error *err, int code, const char *field, const char *fmt, ...)
 /* parameter validation shared by definitions and live changes: the grn_param_id or an error */
 int grn__check_param(const grn_scene_info *scene, const char *name, double value, grn_error *err);
 
-/* rng: xoshiro256** seeded by splitmix64 */
+/* rng (rng.c): xoshiro256** seeded by splitmix64 */
 void grn__rng_seed(uint64_t s[4], uint64_t seed);
 double grn__rng_uniform(uint64_t s[4]); /* [0, 1) */
 
@@ -298,11 +345,17 @@ int grn__rebuild(grn_world *w);
 int grn__grow_pairs(grn_world *w, int need);
 void grn__rebuild_refs(grn_world *w);
 double grn__reach_gap(const grn_world *w);
+int grn__scratch(grn_world *w, size_t bytes); /* the rebuild's scratch, contents dropped */
+/* Reference lists of n grains over m pairs with partners pb: a counting sort by partner, which
+ * keeps each grain's list in pair order. fill is n ints of scratch. */
+void grn__refs_of(int n, int m, const int32_t *pb, int32_t *rstart, int32_t *rref, int32_t *fill);
+void grn__pairs_free(grn_world *w);
 
-/* near list (pairs.c) */
+/* near list (near.c) */
 bool grn__near_stale(const grn_world *w);
 int grn__near_refresh(grn_world *w);
 void grn__near_refs(grn_world *w); /* after grn__plan_fused decided whether the step is fused */
+void grn__near_free(grn_world *w);
 
 /* one step: the pair pass (forces.c), the gather and integration (integrate.c), the fused step
  * (fused.c) */
@@ -311,6 +364,7 @@ int grn__step_near(grn_world *w); /* both passes over the near list (when fused 
 void grn__gather_integrate(grn_world *w);
 int grn__plan_fused(grn_world *w);
 void grn__step_fused(grn_world *w);
+void grn__fused_free(grn_world *w);
 
 /* measurement helpers (measure.c) */
 int grn__hmap_cells(double extent); /* cells covering an extent, m */

@@ -9,24 +9,24 @@ int grn__hmap_cells(double extent) {
 }
 
 int grn__hmap_init(grn_world *w, double x0, double z0, int nx, int nz) {
-  grn__free(w, w->hmap, sizeof(double) * (size_t)w->hnx * (size_t)w->hnz);
-  w->hnx = w->hnz = 0;
-  w->hmap = grn__alloc(w, sizeof(double) * (size_t)nx * (size_t)nz);
-  if (!w->hmap && (size_t)nx * (size_t)nz > 0) { /* water and bodies have no height map */
+  grn__free(w, w->maps.hmap, sizeof(double) * (size_t)w->maps.hnx * (size_t)w->maps.hnz);
+  w->maps.hnx = w->maps.hnz = 0;
+  w->maps.hmap = grn__alloc(w, sizeof(double) * (size_t)nx * (size_t)nz);
+  if (!w->maps.hmap && (size_t)nx * (size_t)nz > 0) { /* water and bodies have no height map */
     return GRN_E_NOMEM;
   }
-  w->hnx = nx;
-  w->hnz = nz;
-  w->hx0 = x0;
-  w->hz0 = z0;
+  w->maps.hnx = nx;
+  w->maps.hnz = nz;
+  w->maps.hx0 = x0;
+  w->maps.hz0 = z0;
   return GRN_OK;
 }
 
 /* Top (y + r) of the grains resting in each 0.2 m cell: falling grains (> 1 m/s) do not count. */
 void grn__surface(grn_world *w, double y0, double only_above) {
-  const int cells = w->hnx * w->hnz;
+  const int cells = w->maps.hnx * w->maps.hnz;
   for (int c = 0; c < cells; c++) {
-    w->hmap[c] = y0;
+    w->maps.hmap[c] = y0;
   }
   for (int i = 0; i < w->n; i++) {
     if (!(w->flags[i] & GRN_F_ALIVE)) {
@@ -36,23 +36,24 @@ void grn__surface(grn_world *w, double y0, double only_above) {
     if (p.y < only_above || v.x * v.x + v.y * v.y + v.z * v.z > 1.0) {
       continue;
     }
-    const double fa = floor((p.x - w->hx0) / GRN_CELL_MAP),
-                 fb = floor((p.z - w->hz0) / GRN_CELL_MAP);
-    if (fa < 0 || fb < 0 || fa >= w->hnx || fb >= w->hnz) {
+    const double fa = floor((p.x - w->maps.hx0) / GRN_CELL_MAP),
+                 fb = floor((p.z - w->maps.hz0) / GRN_CELL_MAP);
+    if (fa < 0 || fb < 0 || fa >= w->maps.hnx || fb >= w->maps.hnz) {
       continue;
     }
-    const int c = (int)fa + w->hnx * (int)fb;
+    const int c = (int)fa + w->maps.hnx * (int)fb;
     const double h = p.y + w->rad[i];
-    w->hmap[c] = h > w->hmap[c] ? h : w->hmap[c];
+    w->maps.hmap[c] = h > w->maps.hmap[c] ? h : w->maps.hmap[c];
   }
 }
 
 double grn__top_at(const grn_world *w, double x, double z) {
-  const double fa = floor((x - w->hx0) / GRN_CELL_MAP), fb = floor((z - w->hz0) / GRN_CELL_MAP);
-  if (fa < 0 || fb < 0 || fa >= w->hnx || fb >= w->hnz) {
+  const double fa = floor((x - w->maps.hx0) / GRN_CELL_MAP),
+               fb = floor((z - w->maps.hz0) / GRN_CELL_MAP);
+  if (fa < 0 || fb < 0 || fa >= w->maps.hnx || fb >= w->maps.hnz) {
     return w->geom.floor_y;
   }
-  return w->hmap[(int)fa + w->hnx * (int)fb];
+  return w->maps.hmap[(int)fa + w->maps.hnx * (int)fb];
 }
 
 /* Least-squares line through bins k0..k1 whose mean height lies in [lo, hi]; stops at the first
@@ -65,10 +66,10 @@ static double fit_bins(grn_world *w, int k0, int k1, double lo, double hi, doubl
     w->meas.line[q] = NAN;
   }
   for (int k = k0; k < k1; k++) {
-    if (!w->binn[k]) {
+    if (!w->maps.binn[k]) {
       continue;
     }
-    const double v = w->bin[k] / w->binn[k], x = pos0 + (k + 0.5) * step;
+    const double v = w->maps.bin[k] / w->maps.binn[k], x = pos0 + (k + 0.5) * step;
     if (v < lo) {
       break;
     }
@@ -103,9 +104,9 @@ void grn__pile_angle(grn_world *w) {
   grn__surface(w, y0, -INFINITY);
   double *m = w->meas.value;
   double hm = 0.0;
-  const int cells = w->hnx * w->hnz;
+  const int cells = w->maps.hnx * w->maps.hnz;
   for (int c = 0; c < cells; c++) {
-    hm = w->hmap[c] - y0 > hm ? w->hmap[c] - y0 : hm;
+    hm = w->maps.hmap[c] - y0 > hm ? w->maps.hmap[c] - y0 : hm;
   }
   m[GRN_M_TOP] = hm;
   m[GRN_M_ANGLE] = NAN;
@@ -118,13 +119,13 @@ void grn__pile_angle(grn_world *w) {
     return;
   }
   double sw = 0, cx = 0, cz = 0;
-  for (int b = 0; b < w->hnz; b++) {
-    for (int a = 0; a < w->hnx; a++) {
-      const double h = w->hmap[a + w->hnx * b] - y0;
+  for (int b = 0; b < w->maps.hnz; b++) {
+    for (int a = 0; a < w->maps.hnx; a++) {
+      const double h = w->maps.hmap[a + w->maps.hnx * b] - y0;
       if (h > 0.8 * hm) {
         sw += h;
-        cx += h * (w->hx0 + (a + 0.5) * cs);
-        cz += h * (w->hz0 + (b + 0.5) * cs);
+        cx += h * (w->maps.hx0 + (a + 0.5) * cs);
+        cz += h * (w->maps.hz0 + (b + 0.5) * cs);
       }
     }
   }
@@ -132,22 +133,22 @@ void grn__pile_angle(grn_world *w) {
   cz /= sw;
   m[GRN_M_CX] = cx;
   m[GRN_M_CZ] = cz;
-  memset(w->bin, 0, sizeof w->bin);
-  memset(w->binn, 0, sizeof w->binn);
-  for (int b = 0; b < w->hnz; b++) {
-    for (int a = 0; a < w->hnx; a++) {
-      const double r = hypot(w->hx0 + (a + 0.5) * cs - cx, w->hz0 + (b + 0.5) * cs - cz);
+  memset(w->maps.bin, 0, sizeof w->maps.bin);
+  memset(w->maps.binn, 0, sizeof w->maps.binn);
+  for (int b = 0; b < w->maps.hnz; b++) {
+    for (int a = 0; a < w->maps.hnx; a++) {
+      const double r = hypot(w->maps.hx0 + (a + 0.5) * cs - cx, w->maps.hz0 + (b + 0.5) * cs - cz);
       const int k = (int)(r / cs);
       if (k < GRN_NBIN) {
-        w->bin[k] += w->hmap[a + w->hnx * b] - y0;
-        w->binn[k]++;
+        w->maps.bin[k] += w->maps.hmap[a + w->maps.hnx * b] - y0;
+        w->maps.binn[k]++;
       }
     }
   }
   double peak = 0.0;
   for (int k = 0; k < 6; k++) {
-    if (w->binn[k] && w->bin[k] / w->binn[k] > peak) {
-      peak = w->bin[k] / w->binn[k];
+    if (w->maps.binn[k] && w->maps.bin[k] / w->maps.binn[k] > peak) {
+      peak = w->maps.bin[k] / w->maps.binn[k];
     }
   }
   const double slope = fit_bins(w, 0, GRN_NBIN, 0.25 * peak, 0.8 * peak, 0.0, cs);
@@ -157,18 +158,18 @@ void grn__pile_angle(grn_world *w) {
 /* Heights averaged across a channel or box (|z| ≤ half_w) into one bin per cell along x. */
 static double profile_bins(grn_world *w, double half_w) {
   const double y0 = w->geom.floor_y, cs = GRN_CELL_MAP;
-  memset(w->bin, 0, sizeof w->bin);
-  memset(w->binn, 0, sizeof w->binn);
+  memset(w->maps.bin, 0, sizeof w->maps.bin);
+  memset(w->maps.binn, 0, sizeof w->maps.binn);
   double hm = 0.0;
-  for (int b = 0; b < w->hnz; b++) {
-    const double z = w->hz0 + (b + 0.5) * cs;
+  for (int b = 0; b < w->maps.hnz; b++) {
+    const double z = w->maps.hz0 + (b + 0.5) * cs;
     if (fabs(z) > half_w) {
       continue;
     }
-    for (int a = 0; a < w->hnx && a < GRN_NBIN; a++) {
-      const double v = w->hmap[a + w->hnx * b] - y0;
-      w->bin[a] += v;
-      w->binn[a]++;
+    for (int a = 0; a < w->maps.hnx && a < GRN_NBIN; a++) {
+      const double v = w->maps.hmap[a + w->maps.hnx * b] - y0;
+      w->maps.bin[a] += v;
+      w->maps.binn[a]++;
       hm = v > hm ? v : hm;
     }
   }
@@ -178,11 +179,11 @@ static double profile_bins(grn_world *w, double half_w) {
 /* The farthest edge (x + r) of the resting grains whose centres lie in the height map's column
  * of cells k: where, inside that 0.2 m cell, the deposit ends. */
 static double cell_front(const grn_world *w, int k) {
-  double front = w->hx0 + k * GRN_CELL_MAP;
+  double front = w->maps.hx0 + k * GRN_CELL_MAP;
   for (int i = 0; i < w->n; i++) {
     const grn_vec3 p = w->pos[i], v = w->vel[i];
     if (!(w->flags[i] & GRN_F_ALIVE) || v.x * v.x + v.y * v.y + v.z * v.z > 1.0 ||
-        floor((p.x - w->hx0) / GRN_CELL_MAP) != k) {
+        floor((p.x - w->maps.hx0) / GRN_CELL_MAP) != k) {
       continue;
     }
     front = p.x + w->rad[i] > front ? p.x + w->rad[i] : front;
@@ -201,11 +202,11 @@ void grn__channel_profile(grn_world *w, double half_width) {
   profile_bins(w, half_width);
   double peak = 0.0;
   int kp = 0, kf = -1;
-  for (int k = 0; k < w->hnx && k < GRN_NBIN; k++) {
-    if (!w->binn[k]) {
+  for (int k = 0; k < w->maps.hnx && k < GRN_NBIN; k++) {
+    if (!w->maps.binn[k]) {
       continue;
     }
-    const double v = w->bin[k] / w->binn[k];
+    const double v = w->maps.bin[k] / w->maps.binn[k];
     if (v > peak) {
       peak = v;
       kp = k;
@@ -217,9 +218,9 @@ void grn__channel_profile(grn_world *w, double half_width) {
   double *m = w->meas.value;
   m[GRN_M_TOP] = peak;
   /* the map starts at the back wall */
-  m[GRN_M_FRONT] = kf < 0 ? 0.0 : cell_front(w, kf) - w->hx0;
-  const int end = w->hnx < GRN_NBIN ? w->hnx : GRN_NBIN;
-  const double slope = fit_bins(w, kp, end, 0.2 * peak, 0.8 * peak, w->hx0, cs);
+  m[GRN_M_FRONT] = kf < 0 ? 0.0 : cell_front(w, kf) - w->maps.hx0;
+  const int end = w->maps.hnx < GRN_NBIN ? w->maps.hnx : GRN_NBIN;
+  const double slope = fit_bins(w, kp, end, 0.2 * peak, 0.8 * peak, w->maps.hx0, cs);
   m[GRN_M_ANGLE] = isnan(slope) ? NAN : -atan(slope) * 180.0 / GRN_PI;
 }
 
@@ -230,24 +231,24 @@ void grn__tray_profile(grn_world *w, double lx, double wz, double phi) {
   const double cs = GRN_CELL_MAP;
   grn__surface(w, w->geom.floor_y, -INFINITY);
   w->meas.value[GRN_M_TOP] = profile_bins(w, wz);
-  int k0 = (int)ceil((-lx + 0.15 * 2.0 * lx - w->hx0) / cs);
-  int k1 = (int)floor((lx - 0.15 * 2.0 * lx - w->hx0) / cs);
+  int k0 = (int)ceil((-lx + 0.15 * 2.0 * lx - w->maps.hx0) / cs);
+  int k1 = (int)floor((lx - 0.15 * 2.0 * lx - w->maps.hx0) / cs);
   k0 = k0 < 0 ? 0 : k0;
   k1 = k1 > GRN_NBIN ? GRN_NBIN : k1;
-  const double slope = fit_bins(w, k0, k1, -1.0, 1e9, w->hx0, cs);
+  const double slope = fit_bins(w, k0, k1, -1.0, 1e9, w->maps.hx0, cs);
   w->meas.value[GRN_M_ANGLE] = isnan(slope) ? NAN : (phi - atan(slope)) * 180.0 / GRN_PI;
 }
 
 void grn__common_measures(grn_world *w) {
   double *m = w->meas.value;
   m[GRN_M_T] = w->t;
-  m[GRN_M_OVER_MAX] = w->over_max;
-  m[GRN_M_FLOWING] = w->flowing;
-  m[GRN_M_ALIVE] = w->alive;
+  m[GRN_M_OVER_MAX] = w->fig.over_max;
+  m[GRN_M_FLOWING] = w->fig.flowing;
+  m[GRN_M_ALIVE] = w->fig.alive;
 }
 
 grn_state grn__plain_state(const grn_world *w) {
-  return w->sleeping         ? GRN_STATE_ASLEEP
-         : w->t < w->settled ? GRN_STATE_SETTLING
-                             : GRN_STATE_RUNNING;
+  return w->sleep.on              ? GRN_STATE_ASLEEP
+         : w->t < w->settle.until ? GRN_STATE_SETTLING
+                                  : GRN_STATE_RUNNING;
 }

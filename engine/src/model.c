@@ -29,6 +29,7 @@ static double granular_cost(const grn_world_def *def, int n) {
 const grn_model_ops grn__model_granular = {.kind = GRN_MODEL_GRANULAR,
                                            .info = {"granular", "grains", true, true},
                                            .pairs = true,
+                                           .own_slack = true,
                                            .count = granular_count,
                                            .step = grn__granular_step,
                                            .measure = grn__common_measures,

@@ -12,6 +12,10 @@ typedef struct grn_model_ops {
   grn_model kind;
   grn_model_info info; /* grn_model_info_of: its name, its particles, whether it settles */
   bool pairs;          /* uses the pair list: it is built after the scene's setup */
+  /* in the pair list, a fast particle gets a slack of its own that covers REBUILD_STEPS of its
+   * flight (pairs.c): grains falling out of a silo would otherwise bring a rebuild every few steps;
+   * SPH's particles move together and share one */
+  bool own_slack;
   /* Model constants from the parameters, after the scene's derive hook (setup, restore, a live
    * change); NULL: none. */
   void (*derive)(grn_world *w);

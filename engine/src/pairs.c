@@ -16,8 +16,9 @@ double grn__reach_gap(const grn_world *w) {
   return w->param[GRN_P_COH] > 0.0 ? GRN_GAP_WET : 0.0;
 }
 
-static int ensure_scratch(grn_world *w, size_t bytes) {
-  if (w->scratch_bytes >= bytes) {
+/* The rebuild's scratch, at least `bytes` (contents dropped); the near refresh borrows it too. */
+int grn__scratch(grn_world *w, size_t bytes) {
+  if (w->pairs.scr.scratch_bytes >= bytes) {
     return GRN_OK;
   }
   size_t nb = bytes + bytes / 2;
@@ -25,9 +26,9 @@ static int ensure_scratch(grn_world *w, size_t bytes) {
   if (!p) {
     return GRN_E_NOMEM;
   }
-  grn__free(w, w->scratch, w->scratch_bytes);
-  w->scratch = p;
-  w->scratch_bytes = nb;
+  grn__free(w, w->pairs.scr.scratch, w->pairs.scr.scratch_bytes);
+  w->pairs.scr.scratch = p;
+  w->pairs.scr.scratch_bytes = nb;
   return GRN_OK;
 }
 
@@ -36,7 +37,7 @@ static int ensure_scratch(grn_world *w, size_t bytes) {
  * cell count is capped so a stray fast grain cannot make the grid huge (cells then grow). */
 static void plan_grid(grn_world *w) {
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  double rmax = w->cell_rmin;
+  double rmax = w->pairs.cell_rmin;
   for (int i = 0; i < w->n; i++) {
     if (!(w->flags[i] & GRN_F_ALIVE)) {
       continue;
@@ -52,7 +53,7 @@ static void plan_grid(grn_world *w) {
     lo[0] = lo[1] = lo[2] = 0.0;
     hi[0] = hi[1] = hi[2] = 0.0;
   }
-  double cs = 2.0 * rmax + w->skin + grn__reach_gap(w);
+  double cs = 2.0 * rmax + w->pairs.skin + grn__reach_gap(w);
   const double limit = (double)(w->n > 32 ? 2 * w->n : 64);
   for (;;) {
     double c = 1.0;
@@ -64,13 +65,13 @@ static void plan_grid(grn_world *w) {
     }
     cs *= 1.25;
   }
-  w->grid.cs = cs;
-  w->grid.ox = lo[0];
-  w->grid.oy = lo[1];
-  w->grid.oz = lo[2];
-  w->grid.nx = (int)floor((hi[0] - lo[0]) / cs) + 1;
-  w->grid.ny = (int)floor((hi[1] - lo[1]) / cs) + 1;
-  w->grid.nz = (int)floor((hi[2] - lo[2]) / cs) + 1;
+  w->pairs.scr.grid.cs = cs;
+  w->pairs.scr.grid.ox = lo[0];
+  w->pairs.scr.grid.oy = lo[1];
+  w->pairs.scr.grid.oz = lo[2];
+  w->pairs.scr.grid.nx = (int)floor((hi[0] - lo[0]) / cs) + 1;
+  w->pairs.scr.grid.ny = (int)floor((hi[1] - lo[1]) / cs) + 1;
+  w->pairs.scr.grid.nz = (int)floor((hi[2] - lo[2]) / cs) + 1;
 }
 
 static inline int clampi(int v, int n) {
@@ -197,7 +198,7 @@ __attribute__((target("avx2"))) static int scan_run_avx2(const planes *pl, int i
  * the pair itself. */
 static int scan_wide(const grn_world *w, const planes *pl, int i, int ix, int iy, int iz, bool fi,
                      int32_t *out, int room) {
-  const grn_grid *g = &w->grid;
+  const grn_grid *g = &w->pairs.scr.grid;
   const double reach = pl->r[i] + pl->rmax + pl->gap + pl->e[i] + pl->emax;
   const double kc = ceil(reach / g->cs);
   const int k = kc < (double)(g->nx + g->ny + g->nz) ? (int)kc : g->nx + g->ny + g->nz;
@@ -206,9 +207,9 @@ static int scan_wide(const grn_world *w, const planes *pl, int i, int ix, int iy
   for (int jz = iz - k > 0 ? iz - k : 0; jz <= iz + k && jz < g->nz; jz++) {
     for (int jy = iy - k > 0 ? iy - k : 0; jy <= iy + k && jy < g->ny; jy++) {
       const int row = g->nx * (jy + g->ny * jz);
-      const int j0 = w->cstart[row + jx0], j1 = w->cstart[row + jx1 + 1];
+      const int j0 = w->pairs.scr.cstart[row + jx0], j1 = w->pairs.scr.cstart[row + jx1 + 1];
 #if defined(__x86_64__) && defined(GRN_SIMD)
-      if (w->simd && !fi) {
+      if (w->opt.simd && !fi) {
         count = scan_run_avx2(pl, i, j0, j1, true, out, count, room);
         continue;
       }
@@ -229,8 +230,8 @@ static int scan_wide(const grn_world *w, const planes *pl, int i, int ix, int iy
  * pair is found exactly once, by its grain earlier in cell order. All counted; the first `room`
  * are written to out, two entries each. */
 static int scan_pairs(const grn_world *w, const planes *pl, int i, int32_t *out, int room) {
-  const grn_grid *g = &w->grid;
-  const int c = w->cell[i];
+  const grn_grid *g = &w->pairs.scr.grid;
+  const int c = w->pairs.scr.cell[i];
   const int iz = c / (g->nx * g->ny), rest = c - iz * g->nx * g->ny, iy = rest / g->nx,
             ix = rest - iy * g->nx;
   const bool fi = (w->flags[i] & GRN_F_FIXED) != 0;
@@ -240,23 +241,23 @@ static int scan_pairs(const grn_world *w, const planes *pl, int i, int32_t *out,
   const int jx0 = ix > 0 ? ix - 1 : 0, jx1 = ix + 1 < g->nx ? ix + 1 : g->nx - 1;
   int32_t runs[5][2], nr = 0;
   runs[nr][0] = i + 1;
-  runs[nr++][1] = w->cstart[c - ix + jx1 + 1];
+  runs[nr++][1] = w->pairs.scr.cstart[c - ix + jx1 + 1];
   if (iy + 1 < g->ny) {
     const int row = g->nx * (iy + 1 + g->ny * iz);
-    runs[nr][0] = w->cstart[row + jx0];
-    runs[nr++][1] = w->cstart[row + jx1 + 1];
+    runs[nr][0] = w->pairs.scr.cstart[row + jx0];
+    runs[nr++][1] = w->pairs.scr.cstart[row + jx1 + 1];
   }
   if (iz + 1 < g->nz) {
     for (int jy = iy > 0 ? iy - 1 : 0; jy <= iy + 1 && jy < g->ny; jy++) {
       const int row = g->nx * (jy + g->ny * (iz + 1));
-      runs[nr][0] = w->cstart[row + jx0];
-      runs[nr++][1] = w->cstart[row + jx1 + 1];
+      runs[nr][0] = w->pairs.scr.cstart[row + jx0];
+      runs[nr++][1] = w->pairs.scr.cstart[row + jx1 + 1];
     }
   }
   int count = 0;
   for (int r = 0; r < nr; r++) {
 #if defined(__x86_64__) && defined(GRN_SIMD)
-    if (w->simd && !fi) {
+    if (w->opt.simd && !fi) {
       count = scan_run_avx2(pl, i, runs[r][0], runs[r][1], false, out, count, room);
       continue;
     }
@@ -267,38 +268,14 @@ static int scan_pairs(const grn_world *w, const planes *pl, int i, int32_t *out,
 }
 
 int grn__grow_pairs(grn_world *w, int need) {
-  if (need <= w->mcap) {
-    return GRN_OK;
-  }
   /* old contents are not needed: the kept history lives in scratch during a rebuild */
-  const size_t old = (size_t)w->mcap, want = (size_t)need + (size_t)need / 4 + 64;
-  grn__free(w, w->pb, sizeof(int32_t) * old);
-  grn__free(w, w->rref, sizeof(int32_t) * old);
-  grn__free(w, w->hist, sizeof(grn_hist) * old);
-  grn__free(w, w->pfn, sizeof(float) * old);
-  w->pb = grn__alloc(w, sizeof(int32_t) * want);
-  w->rref = grn__alloc(w, sizeof(int32_t) * want);
-  w->hist = grn__alloc(w, sizeof(grn_hist) * want);
-  w->pfn = grn__alloc(w, sizeof(float) * want);
-  w->mcap = (int)want;
-  if (!w->pb || !w->rref || !w->hist || !w->pfn) {
-    grn__free(w, w->pb, sizeof(int32_t) * want);
-    grn__free(w, w->rref, sizeof(int32_t) * want);
-    grn__free(w, w->hist, sizeof(grn_hist) * want);
-    grn__free(w, w->pfn, sizeof(float) * want);
-    w->pb = w->rref = NULL;
-    w->hist = NULL;
-    w->pfn = NULL;
-    w->mcap = 0;
-    return GRN_E_NOMEM;
-  }
-  return GRN_OK;
+  void **const arrays[] = {(void **)&w->pairs.pb, (void **)&w->pairs.rref, (void **)&w->pairs.hist,
+                           (void **)&w->pairs.pfn};
+  const size_t each[] = {sizeof(int32_t), sizeof(int32_t), sizeof(grn_hist), sizeof(float)};
+  return grn__regrow(w, arrays, each, 4, &w->pairs.mcap, need);
 }
 
-/* Reference lists of n grains over m pairs with partners pb: a counting sort by partner, which
- * keeps each grain's list in pair order. fill is n ints of scratch. */
-static void refs_of(int n, int m, const int32_t *pb, int32_t *rstart, int32_t *rref,
-                    int32_t *fill) {
+void grn__refs_of(int n, int m, const int32_t *pb, int32_t *rstart, int32_t *rref, int32_t *fill) {
   memset(rstart, 0, sizeof(int32_t) * (size_t)(n + 1));
   for (int p = 0; p < m; p++) {
     rstart[pb[p] + 1]++;
@@ -315,7 +292,8 @@ static void refs_of(int n, int m, const int32_t *pb, int32_t *rstart, int32_t *r
 /* Reference lists (reference 001): for each grain, the pairs where it is the smaller partner, in
  * pair order, so its gather reads them in a fixed order. Derived from pb alone. */
 void grn__rebuild_refs(grn_world *w) {
-  refs_of(w->nl, w->m, w->pb, w->rstart, w->rref, w->newidx);
+  grn__refs_of(w->pairs.nl, w->pairs.m, w->pairs.pb, w->pairs.rstart, w->pairs.rref,
+               w->pairs.scr.newidx);
 }
 
 #ifdef GRN_VALIDATE
@@ -327,29 +305,30 @@ void grn__rebuild_refs(grn_world *w) {
 static void validate(const grn_world *w) {
   const char *bad = NULL;
   for (int i = 0; i < w->n && !bad; i++) {
-    if (i > 0 && w->cell[i] < w->cell[i - 1]) {
+    if (i > 0 && w->pairs.scr.cell[i] < w->pairs.scr.cell[i - 1]) {
       bad = "grains out of cell order";
     }
-    for (int p = w->pstart[i]; p < w->pstart[i + 1] && !bad; p++) {
-      const int b = w->pb[p];
+    for (int p = w->pairs.pstart[i]; p < w->pairs.pstart[i + 1] && !bad; p++) {
+      const int b = w->pairs.pb[p];
       if (b < 0 || b >= w->n || b == i || !owns(w, i, b)) {
         bad = "a pair under the wrong owner";
-      } else if (w->pfn[p] < 0.0f && grn__reach_gap(w) == 0.0) {
+      } else if (w->pairs.pfn[p] < 0.0f && grn__reach_gap(w) == 0.0) {
         bad = "a liquid bridge in dry sand";
       }
     }
-    for (int q = w->rstart[i]; q < w->rstart[i + 1] && !bad; q++) {
-      if (w->pb[w->rref[q]] != i || (q > w->rstart[i] && w->rref[q] <= w->rref[q - 1])) {
+    for (int q = w->pairs.rstart[i]; q < w->pairs.rstart[i + 1] && !bad; q++) {
+      if (w->pairs.pb[w->pairs.rref[q]] != i ||
+          (q > w->pairs.rstart[i] && w->pairs.rref[q] <= w->pairs.rref[q - 1])) {
         bad = "a reference list out of order";
       }
     }
   }
-  if (!bad && (w->rstart[w->n] != w->m || w->pstart[w->n] != w->m)) {
+  if (!bad && (w->pairs.rstart[w->n] != w->pairs.m || w->pairs.pstart[w->n] != w->pairs.m)) {
     bad = "pair counts disagree";
   }
   if (bad) {
     fprintf(stderr, "grainlab engine invariant broken after rebuild %llu: %s\n",
-            (unsigned long long)w->rebuilds, bad);
+            (unsigned long long)w->pairs.rebuilds, bad);
     abort();
   }
 }
@@ -361,89 +340,91 @@ static void validate(const grn_world *w) {
 /* Out of memory in a rebuild: the grains are valid and renumbered, but there is no pair list;
  * contact history is lost and the next step tries again. */
 static int no_list(grn_world *w, int nn) {
-  memset(w->pstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
-  memset(w->rstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
-  w->m = 0;
-  w->nl = nn;
-  w->dirty = true;
+  memset(w->pairs.pstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
+  memset(w->pairs.rstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
+  w->pairs.m = 0;
+  w->pairs.nl = nn;
+  w->pairs.dirty = true;
   return GRN_E_NOMEM;
 }
 
 int grn__rebuild(grn_world *w) {
   const int n_old = w->n;
-  w->fused = false; /* planned again with the near list */
+  w->fused.on = false; /* planned again with the near list */
   plan_grid(w);
-  const int ncell = w->grid.nx * w->grid.ny * w->grid.nz;
-  if (ncell + 1 > w->ncell_cap) {
-    if (grn__grow(w, (void **)&w->cstart, sizeof(int32_t), &w->ncell_cap, ncell + 1) != GRN_OK) {
+  const int ncell = w->pairs.scr.grid.nx * w->pairs.scr.grid.ny * w->pairs.scr.grid.nz;
+  if (ncell + 1 > w->pairs.scr.ncell_cap) {
+    if (grn__grow(w, (void **)&w->pairs.scr.cstart, sizeof(int32_t), &w->pairs.scr.ncell_cap,
+                  ncell + 1) != GRN_OK) {
       return GRN_E_NOMEM;
     }
   }
 
   /* 1. counting sort of alive grains by cell, then by size (largest first) and id in a cell */
-  memset(w->cstart, 0, sizeof(int32_t) * (size_t)(ncell + 1));
+  memset(w->pairs.scr.cstart, 0, sizeof(int32_t) * (size_t)(ncell + 1));
   for (int i = 0; i < n_old; i++) {
     if (w->flags[i] & GRN_F_ALIVE) {
-      w->cell[i] = cell_of(&w->grid, w->pos[i]);
-      w->cstart[w->cell[i] + 1]++;
+      w->pairs.scr.cell[i] = cell_of(&w->pairs.scr.grid, w->pos[i]);
+      w->pairs.scr.cstart[w->pairs.scr.cell[i] + 1]++;
     } else {
-      w->cell[i] = -1;
+      w->pairs.scr.cell[i] = -1;
     }
   }
   for (int c = 0; c < ncell; c++) {
-    w->cstart[c + 1] += w->cstart[c];
+    w->pairs.scr.cstart[c + 1] += w->pairs.scr.cstart[c];
   }
-  const int nn = w->cstart[ncell];
+  const int nn = w->pairs.scr.cstart[ncell];
   for (int i = 0; i < n_old; i++) {
-    if (w->cell[i] >= 0) {
-      w->perm[w->cstart[w->cell[i]]++] = i;
+    if (w->pairs.scr.cell[i] >= 0) {
+      w->pairs.scr.perm[w->pairs.scr.cstart[w->pairs.scr.cell[i]]++] = i;
     }
   }
   for (int c = ncell; c > 0; c--) {
-    w->cstart[c] = w->cstart[c - 1];
+    w->pairs.scr.cstart[c] = w->pairs.scr.cstart[c - 1];
   }
-  w->cstart[0] = 0;
+  w->pairs.scr.cstart[0] = 0;
   for (int c = 0; c < ncell; c++) {
-    for (int a = w->cstart[c] + 1; a < w->cstart[c + 1]; a++) {
-      const int v = w->perm[a];
+    for (int a = w->pairs.scr.cstart[c] + 1; a < w->pairs.scr.cstart[c + 1]; a++) {
+      const int v = w->pairs.scr.perm[a];
       int b = a - 1;
-      while (b >= w->cstart[c] && owns(w, v, w->perm[b])) {
-        w->perm[b + 1] = w->perm[b];
+      while (b >= w->pairs.scr.cstart[c] && owns(w, v, w->pairs.scr.perm[b])) {
+        w->pairs.scr.perm[b + 1] = w->pairs.scr.perm[b];
         b--;
       }
-      w->perm[b + 1] = v;
+      w->pairs.scr.perm[b + 1] = v;
     }
   }
   for (int i = 0; i < n_old; i++) {
-    w->newidx[i] = -1;
+    w->pairs.scr.newidx[i] = -1;
   }
   for (int q = 0; q < nn; q++) {
-    w->newidx[w->perm[q]] = q;
+    w->pairs.scr.newidx[w->pairs.scr.perm[q]] = q;
   }
 
   /* 2. keep the history of touching pairs, grouped by old owner */
   int k = 0;
-  const int nl = w->nl; /* grains added since the last rebuild have no pairs yet */
-  for (int p = 0; p < (nl > 0 ? w->pstart[nl] : 0); p++) {
-    k += w->pfn[p] > 0.0f;
+  const int nl = w->pairs.nl; /* grains added since the last rebuild have no pairs yet */
+  for (int p = 0; p < (nl > 0 ? w->pairs.pstart[nl] : 0); p++) {
+    k += w->pairs.pfn[p] > 0.0f;
   }
   const size_t kept_bytes = sizeof(kept) * ((size_t)k + 1); /* one more, written and not kept */
   const size_t tstart_bytes = sizeof(int32_t) * (size_t)(n_old + 1);
   /* the permutation buffer, later the pair segments of step 4: room for the last rebuild's pairs
    * per grain and a quarter more */
-  const double per_grain = w->nl > 0 ? 1.25 * (double)w->m / (double)w->nl + 1.0 : 0.0;
+  const double per_grain =
+      w->pairs.nl > 0 ? 1.25 * (double)w->pairs.m / (double)w->pairs.nl + 1.0 : 0.0;
   const size_t seg_bytes =
-      2 * sizeof(int32_t) * ((size_t)(per_grain * (double)nn) + 64 * (size_t)w->threads + 64);
+      2 * sizeof(int32_t) * ((size_t)(per_grain * (double)nn) + 64 * (size_t)w->opt.threads + 64);
   const size_t perm_bytes0 = 4 * sizeof(double) * (size_t)(nn > 0 ? nn : 1);
   const size_t perm_bytes = perm_bytes0 > seg_bytes ? perm_bytes0 : seg_bytes;
   const size_t perm_at = (kept_bytes + tstart_bytes + 31u) & ~(size_t)31u; /* aligned for doubles */
   const size_t plane = (size_t)nn + 4, planes_at = perm_at + ((perm_bytes + 31u) & ~(size_t)31u);
-  if (ensure_scratch(w, planes_at + 5 * sizeof(double) * plane) != GRN_OK) {
+  if (grn__scratch(w, planes_at + 5 * sizeof(double) * plane) != GRN_OK) {
     return GRN_E_NOMEM;
   }
-  kept *kp = (kept *)w->scratch;
-  int32_t *tstart = (int32_t *)((char *)w->scratch + kept_bytes);
-  void *pbuf = (char *)w->scratch + perm_at;
+  kept *kp = (kept *)w->pairs.scr.scratch;
+  int32_t *tstart = (int32_t *)((char *)w->pairs.scr.scratch + kept_bytes);
+  void *pbuf = (char *)w->pairs.scr.scratch + perm_at;
   {
     int q = 0;
     for (int a = 0; a < n_old; a++) {
@@ -451,44 +432,50 @@ int grn__rebuild(grn_world *w) {
       if (a >= nl) {
         continue;
       }
-      const bool alive = w->newidx[a] >= 0;
-      for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
+      const bool alive = w->pairs.scr.newidx[a] >= 0;
+      for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
         /* written always, kept by advancing: a flow's mix of touching and apart pairs would
          * mispredict a branch */
-        const int nb = w->newidx[w->pb[p]];
-        kp[q].h = w->hist[p];
+        const int nb = w->pairs.scr.newidx[w->pairs.pb[p]];
+        kp[q].h = w->pairs.hist[p];
         kp[q].partner = nb;
-        kp[q].fn = w->pfn[p];
-        q += w->pfn[p] > 0.0f && nb >= 0 && alive;
+        kp[q].fn = w->pairs.pfn[p];
+        q += w->pairs.pfn[p] > 0.0f && nb >= 0 && alive;
       }
     }
     tstart[n_old] = q;
   }
 
   /* 3. renumber the grains */
-  permute(w->pos, sizeof(grn_vec3), w->perm, nn, pbuf);
-  permute(w->vel, sizeof(grn_vec3), w->perm, nn, pbuf);
-  permute(w->spin, sizeof(grn_vec3), w->perm, nn, pbuf);
-  permute(w->rad, sizeof(double), w->perm, nn, pbuf);
-  permute(w->inv_m, sizeof(double), w->perm, nn, pbuf);
-  permute(w->inv_i, sizeof(double), w->perm, nn, pbuf);
-  permute(w->hf, 4 * sizeof(double), w->perm, nn, pbuf);
-  permute(w->id, sizeof(uint32_t), w->perm, nn, pbuf);
-  permute(w->flags, sizeof(uint8_t), w->perm, nn, pbuf);
+  permute(w->pos, sizeof(grn_vec3), w->pairs.scr.perm, nn, pbuf);
+  permute(w->vel, sizeof(grn_vec3), w->pairs.scr.perm, nn, pbuf);
+  permute(w->spin, sizeof(grn_vec3), w->pairs.scr.perm, nn, pbuf);
+  permute(w->rad, sizeof(double), w->pairs.scr.perm, nn, pbuf);
+  permute(w->inv_m, sizeof(double), w->pairs.scr.perm, nn, pbuf);
+  permute(w->inv_i, sizeof(double), w->pairs.scr.perm, nn, pbuf);
+  permute(w->hf, 4 * sizeof(double), w->pairs.scr.perm, nn, pbuf);
+  permute(w->id, sizeof(uint32_t), w->pairs.scr.perm, nn, pbuf);
+  permute(w->flags, sizeof(uint8_t), w->pairs.scr.perm, nn, pbuf);
   /* Each grain's slack: how far it may move before the list is made again. Slow grains share half
    * the skin beyond the reach gap (a pair of them is listed out to ri + rj + SKIN); a granular
    * grain fast enough to use that up in REBUILD_STEPS/2 steps gets what it would cover in
    * REBUILD_STEPS steps on top, falling freely, so that a few fast grains (a stream through a
    * silo's hole) widen their own reach instead of bringing a rebuild every few steps. */
-  double *pd = (void *)((char *)w->scratch + planes_at);
+  double *pd = (void *)((char *)w->pairs.scr.scratch + planes_at);
   const double gap = grn__reach_gap(w), T = REBUILD_STEPS * GRN_H;
-  planes pl = {
-      pd,  pd + plane, pd + 2 * plane, pd + 3 * plane, pd + 4 * plane, 0.5 * (w->skin - gap), 0.0,
-      0.0, gap};
+  planes pl = {pd,
+               pd + plane,
+               pd + 2 * plane,
+               pd + 3 * plane,
+               pd + 4 * plane,
+               0.5 * (w->pairs.skin - gap),
+               0.0,
+               0.0,
+               gap};
   pl.emax = pl.e0;
-  const bool speedy = w->model->kind == GRN_MODEL_GRANULAR;
+  const bool speedy = w->model->own_slack;
   for (int q = 0; q < nn; q++) {
-    w->cell[q] = cell_of(&w->grid, w->pos[q]);
+    w->pairs.scr.cell[q] = cell_of(&w->pairs.scr.grid, w->pos[q]);
     pl.x[q] = w->pos[q].x;
     pl.y[q] = w->pos[q].y;
     pl.z[q] = w->pos[q].z;
@@ -498,8 +485,8 @@ int grn__rebuild(grn_world *w) {
     pl.e[q] = speedy && speed * T > 0.5 * pl.e0 ? pl.e0 + speed * T + 0.5 * GRN_G * T * T : pl.e0;
     pl.rmax = pl.r[q] > pl.rmax ? pl.r[q] : pl.rmax;
     pl.emax = pl.e[q] > pl.emax ? pl.e[q] : pl.emax;
-    w->ref[q] = w->pos[q];
-    w->slack[q] = pl.e[q];
+    w->pairs.ref[q] = w->pos[q];
+    w->pairs.slack[q] = pl.e[q];
   }
   for (int q = nn; q < nn + 4; q++) {
     /* read by the last group, never listed */
@@ -513,7 +500,7 @@ int grn__rebuild(grn_world *w) {
    * now, sized above for all the segments), from the last rebuild's pairs per grain; should one run
    * out, every pair was still counted, and the scan is made again into a buffer of the size
    * found. */
-  const int nthreads = w->threads;
+  const int nthreads = w->opt.threads;
   int64_t segoff[257], total[256];
   int32_t *seg = pbuf, *big = NULL;
   size_t big_bytes = 0;
@@ -562,25 +549,25 @@ int grn__rebuild(grn_world *w) {
     seg = big;
   }
   /* 5. count each owner's pairs and list them */
-  memset(w->pstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
+  memset(w->pairs.pstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
   for (int t = 0; t < nthreads; t++) {
     for (int64_t k = segoff[t]; k < segoff[t] + total[t]; k++) {
-      w->pstart[seg[2 * k] + 1]++;
+      w->pairs.pstart[seg[2 * k] + 1]++;
     }
   }
   for (int i = 0; i < nn; i++) {
-    w->pstart[i + 1] += w->pstart[i];
+    w->pairs.pstart[i + 1] += w->pairs.pstart[i];
   }
-  const int m = w->pstart[nn];
+  const int m = w->pairs.pstart[nn];
   if (grn__grow_pairs(w, m) != GRN_OK) {
     grn__free(w, big, big_bytes);
     return no_list(w, nn);
   }
-  int32_t *cursor = w->newidx; /* old -> new is no longer needed */
-  memcpy(cursor, w->pstart, sizeof(int32_t) * (size_t)nn);
+  int32_t *cursor = w->pairs.scr.newidx; /* old -> new is no longer needed */
+  memcpy(cursor, w->pairs.pstart, sizeof(int32_t) * (size_t)nn);
   for (int t = 0; t < nthreads; t++) {
     for (int64_t k = segoff[t]; k < segoff[t] + total[t]; k++) {
-      w->pb[cursor[seg[2 * k]]++] = seg[2 * k + 1];
+      w->pairs.pb[cursor[seg[2 * k]]++] = seg[2 * k + 1];
     }
   }
   grn__free(w, big, big_bytes);
@@ -591,8 +578,8 @@ int grn__rebuild(grn_world *w) {
   for (int t = 0; t < nthreads; t++) {
     const int lo = (int)((int64_t)nn * t / nthreads), hi = (int)((int64_t)nn * (t + 1) / nthreads);
     for (int i = lo; i < hi; i++) {
-      int32_t *pbi = w->pb + w->pstart[i];
-      const int cnt = w->pstart[i + 1] - w->pstart[i];
+      int32_t *pbi = w->pairs.pb + w->pairs.pstart[i];
+      const int cnt = w->pairs.pstart[i + 1] - w->pairs.pstart[i];
       for (int x = 1; x < cnt; x++) {
         const int32_t v = pbi[x];
         int y = x - 1;
@@ -604,8 +591,8 @@ int grn__rebuild(grn_world *w) {
       }
     }
     for (int i = lo; i < hi; i++) {
-      const int base = w->pstart[i], cnt = w->pstart[i + 1] - base;
-      const int old = w->perm[i], t0 = tstart[old], t1 = tstart[old + 1];
+      const int base = w->pairs.pstart[i], cnt = w->pairs.pstart[i + 1] - base;
+      const int old = w->pairs.scr.perm[i], t0 = tstart[old], t1 = tstart[old + 1];
       /* the old owner's kept pairs by new partner index (renumbering leaves them nearly in order;
        * no other grain's range is touched), then merged with the sorted partners */
       for (int x = t0 + 1; x < t1; x++) {
@@ -619,201 +606,54 @@ int grn__rebuild(grn_world *w) {
       }
       int q = t0;
       for (int p = base; p < base + cnt; p++) {
-        const int j = w->pb[p];
+        const int j = w->pairs.pb[p];
         while (q < t1 && kp[q].partner < j) {
           q++; /* a kept pair whose partner is no longer listed */
         }
         if (q < t1 && kp[q].partner == j) {
-          w->hist[p] = kp[q].h;
-          w->pfn[p] = kp[q].fn;
+          w->pairs.hist[p] = kp[q].h;
+          w->pairs.pfn[p] = kp[q].fn;
           q++;
         } else {
-          w->pfn[p] = 0.0f;
-          memset(&w->hist[p], 0, sizeof(grn_hist));
+          w->pairs.pfn[p] = 0.0f;
+          memset(&w->pairs.hist[p], 0, sizeof(grn_hist));
         }
       }
     }
   }
 
-  w->m = m;
-  w->nl = nn;
+  w->pairs.m = m;
+  w->pairs.nl = nn;
   grn__rebuild_refs(w);
 #ifdef GRN_VALIDATE
   validate(w);
 #endif
-  w->table_valid = false;
-  w->near_valid = false;
-  w->fused = false;
-  w->disp = 0.0;
-  w->dirty = false;
-  w->rebuilds++;
-  w->rebuild_every = w->steps - w->rebuild_step;
-  w->rebuild_step = w->steps;
+  w->pairs.table_valid = false;
+  w->near.valid = false;
+  w->fused.on = false;
+  w->pairs.disp = 0.0;
+  w->pairs.dirty = false;
+  w->pairs.rebuilds++;
+  w->pairs.rebuild_every = w->steps - w->pairs.rebuild_step;
+  w->pairs.rebuild_step = w->steps;
   return GRN_OK;
 }
 
-/* ---- near list ----------------------------------------------------------------------------
- * A listed pair apart by more than its reach plus both grains' allowances cannot touch, nor feel
- * a bridge, before one of the two has moved its allowance from where the refresh found it: until
- * then it would be found apart, with zero history and a zero row, at every step. Its row adds
- * nothing to the sums (adding +0 leaves a sum unchanged to the bit), so the fused step may leave
- * it out. Each grain's allowance is a distance, checked as the grain moves (finish_one), so the
- * list is refreshed when one grain has actually gone that far, not when one grain is briefly
- * fast. Allowances cover K steps (NEAR_STEPS, or fewer when the pair list is rebuilt sooner, as
- * in a flow whose fastest grains bring the rebuild on every few steps): the grains below the
- * 95th percentile of speed are slow and share one (their top speed·H·K), the others are fast and
- * get their own (a quarter over their speed, plus what gravity adds in K steps) — so one
- * rattler, or a stream of falling grains, neither widens every margin nor keeps all its pairs.
- * The slow allowance never goes below NEAR_MIN/2 (a bed at rest would otherwise refresh for
- * nothing), and the list is the whole pair list once that would reach past the skin. */
-#define NEAR_STEPS 24
-#define NEAR_MIN 0.002 /* m */
-#define NEAR_FAST 0.05 /* at most this fraction of the grains is slow-marked fast */
-
-bool grn__near_stale(const grn_world *w) {
-  return !w->near_valid || w->ngap != grn__reach_gap(w) || w->nover > 0;
-}
-
-static int grow_near(grn_world *w, int need) {
-  if (need <= w->nmcap) {
-    return GRN_OK;
-  }
-  const size_t old = (size_t)w->nmcap, want = (size_t)need + (size_t)need / 4 + 64;
-  grn__free(w, w->nb, sizeof(int32_t) * old);
-  grn__free(w, w->np, sizeof(int32_t) * old);
-  grn__free(w, w->na, sizeof(int32_t) * old);
-  grn__free(w, w->nrref, sizeof(int32_t) * old);
-  w->nb = grn__alloc(w, sizeof(int32_t) * want);
-  w->np = grn__alloc(w, sizeof(int32_t) * want);
-  w->na = grn__alloc(w, sizeof(int32_t) * want);
-  w->nrref = grn__alloc(w, sizeof(int32_t) * want);
-  w->nmcap = (int)want;
-  if (!w->nb || !w->np || !w->na || !w->nrref) {
-    grn__free(w, w->nb, sizeof(int32_t) * want);
-    grn__free(w, w->np, sizeof(int32_t) * want);
-    grn__free(w, w->na, sizeof(int32_t) * want);
-    grn__free(w, w->nrref, sizeof(int32_t) * want);
-    w->nb = w->np = w->na = w->nrref = NULL;
-    w->nmcap = 0;
-    return GRN_E_NOMEM;
-  }
-  return GRN_OK;
-}
-
-/* Near pairs of owner a: marks them in near[] (indexed by pair) and counts them. */
-static inline int near_mark(const grn_world *w, int a, uint8_t *near) {
-  const grn_vec3 pa = w->pos[a];
-  const double ra = w->rad[a] + grn__reach_gap(w) + (double)w->nu[a];
-  int k = 0;
-  for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-    const int b = w->pb[p];
-    const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
-    const double r = ra + w->rad[b] + (double)w->nu[b];
-    near[p] = (w->pfn[p] != 0.0f) | (dx * dx + dy * dy + dz * dz < r * r);
-    k += near[p];
-  }
-  return k;
-}
-
-int grn__near_refresh(grn_world *w) {
-  w->near_valid = false;
-  w->fused = false;
-  const int n = w->n, nthreads = w->threads;
-  (void)nthreads;
-  /* speeds by powers of two of v², to find the speed that all but NEAR_FAST of the grains keep
-   * below without sorting */
-  int hist[64] = {0}, alive = 0;
-  for (int i = 0; i < n; i++) {
-    const double v2 =
-        w->vel[i].x * w->vel[i].x + w->vel[i].y * w->vel[i].y + w->vel[i].z * w->vel[i].z;
-    int e = -40;
-    if (v2 > 0.0) {
-      frexp(v2, &e); /* v2 < 2^e */
-    }
-    e = e < -40 ? -40 : (e > 23 ? 23 : e);
-    if (w->flags[i] & GRN_F_ALIVE) {
-      hist[e + 40]++;
-      alive++;
-    }
-  }
-  int top = 63, above = 0;
-  while (top > 0 && above + hist[top] <= (int)(NEAR_FAST * alive)) {
-    above += hist[top--];
-  }
-  /* the next rebuild is likely as far off as the last was from the one before */
-  int steps = NEAR_STEPS;
-  if (w->rebuild_every > 0 && w->rebuild_every < NEAR_STEPS) {
-    steps = (int)w->rebuild_every;
-  }
-  const double hk = GRN_H * steps;
-  /* all but `above` grains have v² < 2^(top − 40) */
-  const double vslow = sqrt(ldexp(1.0, top - 40));
-  double margin = 2.0 * vslow * hk;
-  margin = margin > NEAR_MIN ? margin : NEAR_MIN;
-  const double vcut = margin / (2.0 * hk);
-  const bool whole = !(margin < w->skin - grn__reach_gap(w));
-  int nfast = 0;
-  for (int i = 0; i < n; i++) {
-    const double v2 =
-        w->vel[i].x * w->vel[i].x + w->vel[i].y * w->vel[i].y + w->vel[i].z * w->vel[i].z;
-    w->nref[i] = w->pos[i];
-    if (whole) {
-      w->nu[i] = INFINITY;
-    } else if (v2 < vcut * vcut) {
-      w->nu[i] = (float)(0.5 * margin);
-    } else {
-      w->nu[i] = (float)((1.25 * sqrt(v2) + GRN_G * hk) * hk);
-      nfast++;
-    }
-  }
-  if (ensure_scratch(w, (size_t)w->m + 1) != GRN_OK) {
-    return GRN_E_NOMEM;
-  }
-  uint8_t *near = w->scratch;
-#pragma omp parallel for schedule(static) num_threads(nthreads)
-  for (int a = 0; a < n; a++) {
-    w->nstart[a + 1] = whole ? w->pstart[a + 1] - w->pstart[a] : near_mark(w, a, near);
-  }
-  w->nstart[0] = 0;
-  for (int a = 0; a < n; a++) {
-    w->nstart[a + 1] += w->nstart[a];
-  }
-  const int nm = w->nstart[n];
-  if (grow_near(w, nm) != GRN_OK) {
-    return GRN_E_NOMEM;
-  }
-  int span = 0;
-#pragma omp parallel for schedule(static) num_threads(nthreads) reduction(max : span)
-  for (int a = 0; a < n; a++) {
-    int q = w->nstart[a];
-    const int qend = w->nstart[a + 1];
-    for (int p = w->pstart[a]; p < w->pstart[a + 1] && q < qend; p++) {
-      /* written always, kept by advancing: no write goes past the owner's own entries */
-      const int b = w->pb[p], d = b > a ? b - a : a - b;
-      const bool keep = whole || near[p];
-      w->nb[q] = b;
-      w->np[q] = p;
-      w->na[q] = a;
-      span = keep && d > span ? d : span;
-      q += keep;
-    }
-  }
-
-  w->nm = nm;
-  w->nspan = span;
-  w->nmargin = whole ? INFINITY : margin;
-  w->nfastn = nfast;
-  w->nover = 0;
-  w->refreshes++;
-  w->ngap = grn__reach_gap(w);
-  w->near_valid = true;
-  return GRN_OK;
-}
-
-/* Reference lists of the near pairs, once the fused step is planned (or not): the fused step
- * gathers through them only at thread boundaries, the two-pass near step everywhere. */
-void grn__near_refs(grn_world *w) {
-  if (w->threads > 1 || !w->fused) {
-    refs_of(w->n, w->nm, w->nb, w->nrstart, w->nrref, w->newidx);
-  }
+void grn__pairs_free(grn_world *w) {
+  grn_pairs *p = &w->pairs;
+  const size_t cap = (size_t)w->cap, mcap = (size_t)p->mcap;
+  grn__free(w, p->ref, sizeof(grn_vec3) * cap);
+  grn__free(w, p->slack, sizeof(double) * cap);
+  grn__free(w, p->pstart, sizeof(int32_t) * (cap + 1));
+  grn__free(w, p->rstart, sizeof(int32_t) * (cap + 1));
+  grn__free(w, p->pb, sizeof(int32_t) * mcap);
+  grn__free(w, p->rref, sizeof(int32_t) * mcap);
+  grn__free(w, p->hist, sizeof(grn_hist) * mcap);
+  grn__free(w, p->pfn, sizeof(float) * mcap);
+  grn__free(w, p->table, sizeof(grn_force_row) * (size_t)p->tcap);
+  grn__free(w, p->scr.cell, sizeof(int32_t) * cap);
+  grn__free(w, p->scr.perm, sizeof(int32_t) * cap);
+  grn__free(w, p->scr.newidx, sizeof(int32_t) * cap);
+  grn__free(w, p->scr.cstart, sizeof(int32_t) * (size_t)p->scr.ncell_cap);
+  grn__free(w, p->scr.scratch, p->scr.scratch_bytes);
 }

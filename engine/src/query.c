@@ -24,7 +24,7 @@ double grn_world_time(const grn_world *w) {
 }
 
 bool grn_world_asleep(const grn_world *w) {
-  return w->sleeping;
+  return w->sleep.on;
 }
 
 void grn_world_grains(const grn_world *w, grn_grains_view *out) {
@@ -52,12 +52,12 @@ void grn_world_geometry(const grn_world *w, grn_geometry *out) {
 }
 
 void grn_world_height_map(const grn_world *w, grn_height_map *out) {
-  out->nx = w->hnx;
-  out->nz = w->hnz;
-  out->x0 = w->hx0;
-  out->z0 = w->hz0;
+  out->nx = w->maps.hnx;
+  out->nz = w->maps.hnz;
+  out->x0 = w->maps.hx0;
+  out->z0 = w->maps.hz0;
   out->cell = GRN_CELL_MAP;
-  out->top = w->hmap;
+  out->top = w->maps.hmap;
 }
 
 int grn_world_resting(const grn_world *w) {
@@ -75,15 +75,15 @@ int grn_world_resting(const grn_world *w) {
 }
 
 void grn_world_get_stats(const grn_world *w, grn_world_stats *out) {
-  out->alive = w->alive;
-  out->pairs = w->m;
-  out->contacts = w->contacts;
-  out->rebuilds = w->rebuilds;
-  out->refreshes = w->refreshes;
-  out->near_pairs = w->near_valid ? w->nm : 0;
-  out->max_speed = w->vmax;
-  out->over_max = w->over_max;
-  out->bytes_live = w->bytes_live;
+  out->alive = w->fig.alive;
+  out->pairs = w->pairs.m;
+  out->contacts = w->fig.contacts;
+  out->rebuilds = w->pairs.rebuilds;
+  out->refreshes = w->near.refreshes;
+  out->near_pairs = w->near.valid ? w->near.m : 0;
+  out->max_speed = w->fig.vmax;
+  out->over_max = w->fig.over_max;
+  out->bytes_live = w->mem.live;
   out->substeps = 1;
   out->tree = false;
   out->forces = "pairs";
@@ -114,11 +114,11 @@ uint64_t grn_world_digest(const grn_world *w) {
 /* ---- contacts and force chains ----------------------------------------------------------- */
 int grn_world_contacts(const grn_world *w, grn_contact *out, int cap) {
   int k = 0;
-  for (int a = 0; a < w->nl; a++) {
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      if (w->pfn[p] > 0.0f && (w->flags[a] & w->flags[w->pb[p]] & GRN_F_ALIVE)) {
+  for (int a = 0; a < w->pairs.nl; a++) {
+    for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
+      if (w->pairs.pfn[p] > 0.0f && (w->flags[a] & w->flags[w->pairs.pb[p]] & GRN_F_ALIVE)) {
         if (k < cap) {
-          out[k] = (grn_contact){w->id[a], w->id[w->pb[p]], w->pfn[p]};
+          out[k] = (grn_contact){w->id[a], w->id[w->pairs.pb[p]], w->pairs.pfn[p]};
         }
         k++;
       }
@@ -137,9 +137,9 @@ int grn_world_chains(const grn_world *w, double px, double pz, double nx, double
   nz /= l;
   double sum = 0.0;
   int c = 0;
-  for (int p = 0; p < w->m; p++) {
-    if (w->pfn[p] > 0.0f) {
-      sum += w->pfn[p];
+  for (int p = 0; p < w->pairs.m; p++) {
+    if (w->pairs.pfn[p] > 0.0f) {
+      sum += w->pairs.pfn[p];
       c++;
     }
   }
@@ -148,10 +148,10 @@ int grn_world_chains(const grn_world *w, double px, double pz, double nx, double
   }
   const double strong = 1.6 * sum / c, slab = 3.0 * GRN_D0;
   int k = 0;
-  for (int a = 0; a < w->nl; a++) {
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      const int b = w->pb[p];
-      if (w->pfn[p] <= strong || !(w->flags[a] & w->flags[b] & GRN_F_ALIVE)) {
+  for (int a = 0; a < w->pairs.nl; a++) {
+    for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
+      const int b = w->pairs.pb[p];
+      if (w->pairs.pfn[p] <= strong || !(w->flags[a] & w->flags[b] & GRN_F_ALIVE)) {
         continue;
       }
       /* depth of the contact's midpoint in front of the plane: behind it is [−slab, 0] */
@@ -161,7 +161,7 @@ int grn_world_chains(const grn_world *w, double px, double pz, double nx, double
         continue;
       }
       if (k < cap) {
-        out[k] = (grn_contact){w->id[a], w->id[b], w->pfn[p]};
+        out[k] = (grn_contact){w->id[a], w->id[b], w->pairs.pfn[p]};
       }
       k++;
     }

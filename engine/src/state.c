@@ -42,10 +42,10 @@ static void get(stream *s, void *p, size_t n) {
 /* Everything scalar that evolves, in one list so save and restore cannot drift apart. */
 // clang-format off
 #define SCALARS(X)                                                                                 \
-  X(seed) X(n_target) X(fill) X(param) X(gravity) X(steps) X(t) X(settle) X(settled)               \
-  X(settle_calm) X(disp) X(dirty) X(vmax) X(over_max) X(flowing) X(alive) X(contacts)              \
-  X(rebuilds) X(still) X(sleeping) X(next_id) X(rng) X(geom) X(meas) X(hnx) X(hnz) X(hx0) X(hz0)   \
-  X(n) X(nl) X(m)
+  X(seed) X(n_target) X(fill) X(param) X(gravity) X(steps) X(t) X(settle.drag) X(settle.until)               \
+  X(settle.calm) X(pairs.disp) X(pairs.dirty) X(fig.vmax) X(fig.over_max) X(fig.flowing) X(fig.alive) X(fig.contacts)              \
+  X(pairs.rebuilds) X(sleep.still) X(sleep.on) X(next_id) X(rng) X(geom) X(meas) X(maps.hnx) X(maps.hnz) X(maps.hx0) X(maps.hz0)   \
+  X(n) X(pairs.nl) X(pairs.m)
 // clang-format on
 
 static void write_all(const grn_world *w, stream *s) {
@@ -62,7 +62,7 @@ static void write_all(const grn_world *w, stream *s) {
     put(s, (const char *)w + w->model->state_offset, w->model->state_size);
   }
   put(s, w->ss, w->impl->state_size); /* the scene's block (scene.h) */
-  const size_t n = (size_t)w->n, m = (size_t)w->m;
+  const size_t n = (size_t)w->n, m = (size_t)w->pairs.m;
   put(s, w->pos, sizeof(grn_vec3) * n);
   put(s, w->vel, sizeof(grn_vec3) * n);
   put(s, w->spin, sizeof(grn_vec3) * n);
@@ -72,12 +72,12 @@ static void write_all(const grn_world *w, stream *s) {
   put(s, w->hf, 4 * sizeof(double) * n);
   put(s, w->id, sizeof(uint32_t) * n);
   put(s, w->flags, n);
-  put(s, w->ref, sizeof(grn_vec3) * n);
-  put(s, w->slack, sizeof(double) * n);
-  put(s, w->pstart, sizeof(int32_t) * ((size_t)w->nl + 1));
-  put(s, w->pb, sizeof(int32_t) * m);
-  put(s, w->hist, sizeof(grn_hist) * m);
-  put(s, w->pfn, sizeof(float) * m);
+  put(s, w->pairs.ref, sizeof(grn_vec3) * n);
+  put(s, w->pairs.slack, sizeof(double) * n);
+  put(s, w->pairs.pstart, sizeof(int32_t) * ((size_t)w->pairs.nl + 1));
+  put(s, w->pairs.pb, sizeof(int32_t) * m);
+  put(s, w->pairs.hist, sizeof(grn_hist) * m);
+  put(s, w->pairs.pfn, sizeof(float) * m);
 }
 
 size_t grn_world_save_size(const grn_world *w) {
@@ -113,12 +113,13 @@ static const char *scalars_bad(const grn_world *w) {
     }
   }
   /* t is steps·H after every step (world.c) */
-  if (w->t != (double)w->steps * GRN_H || !(w->settle >= 0.0 && w->settle <= far) ||
-      !(w->settled >= w->settle && w->settled <= far) ||
-      !(w->settle_calm >= 0.0 && w->settle_calm <= far) || !(w->disp >= 0.0 && w->disp <= far) ||
-      !(w->vmax >= 0.0 && w->vmax <= GRN_STATE_FAST) || !grn__within(w->over_max, far) ||
-      !(w->flowing >= 0.0 && w->flowing <= 1.0) || !(w->still >= 0.0 && w->still <= far) ||
-      w->contacts < 0) {
+  if (w->t != (double)w->steps * GRN_H || !(w->settle.drag >= 0.0 && w->settle.drag <= far) ||
+      !(w->settle.until >= w->settle.drag && w->settle.until <= far) ||
+      !(w->settle.calm >= 0.0 && w->settle.calm <= far) ||
+      !(w->pairs.disp >= 0.0 && w->pairs.disp <= far) ||
+      !(w->fig.vmax >= 0.0 && w->fig.vmax <= GRN_STATE_FAST) ||
+      !grn__within(w->fig.over_max, far) || !(w->fig.flowing >= 0.0 && w->fig.flowing <= 1.0) ||
+      !(w->sleep.still >= 0.0 && w->sleep.still <= far) || w->fig.contacts < 0) {
     return "bad clock or counters";
   }
   if (!grn__within(w->gravity.x, GRN_G) || !grn__within(w->gravity.y, GRN_G) ||
@@ -162,7 +163,7 @@ static const char *scalars_bad(const grn_world *w) {
       w->meas.present != w->scene->measures) {
     return "bad measurement state";
   }
-  if (!grn__within(w->hx0, far) || !grn__within(w->hz0, far)) {
+  if (!grn__within(w->maps.hx0, far) || !grn__within(w->maps.hz0, far)) {
     return "bad height map";
   }
   return NULL;
@@ -178,9 +179,9 @@ static bool grain_ok(const grn_world *w, int i) {
     }
   }
   /* the slack bounds how far a fast grain's rebuild looks for partners (pairs.c) */
-  const grn_vec3 r = w->ref[i];
+  const grn_vec3 r = w->pairs.ref[i];
   if (!grn__within(r.x, far) || !grn__within(r.y, far) || !grn__within(r.z, far) ||
-      !(w->slack[i] >= 0.0 && w->slack[i] <= GRN_STATE_SLACK)) {
+      !(w->pairs.slack[i] >= 0.0 && w->pairs.slack[i] <= GRN_STATE_SLACK)) {
     return false;
   }
   return grn__within(p.x, far) && grn__within(p.y, far) && grn__within(p.z, far) &&
@@ -263,7 +264,7 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
     }
   }
   /* a bool holding anything but 0 or 1 is undefined behaviour to read: check the bytes */
-  const bool *flags_[] = {&w->dirty,        &w->sleeping, &w->geom.box, &w->geom.plate,
+  const bool *flags_[] = {&w->pairs.dirty,  &w->sleep.on, &w->geom.box, &w->geom.plate,
                           &w->geom.plugged, &w->geom.dam, &w->geom.tool};
   for (size_t k = 0; k < sizeof flags_ / sizeof flags_[0]; k++) {
     if (!grn__bool_ok(flags_[k])) {
@@ -277,10 +278,10 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   if (w->impl->state_ok && !w->impl->state_ok(w)) {
     return corrupt(w, err, "bad scene state");
   }
-  const int n = w->n, nl = w->nl, m = w->m, hnx = w->hnx, hnz = w->hnz;
+  const int n = w->n, nl = w->pairs.nl, m = w->pairs.m, hnx = w->maps.hnx, hnz = w->maps.hnz;
   if (n < 0 || n > GRN_MAX_GRAINS || nl < 0 || nl > n || m < 0 || w->n_target < 0 ||
       w->n_target > GRN_MAX_GRAINS || hnx < 0 || hnz < 0 || hnx > 20000 || hnz > 20000 ||
-      (int64_t)hnx * hnz > 4000000 || !isfinite(w->hx0) || !isfinite(w->hz0) ||
+      (int64_t)hnx * hnz > 4000000 || !isfinite(w->maps.hx0) || !isfinite(w->maps.hz0) ||
       (w->fill != GRN_FILL_SCENE && w->fill != GRN_FILL_BED)) {
     return corrupt(w, err, "bad sizes");
   }
@@ -291,11 +292,11 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   }
   /* reset derived sizes before growing: these fields were just read as the saved values */
   w->n = 0;
-  w->nl = 0;
-  w->m = 0;
-  w->hnx = w->hnz = 0;
+  w->pairs.nl = 0;
+  w->pairs.m = 0;
+  w->maps.hnx = w->maps.hnz = 0;
   if (grn__reserve_grains(w, n > 0 ? n : 1) != GRN_OK ||
-      grn__hmap_init(w, w->hx0, w->hz0, hnx, hnz) != GRN_OK) {
+      grn__hmap_init(w, w->maps.hx0, w->maps.hz0, hnx, hnz) != GRN_OK) {
     return corrupt(w, err, "out of memory");
   }
   w->n = n;
@@ -308,14 +309,14 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   get(&s, w->hf, 4 * sizeof(double) * (size_t)n);
   get(&s, w->id, sizeof(uint32_t) * (size_t)n);
   get(&s, w->flags, (size_t)n);
-  get(&s, w->ref, sizeof(grn_vec3) * (size_t)n);
-  get(&s, w->slack, sizeof(double) * (size_t)n);
-  get(&s, w->pstart, sizeof(int32_t) * ((size_t)nl + 1));
-  if (!s.ok || w->pstart[0] != 0 || w->pstart[nl] != m) {
+  get(&s, w->pairs.ref, sizeof(grn_vec3) * (size_t)n);
+  get(&s, w->pairs.slack, sizeof(double) * (size_t)n);
+  get(&s, w->pairs.pstart, sizeof(int32_t) * ((size_t)nl + 1));
+  if (!s.ok || w->pairs.pstart[0] != 0 || w->pairs.pstart[nl] != m) {
     return corrupt(w, err, "bad pair index");
   }
   for (int i = 0; i < nl; i++) {
-    if (w->pstart[i + 1] < w->pstart[i]) {
+    if (w->pairs.pstart[i + 1] < w->pairs.pstart[i]) {
       return corrupt(w, err, "bad pair index");
     }
   }
@@ -332,42 +333,42 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
     }
     alive += (w->flags[i] & GRN_F_ALIVE) != 0;
   }
-  if (alive != w->alive) { /* the world counts its alive grains on every add and kill */
+  if (alive != w->fig.alive) { /* the world counts its alive grains on every add and kill */
     return corrupt(w, err, "bad alive count");
   }
   /* the pair arrays: the rebuild path's growth keeps all five the same capacity */
   {
     const int saved_m = m;
-    w->mcap = 0;
+    w->pairs.mcap = 0;
     if (grn__grow_pairs(w, saved_m > 0 ? saved_m : 1) != GRN_OK) {
       return corrupt(w, err, "out of memory");
     }
   }
-  get(&s, w->pb, sizeof(int32_t) * (size_t)m);
-  get(&s, w->hist, sizeof(grn_hist) * (size_t)m);
-  get(&s, w->pfn, sizeof(float) * (size_t)m);
+  get(&s, w->pairs.pb, sizeof(int32_t) * (size_t)m);
+  get(&s, w->pairs.hist, sizeof(grn_hist) * (size_t)m);
+  get(&s, w->pairs.pfn, sizeof(float) * (size_t)m);
   if (!s.ok || s.pos != size) {
     return corrupt(w, err, s.ok ? "trailing bytes" : "truncated");
   }
   for (int a = 0; a < nl; a++) {
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      if (w->pb[p] < 0 || w->pb[p] >= nl || w->pb[p] == a) {
+    for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
+      if (w->pairs.pb[p] < 0 || w->pairs.pb[p] >= nl || w->pairs.pb[p] == a) {
         return corrupt(w, err, "bad pair partner");
       }
     }
   }
   for (int p = 0; p < m; p++) { /* a non-finite spring or force would poison both grains */
-    const grn_hist *h = &w->hist[p];
-    if (!isfinite(h->u[0] + h->u[1] + h->u[2] + h->th[0] + h->th[1] + h->th[2] + w->pfn[p])) {
+    const grn_hist *h = &w->pairs.hist[p];
+    if (!isfinite(h->u[0] + h->u[1] + h->u[2] + h->th[0] + h->th[1] + h->th[2] + w->pairs.pfn[p])) {
       return corrupt(w, err, "non-finite contact history");
     }
   }
-  w->nl = nl;
-  w->m = m;
+  w->pairs.nl = nl;
+  w->pairs.m = m;
   /* the force rows are not saved: every row is recomputed before it is read */
   grn__rebuild_refs(w);
   grn__model_init(w);
-  w->near_valid = false; /* made again before the next step; it changes no result */
+  w->near.valid = false; /* made again before the next step; it changes no result */
   *out = w;
   return GRN_OK;
 }

@@ -112,7 +112,7 @@ finish_one(const grain_ctx *c, int i, const double ft[6], const grn_world *w, pa
   if ((c->flags[i] & (GRN_F_ALIVE | GRN_F_FIXED)) != GRN_F_ALIVE) {
     return;
   }
-  const double h = GRN_H, drag = w->t < w->settle ? 0.97 : 1.0;
+  const double h = GRN_H, drag = w->t < w->settle.drag ? 0.97 : 1.0;
   const grn_vec3 g = w->gravity;
   grn_vec3 f = v3(ft[0], ft[1], ft[2]), t = v3(ft[3], ft[4], ft[5]);
   if (!clear_of_walls(c, i)) {

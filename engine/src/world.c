@@ -1,6 +1,6 @@
-/* World lifecycle: counted allocation, the seeded RNG, definitions and validation, create, reset
- * and destroy, the step loop with sleep and wake, actions and live parameters. Grain storage is in
- * grains.c, read-out in query.c, the contact law's constants in contact.c. */
+/* World lifecycle: definitions and validation, create, reset and destroy, the step loop with sleep
+ * and wake, actions and live parameters. Grain storage is in grains.c, read-out in query.c, the
+ * contact law's constants in contact.c, the allocator in alloc.c and random numbers in rng.c. */
 #include "contact.h"
 #include "internal.h"
 #include "model.h"
@@ -14,87 +14,6 @@
  * and the longest the grains may take to be found at rest once the drag is off. */
 #define SETTLE_CALM 0.5
 #define SETTLE_FREE 1.0
-
-/* ---- allocation -------------------------------------------------------------------------- */
-static void *default_alloc(size_t size, void *ctx) {
-  (void)ctx;
-  return malloc(size);
-}
-static void default_free(void *p, size_t size, void *ctx) {
-  (void)ctx;
-  (void)size;
-  free(p);
-}
-
-void *grn__alloc(grn_world *w, size_t bytes) {
-  if (bytes == 0) {
-    return NULL;
-  }
-  void *p = w->alloc(bytes, w->alloc_ctx);
-  if (p) {
-    w->bytes_live += bytes;
-  }
-  return p;
-}
-
-void grn__free(grn_world *w, void *p, size_t bytes) {
-  if (p) {
-    w->free(p, bytes, w->alloc_ctx);
-    w->bytes_live -= bytes;
-  }
-}
-
-/* Grow an array to hold `need` elements (contents kept); cap is in elements. */
-int grn__grow(grn_world *w, void **p, size_t elem, int *cap, int need) {
-  if (need <= *cap) {
-    return GRN_OK;
-  }
-  int nc = *cap > 0 ? *cap : 16;
-  while (nc < need) {
-    nc = nc + nc / 2 + 1;
-  }
-  void *q = grn__alloc(w, elem * (size_t)nc);
-  if (!q) {
-    return GRN_E_NOMEM;
-  }
-  if (*p) {
-    memcpy(q, *p, elem * (size_t)*cap);
-    grn__free(w, *p, elem * (size_t)*cap);
-  }
-  *p = q;
-  *cap = nc;
-  return GRN_OK;
-}
-
-/* ---- rng --------------------------------------------------------------------------------- */
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-void grn__rng_seed(uint64_t s[4], uint64_t seed) {
-  for (int i = 0; i < 4; i++) {
-    s[i] = splitmix64(&seed);
-  }
-}
-
-static inline uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-
-double grn__rng_uniform(uint64_t s[4]) {
-  const uint64_t r = rotl(s[1] * 5, 7) * 9;
-  const uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return (double)(r >> 11) * 0x1.0p-53;
-}
 
 /* ---- definitions ------------------------------------------------------------------------- */
 int grn_world_def_default(grn_world_def *def, const char *scene, grn_error *err) {
@@ -198,45 +117,23 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->hf, 4 * sizeof(double) * (size_t)w->cap);
   grn__free(w, w->id, sizeof(uint32_t) * (size_t)w->cap);
   grn__free(w, w->flags, sizeof(uint8_t) * (size_t)w->cap);
-  grn__free(w, w->ref, sizeof(grn_vec3) * (size_t)w->cap);
-  grn__free(w, w->slack, sizeof(double) * (size_t)w->cap);
-  grn__free(w, w->nu, sizeof(float) * (size_t)w->cap);
-  grn__free(w, w->nref, sizeof(grn_vec3) * (size_t)w->cap);
-  grn__free(w, w->pstart, sizeof(int32_t) * (size_t)(w->cap + 1));
-  grn__free(w, w->rstart, sizeof(int32_t) * (size_t)(w->cap + 1));
-  grn__free(w, w->nstart, sizeof(int32_t) * (size_t)(w->cap + 1));
-  grn__free(w, w->nrstart, sizeof(int32_t) * (size_t)(w->cap + 1));
-  grn__free(w, w->cell, sizeof(int32_t) * (size_t)w->cap);
-  grn__free(w, w->perm, sizeof(int32_t) * (size_t)w->cap);
-  grn__free(w, w->newidx, sizeof(int32_t) * (size_t)w->cap);
-  grn__free(w, w->pb, sizeof(int32_t) * (size_t)w->mcap);
-  grn__free(w, w->rref, sizeof(int32_t) * (size_t)w->mcap);
-  grn__free(w, w->hist, sizeof(grn_hist) * (size_t)w->mcap);
-  grn__free(w, w->pfn, sizeof(float) * (size_t)w->mcap);
-  grn__free(w, w->nb, sizeof(int32_t) * (size_t)w->nmcap);
-  grn__free(w, w->np, sizeof(int32_t) * (size_t)w->nmcap);
-  grn__free(w, w->na, sizeof(int32_t) * (size_t)w->nmcap);
-  grn__free(w, w->nrref, sizeof(int32_t) * (size_t)w->nmcap);
-  grn__free(w, w->table, sizeof(grn_force_row) * (size_t)w->tcap);
-  grn__free(w, w->ring, sizeof(grn_force_row) * (size_t)w->ringcap);
-  grn__free(w, w->fsum, 6 * sizeof(double) * (size_t)w->fsumcap);
-  grn__free(w, w->act, sizeof(int32_t) * (size_t)w->actcap);
-  grn__free(w, w->cstart, sizeof(int32_t) * (size_t)w->ncell_cap);
-  grn__free(w, w->scratch, w->scratch_bytes);
-  grn__free(w, w->hmap, sizeof(double) * (size_t)w->hnx * (size_t)w->hnz);
+  grn__pairs_free(w);
+  grn__near_free(w);
+  grn__fused_free(w);
+  grn__free(w, w->maps.hmap, sizeof(double) * (size_t)w->maps.hnx * (size_t)w->maps.hnz);
   grn__free(w, w->ss, w->impl->state_size);
   /* keep allocator, threads, inputs; drop everything derived from them */
   grn_world keep = *w;
   const size_t off = offsetof(grn_world, n);
   memset((char *)w + off, 0, sizeof *w - off);
-  w->bytes_live = keep.bytes_live;
+  w->mem.live = keep.mem.live;
 }
 
 /* Build the scene from the world's inputs: used by create and by the reset action. */
 /* Model constants that follow from the parameters; neither saved nor cleared by a reset. */
 void grn__model_init(grn_world *w) {
-  w->skin = GRN_SKIN;
-  w->cell_rmin = 0.5 * GRN_D0;
+  w->pairs.skin = GRN_SKIN;
+  w->pairs.cell_rmin = 0.5 * GRN_D0;
   if (w->impl->derive) {
     w->impl->derive(w);
   }
@@ -280,7 +177,8 @@ int grn__world_setup(grn_world *w) {
   w->meas.present = w->scene->measures;
   int rc = w->fill == GRN_FILL_BED ? w->impl->bed(w) : w->impl->setup(w);
   /* the scene set the drag's worst case; a model that settles then looks for rest without it */
-  w->settled = w->settle > 0.0 && w->model->info.settles ? w->settle + SETTLE_FREE : w->settle;
+  w->settle.until = w->settle.drag > 0.0 && w->model->info.settles ? w->settle.drag + SETTLE_FREE
+                                                                   : w->settle.drag;
   if (rc == GRN_OK && w->n > 0 && w->model->pairs) {
     rc = grn__rebuild(w);
   }
@@ -291,21 +189,18 @@ int grn__world_setup(grn_world *w) {
 }
 
 grn_world *grn__world_new(const grn_world_def *def) {
-  grn_alloc_fn al = def && def->alloc ? def->alloc : default_alloc;
-  grn_free_fn fr = def && def->alloc ? def->free : default_free;
-  void *ctx = def ? def->alloc_ctx : NULL;
-  grn_world *w = al(sizeof *w, ctx);
+  grn_mem mem;
+  grn__mem_init(&mem, def);
+  grn_world *w = mem.alloc(sizeof *w, mem.ctx);
   if (!w) {
     return NULL;
   }
   memset(w, 0, sizeof *w);
-  w->alloc = al;
-  w->free = fr;
-  w->alloc_ctx = ctx;
-  w->bytes_live = sizeof *w;
-  w->threads = def ? def->threads : 1;
-  w->allow_sleep = def ? def->allow_sleep : true;
-  w->simd = (def ? def->simd : true) && grn__simd_available();
+  w->mem = mem;
+  w->mem.live = sizeof *w;
+  w->opt.threads = def ? def->threads : 1;
+  w->opt.allow_sleep = def ? def->allow_sleep : true;
+  w->opt.simd = (def ? def->simd : true) && grn__simd_available();
   grn__consts_init(&w->k);
   return w;
 }
@@ -341,23 +236,23 @@ void grn_world_destroy(grn_world *w) {
     return;
   }
   grn__world_clear(w);
-  w->free(w, sizeof *w, w->alloc_ctx);
+  w->mem.free(w, sizeof *w, w->mem.ctx);
 }
 
 /* ---- stepping ---------------------------------------------------------------------------- */
 bool grn__must_rebuild(const grn_world *w) {
-  return w->dirty || w->disp > 0.8 * (w->skin - grn__reach_gap(w));
+  return w->pairs.dirty || w->pairs.disp > 0.8 * (w->pairs.skin - grn__reach_gap(w));
 }
 
 static void wake(grn_world *w) {
-  w->sleeping = false;
-  w->still = 0.0;
+  w->sleep.on = false;
+  w->sleep.still = 0.0;
 }
 
 /* The granular model's step of H (spec §2): the pair list and near list kept fresh, one of the
  * three equivalent force paths, then the sleep check. */
 int grn__granular_step(grn_world *w) {
-  if (w->sleeping) {
+  if (w->sleep.on) {
     return GRN_OK;
   }
   if (grn__must_rebuild(w)) {
@@ -366,7 +261,7 @@ int grn__granular_step(grn_world *w) {
       return rc;
     }
   }
-  if (!w->no_fuse && grn__near_stale(w)) {
+  if (!w->fused.off && grn__near_stale(w)) {
     /* with no room for it, near_valid and fused stay false: the reference passes need
      * neither */
     if (grn__near_refresh(w) == GRN_OK) {
@@ -374,9 +269,9 @@ int grn__granular_step(grn_world *w) {
       grn__near_refs(w);
     }
   }
-  if (w->fused) {
+  if (w->fused.on) {
     grn__step_fused(w);
-  } else if (w->near_valid && !w->no_fuse) {
+  } else if (w->near.valid && !w->fused.off) {
     const int rc = grn__step_near(w);
     if (rc != GRN_OK) {
       return rc;
@@ -394,24 +289,24 @@ int grn__granular_step(grn_world *w) {
    * speed is only its unbalanced force times 0.14 s, so a column creeping at 0.1 m/s may not be
    * at rest at all: the grains must then be found so again without the drag (within SETTLE_FREE
    * s) before the scene is settled. */
-  if (w->t < w->settled) {
+  if (w->t < w->settle.until) {
     const double now = (double)(w->steps + 1) * GRN_H;
-    const bool drag = w->t < w->settle;
-    w->settle_calm = w->vmax < GRN_VFLOW ? w->settle_calm + GRN_H : 0.0;
-    if (w->settle_calm >= SETTLE_CALM) {
-      w->settled = drag ? now + SETTLE_FREE : now;
-      w->settle = drag ? now : w->settle; /* this was the last step under the drag */
+    const bool drag = w->t < w->settle.drag;
+    w->settle.calm = w->fig.vmax < GRN_VFLOW ? w->settle.calm + GRN_H : 0.0;
+    if (w->settle.calm >= SETTLE_CALM) {
+      w->settle.until = drag ? now + SETTLE_FREE : now;
+      w->settle.drag = drag ? now : w->settle.drag; /* this was the last step under the drag */
     }
-    if (drag && now >= w->settle) {
-      w->settle_calm = 0.0; /* calm under the drag says nothing of calm without it */
+    if (drag && now >= w->settle.drag) {
+      w->settle.calm = 0.0; /* calm under the drag says nothing of calm without it */
     }
   }
   /* sleep once every grain has stayed calm for 1 s with nothing poured or pushed */
-  const bool busy = w->geom.tool || w->t < w->settled || (w->impl->busy && w->impl->busy(w));
-  w->still = (w->vmax < w->impl->calm && !busy) ? w->still + GRN_H : 0.0;
-  if (w->still > 1.0 && w->allow_sleep) {
-    w->sleeping = true;
-    w->flowing = 0.0;
+  const bool busy = w->geom.tool || w->t < w->settle.until || (w->impl->busy && w->impl->busy(w));
+  w->sleep.still = (w->fig.vmax < w->impl->calm && !busy) ? w->sleep.still + GRN_H : 0.0;
+  if (w->sleep.still > 1.0 && w->opt.allow_sleep) {
+    w->sleep.on = true;
+    w->fig.flowing = 0.0;
   }
   return GRN_OK;
 }
@@ -450,7 +345,7 @@ int grn_world_step(grn_world *w, int steps) {
 
 /* ---- actions and live parameters --------------------------------------------------------- */
 double grn_world_settle_left(const grn_world *w) {
-  return w->t < w->settled ? w->settled - w->t : 0.0;
+  return w->t < w->settle.until ? w->settle.until - w->t : 0.0;
 }
 
 /* Nothing that starts an experiment happens under the settle drag (issue 30: a dam pulled while
@@ -532,7 +427,7 @@ int grn_world_set_param(grn_world *w, const char *name, double value, grn_error 
   const double gap_before = grn__reach_gap(w);
   w->param[id] = value;
   if (grn__reach_gap(w) != gap_before) {
-    w->dirty = true; /* pairs must now be listed out to the liquid-bridge reach */
+    w->pairs.dirty = true; /* pairs must now be listed out to the liquid-bridge reach */
   }
   if (w->impl->derive) {
     w->impl->derive(w);

@@ -62,7 +62,7 @@ static int cmp_double(const void *a, const void *b) {
 #define LAYERS 64
 static void part_rest(void) {
   grn_world *w = make("dambreak", GRN_FILL_BED, 4000, 2, 0, NULL);
-  const int steps = (int)ceil((w->settle + 1.0) / GRN_H);
+  const int steps = (int)ceil((w->settle.drag + 1.0) / GRN_H);
   step(w, steps);
   grn__sph_measure(w); /* densities of the final positions */
   const double h = w->sph.h, s = w->sph.s;
@@ -149,8 +149,8 @@ static void part_momentum(void) {
   }
   const double d = sqrt((p1[0] - p0[0]) * (p1[0] - p0[0]) + (p1[1] - p0[1]) * (p1[1] - p0[1]) +
                         (p1[2] - p0[2]) * (p1[2] - p0[2]));
-  printf("%d particles, 1 s: |dP| = %.3e kg m/s of sum m|v| = %.3e\n", w->alive, d, scale);
-  CHECK("every particle kept", w->alive == w->n);
+  printf("%d particles, 1 s: |dP| = %.3e kg m/s of sum m|v| = %.3e\n", w->fig.alive, d, scale);
+  CHECK("every particle kept", w->fig.alive == w->n);
   CHECK_RANGE("momentum change relative to sum m|v|", d / scale, 0.0, 1e-9);
   grn_world_destroy(w);
 }

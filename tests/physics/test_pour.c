@@ -9,19 +9,19 @@
 static double worst_coulomb(const grn_world *w, double mu, double coh) {
   double worst = -1.0;
   for (int a = 0; a < w->n; a++) {
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      const float fn = w->pfn[p];
+    for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
+      const float fn = w->pairs.pfn[p];
       if (fn <= 1e-3f) {
         continue;
       }
-      const int b = w->pb[p];
+      const int b = w->pairs.pb[p];
       grn_vec3 n = {w->pos[b].x - w->pos[a].x, w->pos[b].y - w->pos[a].y,
                     w->pos[b].z - w->pos[a].z};
       const double l = sqrt(n.x * n.x + n.y * n.y + n.z * n.z);
       n.x /= l;
       n.y /= l;
       n.z /= l;
-      const float *f = w->table[p].f;
+      const float *f = w->pairs.table[p].f;
       const double fnn = f[0] * n.x + f[1] * n.y + f[2] * n.z;
       const double tx = f[0] - fnn * n.x, ty = f[1] - fnn * n.y, tz = f[2] - fnn * n.z;
       const double ft = sqrt(tx * tx + ty * ty + tz * tz);
@@ -47,13 +47,13 @@ static void coulomb(double coh) {
   int contacts = 0;
   for (int s = 0; s < 8 * 240; s++) {
     /* the step, unrolled so the table can be read right after the force pass */
-    if (w->dirty || w->disp > 0.8 * (GRN_SKIN - grn__reach_gap(w))) {
+    if (w->pairs.dirty || w->pairs.disp > 0.8 * (GRN_SKIN - grn__reach_gap(w))) {
       grn__rebuild(w);
     }
     grn__forces(w);
     const double x = worst_coulomb(w, mu, coh);
     worst = x > worst ? x : worst;
-    contacts += w->contacts;
+    contacts += w->fig.contacts;
     grn__gather_integrate(w);
     w->steps++;
     w->t = (double)w->steps * GRN_H;
@@ -78,7 +78,7 @@ static void nan_removed(void) {
   grn_world *w;
   grn_world_create(&d, &w, &e);
   grn_world_step(w, 5 * 240);
-  const int alive = w->alive;
+  const int alive = w->fig.alive;
   /* poison a grain in the middle of the pile */
   int victim = -1;
   for (int i = 0; i < w->n && victim < 0; i++) {
@@ -90,7 +90,7 @@ static void nan_removed(void) {
   /* as if its own force went bad: the velocity turns NaN inside the integration */
   w->inv_m[victim] = NAN;
   grn_world_step(w, 1);
-  CHECK_NEAR("grains after the NaN step", w->alive, alive - 1, 0);
+  CHECK_NEAR("grains after the NaN step", w->fig.alive, alive - 1, 0);
   grn_world_step(w, 2 * 240);
   int finite = 0, live = 0;
   for (int i = 0; i < w->n; i++) {
@@ -147,7 +147,7 @@ static void momentum(void) {
   int most = 0;
   for (int s = 0; s < 3 * 240; s++) {
     grn_world_step(w, 1);
-    most = w->contacts > most ? w->contacts : most;
+    most = w->fig.contacts > most ? w->fig.contacts : most;
   }
   grn_vec3 p1 = {0, 0, 0};
   for (int i = 0; i < w->n; i++) {
@@ -160,7 +160,7 @@ static void momentum(void) {
   }
   const double dp = sqrt((p1.x - p0.x) * (p1.x - p0.x) + (p1.y - p0.y) * (p1.y - p0.y) +
                          (p1.z - p0.z) * (p1.z - p0.z));
-  printf("cluster: %d grains, at most %d contacts at once\n", w->alive, most);
+  printf("cluster: %d grains, at most %d contacts at once\n", w->fig.alive, most);
   CHECK_RANGE("contacts formed in the collapse", most, 100, 1e9);
   CHECK_RANGE("momentum change / Σ m|v|", dp / scale, 0.0, 1e-9);
   grn_world_destroy(w);

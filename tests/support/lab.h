@@ -34,7 +34,7 @@ static inline grn_world *lab_new(int threads) {
   w->geom.mu_wall = GRN_MU_FLOOR;
   w->geom.mu_floor = GRN_MU_FLOOR;
   w->geom.mur_floor = GRN_MUR_FLOOR;
-  w->settle = 0.0;
+  w->settle.drag = 0.0;
   w->gravity = (grn_vec3){0.0, 0.0, 0.0};
   return w;
 }

@@ -11,7 +11,7 @@
 
 /* A pair's listing distance: both grains' radii, the reach gap and both slacks. */
 static double listing_reach(const grn_world *w, int i, int j) {
-  return w->rad[i] + w->rad[j] + grn__reach_gap(w) + w->slack[i] + w->slack[j];
+  return w->rad[i] + w->rad[j] + grn__reach_gap(w) + w->pairs.slack[i] + w->pairs.slack[j];
 }
 
 /* Alive pairs (not both fixed) closer than a reach that the list does not hold, under their
@@ -20,8 +20,8 @@ static double listing_reach(const grn_world *w, int i, int j) {
  * apart), which no step may ever find unlisted. *want counts the pairs closer than it. */
 static int missing_within(const grn_world *w, bool slack, int *want) {
   int bad = 0;
-  for (int i = 0; i < w->nl; i++) {
-    for (int j = i + 1; j < w->nl; j++) {
+  for (int i = 0; i < w->pairs.nl; i++) {
+    for (int j = i + 1; j < w->pairs.nl; j++) {
       if (!(w->flags[i] & w->flags[j] & GRN_F_ALIVE) ||
           ((w->flags[i] & GRN_F_FIXED) && (w->flags[j] & GRN_F_FIXED))) {
         continue;
@@ -37,8 +37,8 @@ static int missing_within(const grn_world *w, bool slack, int *want) {
       const bool i_owns = w->rad[i] > w->rad[j] || (w->rad[i] == w->rad[j] && w->id[i] > w->id[j]);
       const int a = i_owns ? i : j, b = i_owns ? j : i;
       bool found = false;
-      for (int p = w->pstart[a]; p < w->pstart[a + 1] && !found; p++) {
-        found = w->pb[p] == b;
+      for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1] && !found; p++) {
+        found = w->pairs.pb[p] == b;
       }
       bad += !found;
     }
@@ -50,26 +50,26 @@ static int missing_within(const grn_world *w, bool slack, int *want) {
  * allowance (what keeps a left-out pair apart), and listed pairs within reach (or active) that it
  * leaves out (the fused step would skip a pair that touches). */
 static int near_missing(const grn_world *w) {
-  if (!w->near_valid || grn__near_stale(w) || grn__must_rebuild(w)) {
+  if (!w->near.valid || grn__near_stale(w) || grn__must_rebuild(w)) {
     return 0;
   }
   int bad = 0;
-  for (int i = 0; i < w->nl; i++) {
-    const double dx = w->pos[i].x - w->nref[i].x, dy = w->pos[i].y - w->nref[i].y,
-                 dz = w->pos[i].z - w->nref[i].z, u = w->nu[i];
+  for (int i = 0; i < w->pairs.nl; i++) {
+    const double dx = w->pos[i].x - w->near.ref[i].x, dy = w->pos[i].y - w->near.ref[i].y,
+                 dz = w->pos[i].z - w->near.ref[i].z, u = w->near.nu[i];
     bad += (w->flags[i] & GRN_F_ALIVE) && dx * dx + dy * dy + dz * dz >= u * u;
   }
-  for (int a = 0; a < w->nl; a++) {
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      const int b = w->pb[p];
+  for (int a = 0; a < w->pairs.nl; a++) {
+    for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
+      const int b = w->pairs.pb[p];
       const double dx = w->pos[b].x - w->pos[a].x, dy = w->pos[b].y - w->pos[a].y,
                    dz = w->pos[b].z - w->pos[a].z, rr = w->rad[a] + w->rad[b] + grn__reach_gap(w);
-      if (w->pfn[p] == 0.0f && dx * dx + dy * dy + dz * dz >= rr * rr) {
+      if (w->pairs.pfn[p] == 0.0f && dx * dx + dy * dy + dz * dz >= rr * rr) {
         continue;
       }
       bool found = false;
-      for (int q = w->nstart[a]; q < w->nstart[a + 1] && !found; q++) {
-        found = w->np[q] == p;
+      for (int q = w->near.start[a]; q < w->near.start[a + 1] && !found; q++) {
+        found = w->near.p[q] == p;
       }
       bad += !found;
     }
@@ -85,19 +85,19 @@ static int brute_force_mismatches(const grn_world *w, int *listed_out, int *want
   int bad = 0, want = 0;
   /* mark listed partners per owner */
   for (int a = 0; a < n; a++) {
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      const int b = w->pb[p];
+    for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
+      const int b = w->pairs.pb[p];
       const bool larger = w->rad[a] > w->rad[b] || (w->rad[a] == w->rad[b] && w->id[a] > w->id[b]);
       const double dx = w->pos[b].x - w->pos[a].x, dy = w->pos[b].y - w->pos[a].y,
                    dz = w->pos[b].z - w->pos[a].z, rr = listing_reach(w, a, b) * (1.0 + 1e-12);
       bad += !larger || dx * dx + dy * dy + dz * dz >= rr * rr;
-      for (int q = w->pstart[a]; q < p; q++) {
-        bad += w->pb[q] == b; /* listed twice */
+      for (int q = w->pairs.pstart[a]; q < p; q++) {
+        bad += w->pairs.pb[q] == b; /* listed twice */
       }
     }
   }
   bad += missing_within(w, true, &want);
-  *listed_out = w->m;
+  *listed_out = w->pairs.m;
   *want_out = want;
   return bad;
 }
@@ -105,19 +105,19 @@ static int brute_force_mismatches(const grn_world *w, int *listed_out, int *want
 static int layout_errors(const grn_world *w) {
   int bad = 0;
   for (int i = 1; i < w->n; i++) {
-    bad += w->cell[i] < w->cell[i - 1];
-    bad += w->cell[i] == w->cell[i - 1] && w->rad[i] > w->rad[i - 1];
+    bad += w->pairs.scr.cell[i] < w->pairs.scr.cell[i - 1];
+    bad += w->pairs.scr.cell[i] == w->pairs.scr.cell[i - 1] && w->rad[i] > w->rad[i - 1];
   }
   /* each pair appears once in its partner's reference list, in increasing pair order */
   int refs = 0;
   for (int i = 0; i < w->n; i++) {
-    for (int q = w->rstart[i]; q < w->rstart[i + 1]; q++) {
-      bad += w->pb[w->rref[q]] != i;
-      bad += q > w->rstart[i] && w->rref[q] <= w->rref[q - 1];
+    for (int q = w->pairs.rstart[i]; q < w->pairs.rstart[i + 1]; q++) {
+      bad += w->pairs.pb[w->pairs.rref[q]] != i;
+      bad += q > w->pairs.rstart[i] && w->pairs.rref[q] <= w->pairs.rref[q - 1];
       refs++;
     }
   }
-  bad += refs != w->m;
+  bad += refs != w->pairs.m;
   return bad;
 }
 
@@ -130,12 +130,12 @@ typedef struct contact_rec {
 static int snapshot(const grn_world *w, contact_rec *out) {
   int k = 0;
   for (int a = 0; a < w->n; a++) {
-    for (int p = w->pstart[a]; p < w->pstart[a + 1]; p++) {
-      if (w->pfn[p] > 0.0f) {
+    for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
+      if (w->pairs.pfn[p] > 0.0f) {
         out[k].a = w->id[a];
-        out[k].b = w->id[w->pb[p]];
-        out[k].h = w->hist[p];
-        out[k].fn = w->pfn[p];
+        out[k].b = w->id[w->pairs.pb[p]];
+        out[k].h = w->pairs.hist[p];
+        out[k].fn = w->pairs.pfn[p];
         k++;
       }
     }
@@ -163,7 +163,7 @@ int main(void) {
     grn_world_step(w, 1);
   }
   printf("rebuilds checked: %d, last list %d pairs (brute force %d), %d alive\n", checked, listed,
-         want, w->alive);
+         want, w->fig.alive);
   CHECK_RANGE("rebuilds checked", checked, 50, 1e9);
   CHECK_NEAR("pairs missing from or wrongly in the list, all rebuilds", mismatches, 0, 0);
   CHECK_NEAR("cell order / reference list errors, all rebuilds", layout, 0, 0);
@@ -178,19 +178,19 @@ int main(void) {
     settle_world(s);
     act_or_exit(s, "open_hole");
     int sc = 0, smis = 0, slay = 0, swide = 0, looked = 0, missing = 0, nmiss = 0, nlooked = 0;
-    const uint64_t r0 = s->refreshes;
+    const uint64_t r0 = s->near.refreshes;
     for (int k = 0; k < 5 * 240; k++) {
       if (grn__must_rebuild(s)) {
         grn__rebuild(s);
         smis += brute_force_mismatches(s, &listed, &want);
         slay += layout_errors(s);
         for (int i = 0; i < s->n; i++) {
-          swide += s->slack[i] > 0.5 * GRN_SKIN;
+          swide += s->pairs.slack[i] > 0.5 * GRN_SKIN;
         }
         sc++;
       }
       grn_world_step(s, 1);
-      nlooked += s->near_valid && !grn__near_stale(s) && s->nm < s->m;
+      nlooked += s->near.valid && !grn__near_stale(s) && s->near.m < s->pairs.m;
       nmiss += near_missing(s);
       if (k % 3 == 0 && !grn__must_rebuild(s)) {
         int near = 0;
@@ -206,7 +206,7 @@ int main(void) {
     CHECK_NEAR("silo: cell order / reference list errors", slay, 0, 0);
     CHECK_NEAR("silo: pairs within reach but not listed, between rebuilds", missing, 0, 0);
     printf("silo: %llu near-list refreshes, %d steps with pairs left out of it\n",
-           (unsigned long long)(s->refreshes - r0), nlooked);
+           (unsigned long long)(s->near.refreshes - r0), nlooked);
     CHECK_RANGE("silo: steps whose near list left pairs out", nlooked, 100, 1e9);
     CHECK_NEAR("silo: grains past their near allowance, pairs in reach not near, any step", nmiss,
                0, 0);
@@ -214,10 +214,10 @@ int main(void) {
   }
 
   /* history: a forced rebuild keeps every touching pair's springs and normal force */
-  contact_rec *before = malloc(sizeof(contact_rec) * (size_t)w->m);
-  contact_rec *after = malloc(sizeof(contact_rec) * (size_t)w->m);
+  contact_rec *before = malloc(sizeof(contact_rec) * (size_t)w->pairs.m);
+  contact_rec *after = malloc(sizeof(contact_rec) * (size_t)w->pairs.m);
   const int kb = snapshot(w, before);
-  w->dirty = true;
+  w->pairs.dirty = true;
   grn__rebuild(w);
   const int ka = snapshot(w, after);
   int lost = 0;

@@ -63,7 +63,7 @@ typedef struct layout {
 } layout;
 
 static layout layout_of(const grn_world *w, size_t size) {
-  const size_t n = (size_t)w->n, nl = (size_t)w->nl, m = (size_t)w->m;
+  const size_t n = (size_t)w->n, nl = (size_t)w->pairs.nl, m = (size_t)w->pairs.m;
   const size_t arrays = n * (4 * sizeof(grn_vec3) + 8 * sizeof(double) + sizeof(uint32_t) + 1) +
                         (nl + 1) * sizeof(int32_t) +
                         m * (sizeof(int32_t) + sizeof(grn_hist) + sizeof(float));

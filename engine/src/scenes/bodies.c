@@ -80,7 +80,7 @@ static int softening_setup(grn_world *w) {
 }
 
 static void softening_script(grn_world *w) {
-  if (w->alive < 2) {
+  if (w->fig.alive < 2) {
     return;
   }
   const double dx = w->pos[1].x - w->pos[0].x, dy = w->pos[1].y - w->pos[0].y,

@@ -85,13 +85,13 @@ static int drum_setup(grn_world *w) {
   if (lattice(w, rd, len, true, &top) < 0) {
     return GRN_E_NOMEM;
   }
-  w->settle = grn__settle_time(top);
+  w->settle.drag = grn__settle_time(top);
   return GRN_OK;
 }
 
 /* The drum starts turning when the grains have settled; a live rpm change takes effect at once. */
 static void drum_script(grn_world *w) {
-  w->geom.drum_w = w->t < w->settled ? 0.0 : omega_of(w);
+  w->geom.drum_w = w->t < w->settle.until ? 0.0 : omega_of(w);
 }
 
 static bool drum_busy(const grn_world *w) {
@@ -100,16 +100,16 @@ static bool drum_busy(const grn_world *w) {
 
 /* Whether grain i touches another grain: a grain in flight above the surface does not count. */
 static bool touching(const grn_world *w, int i) {
-  if (i >= w->nl) {
+  if (i >= w->pairs.nl) {
     return false;
   }
-  for (int p = w->pstart[i]; p < w->pstart[i + 1]; p++) {
-    if (w->pfn[p] > 0.0f) {
+  for (int p = w->pairs.pstart[i]; p < w->pairs.pstart[i + 1]; p++) {
+    if (w->pairs.pfn[p] > 0.0f) {
       return true;
     }
   }
-  for (int q = w->rstart[i]; q < w->rstart[i + 1]; q++) {
-    if (w->pfn[w->rref[q]] > 0.0f) {
+  for (int q = w->pairs.rstart[i]; q < w->pairs.rstart[i + 1]; q++) {
+    if (w->pairs.pfn[w->pairs.rref[q]] > 0.0f) {
       return true;
     }
   }
@@ -122,34 +122,35 @@ static bool touching(const grn_world *w, int i) {
  * |x| < FIT_SPAN·R gives angle = atan|slope|. */
 static void drum_measure(grn_world *w) {
   const double rd = w->geom.drum_r, bottom = w->geom.drum_y - rd, cs = GRN_CELL_MAP;
-  const int cells = w->hnx * w->hnz;
+  const int cells = w->maps.hnx * w->maps.hnz;
   for (int c = 0; c < cells; c++) {
-    w->hmap[c] = bottom;
+    w->maps.hmap[c] = bottom;
   }
   for (int i = 0; i < w->n; i++) {
     if (!(w->flags[i] & GRN_F_ALIVE) || !touching(w, i)) {
       continue;
     }
-    const double fa = floor((w->pos[i].x - w->hx0) / cs), fb = floor((w->pos[i].z - w->hz0) / cs);
-    if (fa < 0 || fb < 0 || fa >= w->hnx || fb >= w->hnz) {
+    const double fa = floor((w->pos[i].x - w->maps.hx0) / cs),
+                 fb = floor((w->pos[i].z - w->maps.hz0) / cs);
+    if (fa < 0 || fb < 0 || fa >= w->maps.hnx || fb >= w->maps.hnz) {
       continue;
     }
-    const int c = (int)fa + w->hnx * (int)fb;
+    const int c = (int)fa + w->maps.hnx * (int)fb;
     const double h = w->pos[i].y + w->rad[i];
-    w->hmap[c] = h > w->hmap[c] ? h : w->hmap[c];
+    w->maps.hmap[c] = h > w->maps.hmap[c] ? h : w->maps.hmap[c];
   }
-  const int b0 = w->hnz >= 4 ? 1 : 0, b1 = w->hnz >= 4 ? w->hnz - 1 : w->hnz;
+  const int b0 = w->maps.hnz >= 4 ? 1 : 0, b1 = w->maps.hnz >= 4 ? w->maps.hnz - 1 : w->maps.hnz;
   double sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0, x0 = NAN, x1 = NAN;
   int k = 0;
-  for (int a = 0; a < w->hnx; a++) {
-    const double x = w->hx0 + (a + 0.5) * cs;
+  for (int a = 0; a < w->maps.hnx; a++) {
+    const double x = w->maps.hx0 + (a + 0.5) * cs;
     if (fabs(x) > FIT_SPAN * rd) {
       continue;
     }
     double sum = 0.0;
     int c = 0;
     for (int b = b0; b < b1; b++) {
-      const double h = w->hmap[a + w->hnx * b];
+      const double h = w->maps.hmap[a + w->maps.hnx * b];
       if (h > bottom) {
         sum += h;
         c++;

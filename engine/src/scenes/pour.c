@@ -34,7 +34,7 @@ static int pour_setup(grn_world *w) {
   ps(w)->pouring = true;
   ps(w)->poured = 0;
   ps(w)->pour_acc = 0.0;
-  w->settle = 0.0;
+  w->settle.drag = 0.0;
   int rc = grn__reserve_grains(w, w->n_target);
   if (rc == GRN_OK) {
     rc = grn__hmap_init(w, -half, -half, grn__hmap_cells(2.0 * half), grn__hmap_cells(2.0 * half));
@@ -135,10 +135,10 @@ static void pour_measure(grn_world *w) {
     ps(w)->spout_y = w->geom.floor_y + (h + 0.6 > 0.9 ? h + 0.6 : 0.9);
   }
   grn__common_measures(w);
-  w->meas.state = w->sleeping         ? GRN_STATE_ASLEEP
-                  : ps(w)->pouring    ? GRN_STATE_FILLING
-                  : w->t < w->settled ? GRN_STATE_SETTLING
-                                      : GRN_STATE_RUNNING;
+  w->meas.state = w->sleep.on              ? GRN_STATE_ASLEEP
+                  : ps(w)->pouring         ? GRN_STATE_FILLING
+                  : w->t < w->settle.until ? GRN_STATE_SETTLING
+                                           : GRN_STATE_RUNNING;
 }
 
 static int pour_act(grn_world *w, const grn_action *a, grn_error *err) {

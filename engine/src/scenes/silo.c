@@ -99,7 +99,7 @@ static int silo_setup(grn_world *w) {
       return GRN_E_INVALID; /* a silo too narrow for one grain: cannot happen in range */
     }
   }
-  w->settle = grn__settle_time(top);
+  w->settle.drag = grn__settle_time(top);
   return GRN_OK;
 }
 
@@ -125,11 +125,11 @@ static double fill_of(grn_world *w) {
   const double r08 = 0.8 * w->geom.silo_r, cs = GRN_CELL_MAP;
   double sum = 0.0;
   int c = 0;
-  for (int b = 0; b < w->hnz; b++) {
-    for (int a = 0; a < w->hnx; a++) {
-      const double x = w->hx0 + (a + 0.5) * cs, z = w->hz0 + (b + 0.5) * cs;
+  for (int b = 0; b < w->maps.hnz; b++) {
+    for (int a = 0; a < w->maps.hnx; a++) {
+      const double x = w->maps.hx0 + (a + 0.5) * cs, z = w->maps.hz0 + (b + 0.5) * cs;
       if (x * x + z * z < r08 * r08) {
-        sum += w->hmap[a + w->hnx * b] - w->geom.plate_y;
+        sum += w->maps.hmap[a + w->maps.hnx * b] - w->geom.plate_y;
         c++;
       }
     }
@@ -142,7 +142,7 @@ static double fill_of(grn_world *w) {
  * crater); taken at the opening itself too, where no sample came between the grains' rest and it.
  */
 static void take_density(grn_world *w, double mass, double fill) {
-  if (!st(w)->ever_opened && w->t >= w->settled && fill > 0.0) {
+  if (!st(w)->ever_opened && w->t >= w->settle.until && fill > 0.0) {
     st(w)->rho_b = mass / (GRN_PI * w->geom.silo_r * w->geom.silo_r * fill);
   }
 }
@@ -176,17 +176,17 @@ static void silo_measure(grn_world *w) {
    * jam formed low in the silo read as drained.) Judged again at every sample: a jam the tool
    * breaks flows again. */
   st(w)->jam = st(w)->done = false;
-  if (open && w->t > st(w)->opened + 3.0 && m[GRN_M_FLOW] < 5.0 && w->flowing < 0.02) {
+  if (open && w->t > st(w)->opened + 3.0 && m[GRN_M_FLOW] < 5.0 && w->fig.flowing < 0.02) {
     st(w)->jam = over_hole;
     st(w)->done = !over_hole;
   }
   grn__common_measures(w);
-  w->meas.state = st(w)->jam          ? GRN_STATE_JAMMED
-                  : st(w)->done       ? GRN_STATE_DRAINED
-                  : open              ? GRN_STATE_FLOWING
-                  : w->sleeping       ? GRN_STATE_ASLEEP
-                  : w->t < w->settled ? GRN_STATE_SETTLING
-                                      : GRN_STATE_RUNNING;
+  w->meas.state = st(w)->jam               ? GRN_STATE_JAMMED
+                  : st(w)->done            ? GRN_STATE_DRAINED
+                  : open                   ? GRN_STATE_FLOWING
+                  : w->sleep.on            ? GRN_STATE_ASLEEP
+                  : w->t < w->settle.until ? GRN_STATE_SETTLING
+                                           : GRN_STATE_RUNNING;
 }
 
 static int silo_act(grn_world *w, const grn_action *a, grn_error *err) {

@@ -54,7 +54,7 @@ static int dambreak_setup(grn_world *w) {
       }
     }
   }
-  w->settle = 0.0; /* released at t = 0 */
+  w->settle.drag = 0.0; /* released at t = 0 */
   return GRN_OK;
 }
 
@@ -148,7 +148,7 @@ static int drop_setup(grn_world *w) {
   if (grn__reserve_grains(w, w->n_target) != GRN_OK) {
     return GRN_E_NOMEM;
   }
-  w->settle = 0.0;
+  w->settle.drag = 0.0;
   return drop_layout(w, w->sph.s) < 0 ? GRN_E_NOMEM : GRN_OK;
 }
 
