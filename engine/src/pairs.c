@@ -348,120 +348,151 @@ static int no_list(grn_world *w, int nn) {
   return GRN_E_NOMEM;
 }
 
-int grn__rebuild(grn_world *w) {
+/* Step 1: the alive grains sorted by cell (counting sort), then by size (largest first) and id
+ * within a cell, as perm (new -> old) and newidx (old -> new, −1: removed). Returns how many are
+ * kept, or −1 out of memory. */
+static int sort_by_cell(grn_world *w) {
+  grn_relist *r = &w->pairs.scr;
   const int n_old = w->n;
-  w->fused.on = false; /* planned again with the near list */
   plan_grid(w);
-  const int ncell = w->pairs.scr.grid.nx * w->pairs.scr.grid.ny * w->pairs.scr.grid.nz;
-  if (ncell + 1 > w->pairs.scr.ncell_cap) {
-    if (grn__grow(w, (void **)&w->pairs.scr.cstart, sizeof(int32_t), &w->pairs.scr.ncell_cap,
-                  ncell + 1) != GRN_OK) {
-      return GRN_E_NOMEM;
-    }
+  const int ncell = r->grid.nx * r->grid.ny * r->grid.nz;
+  if (ncell + 1 > r->ncell_cap &&
+      grn__grow(w, (void **)&r->cstart, sizeof(int32_t), &r->ncell_cap, ncell + 1) != GRN_OK) {
+    return -1;
   }
-
-  /* 1. counting sort of alive grains by cell, then by size (largest first) and id in a cell */
-  memset(w->pairs.scr.cstart, 0, sizeof(int32_t) * (size_t)(ncell + 1));
+  memset(r->cstart, 0, sizeof(int32_t) * (size_t)(ncell + 1));
   for (int i = 0; i < n_old; i++) {
     if (w->flags[i] & GRN_F_ALIVE) {
-      w->pairs.scr.cell[i] = cell_of(&w->pairs.scr.grid, w->pos[i]);
-      w->pairs.scr.cstart[w->pairs.scr.cell[i] + 1]++;
+      r->cell[i] = cell_of(&r->grid, w->pos[i]);
+      r->cstart[r->cell[i] + 1]++;
     } else {
-      w->pairs.scr.cell[i] = -1;
+      r->cell[i] = -1;
     }
   }
   for (int c = 0; c < ncell; c++) {
-    w->pairs.scr.cstart[c + 1] += w->pairs.scr.cstart[c];
+    r->cstart[c + 1] += r->cstart[c];
   }
-  const int nn = w->pairs.scr.cstart[ncell];
+  const int nn = r->cstart[ncell];
   for (int i = 0; i < n_old; i++) {
-    if (w->pairs.scr.cell[i] >= 0) {
-      w->pairs.scr.perm[w->pairs.scr.cstart[w->pairs.scr.cell[i]]++] = i;
+    if (r->cell[i] >= 0) {
+      r->perm[r->cstart[r->cell[i]]++] = i;
     }
   }
   for (int c = ncell; c > 0; c--) {
-    w->pairs.scr.cstart[c] = w->pairs.scr.cstart[c - 1];
+    r->cstart[c] = r->cstart[c - 1];
   }
-  w->pairs.scr.cstart[0] = 0;
+  r->cstart[0] = 0;
   for (int c = 0; c < ncell; c++) {
-    for (int a = w->pairs.scr.cstart[c] + 1; a < w->pairs.scr.cstart[c + 1]; a++) {
-      const int v = w->pairs.scr.perm[a];
+    for (int a = r->cstart[c] + 1; a < r->cstart[c + 1]; a++) {
+      const int v = r->perm[a];
       int b = a - 1;
-      while (b >= w->pairs.scr.cstart[c] && owns(w, v, w->pairs.scr.perm[b])) {
-        w->pairs.scr.perm[b + 1] = w->pairs.scr.perm[b];
+      while (b >= r->cstart[c] && owns(w, v, r->perm[b])) {
+        r->perm[b + 1] = r->perm[b];
         b--;
       }
-      w->pairs.scr.perm[b + 1] = v;
+      r->perm[b + 1] = v;
     }
   }
   for (int i = 0; i < n_old; i++) {
-    w->pairs.scr.newidx[i] = -1;
+    r->newidx[i] = -1;
   }
   for (int q = 0; q < nn; q++) {
-    w->pairs.scr.newidx[w->pairs.scr.perm[q]] = q;
+    r->newidx[r->perm[q]] = q;
   }
+  return nn;
+}
 
-  /* 2. keep the history of touching pairs, grouped by old owner */
+/* Where a rebuild's pieces lie in the scratch: the touching history kept by old owner (kp, from
+ * tstart), the permutation buffer (later the scan's segments, room for the last rebuild's pairs
+ * per grain and a quarter more) and the planes of the scan. */
+typedef struct layout {
+  kept *kp;
+  int32_t *tstart; /* n_old + 1 */
+  void *pbuf;
+  double *pd; /* 5 planes of `plane` doubles */
+  size_t plane;
+  double per_grain;
+} layout;
+
+/* Step 2: the scratch laid out for nn grains; GRN_E_NOMEM when it cannot be had. */
+static int lay_out(grn_world *w, int nn, layout *L) {
+  const grn_pairs *p = &w->pairs;
   int k = 0;
-  const int nl = w->pairs.nl; /* grains added since the last rebuild have no pairs yet */
-  for (int p = 0; p < (nl > 0 ? w->pairs.pstart[nl] : 0); p++) {
-    k += w->pairs.pfn[p] > 0.0f;
+  for (int q = 0; q < (p->nl > 0 ? p->pstart[p->nl] : 0); q++) {
+    k += p->pfn[q] > 0.0f;
   }
   const size_t kept_bytes = sizeof(kept) * ((size_t)k + 1); /* one more, written and not kept */
-  const size_t tstart_bytes = sizeof(int32_t) * (size_t)(n_old + 1);
-  /* the permutation buffer, later the pair segments of step 4: room for the last rebuild's pairs
-   * per grain and a quarter more */
-  const double per_grain =
-      w->pairs.nl > 0 ? 1.25 * (double)w->pairs.m / (double)w->pairs.nl + 1.0 : 0.0;
-  const size_t seg_bytes =
-      2 * sizeof(int32_t) * ((size_t)(per_grain * (double)nn) + 64 * (size_t)w->opt.threads + 64);
+  const size_t tstart_bytes = sizeof(int32_t) * (size_t)(w->n + 1);
+  L->per_grain = p->nl > 0 ? 1.25 * (double)p->m / (double)p->nl + 1.0 : 0.0;
+  const size_t seg_bytes = 2 * sizeof(int32_t) *
+                           ((size_t)(L->per_grain * (double)nn) + 64 * (size_t)w->opt.threads + 64);
   const size_t perm_bytes0 = 4 * sizeof(double) * (size_t)(nn > 0 ? nn : 1);
   const size_t perm_bytes = perm_bytes0 > seg_bytes ? perm_bytes0 : seg_bytes;
   const size_t perm_at = (kept_bytes + tstart_bytes + 31u) & ~(size_t)31u; /* aligned for doubles */
-  const size_t plane = (size_t)nn + 4, planes_at = perm_at + ((perm_bytes + 31u) & ~(size_t)31u);
-  if (grn__scratch(w, planes_at + 5 * sizeof(double) * plane) != GRN_OK) {
+  L->plane = (size_t)nn + 4;
+  const size_t planes_at = perm_at + ((perm_bytes + 31u) & ~(size_t)31u);
+  if (grn__scratch(w, planes_at + 5 * sizeof(double) * L->plane) != GRN_OK) {
     return GRN_E_NOMEM;
   }
-  kept *kp = (kept *)w->pairs.scr.scratch;
-  int32_t *tstart = (int32_t *)((char *)w->pairs.scr.scratch + kept_bytes);
-  void *pbuf = (char *)w->pairs.scr.scratch + perm_at;
-  {
-    int q = 0;
-    for (int a = 0; a < n_old; a++) {
-      tstart[a] = q;
-      if (a >= nl) {
-        continue;
-      }
-      const bool alive = w->pairs.scr.newidx[a] >= 0;
-      for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
-        /* written always, kept by advancing: a flow's mix of touching and apart pairs would
-         * mispredict a branch */
-        const int nb = w->pairs.scr.newidx[w->pairs.pb[p]];
-        kp[q].h = w->pairs.hist[p];
-        kp[q].partner = nb;
-        kp[q].fn = w->pairs.pfn[p];
-        q += w->pairs.pfn[p] > 0.0f && nb >= 0 && alive;
-      }
-    }
-    tstart[n_old] = q;
-  }
+  char *base = w->pairs.scr.scratch;
+  L->kp = (kept *)base;
+  L->tstart = (int32_t *)(base + kept_bytes);
+  L->pbuf = base + perm_at;
+  L->pd = (double *)(void *)(base + planes_at);
+  return GRN_OK;
+}
 
-  /* 3. renumber the grains */
-  permute(w->pos, sizeof(grn_vec3), w->pairs.scr.perm, nn, pbuf);
-  permute(w->vel, sizeof(grn_vec3), w->pairs.scr.perm, nn, pbuf);
-  permute(w->spin, sizeof(grn_vec3), w->pairs.scr.perm, nn, pbuf);
-  permute(w->rad, sizeof(double), w->pairs.scr.perm, nn, pbuf);
-  permute(w->inv_m, sizeof(double), w->pairs.scr.perm, nn, pbuf);
-  permute(w->inv_i, sizeof(double), w->pairs.scr.perm, nn, pbuf);
-  permute(w->hf, 4 * sizeof(double), w->pairs.scr.perm, nn, pbuf);
-  permute(w->id, sizeof(uint32_t), w->pairs.scr.perm, nn, pbuf);
-  permute(w->flags, sizeof(uint8_t), w->pairs.scr.perm, nn, pbuf);
-  /* Each grain's slack: how far it may move before the list is made again. Slow grains share half
-   * the skin beyond the reach gap (a pair of them is listed out to ri + rj + SKIN); a granular
-   * grain fast enough to use that up in REBUILD_STEPS/2 steps gets what it would cover in
-   * REBUILD_STEPS steps on top, falling freely, so that a few fast grains (a stream through a
-   * silo's hole) widen their own reach instead of bringing a rebuild every few steps. */
-  double *pd = (void *)((char *)w->pairs.scr.scratch + planes_at);
+/* Step 3: the history of the touching pairs whose grains both stay, grouped by old owner. */
+static void keep_history(const grn_world *w, const layout *L) {
+  const grn_pairs *p = &w->pairs;
+  const int n_old = w->n, nl = p->nl; /* grains added since the last rebuild have no pairs yet */
+  const int32_t *newidx = p->scr.newidx;
+  int q = 0;
+  for (int a = 0; a < n_old; a++) {
+    L->tstart[a] = q;
+    if (a >= nl) {
+      continue;
+    }
+    const bool alive = newidx[a] >= 0;
+    for (int k = p->pstart[a]; k < p->pstart[a + 1]; k++) {
+      /* written always, kept by advancing: a flow's mix of touching and apart pairs would
+       * mispredict a branch */
+      const int nb = newidx[p->pb[k]];
+      L->kp[q].h = p->hist[k];
+      L->kp[q].partner = nb;
+      L->kp[q].fn = p->pfn[k];
+      q += p->pfn[k] > 0.0f && nb >= 0 && alive;
+    }
+  }
+  L->tstart[n_old] = q;
+}
+
+/* Step 4: the grains renumbered in the new order (perm[] stays: the old owner of new grain q is
+ * perm[q], for the history). */
+static void renumber(grn_world *w, int nn, void *pbuf) {
+  const int32_t *perm = w->pairs.scr.perm;
+  permute(w->pos, sizeof(grn_vec3), perm, nn, pbuf);
+  permute(w->vel, sizeof(grn_vec3), perm, nn, pbuf);
+  permute(w->spin, sizeof(grn_vec3), perm, nn, pbuf);
+  permute(w->rad, sizeof(double), perm, nn, pbuf);
+  permute(w->inv_m, sizeof(double), perm, nn, pbuf);
+  permute(w->inv_i, sizeof(double), perm, nn, pbuf);
+  permute(w->hf, 4 * sizeof(double), perm, nn, pbuf);
+  permute(w->id, sizeof(uint32_t), perm, nn, pbuf);
+  permute(w->flags, sizeof(uint8_t), perm, nn, pbuf);
+  w->n = nn;
+}
+
+/* Step 5: each grain's slack, how far it may move before the list is made again, and the planes
+ * the scan reads. Slow grains share half the skin beyond the reach gap (a pair of them is listed
+ * out to ri + rj + SKIN); where the model allows it (own_slack), a grain fast enough to use that
+ * up in REBUILD_STEPS/2 steps gets what it would cover in REBUILD_STEPS steps on top, falling
+ * freely, so that a few fast grains (a stream through a silo's hole) widen their own reach
+ * instead of bringing a rebuild every few steps. */
+static planes set_slacks(grn_world *w, const layout *L) {
+  const int nn = w->n;
+  double *pd = L->pd;
+  const size_t plane = L->plane;
   const double gap = grn__reach_gap(w), T = REBUILD_STEPS * GRN_H;
   planes pl = {pd,
                pd + plane,
@@ -492,22 +523,31 @@ int grn__rebuild(grn_world *w) {
     /* read by the last group, never listed */
     pl.x[q] = pl.y[q] = pl.z[q] = pl.r[q] = pl.e[q] = 0.0;
   }
-  /* perm[] must survive for the history lookup: old owner of new grain q is perm[q]. */
-  w->n = nn;
+  return pl;
+}
 
-  /* 4. the pairs, each found once by its grain earlier in cell order, as (owner, partner). Each
-   * thread writes its chunk's pairs into its own segment of scratch (the permutation buffer, free
-   * now, sized above for all the segments), from the last rebuild's pairs per grain; should one run
-   * out, every pair was still counted, and the scan is made again into a buffer of the size
-   * found. */
-  const int nthreads = w->opt.threads;
+/* The pairs the scan found: thread t's are (owner, partner) at seg[2·segoff[t]], total[t] of them;
+ * seg is the permutation buffer or, when a segment ran out, `big`. */
+typedef struct found {
   int64_t segoff[257], total[256];
-  int32_t *seg = pbuf, *big = NULL;
-  size_t big_bytes = 0;
-  segoff[0] = 0;
+  int32_t *seg, *big;
+  size_t big_bytes;
+} found;
+
+/* Step 6: the pairs, each found once by its grain earlier in cell order, as (owner, partner). Each
+ * thread writes its chunk's pairs into its own segment of scratch (the permutation buffer, free
+ * now, sized for all the segments), from the last rebuild's pairs per grain; should one run out,
+ * every pair was still counted, and the scan is made again into a buffer of the size found.
+ * GRN_E_NOMEM when that buffer cannot be had. */
+static int find_pairs(grn_world *w, const planes *pl, const layout *L, found *f) {
+  const int nn = w->n, nthreads = w->opt.threads;
+  f->seg = L->pbuf;
+  f->big = NULL;
+  f->big_bytes = 0;
+  f->segoff[0] = 0;
   for (int t = 0; t < nthreads; t++) {
     const int64_t len = (int64_t)nn * (t + 1) / nthreads - (int64_t)nn * t / nthreads;
-    segoff[t + 1] = segoff[t] + (int64_t)(per_grain * (double)len) + 64;
+    f->segoff[t + 1] = f->segoff[t] + (int64_t)(L->per_grain * (double)len) + 64;
   }
   for (int pass = 0; pass < 2; pass++) {
     bool full = false;
@@ -515,12 +555,12 @@ int grn__rebuild(grn_world *w) {
     for (int t = 0; t < nthreads; t++) {
       const int lo = (int)((int64_t)nn * t / nthreads),
                 hi = (int)((int64_t)nn * (t + 1) / nthreads);
-      const int64_t cap = segoff[t + 1] - segoff[t];
-      int32_t *out = seg + 2 * segoff[t];
+      const int64_t cap = f->segoff[t + 1] - f->segoff[t];
+      int32_t *out = f->seg + 2 * f->segoff[t];
       int64_t used = 0;
       for (int i = lo; i < hi; i++) {
         const int room = used < cap ? (int)(cap - used) : 0;
-        used += scan_pairs(w, &pl, i, out + 2 * (used < cap ? used : 0), room);
+        used += scan_pairs(w, pl, i, out + 2 * (used < cap ? used : 0), room);
       }
       for (int64_t k = 0; k < (used <= cap ? used : 0); k++) {
         /* owns() without its branches: which grain of a pair is larger is anyone's guess */
@@ -530,56 +570,69 @@ int grn__rebuild(grn_world *w) {
         out[2 * k] = oi ? i : j;
         out[2 * k + 1] = oi ? j : i;
       }
-      total[t] = used;
+      f->total[t] = used;
       full = full || used > cap;
     }
     if (!full) {
-      break;
+      return GRN_OK;
     }
     /* a segment ran out: one buffer of the size found, and the scan again */
-    segoff[0] = 0;
+    f->segoff[0] = 0;
     for (int t = 0; t < nthreads; t++) {
-      segoff[t + 1] = segoff[t] + total[t];
+      f->segoff[t + 1] = f->segoff[t] + f->total[t];
     }
-    big_bytes = 2 * sizeof(int32_t) * (size_t)(segoff[nthreads] > 0 ? segoff[nthreads] : 1);
-    big = grn__alloc(w, big_bytes);
-    if (!big) {
-      return no_list(w, nn);
+    f->big_bytes =
+        2 * sizeof(int32_t) * (size_t)(f->segoff[nthreads] > 0 ? f->segoff[nthreads] : 1);
+    f->big = grn__alloc(w, f->big_bytes);
+    if (!f->big) {
+      return GRN_E_NOMEM;
     }
-    seg = big;
+    f->seg = f->big;
   }
-  /* 5. count each owner's pairs and list them */
-  memset(w->pairs.pstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
+  return GRN_OK;
+}
+
+/* Step 7: the pairs found, in CSR under their owners (pstart, pb, in the order found). Returns
+ * how many, or −1 out of memory. */
+static int list_pairs(grn_world *w, const found *f) {
+  grn_pairs *p = &w->pairs;
+  const int nn = w->n, nthreads = w->opt.threads;
+  memset(p->pstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
   for (int t = 0; t < nthreads; t++) {
-    for (int64_t k = segoff[t]; k < segoff[t] + total[t]; k++) {
-      w->pairs.pstart[seg[2 * k] + 1]++;
+    for (int64_t k = f->segoff[t]; k < f->segoff[t] + f->total[t]; k++) {
+      p->pstart[f->seg[2 * k] + 1]++;
     }
   }
   for (int i = 0; i < nn; i++) {
-    w->pairs.pstart[i + 1] += w->pairs.pstart[i];
+    p->pstart[i + 1] += p->pstart[i];
   }
-  const int m = w->pairs.pstart[nn];
+  const int m = p->pstart[nn];
   if (grn__grow_pairs(w, m) != GRN_OK) {
-    grn__free(w, big, big_bytes);
-    return no_list(w, nn);
+    return -1;
   }
-  int32_t *cursor = w->pairs.scr.newidx; /* old -> new is no longer needed */
-  memcpy(cursor, w->pairs.pstart, sizeof(int32_t) * (size_t)nn);
+  int32_t *cursor = p->scr.newidx; /* old -> new is no longer needed */
+  memcpy(cursor, p->pstart, sizeof(int32_t) * (size_t)nn);
   for (int t = 0; t < nthreads; t++) {
-    for (int64_t k = segoff[t]; k < segoff[t] + total[t]; k++) {
-      w->pairs.pb[cursor[seg[2 * k]]++] = seg[2 * k + 1];
+    for (int64_t k = f->segoff[t]; k < f->segoff[t] + f->total[t]; k++) {
+      p->pb[cursor[f->seg[2 * k]]++] = f->seg[2 * k + 1];
     }
   }
-  grn__free(w, big, big_bytes);
+  return m;
+}
 
-  /* 6. each owner's partners in cell order (the order a scan of the 27 cells around the owner
-   * would meet them), then the kept history moved onto them */
+/* Step 8: each owner's partners in cell order (the order a scan of the 27 cells around the owner
+ * would meet them), then the kept history moved onto them. */
+static void carry_history(grn_world *w, const layout *L) {
+  grn_pairs *pp = &w->pairs;
+  const int nn = w->n, nthreads = w->opt.threads;
+  kept *kp = L->kp;
+  const int32_t *tstart = L->tstart;
 #pragma omp parallel for schedule(static, 1) num_threads(nthreads)
   for (int t = 0; t < nthreads; t++) {
     const int lo = (int)((int64_t)nn * t / nthreads), hi = (int)((int64_t)nn * (t + 1) / nthreads);
     for (int i = lo; i < hi; i++) {
-      int32_t *pbi = w->pairs.pb + w->pairs.pstart[i];
-      const int cnt = w->pairs.pstart[i + 1] - w->pairs.pstart[i];
+      int32_t *pbi = pp->pb + pp->pstart[i];
+      const int cnt = pp->pstart[i + 1] - pp->pstart[i];
       for (int x = 1; x < cnt; x++) {
         const int32_t v = pbi[x];
         int y = x - 1;
@@ -591,8 +644,8 @@ int grn__rebuild(grn_world *w) {
       }
     }
     for (int i = lo; i < hi; i++) {
-      const int base = w->pairs.pstart[i], cnt = w->pairs.pstart[i + 1] - base;
-      const int old = w->pairs.scr.perm[i], t0 = tstart[old], t1 = tstart[old + 1];
+      const int base = pp->pstart[i], cnt = pp->pstart[i + 1] - base;
+      const int old = pp->scr.perm[i], t0 = tstart[old], t1 = tstart[old + 1];
       /* the old owner's kept pairs by new partner index (renumbering leaves them nearly in order;
        * no other grain's range is touched), then merged with the sorted partners */
       for (int x = t0 + 1; x < t1; x++) {
@@ -606,36 +659,59 @@ int grn__rebuild(grn_world *w) {
       }
       int q = t0;
       for (int p = base; p < base + cnt; p++) {
-        const int j = w->pairs.pb[p];
+        const int j = pp->pb[p];
         while (q < t1 && kp[q].partner < j) {
           q++; /* a kept pair whose partner is no longer listed */
         }
         if (q < t1 && kp[q].partner == j) {
-          w->pairs.hist[p] = kp[q].h;
-          w->pairs.pfn[p] = kp[q].fn;
+          pp->hist[p] = kp[q].h;
+          pp->pfn[p] = kp[q].fn;
           q++;
         } else {
-          w->pairs.pfn[p] = 0.0f;
-          memset(&w->pairs.hist[p], 0, sizeof(grn_hist));
+          pp->pfn[p] = 0.0f;
+          memset(&pp->hist[p], 0, sizeof(grn_hist));
         }
       }
     }
   }
+}
 
-  w->pairs.m = m;
-  w->pairs.nl = nn;
+int grn__rebuild(grn_world *w) {
+  w->fused.on = false; /* planned again with the near list */
+  const int nn = sort_by_cell(w);
+  layout L;
+  if (nn < 0 || lay_out(w, nn, &L) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  keep_history(w, &L);
+  renumber(w, nn, L.pbuf);
+  const planes pl = set_slacks(w, &L);
+  found f;
+  if (find_pairs(w, &pl, &L, &f) != GRN_OK) {
+    return no_list(w, nn);
+  }
+  const int m = list_pairs(w, &f);
+  grn__free(w, f.big, f.big_bytes);
+  if (m < 0) {
+    return no_list(w, nn);
+  }
+  carry_history(w, &L);
+
+  grn_pairs *p = &w->pairs;
+  p->m = m;
+  p->nl = nn;
   grn__rebuild_refs(w);
 #ifdef GRN_VALIDATE
   validate(w);
 #endif
-  w->pairs.table_valid = false;
+  p->table_valid = false;
+  p->disp = 0.0;
+  p->dirty = false;
+  p->rebuilds++;
+  p->rebuild_every = w->steps - p->rebuild_step;
+  p->rebuild_step = w->steps;
   w->near.valid = false;
   w->fused.on = false;
-  w->pairs.disp = 0.0;
-  w->pairs.dirty = false;
-  w->pairs.rebuilds++;
-  w->pairs.rebuild_every = w->steps - w->pairs.rebuild_step;
-  w->pairs.rebuild_step = w->steps;
   return GRN_OK;
 }
 
