@@ -1,46 +1,8 @@
-/* The REST route table and its matcher (see api_route.h). schema/openapi.yaml documents the same
- * routes; tests/service/test_daemon.sh checks that they agree. */
+/* The REST routes' matcher (see api_route.h): a path and method against a table of patterns. */
 #include "api_route.h"
 
 #include <stdio.h>
 #include <string.h>
-
-const api_route api_routes[] = {
-    {"GET", "/healthz", API_AUTH_NONE, API_H_HEALTHZ},
-    {"GET", "/readyz", API_AUTH_NONE, API_H_READYZ},
-    {"GET", "/metrics", API_AUTH_NONE, API_H_METRICS},
-    {"GET", "/api/config", API_AUTH_NONE, API_H_CONFIG},
-    {"GET", "/api/nodes", API_AUTH_NONE, API_H_NODES},
-    {"GET", "/api/scenes", API_AUTH_NONE, API_H_SCENES},
-    /* private sessions are listed for the admin only */
-    {"GET", "/api/sessions", API_AUTH_NONE, API_H_SESSIONS_LIST},
-    {"POST", "/api/sessions", API_AUTH_NONE, API_H_SESSIONS_CREATE},
-    {"GET", "/api/sessions/{id}", API_AUTH_NONE, API_H_SESSION_GET},
-    {"PATCH", "/api/sessions/{id}", API_AUTH_CONTROL, API_H_SESSION_PATCH},
-    {"DELETE", "/api/sessions/{id}", API_AUTH_CONTROL_OR_ADMIN, API_H_SESSION_DELETE},
-    {"PATCH", "/api/sessions/{id}/params", API_AUTH_CONTROL, API_H_SESSION_PARAMS},
-    {"POST", "/api/sessions/{id}/actions", API_AUTH_CONTROL, API_H_SESSION_ACTION},
-    {"POST", "/api/sessions/{id}/scene", API_AUTH_CONTROL, API_H_SESSION_SCENE},
-    /* whoever may watch a session may take its particles away */
-    {"GET", "/api/sessions/{id}/snapshot", API_AUTH_NONE, API_H_SESSION_SNAPSHOT},
-    {"POST", "/api/admin/backup", API_AUTH_ADMIN, API_H_BACKUP},
-    {"GET", "/api/runs", API_AUTH_NONE, API_H_RUNS_LIST},
-    {"GET", "/api/runs/{run}", API_AUTH_NONE, API_H_RUN_GET},
-    {"GET", "/api/runs/{run}/samples", API_AUTH_NONE, API_H_RUN_SAMPLES},
-    {"GET", "/api/runs/{run}/snapshot", API_AUTH_NONE, API_H_RUN_SNAPSHOT},
-    {"POST", "/api/runs/{run}/replay", API_AUTH_NONE, API_H_RUN_REPLAY},
-    {"POST", "/api/runs/{run}/fork", API_AUTH_NONE, API_H_RUN_FORK},
-    /* classes (issue 17): a private class is shown to its teacher and its groups only */
-    {"POST", "/api/classes", API_AUTH_CLASS_CREATE, API_H_CLASSES_CREATE},
-    {"GET", "/api/classes/{id}", API_AUTH_NONE, API_H_CLASS_GET},
-    {"PATCH", "/api/classes/{id}", API_AUTH_TEACHER, API_H_CLASS_PATCH},
-    {"POST", "/api/classes/{id}/push", API_AUTH_TEACHER, API_H_CLASS_PUSH},
-    {"POST", "/api/classes/{id}/end", API_AUTH_TEACHER, API_H_CLASS_END},
-    /* a code's class before joining it (its name and scenes): a wrong code counts as a guess */
-    {"GET", "/api/join", API_AUTH_NONE, API_H_JOIN_LOOKUP},
-    {"POST", "/api/join", API_AUTH_NONE, API_H_JOIN},
-};
-const size_t api_route_count = sizeof api_routes / sizeof api_routes[0];
 
 /* Literal characters match themselves, {name} one non-empty segment; a pattern ending in a
  * parameter takes one trailing slash too. */
@@ -68,7 +30,8 @@ static bool starts_with(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-void api_route_match(const char *method, const char *path, api_match *m) {
+void api_route_match(const api_route *routes, size_t count, const char *method, const char *path,
+                     api_match *m) {
   memset(m, 0, sizeof *m);
   const char *id = NULL;
   if (starts_with(path, "/api/sessions/")) {
@@ -89,8 +52,8 @@ void api_route_match(const char *method, const char *path, api_match *m) {
     memcpy(m->id, id, m->id_truncated ? sizeof m->id - 1 : n);
   }
   bool path_known = false;
-  for (size_t i = 0; i < api_route_count; i++) {
-    const api_route *r = &api_routes[i];
+  for (size_t i = 0; i < count; i++) {
+    const api_route *r = &routes[i];
     if (!path_matches(r->pattern, path)) {
       continue;
     }

@@ -1,5 +1,5 @@
-/* grainlabd's REST routes as one table of {method, pattern, auth, handler}, and a pure matcher
- * (no libmicrohttpd) that http.c dispatches from and tests/unit/test_api_route.c checks. */
+/* A REST route as {method, pattern, auth, handler}, and a pure matcher (no libmicrohttpd) that
+ * http.c dispatches from through the daemon's table (server/daemon/http_routes.c). */
 #ifndef GRAINLAB_API_ROUTE_H
 #define GRAINLAB_API_ROUTE_H
 
@@ -17,39 +17,11 @@ typedef enum api_auth {
   API_AUTH_TEACHER           /* the class's teacher token or the admin token */
 } api_auth;
 
-/* What answers a route; http.c keeps one function per entry. */
-typedef enum api_handler {
-  API_H_HEALTHZ = 0,
-  API_H_READYZ,
-  API_H_METRICS,
-  API_H_CONFIG,
-  API_H_NODES,
-  API_H_SCENES,
-  API_H_SESSIONS_LIST,
-  API_H_SESSIONS_CREATE,
-  API_H_SESSION_GET,
-  API_H_SESSION_PATCH,
-  API_H_SESSION_DELETE,
-  API_H_SESSION_PARAMS,
-  API_H_SESSION_ACTION,
-  API_H_SESSION_SCENE,
-  API_H_SESSION_SNAPSHOT,
-  API_H_BACKUP,
-  API_H_RUNS_LIST,
-  API_H_RUN_GET,
-  API_H_RUN_SAMPLES,
-  API_H_RUN_SNAPSHOT,
-  API_H_RUN_REPLAY,
-  API_H_RUN_FORK,
-  API_H_CLASSES_CREATE,
-  API_H_CLASS_GET,
-  API_H_CLASS_PATCH,
-  API_H_CLASS_PUSH,
-  API_H_CLASS_END,
-  API_H_JOIN_LOOKUP,
-  API_H_JOIN,
-  API_H_COUNT
-} api_handler;
+/* What answers a route: a function of the daemon's HTTP layer (server/daemon/http_internal.h),
+ * opaque here so that the matcher stays free of libmicrohttpd. */
+struct http_call;
+struct http_reply;
+typedef struct http_reply (*api_handler)(const struct http_call *k);
 
 typedef struct api_route {
   const char *method;
@@ -57,10 +29,6 @@ typedef struct api_route {
   api_auth auth;
   api_handler handler;
 } api_route;
-
-/* The table, in the order the Allow header lists methods. */
-extern const api_route api_routes[];
-extern const size_t api_route_count;
 
 /* Which part of the URL space a path is in: the checks of a part come before its 404 and 405
  * (a session must exist and may be looked at; the record must be kept). */
@@ -85,8 +53,10 @@ typedef struct api_match {
   bool id_truncated;
 } api_match;
 
-/* Matches `path` (no query string) against the table. A pattern that ends in a parameter also
- * matches with one trailing slash (/api/sessions/{id}/ is the session). Always fills `m`. */
-void api_route_match(const char *method, const char *path, api_match *m);
+/* Matches `path` (no query string) against a table of `count` routes, listed in the order the
+ * Allow header lists methods. A pattern that ends in a parameter also matches with one trailing
+ * slash (/api/sessions/{id}/ is the session). Always fills `m`. */
+void api_route_match(const api_route *routes, size_t count, const char *method, const char *path,
+                     api_match *m);
 
 #endif

@@ -1,68 +1,67 @@
-/* The REST route table and its matcher (server/api/api_route.c) without a server: every route,
- * every wrong method (405 with the Allow list), unknown paths (404), trailing junk and slashes,
- * and odd or over-long ids. */
+/* The REST route table (server/daemon/http_routes.c) and its matcher (server/api/api_route.c)
+ * without a server: every route reaches its own handler, every wrong method gets 405 with the
+ * Allow list, unknown paths 404; trailing junk and slashes, and odd or over-long ids. */
 #include "../support/check.h"
-#include "api_route.h"
+#include "http_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
 typedef struct route_case {
   const char *method, *path;
-  int status;        /* 200, 404, 405 */
-  int handler;       /* when 200 */
-  const char *allow; /* when 405 */
+  int status;          /* 200, 404, 405 */
+  api_handler handler; /* when 200 */
+  const char *allow;   /* when 405 */
   api_scope scope;
   const char *id;
 } route_case;
 
-enum { NONE = -1 };
+#define NONE NULL
 
 static const route_case cases[] = {
     /* every route, as documented in schema/openapi.yaml */
-    {"GET", "/healthz", 200, API_H_HEALTHZ, "", API_SCOPE_STATIC, ""},
-    {"GET", "/readyz", 200, API_H_READYZ, "", API_SCOPE_STATIC, ""},
-    {"GET", "/metrics", 200, API_H_METRICS, "", API_SCOPE_STATIC, ""},
-    {"GET", "/api/config", 200, API_H_CONFIG, "", API_SCOPE_API, ""},
-    {"GET", "/api/scenes", 200, API_H_SCENES, "", API_SCOPE_API, ""},
-    {"GET", "/api/sessions", 200, API_H_SESSIONS_LIST, "", API_SCOPE_API, ""},
-    {"POST", "/api/sessions", 200, API_H_SESSIONS_CREATE, "", API_SCOPE_API, ""},
-    {"GET", "/api/sessions/abc123", 200, API_H_SESSION_GET, "", API_SCOPE_SESSION, "abc123"},
-    {"PATCH", "/api/sessions/abc123", 200, API_H_SESSION_PATCH, "", API_SCOPE_SESSION, "abc123"},
-    {"DELETE", "/api/sessions/abc123", 200, API_H_SESSION_DELETE, "", API_SCOPE_SESSION, "abc123"},
-    {"PATCH", "/api/sessions/abc123/params", 200, API_H_SESSION_PARAMS, "", API_SCOPE_SESSION,
+    {"GET", "/healthz", 200, h_healthz, "", API_SCOPE_STATIC, ""},
+    {"GET", "/readyz", 200, h_readyz, "", API_SCOPE_STATIC, ""},
+    {"GET", "/metrics", 200, h_metrics, "", API_SCOPE_STATIC, ""},
+    {"GET", "/api/config", 200, h_config, "", API_SCOPE_API, ""},
+    {"GET", "/api/scenes", 200, h_scenes, "", API_SCOPE_API, ""},
+    {"GET", "/api/sessions", 200, h_sessions_list, "", API_SCOPE_API, ""},
+    {"POST", "/api/sessions", 200, h_sessions_create, "", API_SCOPE_API, ""},
+    {"GET", "/api/sessions/abc123", 200, h_session_get, "", API_SCOPE_SESSION, "abc123"},
+    {"PATCH", "/api/sessions/abc123", 200, h_session_patch, "", API_SCOPE_SESSION, "abc123"},
+    {"DELETE", "/api/sessions/abc123", 200, h_session_delete, "", API_SCOPE_SESSION, "abc123"},
+    {"PATCH", "/api/sessions/abc123/params", 200, h_session_params, "", API_SCOPE_SESSION,
      "abc123"},
-    {"POST", "/api/sessions/abc123/actions", 200, API_H_SESSION_ACTION, "", API_SCOPE_SESSION,
+    {"POST", "/api/sessions/abc123/actions", 200, h_session_action, "", API_SCOPE_SESSION,
      "abc123"},
-    {"POST", "/api/sessions/abc123/scene", 200, API_H_SESSION_SCENE, "", API_SCOPE_SESSION,
-     "abc123"},
-    {"GET", "/api/sessions/abc123/snapshot", 200, API_H_SESSION_SNAPSHOT, "", API_SCOPE_SESSION,
+    {"POST", "/api/sessions/abc123/scene", 200, h_session_scene, "", API_SCOPE_SESSION, "abc123"},
+    {"GET", "/api/sessions/abc123/snapshot", 200, h_session_snapshot, "", API_SCOPE_SESSION,
      "abc123"},
     {"POST", "/api/sessions/abc123/snapshot", 405, NONE, "GET", API_SCOPE_SESSION, "abc123"},
-    {"POST", "/api/admin/backup", 200, API_H_BACKUP, "", API_SCOPE_API, ""},
-    {"GET", "/api/runs", 200, API_H_RUNS_LIST, "", API_SCOPE_RUNS, ""},
-    {"GET", "/api/runs/42", 200, API_H_RUN_GET, "", API_SCOPE_RUNS, "42"},
-    {"GET", "/api/runs/42/samples", 200, API_H_RUN_SAMPLES, "", API_SCOPE_RUNS, "42"},
-    {"GET", "/api/runs/42/snapshot", 200, API_H_RUN_SNAPSHOT, "", API_SCOPE_RUNS, "42"},
-    {"POST", "/api/runs/42/replay", 200, API_H_RUN_REPLAY, "", API_SCOPE_RUNS, "42"},
-    {"POST", "/api/runs/42/fork", 200, API_H_RUN_FORK, "", API_SCOPE_RUNS, "42"},
-    {"POST", "/api/classes", 200, API_H_CLASSES_CREATE, "", API_SCOPE_API, ""},
-    {"GET", "/api/classes/c1", 200, API_H_CLASS_GET, "", API_SCOPE_CLASS, "c1"},
-    {"PATCH", "/api/classes/c1/", 200, API_H_CLASS_PATCH, "", API_SCOPE_CLASS, "c1"},
-    {"POST", "/api/classes/c1/push", 200, API_H_CLASS_PUSH, "", API_SCOPE_CLASS, "c1"},
-    {"POST", "/api/classes/c1/end", 200, API_H_CLASS_END, "", API_SCOPE_CLASS, "c1"},
+    {"POST", "/api/admin/backup", 200, h_backup, "", API_SCOPE_API, ""},
+    {"GET", "/api/runs", 200, h_runs_list, "", API_SCOPE_RUNS, ""},
+    {"GET", "/api/runs/42", 200, h_run_get, "", API_SCOPE_RUNS, "42"},
+    {"GET", "/api/runs/42/samples", 200, h_run_samples, "", API_SCOPE_RUNS, "42"},
+    {"GET", "/api/runs/42/snapshot", 200, h_run_snapshot, "", API_SCOPE_RUNS, "42"},
+    {"POST", "/api/runs/42/replay", 200, h_run_replay, "", API_SCOPE_RUNS, "42"},
+    {"POST", "/api/runs/42/fork", 200, h_run_fork, "", API_SCOPE_RUNS, "42"},
+    {"POST", "/api/classes", 200, h_classes_create, "", API_SCOPE_API, ""},
+    {"GET", "/api/classes/c1", 200, h_class_get, "", API_SCOPE_CLASS, "c1"},
+    {"PATCH", "/api/classes/c1/", 200, h_class_patch, "", API_SCOPE_CLASS, "c1"},
+    {"POST", "/api/classes/c1/push", 200, h_class_push, "", API_SCOPE_CLASS, "c1"},
+    {"POST", "/api/classes/c1/end", 200, h_class_end, "", API_SCOPE_CLASS, "c1"},
     {"GET", "/api/classes/c1/end", 405, NONE, "POST", API_SCOPE_CLASS, "c1"},
     {"DELETE", "/api/classes/c1", 405, NONE, "GET, PATCH", API_SCOPE_CLASS, "c1"},
     {"GET", "/api/classes/c1/nope", 404, NONE, "", API_SCOPE_CLASS, "c1"},
-    {"POST", "/api/join", 200, API_H_JOIN, "", API_SCOPE_API, ""},
+    {"POST", "/api/join", 200, h_join, "", API_SCOPE_API, ""},
     /* a join code is a session id too; the id's checks are the registry's */
-    {"GET", "/api/sessions/K7Q2", 200, API_H_SESSION_GET, "", API_SCOPE_SESSION, "K7Q2"},
+    {"GET", "/api/sessions/K7Q2", 200, h_session_get, "", API_SCOPE_SESSION, "K7Q2"},
     /* one trailing slash after a parameter is the same resource (as before the table) */
-    {"GET", "/api/sessions/abc123/", 200, API_H_SESSION_GET, "", API_SCOPE_SESSION, "abc123"},
-    {"GET", "/api/runs/42/", 200, API_H_RUN_GET, "", API_SCOPE_RUNS, "42"},
+    {"GET", "/api/sessions/abc123/", 200, h_session_get, "", API_SCOPE_SESSION, "abc123"},
+    {"GET", "/api/runs/42/", 200, h_run_get, "", API_SCOPE_RUNS, "42"},
     /* a run id that is no number still matches: the handler answers 404 after the method */
-    {"GET", "/api/runs/abc", 200, API_H_RUN_GET, "", API_SCOPE_RUNS, "abc"},
-    {"POST", "/api/runs/abc/replay", 200, API_H_RUN_REPLAY, "", API_SCOPE_RUNS, "abc"},
+    {"GET", "/api/runs/abc", 200, h_run_get, "", API_SCOPE_RUNS, "abc"},
+    {"POST", "/api/runs/abc/replay", 200, h_run_replay, "", API_SCOPE_RUNS, "abc"},
     /* wrong methods: 405 and the methods the path has, in table order */
     {"POST", "/healthz", 405, NONE, "GET", API_SCOPE_STATIC, ""},
     {"HEAD", "/healthz", 405, NONE, "GET", API_SCOPE_STATIC, ""},
@@ -128,24 +127,24 @@ int main(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const route_case *c = &cases[i];
     api_match m;
-    api_route_match(c->method, c->path, &m);
+    api_route_match(http_routes, http_route_count, c->method, c->path, &m);
     const bool ok = m.status == c->status &&
-                    (c->status != 200 || (m.route && (int)m.route->handler == c->handler)) &&
+                    (c->status != 200 || (m.route && m.route->handler == c->handler)) &&
                     strcmp(m.allow, c->allow) == 0 && m.scope == c->scope &&
                     strcmp(m.id, c->id) == 0 && !m.id_truncated;
-    snprintf(name, sizeof name,
-             "%s '%s': got %d %s allow '%s' scope %d id '%s', want %d handler %d allow '%s' "
-             "scope %d id '%s'",
-             c->method, c->path, m.status, handler_name(&m), m.allow, (int)m.scope, m.id, c->status,
-             c->handler, c->allow, (int)c->scope, c->id);
+    snprintf(
+        name, sizeof name,
+        "%s '%s': got %d %s allow '%s' scope %d id '%s', want %d%s allow '%s' scope %d id '%s'",
+        c->method, c->path, m.status, handler_name(&m), m.allow, (int)m.scope, m.id, c->status,
+        c->handler ? " and its handler" : "", c->allow, (int)c->scope, c->id);
     CHECK(name, ok);
   }
 
   /* every table entry is reached by its own pattern (with an id filled in), and by nothing else */
   int reached = 0;
-  for (size_t i = 0; i < api_route_count; i++) {
+  for (size_t i = 0; i < http_route_count; i++) {
     char path[256];
-    const char *p = api_routes[i].pattern;
+    const char *p = http_routes[i].pattern;
     size_t n = 0;
     while (*p && n + 8 < sizeof path) {
       if (*p == '{') {
@@ -157,12 +156,12 @@ int main(void) {
     }
     path[n] = '\0';
     api_match m;
-    api_route_match(api_routes[i].method, path, &m);
-    reached += m.status == 200 && m.route == &api_routes[i];
+    api_route_match(http_routes, http_route_count, http_routes[i].method, path, &m);
+    reached += m.status == 200 && m.route == &http_routes[i];
   }
   snprintf(name, sizeof name, "every route is reached by its own pattern: got %d of %zu", reached,
-           api_route_count);
-  CHECK(name, reached == (int)api_route_count);
+           http_route_count);
+  CHECK(name, reached == (int)http_route_count);
 
   /* over-long ids: cut to fit, flagged, and the route still found (the caller answers 404) */
   char path[600];
@@ -171,13 +170,13 @@ int main(void) {
   longid[sizeof longid - 1] = '\0';
   snprintf(path, sizeof path, "/api/sessions/%s/params", longid);
   api_match m;
-  api_route_match("PATCH", path, &m);
+  api_route_match(http_routes, http_route_count, "PATCH", path, &m);
   snprintf(name, sizeof name,
            "a 399-byte session id: got status %d, truncated %d, id length %zu; want 200, 1, %zu",
            m.status, (int)m.id_truncated, strlen(m.id), sizeof m.id - 1);
   CHECK(name, m.status == 200 && m.id_truncated && strlen(m.id) == sizeof m.id - 1);
   snprintf(path, sizeof path, "/api/runs/%s", longid);
-  api_route_match("GET", path, &m);
+  api_route_match(http_routes, http_route_count, "GET", path, &m);
   snprintf(name, sizeof name, "a 399-digit run path: got status %d, truncated %d; want 200, 1",
            m.status, (int)m.id_truncated);
   CHECK(name, m.status == 200 && m.id_truncated);
@@ -185,12 +184,12 @@ int main(void) {
   memset(longid, 'b', sizeof m.id - 1);
   longid[sizeof m.id - 1] = '\0';
   snprintf(path, sizeof path, "/api/sessions/%s", longid);
-  api_route_match("GET", path, &m);
+  api_route_match(http_routes, http_route_count, "GET", path, &m);
   snprintf(name, sizeof name, "a %zu-byte id: got truncated %d, length %zu", sizeof m.id - 1,
            (int)m.id_truncated, strlen(m.id));
   CHECK(name, m.status == 200 && !m.id_truncated && strlen(m.id) == sizeof m.id - 1);
   /* odd bytes in an id are the registry's to refuse, never the matcher's to crash on */
-  api_route_match("GET", "/api/sessions/%00\x01\xff", &m);
+  api_route_match(http_routes, http_route_count, "GET", "/api/sessions/%00\x01\xff", &m);
   snprintf(name, sizeof name, "odd bytes in an id: got %d id '%s'", m.status, m.id);
   CHECK(name, m.status == 200 && strcmp(m.id, "%00\x01\xff") == 0);
   CHECK_DONE();
