@@ -26,17 +26,18 @@ static bool has_control(const char *s) {
 }
 
 /* A name field: a string of 1..max characters, no control characters, no space at either end. */
-static int read_name(const json_t *v, const char *field, size_t max, const char *code, char *out,
+static int read_name(const json_t *v, const char *field, size_t max, api_code code, char *out,
                      size_t size, api_error *err) {
   if (!json_is_string(v)) {
-    api_fail(err, 400, v ? "wrong_type" : "missing_field", field, "\"%s\" must be a string", field);
+    api_fail(err, v ? API_E_WRONG_TYPE : API_E_MISSING_FIELD, field, "\"%s\" must be a string",
+             field);
     return -1;
   }
   const char *s = json_string_value(v);
   const size_t n = utf8_chars(s), len = strlen(s);
   if (n == 0 || n > max || len != json_string_length(v) || len >= size || has_control(s) ||
       s[0] == ' ' || s[len - 1] == ' ') {
-    api_fail(err, 400, code, field,
+    api_fail(err, code, field,
              "\"%s\" must be 1 to %zu characters, without control characters or spaces at "
              "either end",
              field, max);
@@ -48,14 +49,14 @@ static int read_name(const json_t *v, const char *field, size_t max, const char 
 
 static int whole(const json_t *v, const char *field, long lo, long hi, long *out, api_error *err) {
   if (!json_is_integer(v)) {
-    api_fail(err, 400, v ? "wrong_type" : "missing_field", field,
+    api_fail(err, v ? API_E_WRONG_TYPE : API_E_MISSING_FIELD, field,
              "\"%s\" must be a whole number in %ld..%ld", field, lo, hi);
     return -1;
   }
   const json_int_t x = json_integer_value(v);
   if (x < lo || x > hi) {
-    api_fail(err, 422, "out_of_range", field, "\"%s\" must be in %ld..%ld (got %lld)", field, lo,
-             hi, (long long)x);
+    api_fail(err, API_E_OUT_OF_RANGE, field, "\"%s\" must be in %ld..%ld (got %lld)", field, lo, hi,
+             (long long)x);
     return -1;
   }
   *out = (long)x;
@@ -66,12 +67,12 @@ int api_class_definition(const json_t *defaults, const grn_scene_info *scene, gr
                          api_error *err) {
   grn_error e;
   if (grn_world_def_default(def, scene->name, &e) != GRN_OK) {
-    api_fail(err, 500, "internal", "scenes", "scene '%s' has no default", scene->name);
+    api_fail(err, API_E_INTERNAL, "scenes", "scene '%s' has no default", scene->name);
     return -1;
   }
   const json_t *mine = json_object_get(defaults, scene->name);
   if (mine && !json_is_object(mine)) {
-    api_fail(err, 400, "wrong_type", "defaults", "\"defaults.%s\" must be an object of numbers",
+    api_fail(err, API_E_WRONG_TYPE, "defaults", "\"defaults.%s\" must be an object of numbers",
              scene->name);
     return -1;
   }
@@ -84,7 +85,7 @@ int api_class_definition(const json_t *defaults, const grn_scene_info *scene, gr
 static int read_second_join(const json_t *v, bool *controller, api_error *err) {
   const char *s = json_string_value(v);
   if (!s || (strcmp(s, "viewer") != 0 && strcmp(s, "controller") != 0)) {
-    api_fail(err, 400, "wrong_type", "second_join",
+    api_fail(err, API_E_WRONG_TYPE, "second_join",
              "\"second_join\" is \"viewer\" or \"controller\": what a group's second student "
              "gets");
     return -1;
@@ -97,7 +98,7 @@ static int read_second_join(const json_t *v, bool *controller, api_error *err) {
 static int read_seeds(const json_t *v, bool *own, api_error *err) {
   const char *s = json_string_value(v);
   if (!s || (strcmp(s, "shared") != 0 && strcmp(s, "own") != 0)) {
-    api_fail(err, 400, "wrong_type", "seeds",
+    api_fail(err, API_E_WRONG_TYPE, "seeds",
              "\"seeds\" is \"shared\" (every group the same seed: their grains settle once for "
              "the class) or \"own\" (each group its own seed: group k, in joining order, seed k)");
     return -1;
@@ -109,7 +110,7 @@ static int read_seeds(const json_t *v, bool *own, api_error *err) {
 static int read_scenes(const json_t *v, api_class_create *out, api_error *err) {
   if (!json_is_array(v) || json_array_size(v) == 0 ||
       json_array_size(v) > (size_t)grn_scene_count()) {
-    api_fail(err, 400, v ? "wrong_type" : "missing_field", "scenes",
+    api_fail(err, v ? API_E_WRONG_TYPE : API_E_MISSING_FIELD, "scenes",
              "\"scenes\" must list 1 to %d scene names (GET /api/scenes)", grn_scene_count());
     return -1;
   }
@@ -118,12 +119,12 @@ static int read_scenes(const json_t *v, api_class_create *out, api_error *err) {
   json_array_foreach(v, i, s) {
     const grn_scene_info *scene = json_is_string(s) ? grn_scene_find(json_string_value(s)) : NULL;
     if (!scene) {
-      api_fail(err, 400, "unknown_scene", "scenes", "\"scenes\"[%zu] is not a scene name", i);
+      api_fail(err, API_E_UNKNOWN_SCENE, "scenes", "\"scenes\"[%zu] is not a scene name", i);
       return -1;
     }
     for (int k = 0; k < out->nscenes; k++) {
       if (out->scenes[k] == scene) {
-        api_fail(err, 400, "duplicate_scene", "scenes", "\"scenes\" names '%s' twice", scene->name);
+        api_fail(err, API_E_DUPLICATE_SCENE, "scenes", "\"scenes\" names '%s' twice", scene->name);
         return -1;
       }
     }
@@ -134,7 +135,7 @@ static int read_scenes(const json_t *v, api_class_create *out, api_error *err) {
 
 static int read_defaults(const json_t *v, api_class_create *out, api_error *err) {
   if (v && !json_is_object(v)) {
-    api_fail(err, 400, "wrong_type", "defaults",
+    api_fail(err, API_E_WRONG_TYPE, "defaults",
              "\"defaults\" must be an object: {scene: {parameter: value}}");
     return -1;
   }
@@ -146,7 +147,7 @@ static int read_defaults(const json_t *v, api_class_create *out, api_error *err)
       allowed = allowed || strcmp(out->scenes[k]->name, name) == 0;
     }
     if (!allowed) {
-      api_fail(err, 422, "scene_not_allowed", "defaults",
+      api_fail(err, API_E_SCENE_NOT_ALLOWED, "defaults",
                "\"defaults\" names '%.40s', which is not among the class's scenes", name);
       return -1;
     }
@@ -161,7 +162,7 @@ static int read_defaults(const json_t *v, api_class_create *out, api_error *err)
     }
     const int grains = grn_world_def_grains(&def);
     if (grains > out->grain_budget) {
-      api_fail(err, 422, "over_grain_budget", "grain_budget",
+      api_fail(err, API_E_OVER_GRAIN_BUDGET, "grain_budget",
                "scene '%s' starts with %d grains, over the grain budget of %d: raise the budget "
                "or lower the scene's amount in \"defaults\"",
                out->scenes[k]->name, grains, out->grain_budget);
@@ -169,7 +170,7 @@ static int read_defaults(const json_t *v, api_class_create *out, api_error *err)
     }
   }
   out->defaults = v ? json_deep_copy(v) : json_object();
-  return out->defaults ? 0 : (api_fail(err, 500, "internal", "", "out of memory"), -1);
+  return out->defaults ? 0 : (api_fail(err, API_E_INTERNAL, "", "out of memory"), -1);
 }
 
 int api_read_class_create(const json_t *body, double now, int max_grains, api_class_create *out,
@@ -179,8 +180,8 @@ int api_read_class_create(const json_t *body, double now, int max_grains, api_cl
                                      "seeds",    NULL};
   memset(out, 0, sizeof *out);
   if (api_only_keys(body, keys, err) != 0 ||
-      read_name(json_object_get(body, "name"), "name", API_CLASS_NAME_MAX, "bad_name", out->name,
-                sizeof out->name, err) != 0 ||
+      read_name(json_object_get(body, "name"), "name", API_CLASS_NAME_MAX, API_E_BAD_NAME,
+                out->name, sizeof out->name, err) != 0 ||
       read_scenes(json_object_get(body, "scenes"), out, err) != 0) {
     return -1;
   }
@@ -197,18 +198,18 @@ int api_read_class_create(const json_t *body, double now, int max_grains, api_cl
   const json_t *second = json_object_get(body, "second_join");
   double at = 0;
   if (!json_is_string(ends) || !utc_parse(json_string_value(ends), &at)) {
-    api_fail(err, 400, ends ? "bad_time" : "missing_field", "ends_at",
+    api_fail(err, ends ? API_E_BAD_TIME : API_E_MISSING_FIELD, "ends_at",
              "\"ends_at\" must be a UTC time such as \"2026-12-03T15:00:00Z\"");
     return -1;
   }
   if (at <= now || at > now + API_CLASS_DAYS_MAX * 86400.0) {
-    api_fail(err, 422, "out_of_range", "ends_at",
+    api_fail(err, API_E_OUT_OF_RANGE, "ends_at",
              "\"ends_at\" must be in the future and at most %d days ahead", API_CLASS_DAYS_MAX);
     return -1;
   }
   out->ends_at = at;
   if (priv && !json_is_boolean(priv)) {
-    api_fail(err, 400, "wrong_type", "private", "\"private\" must be true or false");
+    api_fail(err, API_E_WRONG_TYPE, "private", "\"private\" must be true or false");
     return -1;
   }
   out->private_ = json_is_true(priv);
@@ -256,7 +257,7 @@ int api_read_join(const json_t *body, api_join *out, api_error *err) {
   }
   const json_t *code = json_object_get(body, "code"), *scene = json_object_get(body, "scene");
   if (!json_is_string(code)) {
-    api_fail(err, 400, code ? "wrong_type" : "missing_field", "code",
+    api_fail(err, code ? API_E_WRONG_TYPE : API_E_MISSING_FIELD, "code",
              "\"code\" must be the class code the teacher gave");
     return -1;
   }
@@ -268,7 +269,7 @@ int api_read_join(const json_t *body, api_join *out, api_error *err) {
   const bool text =
       json_is_string(group) && strlen(json_string_value(group)) == json_string_length(group);
   json_t *trimmed = text ? trim_spaces(json_string_value(group)) : NULL;
-  const int rc = read_name(trimmed ? trimmed : group, "group", API_GROUP_NAME_MAX, "bad_group",
+  const int rc = read_name(trimmed ? trimmed : group, "group", API_GROUP_NAME_MAX, API_E_BAD_GROUP,
                            out->group, sizeof out->group, err);
   json_decref(trimmed);
   if (rc != 0) {
@@ -277,7 +278,7 @@ int api_read_join(const json_t *body, api_join *out, api_error *err) {
   if (scene) {
     out->scene = json_is_string(scene) ? grn_scene_find(json_string_value(scene)) : NULL;
     if (!out->scene) {
-      api_fail(err, 400, json_is_string(scene) ? "unknown_scene" : "wrong_type", "scene",
+      api_fail(err, json_is_string(scene) ? API_E_UNKNOWN_SCENE : API_E_WRONG_TYPE, "scene",
                "\"scene\" must name a scene of the class");
       return -1;
     }
@@ -295,19 +296,19 @@ int api_read_class_patch(const json_t *body, api_class_patch *out, api_error *er
                *spot = json_object_get(body, "spotlight");
   const json_t *second = json_object_get(body, "second_join");
   if (json_object_size(body) == 0) {
-    api_fail(err, 400, "missing_field", "",
+    api_fail(err, API_E_MISSING_FIELD, "",
              "nothing to change: give locked, spotlight or second_join");
     return -1;
   }
   if (locked && !json_is_boolean(locked)) {
-    api_fail(err, 400, "wrong_type", "locked", "\"locked\" must be true or false");
+    api_fail(err, API_E_WRONG_TYPE, "locked", "\"locked\" must be true or false");
     return -1;
   }
   out->has_locked = locked != NULL;
   out->locked = json_is_true(locked);
   if (spot) {
     out->has_spotlight = true;
-    if (!json_is_null(spot) && read_name(spot, "spotlight", API_GROUP_NAME_MAX, "bad_group",
+    if (!json_is_null(spot) && read_name(spot, "spotlight", API_GROUP_NAME_MAX, API_E_BAD_GROUP,
                                          out->spotlight, sizeof out->spotlight, err) != 0) {
       return -1;
     }
@@ -328,13 +329,13 @@ int api_read_class_push(const json_t *body, api_class_push *out, api_error *err)
   const json_t *params = json_object_get(body, "params"), *action = json_object_get(body, "action");
   const json_t *groups = json_object_get(body, "groups");
   if (!params == !action) {
-    api_fail(err, 400, "missing_field", "", "give exactly one of \"params\" and \"action\"");
+    api_fail(err, API_E_MISSING_FIELD, "", "give exactly one of \"params\" and \"action\"");
     return -1;
   }
   if (groups) {
     if (!json_is_array(groups) || json_array_size(groups) == 0 ||
         json_array_size(groups) > API_CLASS_GROUPS_MAX) {
-      api_fail(err, 400, "wrong_type", "groups", "\"groups\" must list 1 to %d group names",
+      api_fail(err, API_E_WRONG_TYPE, "groups", "\"groups\" must list 1 to %d group names",
                API_CLASS_GROUPS_MAX);
       return -1;
     }
@@ -342,7 +343,7 @@ int api_read_class_push(const json_t *body, api_class_push *out, api_error *err)
     const json_t *g;
     json_array_foreach(groups, i, g) {
       if (!json_is_string(g)) {
-        api_fail(err, 400, "wrong_type", "groups", "\"groups\"[%zu] must be a group's name", i);
+        api_fail(err, API_E_WRONG_TYPE, "groups", "\"groups\"[%zu] must be a group's name", i);
         return -1;
       }
     }
@@ -350,14 +351,14 @@ int api_read_class_push(const json_t *body, api_class_push *out, api_error *err)
   }
   if (action) {
     if (!json_is_object(action)) {
-      api_fail(err, 400, "wrong_type", "action", "\"action\" must be an action object");
+      api_fail(err, API_E_WRONG_TYPE, "action", "\"action\" must be an action object");
       return -1;
     }
     out->is_action = true;
     return api_read_action(action, &out->action, err);
   }
   if (!json_is_object(params) || json_object_size(params) == 0) {
-    api_fail(err, 400, "wrong_type", "params", "\"params\" must be an object of numbers");
+    api_fail(err, API_E_WRONG_TYPE, "params", "\"params\" must be an object of numbers");
     return -1;
   }
   api_params_read(params, &out->params);

@@ -197,7 +197,7 @@ json_t *api_scenes_json(void) {
 int api_read_action(const json_t *body, api_action *out, api_error *err) {
   const json_t *type = json_object_get(body, "type");
   if (!json_is_string(type)) {
-    api_fail(err, 400, "missing_field", "type", "an action needs a \"type\" string");
+    api_fail(err, API_E_MISSING_FIELD, "type", "an action needs a \"type\" string");
     return -1;
   }
   const char *name = json_string_value(type);
@@ -209,7 +209,7 @@ int api_read_action(const json_t *body, api_action *out, api_error *err) {
     }
   }
   if (!p.info) {
-    api_fail(err, 400, "unknown_action", "type", "unknown action '%.60s'", name);
+    api_fail(err, API_E_UNKNOWN_ACTION, "type", "unknown action '%.60s'", name);
     return -1;
   }
   const grn_action_info *info = p.info;
@@ -225,12 +225,12 @@ int api_read_action(const json_t *body, api_action *out, api_error *err) {
       k = strcmp(info->args[a].name, key) == 0 ? a : k;
     }
     if (k < 0) {
-      api_fail(err, 400, "unknown_field", key, "action '%s' takes no '%.60s'", info->name, key);
+      api_fail(err, API_E_UNKNOWN_FIELD, key, "action '%s' takes no '%.60s'", info->name, key);
       return -1;
     }
     const bool boolean = info->args[k].boolean;
     if (boolean ? !json_is_boolean(v) : !json_is_number(v)) {
-      api_fail(err, 400, "wrong_type", key, "'%s' must be a %s", key,
+      api_fail(err, API_E_WRONG_TYPE, key, "'%s' must be a %s", key,
                boolean ? "boolean" : "number");
       return -1;
     }
@@ -249,7 +249,7 @@ int api_read_action(const json_t *body, api_action *out, api_error *err) {
   const bool partial = info->optional_together && nargs > required && nargs < info->arg_count;
   if ((given >> nargs) != 0 || nargs < required || partial) {
     const char *missing = info->args[nargs].name;
-    api_fail(err, 400, "missing_field", missing, "action '%s' needs '%s'%s", info->name, missing,
+    api_fail(err, API_E_MISSING_FIELD, missing, "action '%s' needs '%s'%s", info->name, missing,
              nargs < required ? "" : " (its optional arguments come all together or not at all)");
     return -1;
   }
@@ -302,53 +302,51 @@ json_t *api_error_json(const api_error *e) {
 static const struct {
   api_engine_ctx ctx;
   int grn_code; /* GRN_OK: any other status */
-  int status;
-  const char *code;
+  api_code kind;
 } engine_map[] = {
     /* an experiment asked for while the grains settle: it waits for nothing, try again */
-    {API_ON_WORKER_SET, GRN_E_SETTLING, 409, "settling"},
-    {API_ON_WORKER, GRN_E_SETTLING, 409, "settling"},
-    {API_ON_PARAM, GRN_E_UNKNOWN_PARAM, 400, "unknown_parameter"},
-    {API_ON_PARAM, GRN_OK, 422, "out_of_range"},
-    {API_ON_ACTION, GRN_E_UNSUPPORTED, 409, "unsupported_action"},
-    {API_ON_ACTION, GRN_OK, 422, "out_of_range"},
-    {API_ON_WORKER_SET, GRN_E_UNSUPPORTED, 409, "needs_restart"},
-    {API_ON_WORKER_SET, GRN_OK, 422, "rejected"},
-    {API_ON_WORKER, GRN_OK, 422, "rejected"},
+    {API_ON_WORKER_SET, GRN_E_SETTLING, API_E_SETTLING},
+    {API_ON_WORKER, GRN_E_SETTLING, API_E_SETTLING},
+    {API_ON_PARAM, GRN_E_UNKNOWN_PARAM, API_E_UNKNOWN_PARAMETER},
+    {API_ON_PARAM, GRN_OK, API_E_OUT_OF_RANGE},
+    {API_ON_ACTION, GRN_E_UNSUPPORTED, API_E_UNSUPPORTED_ACTION},
+    {API_ON_ACTION, GRN_OK, API_E_OUT_OF_RANGE},
+    {API_ON_WORKER_SET, GRN_E_UNSUPPORTED, API_E_NEEDS_RESTART},
+    {API_ON_WORKER_SET, GRN_OK, API_E_REJECTED},
+    {API_ON_WORKER, GRN_OK, API_E_REJECTED},
 };
 
-void api_engine_status(api_engine_ctx ctx, int grn_code, int *http_status, const char **code) {
+static api_code engine_kind(api_engine_ctx ctx, int grn_code) {
   for (size_t i = 0; i < sizeof engine_map / sizeof engine_map[0]; i++) {
     if (engine_map[i].ctx == ctx &&
         (engine_map[i].grn_code == grn_code || !engine_map[i].grn_code)) {
-      *http_status = engine_map[i].status;
-      *code = engine_map[i].code;
-      return;
+      return engine_map[i].kind;
     }
   }
-  /* a context outside the enum: our own bug, answered as the worker's refusal */
-  *http_status = 422;
-  *code = "rejected";
+  return API_E_REJECTED; /* a context outside the enum: our own bug, answered as a refusal */
+}
+
+void api_engine_status(api_engine_ctx ctx, int grn_code, int *http_status, const char **code) {
+  const api_code kind = engine_kind(ctx, grn_code);
+  *http_status = api_code_status(kind);
+  *code = api_code_word(kind);
 }
 
 void api_engine_error(api_error *out, api_engine_ctx ctx, const grn_error *e) {
-  int status;
-  const char *code;
-  api_engine_status(ctx, e->code, &status, &code);
-  api_fail(out, status, code, e->field, "%s", e->message);
+  api_fail(out, engine_kind(ctx, e->code), e->field, "%s", e->message);
 }
 
 json_t *api_parse_object(const char *body, size_t len, api_error *err) {
   json_error_t je;
   json_t *j = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES, &je);
   if (!j) {
-    api_fail(err, 400, "bad_json", "", "malformed JSON at line %d column %d: %s", je.line,
-             je.column, je.text);
+    api_fail(err, API_E_BAD_JSON, "", "malformed JSON at line %d column %d: %s", je.line, je.column,
+             je.text);
     return NULL;
   }
   if (!json_is_object(j)) {
     json_decref(j);
-    api_fail(err, 400, "bad_json", "", "the body must be a JSON object");
+    api_fail(err, API_E_BAD_JSON, "", "the body must be a JSON object");
     return NULL;
   }
   return j;
@@ -365,7 +363,7 @@ int api_only_keys(const json_t *obj, const char *const *allowed, api_error *err)
       ok = strcmp(allowed[i], key) == 0;
     }
     if (!ok) {
-      api_fail(err, 400, "unknown_field", key, "unknown field '%.60s'", key);
+      api_fail(err, API_E_UNKNOWN_FIELD, key, "unknown field '%.60s'", key);
       return -1;
     }
   }
@@ -404,24 +402,24 @@ int api_params_apply(const api_params *p, grn_world_def *def, api_params_use use
       return -1;
     }
     if (use == API_PARAMS_LIVE && api_param_restart_only(def->scene, name)) {
-      api_fail(err, 409, "needs_restart", name,
+      api_fail(err, API_E_NEEDS_RESTART, name,
                "parameter '%s' is fixed when the scene starts: restart it (POST "
                "/api/sessions/{id}/scene) to change it",
                name);
       return -1;
     }
     if (use == API_PARAMS_FORK && api_param_restart_only(def->scene, name)) {
-      api_fail(err, 409, "needs_restart", name,
+      api_fail(err, API_E_NEEDS_RESTART, name,
                "a fork goes on from the run's end: '%s' is fixed when the scene starts", name);
       return -1;
     }
   }
   if (p->not_number) {
     if (use == API_PARAMS_DEFINE) {
-      api_fail(err, 400, "wrong_type", p->not_number, "parameter '%.60s' must be a number",
+      api_fail(err, API_E_WRONG_TYPE, p->not_number, "parameter '%.60s' must be a number",
                p->not_number);
     } else {
-      api_fail(err, 400, "wrong_type", p->not_number, "parameter '%s' must be a number",
+      api_fail(err, API_E_WRONG_TYPE, p->not_number, "parameter '%s' must be a number",
                p->not_number);
     }
     return -1;
@@ -434,17 +432,17 @@ static int read_definition(const json_t *body, grn_world_def *d, api_error *err)
   json_t *scene = json_object_get(body, "scene"), *params = json_object_get(body, "params");
   json_t *seed = json_object_get(body, "seed");
   if (!json_is_string(scene)) {
-    api_fail(err, 400, scene ? "wrong_type" : "missing_field", "scene",
+    api_fail(err, scene ? API_E_WRONG_TYPE : API_E_MISSING_FIELD, "scene",
              "\"scene\" must be a string naming a scene");
     return -1;
   }
   grn_error e;
   if (grn_world_def_default(d, json_string_value(scene), &e) != GRN_OK) {
-    api_fail(err, 400, "unknown_scene", "scene", "unknown scene '%.60s'", json_string_value(scene));
+    api_fail(err, API_E_UNKNOWN_SCENE, "scene", "unknown scene '%.60s'", json_string_value(scene));
     return -1;
   }
   if (params && !json_is_object(params)) {
-    api_fail(err, 400, "wrong_type", "params", "\"params\" must be an object");
+    api_fail(err, API_E_WRONG_TYPE, "params", "\"params\" must be an object");
     return -1;
   }
   api_params p;
@@ -454,7 +452,7 @@ static int read_definition(const json_t *body, grn_world_def *d, api_error *err)
   }
   if (seed) {
     if (!json_is_integer(seed)) {
-      api_fail(err, 400, "wrong_type", "seed", "\"seed\" must be an integer");
+      api_fail(err, API_E_WRONG_TYPE, "seed", "\"seed\" must be an integer");
       return -1;
     }
     d->seed = (uint64_t)json_integer_value(seed);
@@ -471,11 +469,11 @@ int api_read_scene(const json_t *body, grn_world_def *def, api_error *err) {
 static int read_label_private(const json_t *body, char label[64], bool *private_, api_error *err) {
   json_t *label_j = json_object_get(body, "label"), *priv = json_object_get(body, "private");
   if (label_j && (!json_is_string(label_j) || json_string_length(label_j) > 63)) {
-    api_fail(err, 400, "wrong_type", "label", "\"label\" must be a string of 63 bytes or fewer");
+    api_fail(err, API_E_WRONG_TYPE, "label", "\"label\" must be a string of 63 bytes or fewer");
     return -1;
   }
   if (priv && !json_is_boolean(priv)) {
-    api_fail(err, 400, "wrong_type", "private", "\"private\" must be true or false");
+    api_fail(err, API_E_WRONG_TYPE, "private", "\"private\" must be true or false");
     return -1;
   }
   snprintf(label, 64, "%s", label_j ? json_string_value(label_j) : "");
@@ -498,11 +496,11 @@ int api_read_session_patch(const json_t *body, api_session_patch *out, api_error
   }
   json_t *speed = json_object_get(body, "speed");
   if (speed && !json_is_number(speed)) {
-    api_fail(err, 400, "wrong_type", "speed", "\"speed\" must be a number");
+    api_fail(err, API_E_WRONG_TYPE, "speed", "\"speed\" must be a number");
     return -1;
   }
   if (json_object_get(body, "label")) {
-    api_fail(err, 400, "read_only", "label", "a session's label is set when it is created");
+    api_fail(err, API_E_READ_ONLY, "label", "a session's label is set when it is created");
     return -1;
   }
   out->has_speed = speed != NULL;
@@ -519,7 +517,7 @@ int api_read_from_run(const json_t *body, bool fork, api_from_run *out, api_erro
   }
   json_t *params = json_object_get(body, "params");
   if (params && !json_is_object(params)) {
-    api_fail(err, 400, "wrong_type", "params", "\"params\" must be an object");
+    api_fail(err, API_E_WRONG_TYPE, "params", "\"params\" must be an object");
     return -1;
   }
   out->params = params;
@@ -532,7 +530,7 @@ int api_read_client_message(const char *text, size_t len, api_client_message *ou
   json_t *m = json_loadb(text ? text : "", text ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
   if (!m || !json_is_object(m) || !json_is_string(json_object_get(m, "type"))) {
     json_decref(m);
-    api_fail(err, 400, "bad_message", "type", "expected a JSON object with a \"type\" string");
+    api_fail(err, API_E_BAD_MESSAGE, "type", "expected a JSON object with a \"type\" string");
     return -1;
   }
   const char *type = json_string_value(json_object_get(m, "type"));
@@ -556,7 +554,7 @@ int api_read_client_message(const char *text, size_t len, api_client_message *ou
       snprintf(err->message, sizeof err->message, "action takes only \"action\"");
       rc = -1;
     } else if (!json_is_object(action)) {
-      api_fail(err, 400, "bad_message", "action", "\"action\" must be an object");
+      api_fail(err, API_E_BAD_MESSAGE, "action", "\"action\" must be an object");
       rc = -1;
     } else {
       rc = api_read_action(action, &out->action, err);
@@ -571,15 +569,15 @@ int api_read_client_message(const char *text, size_t len, api_client_message *ou
     } else if (!json_is_integer(fps) || json_integer_value(fps) < API_RATE_MIN ||
                json_integer_value(fps) > API_RATE_MAX) {
       /* 2.5 or "5" is refused rather than rounded: nothing is clamped */
-      api_fail(err, 400, "bad_rate", "fps", "\"fps\" must be an integer from %d to %d",
-               API_RATE_MIN, API_RATE_MAX);
+      api_fail(err, API_E_BAD_RATE, "fps", "\"fps\" must be an integer from %d to %d", API_RATE_MIN,
+               API_RATE_MAX);
       rc = -1;
     } else {
       out->fps = (int)json_integer_value(fps);
     }
   } else {
     out->kind = API_MSG_UNKNOWN;
-    api_fail(err, 400, "unknown_type", "type", "known types: auth, action, rate");
+    api_fail(err, API_E_UNKNOWN_TYPE, "type", "known types: auth, action, rate");
     rc = -1;
   }
   json_decref(m);

@@ -440,9 +440,9 @@ static int snapshot(class_registry *cr, const char *id, class_copy *out, api_err
   pthread_mutex_unlock(&cr->lock);
   put(cr, c);
   if (!c) {
-    api_fail(err, 404, "no_class", "id", "no class '%.40s'", id);
+    api_fail(err, API_E_NO_CLASS, "id", "no class '%.40s'", id);
   } else if (rc != 0) {
-    api_fail(err, 503, "out_of_memory", "", "out of memory");
+    api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
   }
   return rc;
 }
@@ -460,7 +460,7 @@ static json_t *view(class_registry *cr, const char *id, class_role role, api_err
 json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error *err) {
   klass *c = calloc(1, sizeof *c);
   if (!c) {
-    api_fail(err, 503, "out_of_memory", "", "out of memory");
+    api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
     return NULL;
   }
   pthread_mutex_init(&c->join_lock, NULL);
@@ -474,7 +474,7 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   c->defaults = json_deep_copy(cmd->defaults); /* the request's own is released by its thread */
   if (!c->defaults) {
     free_class(c);
-    api_fail(err, 503, "out_of_memory", "", "out of memory");
+    api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
     return NULL;
   }
   c->private_ = cmd->private_;
@@ -508,7 +508,7 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   pthread_mutex_unlock(&cr->lock);
   if (rc != 0) {
     free_class(c);
-    api_fail(err, 503, "out_of_memory", "", "out of memory");
+    api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
     return NULL;
   }
   log_msg(LOG_INFO, "class_created", "class=%s code=%s groups=%d ends=%.0f", c->id, c->code,
@@ -553,7 +553,7 @@ int class_role_of(class_registry *cr, const char *id, const char *token, bool ad
   }
   pthread_mutex_unlock(&cr->lock);
   if (!c) {
-    api_fail(err, 404, "no_class", "id", "no class '%.40s'", id);
+    api_fail(err, API_E_NO_CLASS, "id", "no class '%.40s'", id);
     return -1;
   }
   put(cr, c);
@@ -567,7 +567,7 @@ json_t *class_get(class_registry *cr, const char *id, class_role role, api_error
   }
   json_t *j = NULL;
   if (k.c.private_ && role == CLASS_ANYONE) {
-    api_fail(err, 403, "private", "",
+    api_fail(err, API_E_PRIVATE, "",
              "this class is private: send its teacher token or a token of one of its groups as "
              "\"Authorization: Bearer <token>\"");
   } else {
@@ -582,7 +582,7 @@ static int open_class(const klass *c, api_error *err) {
   if (c->ended_at > 0) {
     char at[24];
     utc_format(c->ended_at, at);
-    api_fail(err, 409, "class_ended", "", "the class ended at %s", at);
+    api_fail(err, API_E_CLASS_ENDED, "", "the class ended at %s", at);
     return -1;
   }
   return 0;
@@ -594,13 +594,13 @@ json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *c
   pthread_mutex_lock(&cr->lock);
   int rc = c ? open_class(c, err) : -1;
   if (!c) {
-    api_fail(err, 404, "no_class", "id", "no class '%.40s'", id);
+    api_fail(err, API_E_NO_CLASS, "id", "no class '%.40s'", id);
   }
   class_group *g = NULL;
   if (rc == 0 && cmd->has_spotlight && cmd->spotlight[0]) {
     g = group_of(c, cmd->spotlight);
     if (!g || !g->session[0]) {
-      api_fail(err, 422, "unknown_group", "spotlight", "no group '%.40s' with a session here",
+      api_fail(err, API_E_UNKNOWN_GROUP, "spotlight", "no group '%.40s' with a session here",
                cmd->spotlight);
       rc = -1;
     }
@@ -621,7 +621,7 @@ json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *c
       sess_release(s);
     }
     if (!alive) {
-      api_fail(err, 422, "unknown_group", "spotlight", "group '%.40s' has no live session to watch",
+      api_fail(err, API_E_UNKNOWN_GROUP, "spotlight", "group '%.40s' has no live session to watch",
                cmd->spotlight);
       put(cr, c);
       return NULL;
@@ -648,9 +648,9 @@ json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *c
   return view(cr, id, CLASS_TEACHER, err);
 }
 
-static json_t *refusal(const char *group, int status, const char *code, const char *message) {
-  return json_pack("{s:s, s:i, s:s, s:s}", "group", group, "status", status, "code", code,
-                   "message", message);
+static json_t *refusal(const char *group, const api_error *e) {
+  return json_pack("{s:s, s:i, s:s, s:s}", "group", group, "status", e->status, "code", e->code,
+                   "message", e->message);
 }
 
 /* Parameters pushed to one group's session: live ones change live; one fixed when the scene is
@@ -700,13 +700,16 @@ json_t *class_push(class_registry *cr, const char *id, const api_class_push *cmd
       g = same_group(k.groups[j].name, name) ? &k.groups[j] : NULL;
     }
     if (!g) {
-      json_array_append_new(refused, refusal(name, 404, "unknown_group", "no such group"));
+      sess_error e;
+      api_fail(&e, API_E_NO_SUCH_GROUP, "", "no such group");
+      json_array_append_new(refused, refusal(name, &e));
       continue;
     }
     session *s = live_session(cr, g);
     if (!s) {
-      json_array_append_new(refused,
-                            refusal(name, 409, "no_session", "the group has no live session"));
+      sess_error e;
+      api_fail(&e, API_E_NO_SESSION, "", "the group has no live session");
+      json_array_append_new(refused, refusal(name, &e));
       continue;
     }
     /* each group's session checks the whole change before any of it applies */
@@ -716,7 +719,7 @@ json_t *class_push(class_registry *cr, const char *id, const api_class_push *cmd
     if (rc == 0) {
       json_array_append_new(applied, json_string(name));
     } else {
-      json_array_append_new(refused, refusal(name, e.status, e.code, e.message));
+      json_array_append_new(refused, refusal(name, &e));
     }
   }
   free_copy(&k);
@@ -770,7 +773,7 @@ json_t *class_end(class_registry *cr, const char *id, api_error *err) {
       open_class(old, err);
       put(cr, old);
     } else {
-      api_fail(err, 404, "no_class", "id", "no class '%.40s'", id);
+      api_fail(err, API_E_NO_CLASS, "id", "no class '%.40s'", id);
     }
     return NULL;
   }
@@ -779,7 +782,7 @@ json_t *class_end(class_registry *cr, const char *id, api_error *err) {
     return NULL;
   }
   if (!end_class(cr, c, now_unix(), "the teacher ended the class")) {
-    api_fail(err, 409, "class_ended", "", "the class has ended already");
+    api_fail(err, API_E_CLASS_ENDED, "", "the class has ended already");
     return NULL;
   }
   return view(cr, id, CLASS_TEACHER, err);
@@ -803,12 +806,12 @@ static klass *by_code(class_registry *cr, const char *code, api_error *err) {
   if (!c && node_split(code, home) && *home && strcmp(home, sess_node(cr->reg)) != 0) {
     /* the cluster's router sends a join to the code's node (/n/{node}/api/join): one that
      * reached another node is told where, not that the code is wrong */
-    api_fail(err, 421, "wrong_node", "code",
+    api_fail(err, API_E_WRONG_NODE, "code",
              "the class '%.16s' is on node '%s': join at /n/%s/api/join", code, home, home);
     return NULL;
   }
   if (!c) {
-    api_fail(err, 404, "no_class", "code", "no class has the code '%.16s'", code);
+    api_fail(err, API_E_NO_CLASS, "code", "no class has the code '%.16s'", code);
   }
   return c;
 }
@@ -857,7 +860,7 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
   /* the group's number in joining order, from 1: its seed when the class gives each its own */
   const uint64_t own_seed = c->own_seeds ? (uint64_t)(g ? g - c->groups : c->ngroups) + 1 : 0;
   if (rc == 0 && !defaults) {
-    api_fail(err, 503, "out_of_memory", "", "out of memory");
+    api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
     rc = -1;
   }
   if (rc == 0) {
@@ -871,7 +874,7 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
     link.locked = &c->locked;
     label_of(c, name, label);
     if (!g && c->ngroups >= c->max_groups) {
-      api_fail(err, 409, "class_full", "group",
+      api_fail(err, API_E_CLASS_FULL, "group",
                "the class has its %d groups already: join one of them", c->max_groups);
       rc = -1;
     }
@@ -897,7 +900,7 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
       pthread_mutex_unlock(&cr->lock);
     }
     if (wait > 0.0) {
-      api_fail(err, 429, "class_create_rate_limited", "",
+      api_fail(err, API_E_CLASS_CREATE_RATE_LIMITED, "",
                "the class has started new sessions as fast as it may: try again in %.0f s",
                ceil(wait));
       err->seconds_left = wait;
@@ -932,7 +935,7 @@ json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_e
         sess_delete(cr->reg, s);
         sess_release(s);
         s = NULL;
-        api_fail(err, 503, "out_of_memory", "", "out of memory");
+        api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
       }
     }
   }

@@ -51,7 +51,7 @@ static const char *count_param(const grn_scene_info *scene) {
 int sess__check_count(const sess_registry *r, const grn_world_def *def, sess_error *err) {
   const int n = grn_world_def_grains(def);
   if (n > r->limits.max_grains) {
-    api_fail(err, 422, "too_many_grains", count_param(def->scene),
+    api_fail(err, API_E_TOO_MANY_GRAINS, count_param(def->scene),
              "%d %s exceed this server's limit of %d", n,
              grn_model_info_of(def->scene->model)->particles, r->limits.max_grains);
     return -1;
@@ -130,7 +130,7 @@ int sess__start_worker(session *s, sess_error *err) {
   const int rc = worker_spawn(&s->wc, s->reg->worker_exe, &c, false, timeout, s->cancel_fd, &st);
   pthread_mutex_lock(&s->lock);
   if (rc != 0) {
-    api_fail(err, 500, "worker_failed", "", "the session's worker did not start: %s", s->wc.reason);
+    api_fail(err, API_E_WORKER_FAILED, "", "the session's worker did not start: %s", s->wc.reason);
     return -1;
   }
   s->last = st;
@@ -142,7 +142,7 @@ int sess__start_worker(session *s, sess_error *err) {
   s->dirty = true;
   chan_new_source(&s->ch);
   if (sess__settle_start(s) != 0) {
-    api_fail(err, 500, "worker_failed", "", "the session's worker ended as it started: %s",
+    api_fail(err, API_E_WORKER_FAILED, "", "the session's worker ended as it started: %s",
              s->wc.reason);
     return -1;
   }
@@ -258,12 +258,12 @@ static int live_count(const sess_registry *r, const char *client, int *mine) {
 int sess__take_slot(const sess_registry *r, const char *client, sess_error *err) {
   int mine;
   if (live_count(r, client, &mine) >= r->limits.max_sessions) {
-    api_fail(err, 429, "too_many_sessions", "", "this server runs at most %d sessions",
+    api_fail(err, API_E_TOO_MANY_SESSIONS, "", "this server runs at most %d sessions",
              r->limits.max_sessions);
     return -1;
   }
   if (client && *client && r->limits.max_per_client > 0 && mine >= r->limits.max_per_client) {
-    api_fail(err, 429, "client_session_limit", "",
+    api_fail(err, API_E_CLIENT_SESSION_LIMIT, "",
              "%s has %d live sessions, the most one client may have (end one, or wait for one "
              "to finish)",
              client, mine);
@@ -302,7 +302,7 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
   session *s = calloc(1, sizeof *s);
   const int cancel_fd = s ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
   if (!s || cancel_fd < 0) {
-    api_fail(err, 503, "out_of_memory", "", "out of memory");
+    api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
     sess__free_script(sc);
     free(s);
     return NULL;
@@ -347,7 +347,7 @@ static session *create(sess_registry *r, const grn_world_def *def, const char *l
     session **l = realloc(r->list, sizeof(session *) * (size_t)cap);
     if (!l) {
       pthread_mutex_unlock(&r->lock);
-      api_fail(err, 503, "out_of_memory", "", "out of memory");
+      api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
       destroy(s);
       return NULL;
     }
@@ -415,13 +415,13 @@ int sess__class_allows(const sess_class_link *link, const grn_world_def *def, se
     allowed = allowed || link->scenes[i] == def->scene;
   }
   if (!allowed) {
-    api_fail(err, 409, "scene_not_allowed", "scene", "the class does not use scene '%s'",
+    api_fail(err, API_E_SCENE_NOT_IN_CLASS, "scene", "the class does not use scene '%s'",
              def->scene->name);
     return -1;
   }
   const int n = grn_world_def_grains(def);
   if (n > link->grain_budget) {
-    api_fail(err, 409, "over_grain_budget", count_param(def->scene),
+    api_fail(err, API_E_OVER_CLASS_BUDGET, count_param(def->scene),
              "%d %s exceed the class's budget of %d per group", n,
              grn_model_info_of(def->scene->model)->particles, link->grain_budget);
     return -1;
@@ -444,20 +444,19 @@ bool sess_alive(session *s) {
  * recorded end). */
 static int load_run(sess_registry *r, int64_t run, store_replay *out, sess_error *err) {
   if (!r->st) {
-    api_fail(err, 503, "no_store", "", "this server keeps no record");
+    api_fail(err, API_E_NO_STORE, "", "this server keeps no record");
     return -1;
   }
   char why[256];
   store_sync(r->st, 2000); /* the run may have ended a moment ago */
   if (store_load_replay(store_path(r->st), run, out, why, sizeof why) != 0) {
-    api_fail(err, strcmp(why, "no such run") == 0 ? 404 : 422,
-             strcmp(why, "no such run") == 0 ? "not_found" : "not_replayable", "id", "run %lld: %s",
-             (long long)run, why);
+    api_fail(err, strcmp(why, "no such run") == 0 ? API_E_NOT_FOUND : API_E_NOT_REPLAYABLE, "id",
+             "run %lld: %s", (long long)run, why);
     return -1;
   }
   if (!out->ended) {
     store_replay_free(out);
-    api_fail(err, 409, "not_replayable", "id",
+    api_fail(err, API_E_RUN_OPEN, "id",
              "run %lld has no recorded end (still running, or interrupted)", (long long)run);
     return -1;
   }
@@ -489,7 +488,7 @@ static int replay_event(worker_client *wc, const grn_world_def *def, const timel
   if (type == WORKER_REPLY_STATUS) {
     return 0;
   }
-  api_fail(err, 500, "replay_failed", "", "the replay refused its event at step %llu: %s",
+  api_fail(err, API_E_REPLAY_FAILED, "", "the replay refused its event at step %llu: %s",
            (unsigned long long)at, type == WORKER_REPLY_ERROR ? res.error.message : wc->reason);
   return -1;
 }
@@ -518,19 +517,19 @@ static int replay_to_end(worker_client *wc, store_replay *rp, int64_t run, int f
     const uint64_t k = timeline_room(&rp->events, now, chunk);
     if (worker_call_step(wc, (int)k, false, replay_timeout(def, (int)k), NULL, &res) !=
         WORKER_REPLY_STATUS) {
-      api_fail(err, 500, "replay_failed", "", "the replay's worker ended: %s", wc->reason);
+      api_fail(err, API_E_REPLAY_FAILED, "", "the replay's worker ended: %s", wc->reason);
       return -1;
     }
     now += k;
   }
   if (worker_call_status(wc, replay_timeout(def, 1), &res) != WORKER_REPLY_STATUS) {
-    api_fail(err, 500, "replay_failed", "", "the replay's worker ended: %s", wc->reason);
+    api_fail(err, API_E_REPLAY_FAILED, "", "the replay's worker ended: %s", wc->reason);
     return -1;
   }
   char digest[17];
   snprintf(digest, sizeof digest, "%016llx", (unsigned long long)res.status.digest);
   if (rp->digest[0] && strcmp(digest, rp->digest) != 0) {
-    api_fail(err, 500, "replay_diverged", "", "run %lld replayed to digest %s, not its recorded %s",
+    api_fail(err, API_E_REPLAY_DIVERGED, "", "run %lld replayed to digest %s, not its recorded %s",
              (long long)run, digest, rp->digest);
     return -1;
   }
@@ -539,7 +538,7 @@ static int replay_to_end(worker_client *wc, store_replay *rp, int64_t run, int f
   const int type = worker_call_snapshot(wc, format, snapshot_max_bytes(alive),
                                         replay_timeout(def, 0) + alive / 50, text, len, &res);
   if (type != WORKER_REPLY_STATUS || !*text) {
-    api_fail(err, 500, "replay_failed", "", "no snapshot from the replay: %s",
+    api_fail(err, API_E_REPLAY_FAILED, "", "no snapshot from the replay: %s",
              type == WORKER_REPLY_ERROR ? res.error.message
              : type < 0                 ? wc->reason
                                         : "out of memory");
@@ -565,7 +564,7 @@ static int take_replay(sess_registry *r, const char *client, sess_error *err) {
   }
   pthread_mutex_unlock(&r->replay_lock);
   if (mine || full) {
-    api_fail(err, 429, "replay_busy", "",
+    api_fail(err, API_E_REPLAY_BUSY, "",
              mine ? "this client's replay of a run is still under way: ask again when it is done"
                   : "the server replays %d runs at once for their snapshots, and all are busy: "
                     "ask again in a few seconds",
@@ -629,7 +628,7 @@ int sess_run_snapshot(sess_registry *r, int64_t run, int format, const char *cli
   }
   const double work = (double)rp.end_steps * grn_world_def_step_cost(&rp.def);
   if (work > REPLAY_MAX_US) {
-    api_fail(err, 422, "too_long", "id",
+    api_fail(err, API_E_TOO_LONG, "id",
              "run %lld is too long to replay for a snapshot (about %.0f s of work; at most "
              "%.0f s)",
              (long long)run, work * 1e-6, REPLAY_MAX_US * 1e-6);
@@ -655,7 +654,7 @@ int sess_run_snapshot(sess_registry *r, int64_t run, int format, const char *cli
   c.frame_bytes = 0; /* nobody watches a replay for a snapshot */
   worker_status first;
   if (worker_spawn(&wc, r->worker_exe, &c, false, replay_timeout(&rp.def, 4), -1, &first) != 0) {
-    api_fail(err, 500, "worker_failed", "", "the replay's worker did not start: %s", wc.reason);
+    api_fail(err, API_E_WORKER_FAILED, "", "the replay's worker did not start: %s", wc.reason);
     rc = -1;
   } else {
     rc = replay_to_end(&wc, &rp, run, format, text, len, steps, err);
@@ -674,7 +673,7 @@ session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *f
                               char token_out[65], char viewer_token_out[65], sess_error *err) {
   script *sc = calloc(1, sizeof *sc);
   if (!sc) {
-    api_fail(err, 503, "out_of_memory", "", "out of memory");
+    api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
     return NULL;
   }
   if (load_run(r, run, &sc->r, err) != 0) {
@@ -695,7 +694,7 @@ session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *f
     snprintf(ev.param, sizeof ev.param, "%s", fork_params->at[i].name);
     if (timeline_add(&sc->fork, &ev) != 0) {
       sess__free_script(sc);
-      api_fail(err, 503, "out_of_memory", "", "out of memory");
+      api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
       return NULL;
     }
   }

@@ -11,7 +11,7 @@
 
 int sess__live(const session *s, sess_error *err) {
   if (s->state == SESS_FAILED || s->state == SESS_ENDED || s->ending) {
-    api_fail(err, 409, "session_failed", "", "the session has %s: %s",
+    api_fail(err, API_E_SESSION_FAILED, "", "the session has %s: %s",
              s->state == SESS_FAILED ? "failed" : "ended", s->ending ? "it is ending" : s->reason);
     return -1;
   }
@@ -34,7 +34,7 @@ int sess__reply(session *s, int type, const worker_result *r, bool set, sess_err
     return -1;
   }
   sess__failed(s);
-  api_fail(err, 409, "session_failed", "", "the session's worker ended: %s",
+  api_fail(err, API_E_SESSION_FAILED, "", "the session's worker ended: %s",
            s->ending ? "the session is ending" : s->reason);
   return -1;
 }
@@ -66,7 +66,7 @@ int sess__act(session *s, const grn_action *a, sess_error *err) {
 int sess__reset(session *s, sess_error *err) {
   if (sess__fresh_digest(s) != WORKER_REPLY_STATUS) {
     sess__failed(s);
-    api_fail(err, 409, "session_failed", "", "the session's worker ended: %s", s->reason);
+    api_fail(err, API_E_SESSION_FAILED, "", "the session's worker ended: %s", s->reason);
     return -1;
   }
   const worker_status before = s->last;
@@ -88,7 +88,7 @@ int sess__reset(session *s, sess_error *err) {
    * the kept one's, and the new run may start from it */
   if (sess__settle_start(s) != 0) {
     sess__failed(s);
-    api_fail(err, 409, "session_failed", "", "the session's worker ended: %s", s->reason);
+    api_fail(err, API_E_SESSION_FAILED, "", "the session's worker ended: %s", s->reason);
     return -1;
   }
   s->shown_state = s->last.meas.state;
@@ -166,7 +166,7 @@ int sess_snapshot(session *s, int format, char **text, size_t *len, uint64_t *st
   s->snapping = true;
   pthread_mutex_unlock(&s->lock);
   if (busy) {
-    api_fail(err, 429, "busy", "", "a snapshot of this session is being made: ask again after it");
+    api_fail(err, API_E_BUSY, "", "a snapshot of this session is being made: ask again after it");
     return -1;
   }
   sess__own(s);
@@ -183,7 +183,7 @@ int sess_snapshot(session *s, int format, char **text, size_t *len, uint64_t *st
     pthread_mutex_lock(&s->lock);
     rc = sess__reply(s, type, &r, false, err);
     if (rc == 0 && !*text) {
-      api_fail(err, 503, "no_memory", "", "no memory for the snapshot");
+      api_fail(err, API_E_NO_MEMORY, "", "no memory for the snapshot");
       rc = -1;
     }
     *steps = s->last.steps;
@@ -199,7 +199,7 @@ int sess_snapshot(session *s, int format, char **text, size_t *len, uint64_t *st
 
 int sess_set_speed(session *s, double speed, sess_error *err) {
   if (!(speed >= 0.25 && speed <= 4.0)) {
-    api_fail(err, 422, "out_of_range", "speed", "speed = %g is outside 0.25..4", speed);
+    api_fail(err, API_E_OUT_OF_RANGE, "speed", "speed = %g is outside 0.25..4", speed);
     return -1;
   }
   pthread_mutex_lock(&s->lock);
@@ -214,7 +214,7 @@ int sess_set_speed(session *s, double speed, sess_error *err) {
  * `lock`. */
 static int set_clock(session *s, bool pause, sess_error *err) {
   if (s->state == SESS_FAILED || s->state == SESS_ENDED || s->ending) {
-    api_fail(err, 409, "session_failed", "", "the session has %s: %s",
+    api_fail(err, API_E_SESSION_FAILED, "", "the session has %s: %s",
              s->state == SESS_FAILED ? "failed" : "ended", s->reason);
     return -1;
   }
@@ -232,7 +232,7 @@ static int set_clock(session *s, bool pause, sess_error *err) {
 int sess_finish(session *s, const char *why, sess_error *err) {
   pthread_mutex_lock(&s->lock);
   if (s->state == SESS_FAILED || s->state == SESS_ENDED || s->ending) {
-    api_fail(err, 409, "session_failed", "", "the session has %s already",
+    api_fail(err, API_E_SESSION_FAILED, "", "the session has %s already",
              s->state == SESS_FAILED ? "failed" : "ended");
     pthread_mutex_unlock(&s->lock);
     return -1;
@@ -266,21 +266,21 @@ static int step(session *s, const api_action *p, sess_error *err) {
   const double cost = grn_world_def_step_cost(&s->def) / GRN_GRAIN_STEP_US;
   int rc = 0;
   if (s->state != SESS_PAUSED) {
-    api_fail(err, 409, "not_paused", "type", "step works on a paused session");
+    api_fail(err, API_E_NOT_PAUSED, "type", "step works on a paused session");
     rc = -1;
   } else if (!(n >= arg->min && n <= arg->max && n == floor(n))) {
-    api_fail(err, 422, "out_of_range", "n", "n = %g must be a whole number in %g..%g", n, arg->min,
+    api_fail(err, API_E_OUT_OF_RANGE, "n", "n = %g must be a whole number in %g..%g", n, arg->min,
              arg->max);
     rc = -1;
   } else if (n * cost > s->reg->limits.step_budget) {
     const double most = floor(s->reg->limits.step_budget / cost);
-    api_fail(err, 422, "over_budget", "n",
+    api_fail(err, API_E_OVER_BUDGET, "n",
              "%g steps of this world are %.3g grain-steps of work, over this server's budget of "
              "%.3g for one step request: ask for at most %.0f",
              n, n * cost, s->reg->limits.step_budget, most);
     rc = -1;
   } else if (s->stepping > 0) {
-    api_fail(err, 409, "busy", "", "a step is in progress already (%d steps left)", s->stepping);
+    api_fail(err, API_E_STEPPING, "", "a step is in progress already (%d steps left)", s->stepping);
     rc = -1;
   } else {
     rc = sess__live(s, err);
@@ -332,7 +332,7 @@ static int step(session *s, const api_action *p, sess_error *err) {
     sess__event(s, "action", detail);
   }
   if (rc == 0 && done < (int)n) {
-    api_fail(err, 409, "cancelled", "", "the step was cancelled after %d of %.0f steps", done, n);
+    api_fail(err, API_E_CANCELLED, "", "the step was cancelled after %d of %.0f steps", done, n);
     rc = -1;
   }
   sess__disown(s);
@@ -353,7 +353,7 @@ int sess_action(session *s, const api_action *a, sess_error *err) {
     int rc = 0;
     if (p.own == API_ACT_CANCEL) {
       if (s->stepping == 0) {
-        api_fail(err, 409, "nothing_to_cancel", "type", "no step is in progress");
+        api_fail(err, API_E_NOTHING_TO_CANCEL, "type", "no step is in progress");
         rc = -1;
       }
       s->step_cancel = true;
@@ -410,7 +410,7 @@ int sess_action(session *s, const api_action *a, sess_error *err) {
 
 int sess_queue_action(session *s, const api_action *p, sess_error *err) {
   if (p->own != API_ACT_ENGINE) {
-    api_fail(err, 400, "rest_only", "type", "'%s' is sent over the REST API, not the websocket",
+    api_fail(err, API_E_REST_ONLY, "type", "'%s' is sent over the REST API, not the websocket",
              p->info->name);
     return -1;
   }
@@ -426,7 +426,7 @@ int sess_queue_action(session *s, const api_action *p, sess_error *err) {
     /* a drag: only where the pointer is now matters */
     s->queue[s->queued - 1] = *p;
   } else if (s->queued == QUEUE_MAX) {
-    api_fail(err, 429, "busy", "", "%d actions wait for the next step already", QUEUE_MAX);
+    api_fail(err, API_E_BUSY, "", "%d actions wait for the next step already", QUEUE_MAX);
     rc = -1;
   } else {
     s->queue[s->queued++] = *p;
@@ -452,7 +452,7 @@ int sess_switch_scene(sess_registry *r, session *s, const grn_world_def *def, se
   if (s->state == SESS_ENDED || s->ending) {
     /* finish closed the stream and sent its viewers away: a new worker here would run where
      * nobody could watch it */
-    api_fail(err, 409, "session_failed", "", "the session has ended: %s", s->reason);
+    api_fail(err, API_E_SESSION_FAILED, "", "the session has ended: %s", s->reason);
     sess__disown(s);
     return -1;
   }

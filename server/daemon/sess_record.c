@@ -50,7 +50,7 @@ static void segment_close(session *s) {
 
 int sess__room_for_change(const session *s, sess_error *err) {
   if (s->nsegments >= SEGMENTS_MAX) {
-    api_fail(err, 409, "too_many_changes", "",
+    api_fail(err, API_E_TOO_MANY_CHANGES, "",
              "this run has had %d settings of its parameters, the most one run records: Reset "
              "to start a new run",
              SEGMENTS_MAX);

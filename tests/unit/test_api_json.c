@@ -81,7 +81,16 @@ static void check_error_object(void) {
   check_dump("error object, NULL field left out", api_error_object("bad_json", NULL, "m"),
              "{\"code\":\"bad_json\",\"message\":\"m\"}");
   api_error e;
-  api_fail(&e, 404, "not_found", "id", "no session '%s'", "x\"y");
+  api_fail(&e, API_E_NOT_FOUND, "id", "no session '%s'", "x\"y");
+  CHECK("a kind's status comes from the one table", e.status == 404);
+  /* the table names every kind: a word and a refusal's status (a kind left out would be NULL) */
+  int named = 0;
+  for (int k = 0; k < API_E_COUNT; k++) {
+    const int st = api_code_status((api_code)k);
+    const char *w = api_code_word((api_code)k);
+    named += w && *w && st >= 400 && st < 600;
+  }
+  CHECK("every kind of refusal has a code word and a 4xx or 5xx status", named == API_E_COUNT);
   check_dump("error reply body", api_error_json(&e),
              "{\"error\":{\"code\":\"not_found\",\"message\":\"no session 'x\\\"y'\",\"field\":"
              "\"id\"}}");

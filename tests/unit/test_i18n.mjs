@@ -115,15 +115,15 @@ for (const st of sessionStates) want(`state.${st}`, 'openapi');
 for (const r of [...endReasons, 'running']) want(`end.${r}`, 'openapi');
 for (const st of ['open', 'ended']) want(`class.state.${st}`, 'class.c');
 
-// every error code the server answers with: the first text after the status of each refusal
+// every error code the server answers with
 const codes = new Set();
 const walk = (dir) => readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? walk(join(dir, n)) : [join(dir, n)]));
 for (const f of walk(join(src, 'server')).filter((n) => n.endsWith('.c'))) {
   const text = readFileSync(f, 'utf8');
-  const calls = /\b(?:api_fail\(\s*\w+,\s*\d+,|error_reply\(\s*\d+,|store__fail\(\s*\w+,\s*\w+,|too_many\(|reject\(\s*\w+,\s*\w+,|refusal\(\s*\w+,\s*\d+,)\s*"([a-z]+(?:_[a-z]+)*)"/g;
+  // the HTTP layer's own refusals, the store's, and the one table of every other kind (api_error.c)
+  const calls = /\b(?:error_reply\(\s*\d+,|store__fail\(\s*\w+,\s*\w+,|too_many\(|reject\(\s*\w+,\s*\w+,)\s*"([a-z]+(?:_[a-z]+)*)"/g;
   for (const m of text.matchAll(calls)) codes.add(m[1]);
-  for (const m of text.matchAll(/\bread_name\([^;]*?"(bad_[a-z]+)"/g)) codes.add(m[1]);
-  for (const m of text.matchAll(/\{API_ON_\w+, GRN_\w+, \d+, "([a-z_]+)"\}/g)) codes.add(m[1]);
+  for (const m of text.matchAll(/\[API_E_\w+\] = \{"([a-z_]+)", \d+\}/g)) codes.add(m[1]);
 }
 // and those the cluster's nginx answers for a node that is down (deploy/*.conf)
 for (const f of readdirSync(join(src, 'deploy')).filter((n) => n.endsWith('.conf'))) {
