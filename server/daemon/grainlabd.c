@@ -362,6 +362,39 @@ static int read_token(const char *file, const char *what, char *out, size_t size
   return 0;
 }
 
+/* Stops what a start began, in the order a stop ends it: a start that fails once threads run
+ * (the store's writer and shipper, the registries' reapers, placement's poller) must not return
+ * from main under them, where exit would tear down libraries they are still using. */
+static int stop_started(http_server *srv, store *st, ws_server *ws, bool http_on) {
+  __atomic_store_n(&srv->ready, false, __ATOMIC_RELEASE);
+  if (http_on) {
+    http_stop(srv);
+  }
+  place_stop(srv->place);
+  if (ws) {
+    ws_stop(ws);
+  }
+  if (srv->classes) {
+    class_registry_stop(srv->classes); /* no class ends sessions from here on */
+  }
+  if (srv->reg) {
+    sess_registry_free(srv->reg);
+  }
+  if (srv->classes) {
+    class_registry_free(srv->classes); /* no session is left to read its class's lock */
+  }
+  if (ws) {
+    ws_free(ws);
+  }
+  if (st) {
+    store_close(st);
+  }
+  iplimit_free(srv->creates);
+  iplimit_free(srv->guesses);
+  iplimit_free(srv->conns);
+  return 1;
+}
+
 int main(int argc, char **argv) {
   /* Every session's pacing thread, the request threads and the store's writer allocate, and
    * glibc gives threads arenas of their own, up to 8 per core, whose free space it keeps: under
@@ -524,7 +557,7 @@ int main(int argc, char **argv) {
   srv.reg = sess_registry_new(&limits, c.node, worker, st);
   if (!srv.reg) {
     fprintf(stderr, "grainlabd: error: out of memory\n");
-    return 1;
+    return stop_started(&srv, st, NULL, false);
   }
   char snaps[PATH_MAX + 16];
   snprintf(snaps, sizeof snaps, "%s/snapshots", c.data_dir);
@@ -532,7 +565,7 @@ int main(int argc, char **argv) {
       snapcache_open(snaps, (uint64_t)c.snapshot_cache_mb << 20, why_db, sizeof why_db);
   if (!cache) {
     fprintf(stderr, "grainlabd: error: snapshot cache: %s\n", why_db);
-    return 1;
+    return stop_started(&srv, st, NULL, false);
   }
   sess_set_snapcache(srv.reg, cache);
   if (c.settled_cache_mb > 0) {
@@ -542,7 +575,7 @@ int main(int argc, char **argv) {
         settled_open(settled_dir, (uint64_t)c.settled_cache_mb << 20, why_db, sizeof why_db);
     if (!kept) {
       fprintf(stderr, "grainlabd: error: settled states: %s\n", why_db);
-      return 1;
+      return stop_started(&srv, st, NULL, false);
     }
     sess_set_settled(srv.reg, kept);
   }
@@ -550,12 +583,14 @@ int main(int argc, char **argv) {
                                    why_db, sizeof why_db);
   if (!srv.classes) {
     fprintf(stderr, "grainlabd: error: %s\n", why_db);
-    return 1;
+    return stop_started(&srv, st, NULL, false);
   }
   if (*c.peers && !*c.node) {
+    stop_started(&srv, st, NULL, false);
     return usage_error("peers needs node: placement sends sessions to nodes by id%s%s", "", "");
   }
   if (*c.peers && !(srv.place = place_start(c.peers, c.node, why_db, sizeof why_db))) {
+    stop_started(&srv, st, NULL, false);
     return usage_error("peers: %s%s", why_db, "");
   }
 
@@ -575,13 +610,13 @@ int main(int argc, char **argv) {
   ws_server *ws = ws_start(srv.reg, c.bind, (int)c.ws_port, &wo, why, sizeof why);
   if (!ws) {
     fprintf(stderr, "grainlabd: error: %s\n", why);
-    return 1;
+    return stop_started(&srv, st, NULL, false);
   }
   srv.ws = ws;
   srv.ws_public_port = c.ws_public_port < 0 ? ws_port(ws) : (int)c.ws_public_port;
   if (http_start(&srv, (struct sockaddr *)&ha) != 0) {
     fprintf(stderr, "grainlabd: error: cannot serve HTTP on %s:%ld\n", c.bind, c.http_port);
-    return 1;
+    return stop_started(&srv, st, ws, false);
   }
   /* the addresses to open: a classroom's on its network, else this machine's own */
   char where[64];
@@ -611,17 +646,7 @@ int main(int argc, char **argv) {
   log_msg(LOG_INFO, "stopping", "signal %d: ending every session", sig);
   /* stop accepting, then end every session cleanly */
   __atomic_store_n(&srv.ready, false, __ATOMIC_RELEASE);
-  http_stop(&srv);
-  place_stop(srv.place);
-  ws_stop(ws);
-  class_registry_stop(srv.classes); /* no class ends sessions from here on */
-  sess_registry_free(srv.reg);
-  class_registry_free(srv.classes); /* no session is left to read its class's lock */
-  ws_free(ws);
-  store_close(st);
-  iplimit_free(srv.creates);
-  iplimit_free(srv.guesses);
-  iplimit_free(srv.conns);
+  stop_started(&srv, st, ws, true);
   log_msg(LOG_INFO, "stopped", "every run closed and the store flushed");
   return 0;
 }

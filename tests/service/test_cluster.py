@@ -113,9 +113,17 @@ def probe(port, session, seconds, frames=None):
 
 
 def free_run(n):
-    """A first port of n consecutive ones free now (cluster.sh gives node k BASE+2k and +1)."""
+    """A first port of n consecutive ones free now (cluster.sh gives node k BASE+2k and +1), below
+    the kernel's ephemeral range: the nodes bind them seconds later (PostgreSQL starts first),
+    and a port in that range may by then be another test's port-0 listener or connection."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    top = low if low - n > 10000 else 60000
     for _ in range(200):
-        first = random.randrange(20000, 60000 - n)
+        first = random.randrange(10000, top - n)
         socks = []
         try:
             for p in range(first, first + n):
