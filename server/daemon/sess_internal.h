@@ -200,6 +200,11 @@ int sess__check_count(const sess_registry *r, const grn_world_def *def, sess_err
 int sess__class_allows(const sess_class_link *link, const grn_world_def *def, sess_error *err);
 /* Under both locks (lock let go while the worker starts). */
 int sess__start_worker(session *s, sess_error *err);
+/* The worker's create message for a definition, with the registry's limits (sess.c). */
+worker_create sess__create_msg(const sess_registry *r, const grn_world_def *def);
+/* A stored run loaded for replaying: 0, or -1 with err (not found, dropped events, no recorded
+ * end) (sess_replay.c). */
+int sess__load_run(sess_registry *r, int64_t run, store_replay *out, sess_error *err);
 /* The listed sessions, each referenced: release each, then free the array. */
 session **sess__snapshot(sess_registry *r, int *n);
 /* Take wlock then lock, ahead of the pacing thread's next call; and give both back. */
