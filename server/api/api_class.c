@@ -364,3 +364,92 @@ int api_read_class_push(const json_t *body, api_class_push *out, api_error *err)
   api_params_read(params, &out->params);
   return 0;
 }
+
+static json_t *time_or_null(double t) {
+  if (t <= 0) {
+    return json_null();
+  }
+  char text[24];
+  utc_format(t, text);
+  return json_string(text);
+}
+
+json_t *api_class_json(const api_class_view *v) {
+  json_t *scenes = json_array();
+  for (int i = 0; i < v->nscenes; i++) {
+    json_array_append_new(scenes, json_string(v->scenes[i]));
+  }
+  json_t *groups = json_array();
+  for (int i = 0; i < v->ngroups; i++) {
+    const api_class_group_view *g = &v->groups[i];
+    json_t *gj =
+        json_pack("{s:s, s:o, s:o}", "name", g->name, "joined_at", time_or_null(g->joined_at),
+                  "session", g->session ? api_session_json(g->session) : json_null());
+    if (v->teacher) {
+      json_object_set_new(gj, "control_token",
+                          g->control_token ? json_string(g->control_token) : json_null());
+      if (v->private_) {
+        json_object_set_new(gj, "viewer_token",
+                            g->viewer_token ? json_string(g->viewer_token) : json_null());
+      }
+    }
+    json_array_append_new(groups, gj);
+  }
+  json_t *spot = json_null();
+  if (v->spot_group) {
+    spot = json_pack("{s:s, s:s}", "group", v->spot_group, "session", v->spot_session);
+    if (v->spot_viewer_token) {
+      json_object_set_new(spot, "viewer_token", json_string(v->spot_viewer_token));
+    }
+  }
+  json_t *j = json_pack(
+      "{s:s, s:s, s:o, s:i, s:i, s:O, s:b, s:s, s:b, s:o, s:o, s:o, s:o, s:s, s:s, s:o}", "id",
+      v->id, "name", v->name, "scenes", scenes, "max_groups", v->max_groups, "grain_budget",
+      v->grain_budget, "defaults", v->defaults, "private", v->private_, "second_join",
+      v->second_controller ? "controller" : "viewer", "locked", v->locked, "spotlight", spot,
+      "created_at", time_or_null(v->created_at), "ends_at", time_or_null(v->ends_at), "ended_at",
+      time_or_null(v->ended_at), "seeds", v->own_seeds ? "own" : "shared", "state",
+      v->ended_at > 0 ? "ended" : "open", "groups", groups);
+  if (j && v->teacher) {
+    json_object_set_new(j, "code", json_string(v->code));
+  }
+  if (j && v->teacher_token) {
+    json_object_set_new(j, "teacher_token", json_string(v->teacher_token));
+  }
+  return j;
+}
+
+json_t *api_class_lookup_json(const api_class_view *v) {
+  json_t *scenes = json_array();
+  for (int i = 0; i < v->nscenes; i++) {
+    json_array_append_new(scenes, json_string(v->scenes[i]));
+  }
+  return json_pack("{s:s, s:o, s:s}", "name", v->name, "scenes", scenes, "state",
+                   v->ended_at > 0 ? "ended" : "open");
+}
+
+json_t *api_join_json(const char *group, json_t *session, const char *control_token,
+                      const char *viewer_token, json_t *klass) {
+  json_t *out = json_pack("{s:o, s:s, s:s, s:o}", "class", klass ? klass : json_null(), "group",
+                          group, "role", control_token ? "controller" : "viewer", "session",
+                          session ? session : json_null());
+  if (out && control_token) {
+    json_object_set_new(out, "control_token", json_string(control_token));
+  }
+  if (out && viewer_token) {
+    json_object_set_new(out, "viewer_token", json_string(viewer_token));
+  }
+  return out;
+}
+
+json_t *api_push_json(const api_push_result *r, int n) {
+  json_t *applied = json_array(), *refused = json_array();
+  for (int i = 0; i < n; i++) {
+    const api_error *e = r[i].refused;
+    json_array_append_new(e ? refused : applied,
+                          e ? json_pack("{s:s, s:i, s:s, s:s}", "group", r[i].group, "status",
+                                        e->status, "code", e->code, "message", e->message)
+                            : json_string(r[i].group));
+  }
+  return json_pack("{s:o, s:o}", "applied", applied, "refused", refused);
+}

@@ -65,4 +65,52 @@ typedef struct api_class_push {
 } api_class_push;
 int api_read_class_push(const json_t *body, api_class_push *out, api_error *err);
 
+/* ---- a class as the API shows it --------------------------------------------------------------
+ */
+/* A group of a class view: its session's view when it has a live one, and its tokens (shown to
+ * the teacher only, as null where the group has no live session). */
+typedef struct api_class_group_view {
+  const char *name;
+  double joined_at;
+  const api_session_view *session; /* NULL: no live session */
+  const char *control_token, *viewer_token;
+} api_class_group_view;
+
+/* A class as the registry (server/daemon/class.c) copies it out for one caller, already cut to
+ * what that caller may see: the code and tokens for its teacher only, the spotlit group
+ * while its session lives, with the viewer token of a private class for its members. */
+typedef struct api_class_view {
+  bool teacher; /* the caller is the class's teacher: the code and the groups' tokens are shown */
+  const char *teacher_token; /* shown once, as the class is made; NULL otherwise */
+  const char *id, *code, *name;
+  const char *scenes[API_CLASS_SCENES_MAX];
+  int nscenes;
+  int max_groups, grain_budget;
+  const json_t *defaults;
+  bool private_, second_controller, own_seeds, locked;
+  double created_at, ends_at, ended_at; /* Unix seconds; ended_at 0: open */
+  const api_class_group_view *groups;
+  int ngroups;
+  const char *spot_group, *spot_session, *spot_viewer_token; /* spot_group NULL: none */
+} api_class_view;
+
+/* The class object of GET /api/classes/{id} and of the dashboard's stream (class.h). */
+json_t *api_class_json(const api_class_view *v);
+
+/* A code's class before joining it (GET /api/join): its name, scenes and state. */
+json_t *api_class_lookup_json(const api_class_view *v);
+
+/* The reply to a join: the group, its session (taken: `class` and `session` are stolen), the
+ * tokens it was given (NULL: none), and the role they make. */
+json_t *api_join_json(const char *group, json_t *session, const char *control_token,
+                      const char *viewer_token, json_t *klass);
+
+/* One group's part of a push: applied, or refused with the refusal (NULL). */
+typedef struct api_push_result {
+  const char *group;
+  const api_error *refused;
+} api_push_result;
+/* The reply to a push: the groups it applied to and those that refused it, in order. */
+json_t *api_push_json(const api_push_result *r, int n);
+
 #endif

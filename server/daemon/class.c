@@ -3,74 +3,24 @@
  * class's joins pass one at a time through its own join lock, so two students naming the same
  * new group get one session, and max_groups holds. */
 #define _GNU_SOURCE
-#include "class.h"
+#include "class_internal.h"
 #include "log.h"
 #include "node.h"
 #include "utc.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-typedef struct class_group {
-  char name[API_CLASS_TEXT];
-  double joined_at;
-  char session[NODE_NAME_SIZE]; /* "" none (ended ones are found out when looked at) */
-  char control_token[65], viewer_token[65];
-} class_group;
-
-typedef struct klass {
-  char id[NODE_NAME_SIZE], code[NODE_CODE_SIZE];
-  char name[API_CLASS_TEXT];
-  const grn_scene_info *scenes[API_CLASS_SCENES_MAX];
-  int nscenes;
-  int max_groups, grain_budget;
-  json_t *defaults;
-  bool private_, second_controller;
-  bool own_seeds; /* group k (in joining order, from 1) runs with seed k (api_class.h) */
-  int locked;     /* __atomic: sessions read it (sess_locked) */
-  char spotlight[API_CLASS_TEXT];
-  char teacher_hash[65];
-  double created_at, ends_at, ended_at; /* ended_at 0: open */
-  class_group *groups;
-  int ngroups, cap;
-  /* the class's allowance of session creations (a token bucket of max_groups, refilled at the
-   * server's create-rate): its joins count here, not against the joining address (class.h) */
-  double tokens, stamp; /* tokens as of stamp (monotonic seconds) */
-  /* an ended class leaves memory at this monotonic time (the store keeps it): long after any
-   * request that found it while it was open has let go of it */
-  double gone_after;
-  /* requests that use the class without the registry lock (a join, a patch, its end): a class
-   * dropped from memory, or read back from the store for one request, is freed by the last */
-  int refs;
-  bool dropped;
-  pthread_mutex_t join_lock;
-} klass;
-
-struct class_registry {
-  pthread_mutex_t lock;
-  klass **list;
-  int n, cap;
-  sess_registry *reg;
-  store *st;
-  double refill; /* creations a class's allowance regains per second */
-  double keep_s; /* how long an ended class stays in memory */
-  pthread_t ticker;
-  pthread_mutex_t tick_lock;
-  pthread_cond_t tick_wake;
-  bool stop, has_ticker;
-};
-
-static double now_unix(void) {
+double class__now_unix(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static double now_mono(void) {
+double class__now_mono(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -78,8 +28,8 @@ static double now_mono(void) {
 
 /* Under the registry lock: one creation from the class's allowance, or the seconds until it has
  * one again. A full allowance is max_groups: every group's first student joins at once. */
-static double take_creation(class_registry *cr, klass *c) {
-  const double t = now_mono();
+double class__take_creation(class_registry *cr, klass *c) {
+  const double t = class__now_mono();
   c->tokens += (t - c->stamp) * cr->refill;
   c->tokens = c->tokens > c->max_groups ? c->max_groups : c->tokens;
   c->stamp = t;
@@ -90,48 +40,7 @@ static double take_creation(class_registry *cr, klass *c) {
   return (1.0 - c->tokens) / cr->refill;
 }
 
-static const char *text_or(const json_t *v, const char *fallback) {
-  return json_is_string(v) ? json_string_value(v) : fallback;
-}
-
-static json_t *time_json(double t) {
-  if (t <= 0) {
-    return json_null();
-  }
-  char text[24];
-  utc_format(t, text);
-  return json_string(text);
-}
-
-/* The row the store keeps (store_class_columns). */
-static json_t *row_of(const klass *c) {
-  json_t *scenes = json_array();
-  for (int i = 0; i < c->nscenes; i++) {
-    json_array_append_new(scenes, json_string(c->scenes[i]->name));
-  }
-  json_t *row =
-      json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:O, s:b, s:s, s:b, s:o, s:s, s:f, s:f, s:o}", "id",
-                c->id, "code", c->code, "name", c->name, "scenes", scenes, "max_groups",
-                c->max_groups, "grain_budget", c->grain_budget, "defaults", c->defaults, "private",
-                c->private_, "second_join", c->second_controller ? "controller" : "viewer",
-                "locked", __atomic_load_n(&c->locked, __ATOMIC_ACQUIRE) != 0, "spotlight",
-                c->spotlight[0] ? json_string(c->spotlight) : json_null(), "teacher_hash",
-                c->teacher_hash, "created_at", c->created_at, "ends_at", c->ends_at, "ended_at",
-                c->ended_at > 0 ? json_real(c->ended_at) : json_null());
-  json_object_set_new(row, "seeds", json_string(c->own_seeds ? "own" : "shared"));
-  return row;
-}
-
-/* Under the registry lock: the class's record, written by the store's writer later. */
-static void record(class_registry *cr, const klass *c) {
-  if (cr->st) {
-    json_t *row = row_of(c);
-    store_class(cr->st, row);
-    json_decref(row);
-  }
-}
-
-static void free_class(klass *c) {
+void class__free_class(klass *c) {
   json_decref(c->defaults);
   free(c->groups);
   pthread_mutex_destroy(&c->join_lock);
@@ -153,7 +62,7 @@ static int add_class(class_registry *cr, klass *c) {
   return 0;
 }
 
-static class_group *add_group(klass *c, const char *name, double at) {
+class_group *class__add_group(klass *c, const char *name, double at) {
   if (c->ngroups == c->cap) {
     const int cap = c->cap ? 2 * c->cap : 8;
     class_group *g = realloc(c->groups, sizeof *g * (size_t)cap);
@@ -209,7 +118,7 @@ static unsigned next_folded(const char **p) {
 }
 
 /* Whether two group names are one group's: "Axe team" and "axe team" are (issue 31). */
-static bool same_group(const char *a, const char *b) {
+bool class__same_group(const char *a, const char *b) {
   while (*a && *b) {
     if (next_folded(&a) != next_folded(&b)) {
       return false;
@@ -218,9 +127,9 @@ static bool same_group(const char *a, const char *b) {
   return *a == *b;
 }
 
-static class_group *group_of(klass *c, const char *name) {
+class_group *class__group_of(klass *c, const char *name) {
   for (int i = 0; i < c->ngroups; i++) {
-    if (same_group(c->groups[i].name, name)) {
+    if (class__same_group(c->groups[i].name, name)) {
       return &c->groups[i];
     }
   }
@@ -237,8 +146,6 @@ static klass *find(class_registry *cr, const char *id, bool by_code) {
   return NULL;
 }
 
-static klass *from_row(const json_t *row);
-
 /* Under the registry lock: one more user of c (NULL passes). */
 static klass *take(klass *c) {
   if (c) {
@@ -248,7 +155,7 @@ static klass *take(klass *c) {
 }
 
 /* A user of c is done with it; the last frees a class no longer in memory. */
-static void put(class_registry *cr, klass *c) {
+void class__put(class_registry *cr, klass *c) {
   if (!c) {
     return;
   }
@@ -256,94 +163,17 @@ static void put(class_registry *cr, klass *c) {
   const bool last = --c->refs == 0 && c->dropped;
   pthread_mutex_unlock(&cr->lock);
   if (last) {
-    free_class(c);
+    class__free_class(c);
   }
-}
-
-/* A class that has left memory (ended a while ago), read back from the store for one request:
- * taken (put() frees it), or NULL when the store has none by that id or code. */
-static klass *stored(class_registry *cr, const char *key, bool by_code) {
-  json_t *rows = NULL;
-  store_error se;
-  if (!cr->st || store_load_classes(cr->st, by_code ? STORE_CLASS_CODE : STORE_CLASS_ID, key, 0,
-                                    &rows, &se) != STORE_OK) {
-    return NULL;
-  }
-  klass *c = json_array_size(rows) > 0 ? from_row(json_array_get(rows, 0)) : NULL;
-  json_decref(rows);
-  if (c) {
-    c->refs = 1;
-    c->dropped = true;
-  }
-  return c;
 }
 
 /* Class `key` (an id, or a join code) taken, from memory or else from the store; NULL: none. */
-static klass *take_class(class_registry *cr, const char *key, bool by_code) {
+klass *class__take_class(class_registry *cr, const char *key, bool by_code) {
   pthread_mutex_lock(&cr->lock);
   klass *c = take(find(cr, key, by_code));
   pthread_mutex_unlock(&cr->lock);
-  return c ? c : stored(cr, key, by_code);
+  return c ? c : class__stored(cr, key, by_code);
 }
-
-/* A class from the store's row; NULL when the row is not one this grainlabd can use. */
-static klass *from_row(const json_t *row) {
-  klass *c = calloc(1, sizeof *c);
-  if (!c) {
-    return NULL;
-  }
-  pthread_mutex_init(&c->join_lock, NULL);
-  snprintf(c->id, sizeof c->id, "%s", text_or(json_object_get(row, "id"), ""));
-  snprintf(c->code, sizeof c->code, "%s", text_or(json_object_get(row, "code"), ""));
-  snprintf(c->name, sizeof c->name, "%s", text_or(json_object_get(row, "name"), ""));
-  size_t i;
-  const json_t *v;
-  json_array_foreach(json_object_get(row, "scenes"), i, v) {
-    const grn_scene_info *s = grn_scene_find(text_or(v, ""));
-    if (s && c->nscenes < API_CLASS_SCENES_MAX) {
-      c->scenes[c->nscenes++] = s;
-    }
-  }
-  c->max_groups = (int)json_integer_value(json_object_get(row, "max_groups"));
-  c->tokens = c->max_groups;
-  c->stamp = now_mono();
-  c->grain_budget = (int)json_integer_value(json_object_get(row, "grain_budget"));
-  c->defaults = json_incref(json_object_get(row, "defaults"));
-  c->private_ = json_is_true(json_object_get(row, "private"));
-  c->second_controller =
-      strcmp(text_or(json_object_get(row, "second_join"), ""), "controller") == 0;
-  /* rows of older builds have none: their groups shared the seed */
-  c->own_seeds = strcmp(text_or(json_object_get(row, "seeds"), ""), "own") == 0;
-  c->locked = json_is_true(json_object_get(row, "locked"));
-  snprintf(c->spotlight, sizeof c->spotlight, "%s", text_or(json_object_get(row, "spotlight"), ""));
-  snprintf(c->teacher_hash, sizeof c->teacher_hash, "%s",
-           text_or(json_object_get(row, "teacher_hash"), ""));
-  c->created_at = json_number_value(json_object_get(row, "created_at"));
-  c->ends_at = json_number_value(json_object_get(row, "ends_at"));
-  c->ended_at = json_number_value(json_object_get(row, "ended_at"));
-  /* groups as {name, joined_at}; a bare name (rows of older builds) joined when its class began */
-  json_array_foreach(json_object_get(row, "groups"), i, v) {
-    const char *name =
-        json_is_string(v) ? json_string_value(v) : json_string_value(json_object_get(v, "name"));
-    const json_t *at = json_object_get(v, "joined_at");
-    if (name && !add_group(c, name, json_is_number(at) ? json_number_value(at) : c->created_at)) {
-      free_class(c);
-      return NULL;
-    }
-  }
-  if (!c->defaults || c->nscenes == 0) { /* a scene this engine no longer has: kept stored only */
-    free_class(c);
-    return NULL;
-  }
-  return c;
-}
-
-/* A copy of one class (its groups with it), taken under the registry lock, so that its sessions
- * are looked at without it. */
-typedef struct class_copy {
-  klass c;
-  class_group *groups;
-} class_copy;
 
 static int copy_class(const klass *c, class_copy *out) {
   out->c = *c;
@@ -364,13 +194,13 @@ static int copy_class(const klass *c, class_copy *out) {
   return 0;
 }
 
-static void free_copy(class_copy *k) {
+void class__free_copy(class_copy *k) {
   json_decref(k->c.defaults);
   free(k->groups);
 }
 
 /* The group's session when it is still there and live (referenced), else NULL. */
-static session *live_session(class_registry *cr, const class_group *g) {
+session *class__live_session(class_registry *cr, const class_group *g) {
   if (!g->session[0]) {
     return NULL;
   }
@@ -382,63 +212,73 @@ static session *live_session(class_registry *cr, const class_group *g) {
   return s;
 }
 
-static json_t *session_json(session *s) {
-  api_session_view v;
-  sess_view(s, &v);
-  return api_session_json(&v);
-}
-
-/* The class object (see class.h) of a copy, as `role` sees it. */
-static json_t *render(class_registry *cr, const class_copy *k, class_role role) {
+/* The class object (see class.h) of a copy, as `role` sees it (NULL: out of memory). The code
+ * lets anyone who has it join, and a run names its class: it is the teacher's to give out, never
+ * part of what anyone else reads (issue 32). */
+static json_t *render(class_registry *cr, const class_copy *k, class_role role,
+                      const char *teacher_token) {
   const klass *c = &k->c;
-  json_t *row = row_of(c);
-  json_object_del(row, "teacher_hash");
-  /* the code lets anyone who has it join, and a run names its class: it is the teacher's to give
-   * out, never part of what anyone else reads (issue 32) */
-  if (role != CLASS_TEACHER) {
-    json_object_del(row, "code");
+  const int ng = c->ngroups;
+  api_class_group_view *gv = calloc((size_t)ng + 1, sizeof *gv);
+  api_session_view *sv = calloc((size_t)ng + 1, sizeof *sv);
+  if (!gv || !sv) {
+    free(gv);
+    free(sv);
+    return NULL;
   }
-  json_object_set_new(row, "created_at", time_json(c->created_at));
-  json_object_set_new(row, "ends_at", time_json(c->ends_at));
-  json_object_set_new(row, "ended_at", time_json(c->ended_at));
-  json_object_set_new(row, "state", json_string(c->ended_at > 0 ? "ended" : "open"));
-  json_t *groups = json_array();
-  json_t *spot = json_null();
-  for (int i = 0; i < c->ngroups; i++) {
+  api_class_view v = {.teacher = role == CLASS_TEACHER,
+                      .teacher_token = teacher_token,
+                      .id = c->id,
+                      .code = c->code,
+                      .name = c->name,
+                      .nscenes = c->nscenes,
+                      .max_groups = c->max_groups,
+                      .grain_budget = c->grain_budget,
+                      .defaults = c->defaults,
+                      .private_ = c->private_,
+                      .second_controller = c->second_controller,
+                      .own_seeds = c->own_seeds,
+                      .locked = __atomic_load_n(&c->locked, __ATOMIC_ACQUIRE) != 0,
+                      .created_at = c->created_at,
+                      .ends_at = c->ends_at,
+                      .ended_at = c->ended_at,
+                      .groups = gv,
+                      .ngroups = ng};
+  for (int i = 0; i < c->nscenes; i++) {
+    v.scenes[i] = c->scenes[i]->name;
+  }
+  for (int i = 0; i < ng; i++) {
     const class_group *g = &k->groups[i];
-    session *s = live_session(cr, g);
-    json_t *gj = json_pack("{s:s, s:o, s:o}", "name", g->name, "joined_at", time_json(g->joined_at),
-                           "session", s ? session_json(s) : json_null());
-    if (role == CLASS_TEACHER) {
-      json_object_set_new(gj, "control_token", s ? json_string(g->control_token) : json_null());
-      if (c->private_) {
-        json_object_set_new(gj, "viewer_token", s ? json_string(g->viewer_token) : json_null());
-      }
+    session *s = class__live_session(cr, g);
+    gv[i] = (api_class_group_view){.name = g->name, .joined_at = g->joined_at};
+    if (s) {
+      sess_view(s, &sv[i]);
+      gv[i].session = &sv[i];
     }
-    if (s && c->spotlight[0] && same_group(g->name, c->spotlight)) {
-      json_decref(spot);
-      spot = json_pack("{s:s, s:s}", "group", g->name, "session", g->session);
-      if (c->private_ && role != CLASS_ANYONE) {
-        json_object_set_new(spot, "viewer_token", json_string(g->viewer_token));
-      }
+    gv[i].control_token = s ? g->control_token : NULL;
+    gv[i].viewer_token = s ? g->viewer_token : NULL;
+    if (s && c->spotlight[0] && class__same_group(g->name, c->spotlight)) {
+      v.spot_group = g->name;
+      v.spot_session = g->session;
+      v.spot_viewer_token = c->private_ && role != CLASS_ANYONE ? g->viewer_token : NULL;
     }
     if (s) {
       sess_release(s);
     }
-    json_array_append_new(groups, gj);
   }
-  json_object_set_new(row, "spotlight", spot);
-  json_object_set_new(row, "groups", groups);
-  return row;
+  json_t *j = api_class_json(&v);
+  free(gv);
+  free(sv);
+  return j;
 }
 
 /* A copy of class `id`, or -1 with 404 no_class. */
-static int snapshot(class_registry *cr, const char *id, class_copy *out, api_error *err) {
-  klass *c = take_class(cr, id, false);
+int class__snapshot(class_registry *cr, const char *id, class_copy *out, api_error *err) {
+  klass *c = class__take_class(cr, id, false);
   pthread_mutex_lock(&cr->lock);
   const int rc = c ? copy_class(c, out) : -1;
   pthread_mutex_unlock(&cr->lock);
-  put(cr, c);
+  class__put(cr, c);
   if (!c) {
     api_fail(err, API_E_NO_CLASS, "id", "no class '%.40s'", id);
   } else if (rc != 0) {
@@ -447,13 +287,15 @@ static int snapshot(class_registry *cr, const char *id, class_copy *out, api_err
   return rc;
 }
 
-static json_t *view(class_registry *cr, const char *id, class_role role, api_error *err) {
+/* Class `id` as `role` sees it; teacher_token (NULL: none) is shown once, as the class is made. */
+json_t *class__view(class_registry *cr, const char *id, class_role role, const char *teacher_token,
+                    api_error *err) {
   class_copy k;
-  if (snapshot(cr, id, &k, err) != 0) {
+  if (class__snapshot(cr, id, &k, err) != 0) {
     return NULL;
   }
-  json_t *j = render(cr, &k, role);
-  free_copy(&k);
+  json_t *j = render(cr, &k, role, teacher_token);
+  class__free_copy(&k);
   return j;
 }
 
@@ -469,18 +311,18 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   c->nscenes = cmd->nscenes;
   c->max_groups = cmd->max_groups;
   c->tokens = c->max_groups;
-  c->stamp = now_mono();
+  c->stamp = class__now_mono();
   c->grain_budget = cmd->grain_budget;
   c->defaults = json_deep_copy(cmd->defaults); /* the request's own is released by its thread */
   if (!c->defaults) {
-    free_class(c);
+    class__free_class(c);
     api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
     return NULL;
   }
   c->private_ = cmd->private_;
   c->second_controller = cmd->second_controller;
   c->own_seeds = cmd->own_seeds;
-  c->created_at = now_unix();
+  c->created_at = class__now_unix();
   c->ends_at = cmd->ends_at;
   char token[65];
   sess_random_text(token, 64, "0123456789abcdef");
@@ -493,8 +335,8 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   for (;;) {
     sess_random_text(code, 6, SESS_CODE_ALPHABET);
     node_join(c->code, sizeof c->code, sess_node(cr->reg), code);
-    klass *old = stored(cr, c->code, true);
-    put(cr, old);
+    klass *old = class__stored(cr, c->code, true);
+    class__put(cr, old);
     pthread_mutex_lock(&cr->lock);
     if (!old && !find(cr, c->code, true)) {
       break; /* with the lock */
@@ -503,21 +345,17 @@ json_t *class_create(class_registry *cr, const api_class_create *cmd, api_error 
   }
   const int rc = add_class(cr, c);
   if (rc == 0) {
-    record(cr, c);
+    class__record(cr, c);
   }
   pthread_mutex_unlock(&cr->lock);
   if (rc != 0) {
-    free_class(c);
+    class__free_class(c);
     api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
     return NULL;
   }
   log_msg(LOG_INFO, "class_created", "class=%s code=%s groups=%d ends=%.0f", c->id, c->code,
           c->max_groups, c->ends_at);
-  json_t *j = view(cr, c->id, CLASS_TEACHER, err);
-  if (j) {
-    json_object_set_new(j, "teacher_token", json_string(token));
-  }
-  return j;
+  return class__view(cr, c->id, CLASS_TEACHER, token, err);
 }
 
 /* Whether a presented token is a group's (64 characters), in constant time. */
@@ -538,7 +376,7 @@ int class_role_of(class_registry *cr, const char *id, const char *token, bool ad
   if (token && *token && strlen(token) <= 256) {
     store_token_hash(token, hash);
   }
-  klass *c = take_class(cr, id, false);
+  klass *c = class__take_class(cr, id, false);
   pthread_mutex_lock(&cr->lock);
   *role = CLASS_ANYONE;
   if (c && (admin || (*hash && strcmp(hash, c->teacher_hash) == 0))) {
@@ -556,13 +394,13 @@ int class_role_of(class_registry *cr, const char *id, const char *token, bool ad
     api_fail(err, API_E_NO_CLASS, "id", "no class '%.40s'", id);
     return -1;
   }
-  put(cr, c);
+  class__put(cr, c);
   return 0;
 }
 
 json_t *class_get(class_registry *cr, const char *id, class_role role, api_error *err) {
   class_copy k;
-  if (snapshot(cr, id, &k, err) != 0) {
+  if (class__snapshot(cr, id, &k, err) != 0) {
     return NULL;
   }
   json_t *j = NULL;
@@ -571,14 +409,14 @@ json_t *class_get(class_registry *cr, const char *id, class_role role, api_error
              "this class is private: send its teacher token or a token of one of its groups as "
              "\"Authorization: Bearer <token>\"");
   } else {
-    j = render(cr, &k, role);
+    j = render(cr, &k, role, NULL);
   }
-  free_copy(&k);
+  class__free_copy(&k);
   return j;
 }
 
 /* Under the registry lock: refused once the class has ended. */
-static int open_class(const klass *c, api_error *err) {
+int class__open_class(const klass *c, api_error *err) {
   if (c->ended_at > 0) {
     char at[24];
     utc_format(c->ended_at, at);
@@ -590,15 +428,15 @@ static int open_class(const klass *c, api_error *err) {
 
 json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *cmd,
                     api_error *err) {
-  klass *c = take_class(cr, id, false);
+  klass *c = class__take_class(cr, id, false);
   pthread_mutex_lock(&cr->lock);
-  int rc = c ? open_class(c, err) : -1;
+  int rc = c ? class__open_class(c, err) : -1;
   if (!c) {
     api_fail(err, API_E_NO_CLASS, "id", "no class '%.40s'", id);
   }
   class_group *g = NULL;
   if (rc == 0 && cmd->has_spotlight && cmd->spotlight[0]) {
-    g = group_of(c, cmd->spotlight);
+    g = class__group_of(c, cmd->spotlight);
     if (!g || !g->session[0]) {
       api_fail(err, API_E_UNKNOWN_GROUP, "spotlight", "no group '%.40s' with a session here",
                cmd->spotlight);
@@ -611,7 +449,7 @@ json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *c
   }
   pthread_mutex_unlock(&cr->lock);
   if (rc != 0) {
-    put(cr, c);
+    class__put(cr, c);
     return NULL;
   }
   if (g) { /* the spotlit group's session must be live: the students are told to watch it */
@@ -623,14 +461,14 @@ json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *c
     if (!alive) {
       api_fail(err, API_E_UNKNOWN_GROUP, "spotlight", "group '%.40s' has no live session to watch",
                cmd->spotlight);
-      put(cr, c);
+      class__put(cr, c);
       return NULL;
     }
   }
   pthread_mutex_lock(&cr->lock);
-  if (open_class(c, err) != 0) {
+  if (class__open_class(c, err) != 0) {
     pthread_mutex_unlock(&cr->lock);
-    put(cr, c);
+    class__put(cr, c);
     return NULL;
   }
   if (cmd->has_locked) {
@@ -642,88 +480,10 @@ json_t *class_patch(class_registry *cr, const char *id, const api_class_patch *c
   if (cmd->has_second_join) {
     c->second_controller = cmd->second_controller;
   }
-  record(cr, c);
+  class__record(cr, c);
   pthread_mutex_unlock(&cr->lock);
-  put(cr, c);
-  return view(cr, id, CLASS_TEACHER, err);
-}
-
-static json_t *refusal(const char *group, const api_error *e) {
-  return json_pack("{s:s, s:i, s:s, s:s}", "group", group, "status", e->status, "code", e->code,
-                   "message", e->message);
-}
-
-/* Parameters pushed to one group's session: live ones change live; one fixed when the scene is
- * built (the grains' quality, a column's aspect) restarts the group's scene with the change and
- * its other parameters and seed as they are, as the session page's own slider does. */
-static int push_params(class_registry *cr, session *s, const api_class_push *cmd, sess_error *e) {
-  api_session_view v;
-  sess_view(s, &v);
-  bool restart = false;
-  for (int i = 0; i < cmd->params.count; i++) {
-    restart = restart || api_param_restart_only(v.def.scene, cmd->params.at[i].name);
-  }
-  if (!restart) {
-    return sess_set_params(s, &cmd->params, e);
-  }
-  grn_world_def def = v.def;
-  if (api_params_apply(&cmd->params, &def, API_PARAMS_DEFINE, e) != 0) {
-    return -1;
-  }
-  return sess_switch_scene(cr->reg, s, &def, e);
-}
-
-json_t *class_push(class_registry *cr, const char *id, const api_class_push *cmd, api_error *err) {
-  class_copy k;
-  if (snapshot(cr, id, &k, err) != 0) {
-    return NULL;
-  }
-  if (open_class(&k.c, err) != 0) {
-    free_copy(&k);
-    return NULL;
-  }
-  json_t *applied = json_array(), *refused = json_array();
-  /* the groups named (each once, in the order given), or every group */
-  const size_t named = cmd->groups ? json_array_size(cmd->groups) : 0;
-  for (size_t i = 0; i < (cmd->groups ? named : (size_t)k.c.ngroups); i++) {
-    const char *name =
-        cmd->groups ? json_string_value(json_array_get(cmd->groups, i)) : k.groups[i].name;
-    bool repeated = false;
-    for (size_t j = 0; cmd->groups && j < i; j++) {
-      repeated = repeated || same_group(json_string_value(json_array_get(cmd->groups, j)), name);
-    }
-    if (repeated) {
-      continue;
-    }
-    const class_group *g = NULL;
-    for (int j = 0; j < k.c.ngroups && !g; j++) {
-      g = same_group(k.groups[j].name, name) ? &k.groups[j] : NULL;
-    }
-    if (!g) {
-      sess_error e;
-      api_fail(&e, API_E_NO_SUCH_GROUP, "", "no such group");
-      json_array_append_new(refused, refusal(name, &e));
-      continue;
-    }
-    session *s = live_session(cr, g);
-    if (!s) {
-      sess_error e;
-      api_fail(&e, API_E_NO_SESSION, "", "the group has no live session");
-      json_array_append_new(refused, refusal(name, &e));
-      continue;
-    }
-    /* each group's session checks the whole change before any of it applies */
-    sess_error e;
-    const int rc = cmd->is_action ? sess_action(s, &cmd->action, &e) : push_params(cr, s, cmd, &e);
-    sess_release(s);
-    if (rc == 0) {
-      json_array_append_new(applied, json_string(name));
-    } else {
-      json_array_append_new(refused, refusal(name, &e));
-    }
-  }
-  free_copy(&k);
-  return json_pack("{s:o, s:o}", "applied", applied, "refused", refused);
+  class__put(cr, c);
+  return class__view(cr, id, CLASS_TEACHER, NULL, err);
 }
 
 /* Ends class c (found under the lock, which is let go here): no more joins, then every group's
@@ -734,8 +494,8 @@ static bool end_class(class_registry *cr, klass *c, double at, const char *why) 
     return false;
   }
   c->ended_at = at;
-  c->gone_after = now_mono() + cr->keep_s;
-  record(cr, c);
+  c->gone_after = class__now_mono() + cr->keep_s;
+  class__record(cr, c);
   take(c);
   pthread_mutex_unlock(&cr->lock);
   log_msg(LOG_INFO, "class_ended", "class=%s: %s", c->id, why);
@@ -747,19 +507,19 @@ static bool end_class(class_registry *cr, klass *c, double at, const char *why) 
   class_copy now;
   const int rc = copy_class(c, &now);
   pthread_mutex_unlock(&cr->lock);
-  put(cr, c);
+  class__put(cr, c);
   if (rc != 0) {
     return true;
   }
   for (int i = 0; i < now.c.ngroups; i++) {
-    session *s = live_session(cr, &now.groups[i]);
+    session *s = class__live_session(cr, &now.groups[i]);
     if (s) {
       sess_error e;
       sess_finish(s, why, &e); /* a session that ended meanwhile is no loss */
       sess_release(s);
     }
   }
-  free_copy(&now);
+  class__free_copy(&now);
   return true;
 }
 
@@ -768,194 +528,24 @@ json_t *class_end(class_registry *cr, const char *id, api_error *err) {
   klass *c = find(cr, id, false);
   if (!c) { /* none, or one ended a while ago that only the store keeps */
     pthread_mutex_unlock(&cr->lock);
-    klass *old = stored(cr, id, false);
+    klass *old = class__stored(cr, id, false);
     if (old) {
-      open_class(old, err);
-      put(cr, old);
+      class__open_class(old, err);
+      class__put(cr, old);
     } else {
       api_fail(err, API_E_NO_CLASS, "id", "no class '%.40s'", id);
     }
     return NULL;
   }
-  if (open_class(c, err) != 0) {
+  if (class__open_class(c, err) != 0) {
     pthread_mutex_unlock(&cr->lock);
     return NULL;
   }
-  if (!end_class(cr, c, now_unix(), "the teacher ended the class")) {
+  if (!end_class(cr, c, class__now_unix(), "the teacher ended the class")) {
     api_fail(err, API_E_CLASS_ENDED, "", "the class has ended already");
     return NULL;
   }
-  return view(cr, id, CLASS_TEACHER, err);
-}
-
-/* The session's label: the class and the group, cut to fit on a character's boundary. */
-static void label_of(const klass *c, const char *group, char out[64]) {
-  char full[2 * API_CLASS_TEXT + 8];
-  snprintf(full, sizeof full, "%s · %s", c->name, group);
-  memcpy(out, full, 63);
-  out[63] = '\0';
-  api_utf8_clean(out);
-}
-
-/* The class of a join code, taken (put() it), or NULL with 404 no_class or 421 wrong_node. */
-static klass *by_code(class_registry *cr, const char *code, api_error *err) {
-  klass *c = node_name_ok(code, sess_node(cr->reg), 6, SESS_CODE_ALPHABET)
-                 ? take_class(cr, code, true)
-                 : NULL;
-  char home[NODE_ID_MAX + 1];
-  if (!c && node_split(code, home) && *home && strcmp(home, sess_node(cr->reg)) != 0) {
-    /* the cluster's router sends a join to the code's node (/n/{node}/api/join): one that
-     * reached another node is told where, not that the code is wrong */
-    api_fail(err, API_E_WRONG_NODE, "code",
-             "the class '%.16s' is on node '%s': join at /n/%s/api/join", code, home, home);
-    return NULL;
-  }
-  if (!c) {
-    api_fail(err, API_E_NO_CLASS, "code", "no class has the code '%.16s'", code);
-  }
-  return c;
-}
-
-json_t *class_lookup(class_registry *cr, const char *code, api_error *err) {
-  klass *c = by_code(cr, code, err);
-  if (!c) {
-    return NULL;
-  }
-  pthread_mutex_lock(&cr->lock);
-  json_t *scenes = json_array();
-  for (int i = 0; i < c->nscenes; i++) {
-    json_array_append_new(scenes, json_string(c->scenes[i]->name));
-  }
-  json_t *j = json_pack("{s:s, s:o, s:s}", "name", c->name, "scenes", scenes, "state",
-                        c->ended_at > 0 ? "ended" : "open");
-  pthread_mutex_unlock(&cr->lock);
-  put(cr, c);
-  return j;
-}
-
-json_t *class_join(class_registry *cr, const api_join *cmd, bool *created, api_error *err) {
-  *created = false;
-  klass *c = by_code(cr, cmd->code, err);
-  if (!c) {
-    return NULL;
-  }
-  /* c is taken: valid without the lock until put */
-  pthread_mutex_lock(&c->join_lock);
-  pthread_mutex_lock(&cr->lock);
-  int rc = open_class(c, err);
-  class_group *g = rc == 0 ? group_of(c, cmd->group) : NULL;
-  const grn_scene_info *scene = cmd->scene ? cmd->scene : c->scenes[0];
-  class_group found = {0};
-  if (g) {
-    found = *g;
-  }
-  /* the group as its first student spelt it, however a later one types it */
-  char name[API_CLASS_TEXT];
-  snprintf(name, sizeof name, "%s", g ? found.name : cmd->group);
-  sess_class_link link;
-  memset(&link, 0, sizeof link);
-  char label[64];
-  json_t *defaults = json_deep_copy(c->defaults); /* see copy_class */
-  const bool private_ = c->private_, second_controller = c->second_controller;
-  /* the group's number in joining order, from 1: its seed when the class gives each its own */
-  const uint64_t own_seed = c->own_seeds ? (uint64_t)(g ? g - c->groups : c->ngroups) + 1 : 0;
-  if (rc == 0 && !defaults) {
-    api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
-    rc = -1;
-  }
-  if (rc == 0) {
-    snprintf(link.class_id, sizeof link.class_id, "%s", c->id);
-    snprintf(link.group, sizeof link.group, "%s", name);
-    link.grain_budget = c->grain_budget;
-    for (int i = 0; i < c->nscenes; i++) {
-      link.scenes[i] = c->scenes[i];
-    }
-    link.nscenes = c->nscenes;
-    link.locked = &c->locked;
-    label_of(c, name, label);
-    if (!g && c->ngroups >= c->max_groups) {
-      api_fail(err, API_E_CLASS_FULL, "group",
-               "the class has its %d groups already: join one of them", c->max_groups);
-      rc = -1;
-    }
-  }
-  pthread_mutex_unlock(&cr->lock);
-  session *s = rc == 0 && g ? live_session(cr, &found) : NULL;
-  json_t *out = NULL;
-  const char *control = NULL, *viewer = NULL;
-  char token[65] = "", viewer_token[65] = "";
-  if (s) { /* the group's session: a later student of the group */
-    control = second_controller ? found.control_token : NULL;
-    viewer = found.viewer_token[0] ? found.viewer_token : NULL;
-  } else if (rc == 0) { /* the group's first student, or its session has gone */
-    grn_world_def def;
-    rc = api_class_definition(defaults, scene, &def, err);
-    if (own_seed > 0) {
-      def.seed = own_seed;
-    }
-    double wait = 0.0;
-    if (rc == 0) {
-      pthread_mutex_lock(&cr->lock);
-      wait = take_creation(cr, c);
-      pthread_mutex_unlock(&cr->lock);
-    }
-    if (wait > 0.0) {
-      api_fail(err, API_E_CLASS_CREATE_RATE_LIMITED, "",
-               "the class has started new sessions as fast as it may: try again in %.0f s",
-               ceil(wait));
-      err->seconds_left = wait;
-      rc = -1;
-    }
-    s = rc == 0
-            ? sess_create_in_class(cr->reg, &def, label, private_, &link, token, viewer_token, err)
-            : NULL;
-    if (!s && rc == 0) { /* refused (a scene the class does not use, ...): it cost nothing */
-      pthread_mutex_lock(&cr->lock);
-      c->tokens += 1.0;
-      pthread_mutex_unlock(&cr->lock);
-    }
-    if (s) {
-      *created = true;
-      control = token;
-      viewer = viewer_token[0] ? viewer_token : NULL;
-      pthread_mutex_lock(&cr->lock);
-      class_group *mine = group_of(c, name);
-      const bool fresh = !mine;
-      mine = mine ? mine : add_group(c, name, now_unix());
-      if (mine) {
-        snprintf(mine->session, sizeof mine->session, "%s", sess_id(s));
-        memcpy(mine->control_token, token, sizeof token);
-        memcpy(mine->viewer_token, viewer_token, sizeof viewer_token);
-        if (fresh && cr->st) {
-          store_group(cr->st, c->id, name);
-        }
-      }
-      pthread_mutex_unlock(&cr->lock);
-      if (!mine) {
-        sess_delete(cr->reg, s);
-        sess_release(s);
-        s = NULL;
-        api_fail(err, API_E_OUT_OF_MEMORY, "", "out of memory");
-      }
-    }
-  }
-  pthread_mutex_unlock(&c->join_lock);
-  json_decref(defaults);
-  if (s) {
-    out = json_pack("{s:o, s:s, s:s, s:o}", "class", json_null(), "group", name, "role",
-                    control ? "controller" : "viewer", "session", session_json(s));
-    if (control) {
-      json_object_set_new(out, "control_token", json_string(control));
-    }
-    if (viewer) {
-      json_object_set_new(out, "viewer_token", json_string(viewer));
-    }
-    sess_release(s);
-    json_t *cj = view(cr, c->id, CLASS_MEMBER, err);
-    json_object_set_new(out, "class", cj ? cj : json_null());
-  }
-  put(cr, c);
-  return out;
+  return class__view(cr, id, CLASS_TEACHER, NULL, err);
 }
 
 void class_totals(class_registry *cr, int *open, int *groups, int *held) {
@@ -990,10 +580,10 @@ int class_sessions(class_registry *cr, const char *id, const char *token,
   return n;
 }
 
-/* Classes ended a while ago leave memory (the store keeps them, and answers for them: stored()).
- * Only the ticker drops, after the class's end has been finished. */
+/* Classes ended a while ago leave memory (the store keeps them, and answers for them:
+ * class__stored()). Only the ticker drops, after the class's end has been finished. */
 static void drop_ended(class_registry *cr) {
-  const double t = now_mono();
+  const double t = class__now_mono();
   pthread_mutex_lock(&cr->lock);
   for (int i = 0; i < cr->n;) {
     klass *c = cr->list[i];
@@ -1001,7 +591,7 @@ static void drop_ended(class_registry *cr) {
       cr->list[i] = cr->list[--cr->n];
       c->dropped = true;
       if (c->refs == 0) {
-        free_class(c);
+        class__free_class(c);
       }
     } else {
       i++;
@@ -1016,7 +606,7 @@ static void *ticker(void *arg) {
   pthread_mutex_lock(&cr->tick_lock);
   while (!cr->stop) {
     pthread_mutex_unlock(&cr->tick_lock);
-    const double t = now_unix();
+    const double t = class__now_unix();
     for (;;) {
       pthread_mutex_lock(&cr->lock);
       klass *due = NULL;
@@ -1058,8 +648,8 @@ class_registry *class_registry_new(sess_registry *reg, store *st, double creates
   pthread_cond_init(&cr->tick_wake, NULL);
   json_t *rows = NULL;
   store_error se;
-  if (st && store_load_classes(st, STORE_CLASSES_LIVE, NULL, now_unix() - keep_s, &rows, &se) !=
-                STORE_OK) {
+  if (st && store_load_classes(st, STORE_CLASSES_LIVE, NULL, class__now_unix() - keep_s, &rows,
+                               &se) != STORE_OK) {
     snprintf(err, errlen, "cannot read the classes: %s", se.message);
     class_registry_free(cr);
     return NULL;
@@ -1067,15 +657,15 @@ class_registry *class_registry_new(sess_registry *reg, store *st, double creates
   size_t i;
   const json_t *row;
   json_array_foreach(rows, i, row) {
-    klass *c = from_row(row);
+    klass *c = class__from_row(row);
     if (c) {
-      c->gone_after = now_mono() + keep_s;
+      c->gone_after = class__now_mono() + keep_s;
     }
     if (!c || add_class(cr, c) != 0) {
       log_msg(LOG_WARN, "class_skipped", "class=%s cannot be loaded",
-              text_or(json_object_get(row, "id"), "?"));
+              class__text_or(json_object_get(row, "id"), "?"));
       if (c) {
-        free_class(c);
+        class__free_class(c);
       }
     }
   }
@@ -1109,7 +699,7 @@ void class_registry_free(class_registry *cr) {
   }
   class_registry_stop(cr);
   for (int i = 0; i < cr->n; i++) {
-    free_class(cr->list[i]);
+    class__free_class(cr->list[i]);
   }
   free(cr->list);
   pthread_mutex_destroy(&cr->lock);
