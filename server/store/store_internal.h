@@ -130,4 +130,11 @@ void store__pg_kick(struct store_pg *pg);
 store_status store__pg_list_runs(store *st, const store_runs_filter *f, const store_access *a,
                                  json_t **out, store_error *err);
 
+/* One CSV cell for a JSON value: numbers as the shortest text that reads back the same, text
+ * quoted where RFC 4180 needs it, null empty (store_csv.c). */
+void store__csv_field(FILE *f, const json_t *v);
+
+/* libpq's message (several lines, a trailing newline) as one line into out (store_pg_uri.c). */
+void store__pg_one_line(const char *msg, char *out, size_t size);
+
 #endif
