@@ -37,16 +37,16 @@ static void let_go(void *cls) {
 #define HELD_SMALL (64u << 10)
 
 /* The refusal while readers hold as much as they may: it lifts as they read or go. */
-http_reply server_busy(void) {
-  http_reply r = error_reply(503, "server_busy", "",
-                             "this server holds as many bytes as it may for clients still "
-                             "reading (max-held-reply-mb): ask again in a few seconds");
+http_reply http_server_busy(void) {
+  http_reply r = http_error(503, "server_busy", "",
+                            "this server holds as many bytes as it may for clients still "
+                            "reading (max-held-reply-mb): ask again in a few seconds");
   r.retry_after = 5;
   return r;
 }
 
 /* Whether what readers hold is at the bound already (a snapshot is not worth making then). */
-bool held_full(const http_server *srv) {
+bool http_held_full(const http_server *srv) {
   return srv->held_max > 0 &&
          __atomic_load_n(&srv->held, __ATOMIC_RELAXED) >= (unsigned long long)srv->held_max;
 }
@@ -63,7 +63,7 @@ static held_reply *hold(http_server *srv, http_reply *r, size_t *len) {
       now > n) {
     __atomic_sub_fetch(&srv->held, n, __ATOMIC_RELAXED);
     free(r->body);
-    *r = server_busy();
+    *r = http_server_busy();
     *len = strlen(r->body);
     return hold(srv, r, len);
   }
@@ -88,8 +88,8 @@ static http_reply static_file(const http_server *srv, const char *url) {
   const char *type = "";
   const int status = srv->site ? static_site_read(srv->site, url, &body, &len, &type) : 404;
   if (status != 0) {
-    return status == 404 ? error_reply(404, "not_found", "", "no such file")
-                         : error_reply(500, "io_error", "", "could not read the file");
+    return status == 404 ? http_error(404, "not_found", "", "no such file")
+                         : http_error(500, "io_error", "", "could not read the file");
   }
   http_reply r = {200, body, type, "", "", len, 0, ""};
   return r;
@@ -102,13 +102,13 @@ static bool route_authorized(const http_call *k, http_reply *err) {
     return true;
   case API_AUTH_CONTROL:
   case API_AUTH_CONTROL_OR_ADMIN:
-    if (!authorized(k->srv, k->c, k->s, k->m->route->auth == API_AUTH_CONTROL_OR_ADMIN, err)) {
+    if (!http_authorized(k->srv, k->c, k->s, k->m->route->auth == API_AUTH_CONTROL_OR_ADMIN, err)) {
       return false;
     }
     /* a class's lock holds its students; the admin (and the teacher's pushes) pass */
-    if (sess_locked(k->s) && !admin_ok(k->srv, bearer(k->c))) {
-      *err = error_reply(409, "locked", "",
-                         "the teacher has locked the class's controls: wait for them to unlock");
+    if (sess_locked(k->s) && !http_admin_ok(k->srv, http_bearer(k->c))) {
+      *err = http_error(409, "locked", "",
+                        "the teacher has locked the class's controls: wait for them to unlock");
       return false;
     }
     return true;
@@ -116,31 +116,31 @@ static bool route_authorized(const http_call *k, http_reply *err) {
     if (k->role == CLASS_TEACHER) {
       return true;
     }
-    *err = bearer(k->c)
-               ? error_reply(403, "forbidden", "", "the token is not this class's teacher's")
-               : error_reply(401, "unauthorized", "",
-                             "this needs \"Authorization: Bearer <teacher token>\"");
+    *err = http_bearer(k->c)
+               ? http_error(403, "forbidden", "", "the token is not this class's teacher's")
+               : http_error(401, "unauthorized", "",
+                            "this needs \"Authorization: Bearer <teacher token>\"");
     return false;
   case API_AUTH_CLASS_CREATE: {
-    const char *t = bearer(k->c);
-    if (admin_ok(k->srv, t) || token_is(k->srv->teacher_token, t)) {
+    const char *t = http_bearer(k->c);
+    if (http_admin_ok(k->srv, t) || http_token_is(k->srv->teacher_token, t)) {
       return true;
     }
-    *err = error_reply(t ? 403 : 401, t ? "forbidden" : "unauthorized", "",
-                       "creating a class needs \"Authorization: Bearer <teacher-creation "
-                       "token>\" (teacher-token-file) or the admin token");
+    *err = http_error(t ? 403 : 401, t ? "forbidden" : "unauthorized", "",
+                      "creating a class needs \"Authorization: Bearer <teacher-creation "
+                      "token>\" (teacher-token-file) or the admin token");
     return false;
   }
   case API_AUTH_ADMIN:
     break;
   }
-  const char *t = bearer(k->c);
+  const char *t = http_bearer(k->c);
   if (!t) {
-    *err = error_reply(401, "unauthorized", "", "backups need the admin token");
+    *err = http_error(401, "unauthorized", "", "backups need the admin token");
     return false;
   }
-  if (!admin_ok(k->srv, t)) {
-    *err = error_reply(403, "forbidden", "", "backups need the admin token");
+  if (!http_admin_ok(k->srv, t)) {
+    *err = http_error(403, "forbidden", "", "backups need the admin token");
     return false;
   }
   return true;
@@ -158,12 +158,12 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
     const bool plain = strlen(host) <= 60 &&
                        strspn(host, "abcdefghijklmnopqrstuvwxyz"
                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") == strlen(host);
-    return error_reply(403, "host_not_allowed", "",
-                       "this server does not answer for the host '%s' (see allowed-hosts)",
-                       plain ? host : "(not shown)");
+    return http_error(403, "host_not_allowed", "",
+                      "this server does not answer for the host '%s' (see allowed-hosts)",
+                      plain ? host : "(not shown)");
   }
   if (rq->too_big) {
-    return error_reply(413, "too_large", "", "request bodies are limited to %d bytes", BODY_LIMIT);
+    return http_error(413, "too_large", "", "request bodies are limited to %d bytes", BODY_LIMIT);
   }
   /* /n/{node}/…: the cluster's router sends it to that node (placement's redirects, a class's
    * joins); another node's is a router's mistake, said so rather than answered here */
@@ -175,8 +175,8 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
     char asked[NODE_ID_MAX + 2];
     snprintf(asked, sizeof asked, "%.*s", (int)(n < sizeof asked ? n : sizeof asked - 1), url + 3);
     if (!*node || !slash || strcmp(asked, node) != 0) {
-      return error_reply(421, "wrong_node", "", "this is node '%s', not '%s'",
-                         *node ? node : "(none)", asked);
+      return http_error(421, "wrong_node", "", "this is node '%s', not '%s'",
+                        *node ? node : "(none)", asked);
     }
     url = slash;
   }
@@ -185,67 +185,67 @@ static http_reply route(http_server *srv, struct MHD_Connection *c, const char *
   http_call k = {srv, c, method, rq, &m, NULL, 0, CLASS_ANYONE, url != full};
   if (m.scope == API_SCOPE_SESSION) {
     if (!m.id[0] || m.id_truncated || strlen(m.id) >= 64) {
-      return error_reply(404, "not_found", "id", "no such session");
+      return http_error(404, "not_found", "id", "no such session");
     }
     /* ids and join codes are guessed by trying: a client that misses too often is refused,
      * hit or miss alike, so a refusal tells it nothing */
     char client[IPLIMIT_ADDR];
-    client_of(srv, c, client);
+    http_client_of(srv, c, client);
     const int wait = srv->guesses ? iplimit_take(srv->guesses, client, false) : 0;
     if (wait > 0) {
-      return too_many("too_many_guesses", wait,
-                      "this client has looked up too many sessions that do not exist");
+      return http_too_many("too_many_guesses", wait,
+                           "this client has looked up too many sessions that do not exist");
     }
     k.s = sess_find(srv->reg, m.id);
     if (!k.s) {
       if (srv->guesses) {
         iplimit_charge(srv->guesses, client);
       }
-      return not_here(node, m.id, "not_found", "session");
+      return http_not_here(node, m.id, "not_found", "session");
     }
-    const char *presented = bearer(c);
-    if (!sess_viewer_ok(k.s, presented) && !admin_ok(srv, presented)) {
+    const char *presented = http_bearer(c);
+    if (!sess_viewer_ok(k.s, presented) && !http_admin_ok(srv, presented)) {
       sess_release(k.s);
-      return error_reply(403, "private", "",
-                         "this session is private: send its viewer token as "
-                         "\"Authorization: Bearer <viewer token>\"");
+      return http_error(403, "private", "",
+                        "this session is private: send its viewer token as "
+                        "\"Authorization: Bearer <viewer token>\"");
     }
   } else if (m.scope == API_SCOPE_RUNS && !srv->store) {
-    return error_reply(503, "no_store", "", "this server keeps no record");
+    return http_error(503, "no_store", "", "this server keeps no record");
   } else if (m.scope == API_SCOPE_CLASS && m.status == 200) {
     /* a class's routes are told apart by method first (405), then the class is looked up */
     char client[IPLIMIT_ADDR];
-    client_of(srv, c, client);
+    http_client_of(srv, c, client);
     const int wait = srv->guesses ? iplimit_take(srv->guesses, client, false) : 0;
     if (wait > 0) {
-      return too_many("too_many_guesses", wait,
-                      "this client has looked up too many classes that do not exist");
+      return http_too_many("too_many_guesses", wait,
+                           "this client has looked up too many classes that do not exist");
     }
     api_error e;
-    const char *t = bearer(c);
+    const char *t = http_bearer(c);
     if (!m.id[0] || m.id_truncated ||
-        class_role_of(srv->classes, m.id, t, admin_ok(srv, t), &k.role, &e) != 0) {
+        class_role_of(srv->classes, m.id, t, http_admin_ok(srv, t), &k.role, &e) != 0) {
       if (srv->guesses) {
         iplimit_charge(srv->guesses, client);
       }
-      return not_here(node, m.id, "no_class", "class");
+      return http_not_here(node, m.id, "no_class", "class");
     }
   }
   http_reply r;
   if (m.status == 405) {
-    r = method_not_allowed(method, m.allow);
+    r = http_method_not_allowed(method, m.allow);
   } else if (m.status == 404) {
     if (m.scope == API_SCOPE_STATIC) {
       r = strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0
-              ? method_not_allowed(method, "GET")
+              ? http_method_not_allowed(method, "GET")
               : static_file(srv, url);
     } else if (m.scope == API_SCOPE_RUNS) {
-      r = runs_unmatched(method, url, &m);
+      r = http_runs_unmatched(method, url, &m);
     } else {
-      r = error_reply(404, "not_found", "", "no such resource");
+      r = http_error(404, "not_found", "", "no such resource");
     }
   } else if ((m.scope == API_SCOPE_RUNS && strstr(m.route->pattern, "{run}") &&
-              !run_ref(node, &m, &k.run, &r)) ||
+              !http_run_ref(node, &m, &k.run, &r)) ||
              !route_authorized(&k, &r)) {
     /* r is the refusal: a run that is not here, then the token */
   } else {
@@ -434,7 +434,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
   const http_server *srv = cls;
   if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
     char ip[IPLIMIT_ADDR], client[IPLIMIT_ADDR];
-    peer_of(c, ip);
+    http_peer_of(c, ip);
     iplimit_client(ip, srv->v6_bits, client);
     if (!allow_addr(srv->proxies, ip)) {
       iplimit_leave(srv->conns, client);

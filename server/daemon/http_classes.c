@@ -8,39 +8,40 @@
 #include <stdio.h>
 
 static http_reply class_reply(int status, json_t *j, const api_error *e) {
-  return j ? json_reply(status, j) : api_error_reply(e);
+  return j ? http_json_reply(status, j) : http_api_error(e);
 }
 
 http_reply h_classes_create(const http_call *k) {
   http_reply err;
-  json_t *body = parse_object(k->c, k->rq, &err);
+  json_t *body = http_parse_object(k->c, k->rq, &err);
   if (!body) {
     return err;
   }
   api_class_create cmd;
   api_error e = {0}; /* status 0 until something refuses */
-  const int rc = api_read_class_create(body, unix_now(), sess_max_grains(k->srv->reg), &cmd, &e);
+  const int rc =
+      api_read_class_create(body, http_unix_now(), sess_max_grains(k->srv->reg), &cmd, &e);
   json_decref(body);
   if (rc != 0) {
-    return api_error_reply(&e);
+    return http_api_error(&e);
   }
   /* a class and all its groups live on one node: it goes where its groups fit; a class is a
    * creation of its teacher's address, at the same rate as a session (the admin's are free) */
   char client[IPLIMIT_ADDR] = "";
-  if (!admin_ok(k->srv, bearer(k->c))) {
-    client_of(k->srv, k->c, client);
+  if (!http_admin_ok(k->srv, http_bearer(k->c))) {
+    http_client_of(k->srv, k->c, client);
   }
-  if (placed_elsewhere(k, cmd.max_groups, 0, "/api/classes", &err) ||
-      !create_rate_ok(k, client, &err)) {
+  if (http_placed_elsewhere(k, cmd.max_groups, 0, "/api/classes", &err) ||
+      !http_create_rate_ok(k, client, &err)) {
     json_decref(cmd.defaults);
     return err;
   }
   json_t *j = NULL;
-  if (!store_refuses(k->srv, &err)) { /* a class nobody could find again after a restart */
+  if (!http_store_refuses(k->srv, &err)) { /* a class nobody could find again after a restart */
     j = class_create(k->srv->classes, &cmd, &e);
   }
   json_decref(cmd.defaults);
-  return j ? json_reply(201, j) : e.status ? api_error_reply(&e) : err;
+  return j ? http_json_reply(201, j) : e.status ? http_api_error(&e) : err;
 }
 
 http_reply h_class_get(const http_call *k) {
@@ -50,7 +51,7 @@ http_reply h_class_get(const http_call *k) {
 
 http_reply h_class_patch(const http_call *k) {
   http_reply err;
-  json_t *body = parse_object(k->c, k->rq, &err);
+  json_t *body = http_parse_object(k->c, k->rq, &err);
   if (!body) {
     return err;
   }
@@ -65,7 +66,7 @@ http_reply h_class_patch(const http_call *k) {
 
 http_reply h_class_push(const http_call *k) {
   http_reply err;
-  json_t *body = parse_object(k->c, k->rq, &err);
+  json_t *body = http_parse_object(k->c, k->rq, &err);
   if (!body) {
     return err;
   }
@@ -88,13 +89,13 @@ http_reply h_class_end(const http_call *k) {
  * refused, hit or miss alike. The seconds the client must wait (0: it may try); its address in
  * client. */
 static int code_wait(const http_call *k, char client[IPLIMIT_ADDR]) {
-  client_of(k->srv, k->c, client);
+  http_client_of(k->srv, k->c, client);
   return k->srv->guesses ? iplimit_take(k->srv->guesses, client, false) : 0;
 }
 
 static http_reply too_many_codes(int wait) {
-  return too_many("too_many_guesses", wait,
-                  "this client has tried too many class codes that do not exist");
+  return http_too_many("too_many_guesses", wait,
+                       "this client has tried too many class codes that do not exist");
 }
 
 /* A join that reached another node than its class's (the code names it): 307 to the class's
@@ -105,12 +106,13 @@ static http_reply join_reply(const char *code, const char *query, json_t *j, con
   char home[NODE_ID_MAX + 1];
   if (!j && e->status == 421 && node_split(code, home) && *home &&
       node_name_ok(code, home, 6, SESS_CODE_ALPHABET)) { /* nothing else goes into Location */
-    http_reply r = json_reply(307, json_pack("{s:s, s:s}", "node", home, "reason", e->message));
+    http_reply r =
+        http_json_reply(307, json_pack("{s:s, s:s}", "node", home, "reason", e->message));
     snprintf(r.location, sizeof r.location, "/n/%s/api/join%s%s", home, *query ? "?code=" : "",
              query);
     return r;
   }
-  return j ? json_reply(status, j) : create_refused(e);
+  return j ? http_json_reply(status, j) : http_create_refused(e);
 }
 
 /* GET /api/join?code=CODE: the class a student is about to join. */
@@ -122,7 +124,7 @@ http_reply h_join_lookup(const http_call *k) {
   }
   const char *code = MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, "code");
   if (!code) {
-    return error_reply(400, "missing_field", "code", "give the class code: /api/join?code=CODE");
+    return http_error(400, "missing_field", "code", "give the class code: /api/join?code=CODE");
   }
   api_error e = {0};
   json_t *j = class_lookup(k->srv->classes, code, &e);
@@ -140,7 +142,7 @@ http_reply h_join(const http_call *k) {
     return too_many_codes(wait);
   }
   http_reply err;
-  json_t *body = parse_object(k->c, k->rq, &err);
+  json_t *body = http_parse_object(k->c, k->rq, &err);
   if (!body) {
     return err;
   }
@@ -149,9 +151,9 @@ http_reply h_join(const http_call *k) {
   const int rc = api_read_join(body, &cmd, &e);
   json_decref(body);
   if (rc != 0) {
-    return api_error_reply(&e);
+    return http_api_error(&e);
   }
-  if (store_refuses(k->srv, &err)) {
+  if (http_store_refuses(k->srv, &err)) {
     return err;
   }
   bool created = false;

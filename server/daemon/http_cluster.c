@@ -9,7 +9,7 @@
 
 /* This node's figure for placement (place.h): sessions holding a slot against the limit, and the
  * grain-steps per second its running sessions ask for, per core, in millions. */
-void own_load(const http_server *srv, place_load *out) {
+void http_own_load(const http_server *srv, place_load *out) {
   sess_totals t;
   sess_get_totals(srv->reg, &t);
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -21,7 +21,7 @@ void own_load(const http_server *srv, place_load *out) {
 }
 
 /* A node's figure as /readyz and /api/nodes say it (place.c reads it back). */
-json_t *load_json(const place_load *fig) {
+json_t *http_load_json(const place_load *fig) {
   return json_pack("{s:s, s:i, s:i, s:i, s:f}", "node", fig->node, "sessions", fig->sessions,
                    "max_sessions", fig->max_sessions, "cores", fig->cores, "load", fig->load);
 }
@@ -29,21 +29,21 @@ json_t *load_json(const place_load *fig) {
 /* A new session or class that placement sends to another node: 307 to /n/{node}{path}, which the
  * cluster's router takes there with the method and body (the client follows it). Only where
  * this daemon is a node with peers, and never for a request already asked of this node. */
-bool placed_elsewhere(const http_call *k, int need, double work, const char *path,
-                      http_reply *out) {
+bool http_placed_elsewhere(const http_call *k, int need, double work, const char *path,
+                           http_reply *out) {
   const char *node = sess_node(k->srv->reg);
   if (!*node || k->pinned || !k->srv->place) {
     return false;
   }
   place_load fig = {.cores = 0};
-  own_load(k->srv, &fig);
+  http_own_load(k->srv, &fig);
   char to[NODE_ID_MAX + 1];
   place_choose(k->srv->place, &fig, need, work, to);
   if (strcmp(to, node) == 0) {
     return false;
   }
-  *out = json_reply(307, json_pack("{s:s, s:s}", "node", to, "reason",
-                                   "placed on the node with room and the least load"));
+  *out = http_json_reply(307, json_pack("{s:s, s:s}", "node", to, "reason",
+                                        "placed on the node with room and the least load"));
   snprintf(out->location, sizeof out->location, "/n/%s%s", to, path);
   return true;
 }
@@ -52,23 +52,23 @@ bool placed_elsewhere(const http_call *k, int need, double work, const char *pat
  * sessions by asking each at /n/{node}/ through the router. */
 http_reply h_nodes(const http_call *k) {
   place_load fig = {.cores = 0}, peers[PLACE_PEERS_MAX];
-  own_load(k->srv, &fig);
+  http_own_load(k->srv, &fig);
   json_t *list = json_array();
-  json_t *own = load_json(&fig);
+  json_t *own = http_load_json(&fig);
   json_object_set_new(own, "self", json_true());
   json_array_append_new(list, own);
   const int n = place_peers(k->srv->place, peers, PLACE_PEERS_MAX);
   for (int i = 0; i < n; i++) {
-    json_array_append_new(list, load_json(&peers[i]));
+    json_array_append_new(list, http_load_json(&peers[i]));
   }
-  return json_reply(200, json_pack("{s:o}", "nodes", list));
+  return http_json_reply(200, json_pack("{s:o}", "nodes", list));
 }
 
 /* /api/runs?filters: the record, read-only */
 /* In a cluster's record, a run another node left open is running only as long as that node
  * answers: while it has not been heard from lately (place.c), its open runs are marked
  * "reachable": false, neither running nor ended, until it comes back and closes them (issue 32). */
-void mark_unreachable(const http_server *srv, json_t *runs) {
+void http_mark_unreachable(const http_server *srv, json_t *runs) {
   const char *self = sess_node(srv->reg);
   if (!srv->place || !*self) {
     return;
@@ -92,11 +92,11 @@ void mark_unreachable(const http_server *srv, json_t *runs) {
 
 /* A session or class that is not here: on another node's id, the router's mistake (421); else
  * none such (404). */
-http_reply not_here(const char *node, const char *id, const char *code, const char *what) {
+http_reply http_not_here(const char *node, const char *id, const char *code, const char *what) {
   char of[NODE_ID_MAX + 1];
   if (*node && node_split(id, of) && strcmp(of, node) != 0) {
-    return error_reply(421, "wrong_node", "id", "'%.40s' belongs to node '%s', this is '%s'", id,
-                       *of ? of : "(none)", node);
+    return http_error(421, "wrong_node", "id", "'%.40s' belongs to node '%s', this is '%s'", id,
+                      *of ? of : "(none)", node);
   }
-  return error_reply(404, code, "id", "no %s '%.40s'", what, id);
+  return http_error(404, code, "id", "no %s '%.40s'", what, id);
 }

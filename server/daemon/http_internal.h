@@ -46,50 +46,51 @@ extern const api_route http_routes[];
 extern const size_t http_route_count;
 
 /* http_reply.c */
-http_reply json_reply(int status, json_t *j);
-http_reply api_error_reply(const api_error *e);
-http_reply error_reply(int status, const char *code, const char *field, const char *fmt, ...)
+http_reply http_json_reply(int status, json_t *j);
+http_reply http_api_error(const api_error *e);
+http_reply http_error(int status, const char *code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-http_reply method_not_allowed(const char *method, const char *allow);
-void peer_of(struct MHD_Connection *c, char out[IPLIMIT_ADDR]);
-void client_of(const http_server *srv, struct MHD_Connection *c, char out[IPLIMIT_ADDR]);
-http_reply too_many(const char *code, int retry_after, const char *message);
-json_t *parse_object(struct MHD_Connection *c, const http_req *rq, http_reply *err);
-const char *bearer(struct MHD_Connection *c);
-bool token_is(const char *configured, const char *token);
-bool admin_ok(const http_server *srv, const char *token);
-bool authorized(const http_server *srv, struct MHD_Connection *c, session *s, bool admin_too,
-                http_reply *err);
-bool store_refuses(const http_server *srv, http_reply *err);
-http_reply store_error_reply(const store_error *e);
-double unix_now(void);
+http_reply http_method_not_allowed(const char *method, const char *allow);
+void http_peer_of(struct MHD_Connection *c, char out[IPLIMIT_ADDR]);
+void http_client_of(const http_server *srv, struct MHD_Connection *c, char out[IPLIMIT_ADDR]);
+http_reply http_too_many(const char *code, int retry_after, const char *message);
+json_t *http_parse_object(struct MHD_Connection *c, const http_req *rq, http_reply *err);
+const char *http_bearer(struct MHD_Connection *c);
+bool http_token_is(const char *configured, const char *token);
+bool http_admin_ok(const http_server *srv, const char *token);
+bool http_authorized(const http_server *srv, struct MHD_Connection *c, session *s, bool admin_too,
+                     http_reply *err);
+bool http_store_refuses(const http_server *srv, http_reply *err);
+http_reply http_store_error(const store_error *e);
+double http_unix_now(void);
 
 /* http.c */
-http_reply server_busy(void);
-bool held_full(const http_server *srv);
+http_reply http_server_busy(void);
+bool http_held_full(const http_server *srv);
 
 /* http_cluster.c */
-void own_load(const http_server *srv, place_load *out);
-json_t *load_json(const place_load *fig);
-bool placed_elsewhere(const http_call *k, int need, double work, const char *path, http_reply *out);
+void http_own_load(const http_server *srv, place_load *out);
+json_t *http_load_json(const place_load *fig);
+bool http_placed_elsewhere(const http_call *k, int need, double work, const char *path,
+                           http_reply *out);
 http_reply h_nodes(const http_call *k);
-void mark_unreachable(const http_server *srv, json_t *runs);
-http_reply not_here(const char *node, const char *id, const char *code, const char *what);
+void http_mark_unreachable(const http_server *srv, json_t *runs);
+http_reply http_not_here(const char *node, const char *id, const char *code, const char *what);
 
 /* http_sessions.c */
 http_reply h_scenes(const http_call *k);
-http_reply created(session *s, const char *token, const char *viewer_token);
+http_reply http_created(session *s, const char *token, const char *viewer_token);
 http_reply h_sessions_list(const http_call *k);
-bool may_create(const http_call *k, char client[IPLIMIT_ADDR], http_reply *err);
-bool create_rate_ok(const http_call *k, const char *client, http_reply *err);
-http_reply create_refused(const api_error *e);
+bool http_may_create(const http_call *k, char client[IPLIMIT_ADDR], http_reply *err);
+bool http_create_rate_ok(const http_call *k, const char *client, http_reply *err);
+http_reply http_create_refused(const api_error *e);
 http_reply h_sessions_create(const http_call *k);
 http_reply h_session_get(const http_call *k);
 http_reply h_session_delete(const http_call *k);
 http_reply h_session_patch(const http_call *k);
 http_reply h_session_params(const http_call *k);
 http_reply h_session_action(const http_call *k);
-http_reply snapshot_reply(const http_call *k, bool run);
+http_reply http_snapshot_reply(const http_call *k, bool run);
 http_reply h_session_snapshot(const http_call *k);
 http_reply h_session_scene(const http_call *k);
 
@@ -100,8 +101,8 @@ http_reply h_run_samples(const http_call *k);
 http_reply h_run_snapshot(const http_call *k);
 http_reply h_run_replay(const http_call *k);
 http_reply h_run_fork(const http_call *k);
-bool run_ref(const char *node, const api_match *m, long long *out, http_reply *err);
-http_reply runs_unmatched(const char *method, const char *url, const api_match *m);
+bool http_run_ref(const char *node, const api_match *m, long long *out, http_reply *err);
+http_reply http_runs_unmatched(const char *method, const char *url, const api_match *m);
 
 /* http_ops.c */
 http_reply h_healthz(const http_call *k);

@@ -12,22 +12,22 @@
 
 http_reply h_healthz(const http_call *k) {
   (void)k;
-  return json_reply(200, json_pack("{s:s}", "status", "ok"));
+  return http_json_reply(200, json_pack("{s:s}", "status", "ok"));
 }
 
 http_reply h_readyz(const http_call *k) {
   char why[160];
   if (!__atomic_load_n(&k->srv->ready, __ATOMIC_ACQUIRE)) {
-    return error_reply(503, "not_ready", "", "starting or stopping");
+    return http_error(503, "not_ready", "", "starting or stopping");
   }
   if (k->srv->store && !store_writable(k->srv->store, why, sizeof why)) {
-    return error_reply(503, "store_unavailable", "", "the store cannot write (%s)", why);
+    return http_error(503, "store_unavailable", "", "the store cannot write (%s)", why);
   }
   place_load fig = {.cores = 0};
-  own_load(k->srv, &fig);
-  json_t *j = load_json(&fig);
+  http_own_load(k->srv, &fig);
+  json_t *j = http_load_json(&fig);
   json_object_set_new(j, "ready", json_true());
-  return json_reply(200, j);
+  return http_json_reply(200, j);
 }
 
 http_reply h_config(const http_call *k) {
@@ -37,7 +37,7 @@ http_reply h_config(const http_call *k) {
    * written once before ready is set (its port is known only once serving) */
   const bool set = __atomic_load_n(&k->srv->ready, __ATOMIC_ACQUIRE) && *k->srv->students;
   json_object_set_new(j, "students", set ? json_string(k->srv->students) : json_null());
-  return json_reply(200, j);
+  return http_json_reply(200, j);
 }
 
 http_reply h_metrics(const http_call *k) {
@@ -95,7 +95,7 @@ http_reply h_metrics(const http_call *k) {
       (unsigned long long)w.texts_skipped, (unsigned long long)w.bytes_sent,
       (unsigned long long)w.messages_rejected);
   if (n < 0) {
-    return error_reply(500, "out_of_memory", "", "out of memory");
+    return http_error(500, "out_of_memory", "", "out of memory");
   }
   /* the rest, appended: workers, steps, per-session figures, responses by status, the store */
   char *more = NULL;
@@ -181,12 +181,12 @@ http_reply h_metrics(const http_call *k) {
 http_reply h_backup(const http_call *k) {
   http_server *srv = k->srv;
   if (!srv->store) {
-    return error_reply(503, "no_store", "", "this server keeps no record");
+    return http_error(503, "no_store", "", "this server keeps no record");
   }
   char dir[4200], path[4300], when[32], err[300];
   snprintf(dir, sizeof dir, "%s/backups", srv->data_dir);
   if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
-    return error_reply(500, "io_error", "", "cannot create %s: %s", dir, strerror(errno));
+    return http_error(500, "io_error", "", "cannot create %s: %s", dir, strerror(errno));
   }
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -197,11 +197,11 @@ http_reply h_backup(const http_call *k) {
   store_sync(srv->store, 2000); /* what was recorded before the request is in the copy */
   const long runs = store_backup(store_path(srv->store), path, err, sizeof err);
   if (runs < 0) {
-    return error_reply(500, "backup_failed", "", "%s", err);
+    return http_error(500, "backup_failed", "", "%s", err);
   }
   struct stat st;
   const long long bytes = stat(path, &st) == 0 ? (long long)st.st_size : 0;
   log_msg(LOG_INFO, "backup", "path=%s runs=%ld bytes=%lld", path, runs, bytes);
-  return json_reply(201, json_pack("{s:s, s:i, s:I}", "path", path, "runs", (int)runs, "bytes",
-                                   (json_int_t)bytes));
+  return http_json_reply(201, json_pack("{s:s, s:i, s:I}", "path", path, "runs", (int)runs, "bytes",
+                                        (json_int_t)bytes));
 }

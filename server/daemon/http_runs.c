@@ -38,8 +38,8 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
  * admin's (store.h); any other caller reads the public runs. */
 static store_access run_access(const http_call *k) {
   store_access a;
-  const char *t = bearer(k->c);
-  store_access_init(&a, t, admin_ok(k->srv, t));
+  const char *t = http_bearer(k->c);
+  store_access_init(&a, t, http_admin_ok(k->srv, t));
   return a;
 }
 
@@ -49,7 +49,7 @@ static bool read_args(const http_call *k, query_args *q, http_reply *err) {
   MHD_get_connection_values(k->c, MHD_GET_ARGUMENT_KIND, collect_arg, q);
   if (q->no_memory) {
     free(q->args);
-    *err = error_reply(500, "store_error", "", "out of memory");
+    *err = http_error(500, "store_error", "", "out of memory");
     return false;
   }
   return true;
@@ -67,22 +67,22 @@ http_reply h_runs_list(const http_call *k) {
   const store_status rc = store_filter_parse(q.args, q.n, &filter, &se);
   free(q.args);
   if (rc != STORE_OK) {
-    return store_error_reply(&se);
+    return http_store_error(&se);
   }
   const store_access a = run_access(k);
   if (store_list_runs(k->srv->store, &filter, &a, &out, &se) != STORE_OK) {
-    return store_error_reply(&se);
+    return http_store_error(&se);
   }
-  mark_unreachable(k->srv, json_object_get(out, "runs"));
+  http_mark_unreachable(k->srv, json_object_get(out, "runs"));
   if (!filter.csv) {
-    return json_reply(200, out);
+    return http_json_reply(200, out);
   }
   char *text = NULL;
   size_t len = 0;
   const int failed = store_runs_csv(out, &text, &len);
   json_decref(out);
   if (failed) {
-    return error_reply(500, "store_error", "", "out of memory");
+    return http_error(500, "store_error", "", "out of memory");
   }
   http_reply r = {200, text, "text/csv; charset=utf-8", "", "", len, 0, ""};
   /* a class id is a node id and hex (it named a class that exists): nothing else reaches the
@@ -107,20 +107,20 @@ http_reply h_run_get(const http_call *k) {
   const store_status rc = store_events_page_parse(q.args, q.n, &page, &se);
   free(q.args);
   if (rc != STORE_OK) {
-    return store_error_reply(&se);
+    return http_store_error(&se);
   }
   json_t *out = NULL;
   const store_access a = run_access(k);
   return store_get_run(k->srv->store, k->run, &a, &page, &out, &se) == STORE_OK
-             ? json_reply(200, out)
-             : store_error_reply(&se);
+             ? http_json_reply(200, out)
+             : http_store_error(&se);
 }
 
 http_reply h_run_samples(const http_call *k) {
   const char *format = MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, "format");
   const char *accept = MHD_lookup_connection_value(k->c, MHD_HEADER_KIND, "Accept");
   if (format && strcmp(format, "csv") != 0 && strcmp(format, "json") != 0) {
-    return error_reply(400, "bad_format", "format", "format is csv or json");
+    return http_error(400, "bad_format", "format", "format is csv or json");
   }
   const bool csv = format ? strcmp(format, "csv") == 0 : accept && strstr(accept, "text/csv");
   char *body = NULL;
@@ -128,7 +128,7 @@ http_reply h_run_samples(const http_call *k) {
   store_error se;
   const store_access a = run_access(k);
   if (store_samples(k->srv->store, k->run, &a, csv, &body, &len, &se) != STORE_OK) {
-    return store_error_reply(&se);
+    return http_store_error(&se);
   }
   http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", "", 0,
                   0,   ""};
@@ -146,9 +146,9 @@ http_reply h_run_snapshot(const http_call *k) {
   store_error se;
   bool private_ = false;
   if (store_run_access(k->srv->store, k->run, &a, &private_, &se) != STORE_OK) {
-    return store_error_reply(&se);
+    return http_store_error(&se);
   }
-  return snapshot_reply(k, true);
+  return http_snapshot_reply(k, true);
 }
 
 /* POST /api/runs/{id}/replay {label?, private?} and /fork {params?, label?, private?}: a run the
@@ -160,16 +160,16 @@ static http_reply from_run(const http_call *k, bool fork) {
    * one token) */
   http_reply err;
   char client[IPLIMIT_ADDR];
-  if (!may_create(k, client, &err)) {
+  if (!http_may_create(k, client, &err)) {
     return err;
   }
   const store_access a = run_access(k);
   store_error se;
   bool source_private = false;
   if (store_run_access(k->srv->store, k->run, &a, &source_private, &se) != STORE_OK) {
-    return store_error_reply(&se);
+    return http_store_error(&se);
   }
-  json_t *body = parse_object(k->c, k->rq, &err);
+  json_t *body = http_parse_object(k->c, k->rq, &err);
   if (!body) {
     return err;
   }
@@ -177,12 +177,12 @@ static http_reply from_run(const http_call *k, bool fork) {
   api_error e;
   http_reply r;
   if (api_read_from_run(body, fork, &cmd, &e) != 0) {
-    r = api_error_reply(&e);
+    r = http_api_error(&e);
   } else if (source_private && json_is_false(json_object_get(body, "private"))) {
-    r = error_reply(422, "private_run", "private",
-                    "run %lld is a private session's: its %s is private too", k->run,
-                    fork ? "fork" : "replay");
-  } else if (store_refuses(k->srv, &r) || !create_rate_ok(k, client, &r)) {
+    r = http_error(422, "private_run", "private",
+                   "run %lld is a private session's: its %s is private too", k->run,
+                   fork ? "fork" : "replay");
+  } else if (http_store_refuses(k->srv, &r) || !http_create_rate_ok(k, client, &r)) {
     /* r is the refusal */
   } else {
     cmd.private_ = cmd.private_ || source_private;
@@ -192,7 +192,7 @@ static http_reply from_run(const http_call *k, bool fork) {
     session *s =
         sess_create_from_run(k->srv->reg, k->run, fork ? &params : NULL, cmd.label, cmd.private_,
                              *client ? client : NULL, token, viewer_token, &e);
-    r = s ? created(s, token, viewer_token) : create_refused(&e);
+    r = s ? http_created(s, token, viewer_token) : http_create_refused(&e);
   }
   json_decref(body);
   return r;
@@ -223,24 +223,24 @@ static bool run_id(const api_match *m, long long *out) {
 /* A run in a path: its id, or NODE-ID as the cluster's listing names it ("node" and "id", issue
  * 20). This node's is its own run; another node's is the router's mistake (421), as for sessions;
  * a node part on a daemon without one names no run here. false with the refusal in err. */
-bool run_ref(const char *node, const api_match *m, long long *out, http_reply *err) {
+bool http_run_ref(const char *node, const api_match *m, long long *out, http_reply *err) {
   char of[NODE_ID_MAX + 1];
   const char *id = m->id_truncated ? NULL : node_split(m->id, of);
   if (id && *of) {
     if (!run_digits(id, out)) {
-      *err = error_reply(404, "not_found", "id", "run ids are whole numbers, or NODE-ID");
+      *err = http_error(404, "not_found", "id", "run ids are whole numbers, or NODE-ID");
       return false;
     }
     if (strcmp(of, node) != 0) {
-      *err = *node ? error_reply(421, "wrong_node", "id",
-                                 "run '%.40s' belongs to node '%s', this is '%s'", m->id, of, node)
-                   : error_reply(404, "not_found", "id",
-                                 "no run '%.40s': this daemon is not a cluster node", m->id);
+      *err = *node ? http_error(421, "wrong_node", "id",
+                                "run '%.40s' belongs to node '%s', this is '%s'", m->id, of, node)
+                   : http_error(404, "not_found", "id",
+                                "no run '%.40s': this daemon is not a cluster node", m->id);
       return false;
     }
   }
   if (!id || !run_digits(id, out)) {
-    *err = error_reply(404, "not_found", "id", "run ids are whole numbers");
+    *err = http_error(404, "not_found", "id", "run ids are whole numbers");
     return false;
   }
   return true;
@@ -248,16 +248,16 @@ bool run_ref(const char *node, const api_match *m, long long *out, http_reply *e
 
 /* A path under /api/runs that no route has: answered as before the table, by the method its last
  * segment suggests, then its id. */
-http_reply runs_unmatched(const char *method, const char *url, const api_match *m) {
+http_reply http_runs_unmatched(const char *method, const char *url, const api_match *m) {
   const char *tail = strrchr(url, '/');
   const bool post = tail && (strcmp(tail, "/replay") == 0 || strcmp(tail, "/fork") == 0) &&
                     strncmp(url, "/api/runs/", 10) == 0 && tail > url + 10;
   long long id;
   if (strcmp(method, post ? "POST" : "GET") != 0) {
-    return method_not_allowed(method, post ? "POST" : "GET");
+    return http_method_not_allowed(method, post ? "POST" : "GET");
   }
   if (!run_id(m, &id)) {
-    return error_reply(404, "not_found", "id", "run ids are whole numbers");
+    return http_error(404, "not_found", "id", "run ids are whole numbers");
   }
-  return error_reply(404, "not_found", "", "no such resource");
+  return http_error(404, "not_found", "", "no such resource");
 }
