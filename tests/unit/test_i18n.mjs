@@ -121,7 +121,7 @@ const walk = (dir) => readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).is
 for (const f of walk(join(src, 'server')).filter((n) => n.endsWith('.c'))) {
   const text = readFileSync(f, 'utf8');
   // the HTTP layer's own refusals, the store's, and the one table of every other kind (api_error.c)
-  const calls = /\b(?:error_reply\(\s*\d+,|store__fail\(\s*\w+,\s*\w+,|too_many\(|reject\(\s*\w+,\s*\w+,)\s*"([a-z]+(?:_[a-z]+)*)"/g;
+  const calls = /\b(?:http_error\(\s*\d+,|store__fail\(\s*\w+,\s*\w+,|http_too_many\(|reject\(\s*\w+,\s*\w+,)\s*"([a-z]+(?:_[a-z]+)*)"/g;
   for (const m of text.matchAll(calls)) codes.add(m[1]);
   for (const m of text.matchAll(/\[API_E_\w+\] = \{"([a-z_]+)", \d+\}/g)) codes.add(m[1]);
 }
