@@ -1,6 +1,6 @@
-/* Status names, strict number parsing, parameter validation against a scene's catalogue entry,
- * measurement names and action parsing. The scenes themselves (with their parameter tables) are
- * in scenes/, listed once in scenes/registry.c. */
+/* Status names, strict number parsing, parameters and measurements found in a scene's catalogue
+ * entry, parameter validation and action parsing. The scenes themselves (with their parameter
+ * tables) are in scenes/, listed once in scenes/registry.c. */
 #include "internal.h"
 
 #include <errno.h>
@@ -67,43 +67,6 @@ int grn_parse_number(const char *text, double *out) {
   return GRN_OK;
 }
 
-/* Units follow spec §1 (SI); a model that is not in SI units (N-body, G = 1) says so in its
- * grn_model_info, and its figures carry no SI unit. */
-static const grn_measure_info measures[] = {{"t", "s", "time", false},
-                                            {"angle", "deg", "angle of repose", false},
-                                            {"top", "m", "top height", false},
-                                            {"cx", "m", "pile centre x", false},
-                                            {"cz", "m", "pile centre z", false},
-                                            {"over_max", "m", "largest overlap", false},
-                                            {"flowing", "", "flowing fraction", false},
-                                            {"alive", "", "particles", false},
-                                            {"front", "m", "front position", false},
-                                            {"flow", "kg/s", "discharge rate", true},
-                                            {"mass_above", "kg", "mass above the plate", false},
-                                            {"fill", "m", "fill height", false},
-                                            {"beverloo", "kg/s", "Beverloo prediction", false},
-                                            {"height", "m", "water height at the wall", false},
-                                            {"kinetic", "J", "kinetic energy", false},
-                                            {"potential", "J", "potential energy", false},
-                                            {"energy", "J", "total energy", false},
-                                            {"energy_drift", "", "relative energy drift", true},
-                                            {"angular_momentum", "", "angular momentum", false},
-                                            {"virial", "", "virial ratio 2K/|W|", false},
-                                            {"froude", "", "Froude number w^2 R/g", false},
-                                            {"mean_flow", "kg/s", "mean discharge rate", true},
-                                            {"bulk_density", "kg/m^3", "bulk density", false}};
-_Static_assert(sizeof measures / sizeof measures[0] == GRN_MEASURE_COUNT,
-               "a name for every measurement");
-
-const grn_measure_info *grn_measure_info_of(grn_measure_key key) {
-  return (int)key >= 0 && key < GRN_MEASURE_COUNT ? &measures[key] : NULL;
-}
-
-const char *grn_measure_name(grn_measure_key key) {
-  const grn_measure_info *info = grn_measure_info_of(key);
-  return info ? info->name : "";
-}
-
 int grn__no_act(grn_world *w, const grn_action *a, grn_error *err) {
   (void)w;
   return grn__fail(err, GRN_E_UNSUPPORTED, grn_action_name(a->kind),
@@ -112,22 +75,36 @@ int grn__no_act(grn_world *w, const grn_action *a, grn_error *err) {
 
 int grn_scene_param_index(const grn_scene_info *scene, const char *name) {
   for (int i = 0; scene && name && i < scene->param_count; i++) {
-    if (strcmp(scene->param_info[i].name, name) == 0) {
+    if (strcmp(scene->params[i].name, name) == 0) {
       return i;
     }
   }
   return -1;
 }
 
-/* Shared by the definition and live changes: validates and returns the parameter id. */
-int grn__check_param(const grn_scene_info *scene, const char *name, double value, grn_error *err) {
-  const int k = grn_scene_param_index(scene, name);
-  if (k < 0) {
-    return grn__fail(err, GRN_E_UNKNOWN_PARAM, name ? name : "",
-                     "unknown parameter '%s' for scene '%s'", name ? name : "(null)",
+int grn_scene_measure_index(const grn_scene_info *scene, const char *name) {
+  for (int i = 0; scene && name && i < scene->measure_count; i++) {
+    if (strcmp(scene->measures[i].name, name) == 0) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+int grn__unknown_param(const grn_scene_info *scene, const char *name, grn_error *err) {
+  return grn__fail(err, GRN_E_UNKNOWN_PARAM, name ? name : "",
+                   "unknown parameter '%s' for scene '%s'", name ? name : "(null)",
+                   scene ? scene->name : "(none)");
+}
+
+/* Shared by the definition, live changes and restore: whether the scene's parameter `index` may
+ * take the value. */
+int grn__check_param(const grn_scene_info *scene, int index, double value, grn_error *err) {
+  if (!scene || index < 0 || index >= scene->param_count) {
+    return grn__fail(err, GRN_E_UNKNOWN_PARAM, "", "no parameter %d for scene '%s'", index,
                      scene ? scene->name : "(none)");
   }
-  const grn_param_info *pi = &scene->param_info[k];
+  const grn_param_info *pi = &scene->params[index];
   if (!isfinite(value)) {
     return grn__fail(err, GRN_E_NOT_NUMBER, pi->name, "parameter '%s' must be a finite number",
                      pi->name);
@@ -140,7 +117,7 @@ int grn__check_param(const grn_scene_info *scene, const char *name, double value
     return grn__fail(err, GRN_E_RANGE, pi->name, "parameter '%s' = %g must be a whole number",
                      pi->name, value);
   }
-  return (int)scene->params[k];
+  return GRN_OK;
 }
 
 /* ---- actions ------------------------------------------------------------------------------ */

@@ -44,7 +44,7 @@ static void sph_derive(grn_world *w) {
   w->sph.wall_k = k_load > k_hit ? k_load : k_hit;
   const double omega = sqrt(w->sph.wall_k);
   w->sph.wall_c = omega;
-  const double nu = w->param[GRN_P_VISC] / RHO0;
+  const double nu = grn__param(w, GRN_SP_VISC) / RHO0;
   double dt = CFL * h / c;
   if (nu > 0.0 && 0.125 * h * h / nu < dt) {
     dt = 0.125 * h * h / nu;
@@ -165,7 +165,7 @@ static inline double wall(double pen, double vn, double k, double c) {
  * needs twice the hydrostatic pressure to carry its weight (measured: 2.1 ρ0·g per metre). */
 static void force_pass(grn_world *w) {
   const int nl = w->pairs.nl, n = w->n, nthreads = w->opt.threads;
-  const double h = w->sph.h, m = w->sph.m, mu = w->param[GRN_P_VISC];
+  const double h = w->sph.h, m = w->sph.m, mu = grn__param(w, GRN_SP_VISC);
   const double kern = 45.0 / (GRN_PI * pow(h, 6.0)); /* spiky gradient and viscosity Laplacian */
   (void)nthreads;
   const grn_vec3 *restrict pos = w->pos, *restrict vel = w->vel;
@@ -338,15 +338,14 @@ void grn__sph_measure(grn_world *w) {
   if (w->geom.box && front > w->geom.xmax) {
     front = w->geom.xmax; /* a particle pressed into the far wall is at the wall */
   }
-  double *v = w->meas.value;
-  v[GRN_M_T] = w->t;
-  v[GRN_M_ALIVE] = w->fig.alive;
-  v[GRN_M_KINETIC] = k;
-  v[GRN_M_POTENTIAL] = u;
-  v[GRN_M_ENERGY] = k + u;
-  v[GRN_M_FRONT] = isfinite(front) ? front - w->geom.xmin : NAN;
-  v[GRN_M_HEIGHT] = height - w->geom.floor_y;
-  v[GRN_M_TOP] = top - w->geom.floor_y;
+  grn__put(w, GRN_SM_T, w->t);
+  grn__put(w, GRN_SM_ALIVE, w->fig.alive);
+  grn__put(w, GRN_SM_KINETIC, k);
+  grn__put(w, GRN_SM_POTENTIAL, u);
+  grn__put(w, GRN_SM_ENERGY, k + u);
+  grn__put(w, GRN_SM_FRONT, isfinite(front) ? front - w->geom.xmin : NAN);
+  grn__put(w, GRN_SM_HEIGHT, height - w->geom.floor_y);
+  grn__put(w, GRN_SM_TOP, top - w->geom.floor_y);
   w->meas.state = w->t < w->settle.drag ? GRN_STATE_SETTLING : GRN_STATE_RUNNING;
 }
 

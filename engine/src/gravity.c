@@ -24,7 +24,7 @@ typedef struct grn_bh_key {
 } grn_bh_key;
 
 static void nbody_derive(grn_world *w) {
-  w->nbody.theta = w->param[GRN_P_THETA]; /* 0 for scenes without a tree */
+  w->nbody.theta = grn__param(w, GRN_SP_THETA); /* 0 for scenes without a tree */
 }
 
 /* Room for the per-body arrays and the direct sum's 4 planes of n. */
@@ -328,7 +328,7 @@ static grn_vec3 direct(const grn_world *w, const double *soa, int i) {
                        soa[i],
                        soa[n + i],
                        soa[2 * (size_t)n + i],
-                       w->param[GRN_P_EPS] * w->param[GRN_P_EPS]};
+                       grn__param(w, GRN_SP_EPS) * grn__param(w, GRN_SP_EPS)};
   double phi; /* includes the body's own −m/ε: the measurement sums pairs instead */
   return list_sum(w, &d, &phi);
 }
@@ -377,7 +377,7 @@ static void group_forces(grn_world *w, const grn_bh_node *leaf, double *buf, int
       k++;
     }
   }
-  const double e2 = w->param[GRN_P_EPS] * w->param[GRN_P_EPS];
+  const double e2 = grn__param(w, GRN_SP_EPS) * grn__param(w, GRN_SP_EPS);
   for (int q = 0; q < leaf->count; q++) {
     const int i = w->nbody.keys[leaf->first + q].idx;
     const double keep = m[self + q];
@@ -446,7 +446,7 @@ int grn__nbody_forces(grn_world *w) {
 }
 
 static void kick(grn_world *w, double dt) {
-  const double cap = w->param[GRN_P_VCAP];
+  const double cap = grn__param(w, GRN_SP_VCAP);
   for (int i = 0; i < w->n; i++) {
     grn_vec3 v = w->vel[i];
     v.x += w->nbody.acc[i].x * dt;
@@ -505,7 +505,7 @@ void grn__nbody_measure(grn_world *w) {
   if (!w->nbody.acc_valid && grn__nbody_forces(w) != GRN_OK) {
     return; /* out of memory: the last sample stands */
   }
-  const double e2 = w->param[GRN_P_EPS] * w->param[GRN_P_EPS];
+  const double e2 = grn__param(w, GRN_SP_EPS) * grn__param(w, GRN_SP_EPS);
   double kin = 0.0, pot = 0.0, lx = 0.0, ly = 0.0, lz = 0.0;
   for (int i = 0; i < w->n; i++) {
     if (!(w->flags[i] & GRN_F_ALIVE)) {
@@ -533,15 +533,15 @@ void grn__nbody_measure(grn_world *w) {
   if (w->steps == 0 || !isfinite(w->nbody.e0)) {
     w->nbody.e0 = e;
   }
-  double *v = w->meas.value;
-  v[GRN_M_T] = w->t;
-  v[GRN_M_ALIVE] = w->fig.alive;
-  v[GRN_M_KINETIC] = kin;
-  v[GRN_M_POTENTIAL] = pot;
-  v[GRN_M_ENERGY] = e;
-  v[GRN_M_ENERGY_DRIFT] = w->nbody.e0 != 0.0 ? (e - w->nbody.e0) / fabs(w->nbody.e0) : NAN;
-  v[GRN_M_ANGULAR_MOMENTUM] = sqrt(lx * lx + ly * ly + lz * lz);
-  v[GRN_M_VIRIAL] = pot < 0.0 ? 2.0 * kin / -pot : NAN;
+  grn__put(w, GRN_SM_T, w->t);
+  grn__put(w, GRN_SM_ALIVE, w->fig.alive);
+  grn__put(w, GRN_SM_KINETIC, kin);
+  grn__put(w, GRN_SM_POTENTIAL, pot);
+  grn__put(w, GRN_SM_ENERGY, e);
+  grn__put(w, GRN_SM_ENERGY_DRIFT,
+           w->nbody.e0 != 0.0 ? (e - w->nbody.e0) / fabs(w->nbody.e0) : NAN);
+  grn__put(w, GRN_SM_ANGULAR_MOMENTUM, sqrt(lx * lx + ly * ly + lz * lz));
+  grn__put(w, GRN_SM_VIRIAL, pot < 0.0 ? 2.0 * kin / -pot : NAN);
   w->meas.state = GRN_STATE_RUNNING;
 }
 
@@ -617,10 +617,7 @@ static void nbody_stats(const grn_world *w, grn_world_stats *out) {
  * DIRECT_MAX bodies), 7 µs per body through the Barnes–Hut tree (the daemon's pacing figures). */
 static double nbody_cost(const grn_world_def *def, int count) {
   const double n = (double)count;
-  return n <= DIRECT_MAX || grn_scene_param_index(def->scene, "theta") < 0 ||
-                 def->param[GRN_P_THETA] == 0.0
-             ? 0.015 * n * n
-             : 70.0 * n;
+  return n <= DIRECT_MAX || grn__def_param(def, GRN_SP_THETA) == 0.0 ? 0.015 * n * n : 70.0 * n;
 }
 
 const grn_model_ops grn__model_gravity = {.kind = GRN_MODEL_GRAVITY,

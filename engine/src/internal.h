@@ -4,6 +4,7 @@
 #define GRAINLAB_INTERNAL_H
 
 #include "grainlab/grainlab.h"
+#include "shared.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -265,7 +266,8 @@ struct grn_world {
   const grn_scene_info *scene;
   const grn_scene *impl;             /* the scene object (scene.h) */
   const struct grn_model_ops *model; /* the scene's model (model.h) */
-  double param[GRN_PARAM_COUNT];
+  double param[GRN_PARAM_MAX];       /* in the order of scene->params */
+  grn_binding bind;                  /* where those the models read are (bind.c) */
   uint64_t seed;
   int n_target; /* grains the scene creates in all */
   grn_fill fill;
@@ -320,8 +322,34 @@ int grn__regrow(grn_world *w, void **const arrays[], const size_t each[], int co
 int grn__fail(grn_error *err, int code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* parameter validation shared by definitions and live changes: the grn_param_id or an error */
-int grn__check_param(const grn_scene_info *scene, const char *name, double value, grn_error *err);
+/* parameter validation shared by definitions and live changes: GRN_OK or an error */
+int grn__check_param(const grn_scene_info *scene, int index, double value, grn_error *err);
+int grn__unknown_param(const grn_scene_info *scene, const char *name, grn_error *err);
+
+/* the binding to the scene's lists (bind.c) */
+void grn__bind(grn_world *w);
+int grn__shared_param_index(const grn_scene_info *scene, grn_shared_param k); /* -1: none */
+double grn__def_param(const grn_world_def *def, grn_shared_param k);          /* 0: none */
+
+/* A parameter the models read (0 where the scene has none), and whether index k is it. */
+static inline double grn__param(const grn_world *w, grn_shared_param k) {
+  const int i = w->bind.param[k];
+  return i >= 0 ? w->param[i] : 0.0;
+}
+static inline bool grn__is_param(const grn_world *w, int index, grn_shared_param k) {
+  return w->bind.param[k] >= 0 && w->bind.param[k] == index;
+}
+/* A shared measurement, written where the scene lists it; read back (NaN where it has none). */
+static inline void grn__put(grn_world *w, grn_shared_measure k, double v) {
+  const int i = w->bind.measure[k];
+  if (i >= 0) {
+    w->meas.value[i] = v;
+  }
+}
+static inline double grn__got(const grn_world *w, grn_shared_measure k) {
+  const int i = w->bind.measure[k];
+  return i >= 0 ? w->meas.value[i] : NAN;
+}
 
 /* rng (rng.c): xoshiro256** seeded by splitmix64 */
 void grn__rng_seed(uint64_t s[4], uint64_t seed);

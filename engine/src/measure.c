@@ -102,16 +102,15 @@ static double fit_bins(grn_world *w, int k0, int k1, double lo, double hi, doubl
 void grn__pile_angle(grn_world *w) {
   const double y0 = w->geom.floor_y, cs = GRN_CELL_MAP;
   grn__surface(w, y0, -INFINITY);
-  double *m = w->meas.value;
   double hm = 0.0;
   const int cells = w->maps.hnx * w->maps.hnz;
   for (int c = 0; c < cells; c++) {
     hm = w->maps.hmap[c] - y0 > hm ? w->maps.hmap[c] - y0 : hm;
   }
-  m[GRN_M_TOP] = hm;
-  m[GRN_M_ANGLE] = NAN;
-  m[GRN_M_CX] = NAN;
-  m[GRN_M_CZ] = NAN;
+  grn__put(w, GRN_SM_TOP, hm);
+  grn__put(w, GRN_SM_ANGLE, NAN);
+  grn__put(w, GRN_SM_CX, NAN);
+  grn__put(w, GRN_SM_CZ, NAN);
   for (int q = 0; q < 4; q++) {
     w->meas.line[q] = NAN;
   }
@@ -131,8 +130,8 @@ void grn__pile_angle(grn_world *w) {
   }
   cx /= sw;
   cz /= sw;
-  m[GRN_M_CX] = cx;
-  m[GRN_M_CZ] = cz;
+  grn__put(w, GRN_SM_CX, cx);
+  grn__put(w, GRN_SM_CZ, cz);
   memset(w->maps.bin, 0, sizeof w->maps.bin);
   memset(w->maps.binn, 0, sizeof w->maps.binn);
   for (int b = 0; b < w->maps.hnz; b++) {
@@ -152,7 +151,7 @@ void grn__pile_angle(grn_world *w) {
     }
   }
   const double slope = fit_bins(w, 0, GRN_NBIN, 0.25 * peak, 0.8 * peak, 0.0, cs);
-  m[GRN_M_ANGLE] = isnan(slope) ? NAN : -atan(slope) * 180.0 / GRN_PI;
+  grn__put(w, GRN_SM_ANGLE, isnan(slope) ? NAN : -atan(slope) * 180.0 / GRN_PI);
 }
 
 /* Heights averaged across a channel or box (|z| ≤ half_w) into one bin per cell along x. */
@@ -215,13 +214,12 @@ void grn__channel_profile(grn_world *w, double half_width) {
       kf = k;
     }
   }
-  double *m = w->meas.value;
-  m[GRN_M_TOP] = peak;
+  grn__put(w, GRN_SM_TOP, peak);
   /* the map starts at the back wall */
-  m[GRN_M_FRONT] = kf < 0 ? 0.0 : cell_front(w, kf) - w->maps.hx0;
+  grn__put(w, GRN_SM_FRONT, kf < 0 ? 0.0 : cell_front(w, kf) - w->maps.hx0);
   const int end = w->maps.hnx < GRN_NBIN ? w->maps.hnx : GRN_NBIN;
   const double slope = fit_bins(w, kp, end, 0.2 * peak, 0.8 * peak, w->maps.hx0, cs);
-  m[GRN_M_ANGLE] = isnan(slope) ? NAN : -atan(slope) * 180.0 / GRN_PI;
+  grn__put(w, GRN_SM_ANGLE, isnan(slope) ? NAN : -atan(slope) * 180.0 / GRN_PI);
 }
 
 /* Tilt (spec §3): fit over the middle 70 % of the box (half-length lx, half-width wz), in box
@@ -230,21 +228,20 @@ void grn__channel_profile(grn_world *w, double half_width) {
 void grn__tray_profile(grn_world *w, double lx, double wz, double phi) {
   const double cs = GRN_CELL_MAP;
   grn__surface(w, w->geom.floor_y, -INFINITY);
-  w->meas.value[GRN_M_TOP] = profile_bins(w, wz);
+  grn__put(w, GRN_SM_TOP, profile_bins(w, wz));
   int k0 = (int)ceil((-lx + 0.15 * 2.0 * lx - w->maps.hx0) / cs);
   int k1 = (int)floor((lx - 0.15 * 2.0 * lx - w->maps.hx0) / cs);
   k0 = k0 < 0 ? 0 : k0;
   k1 = k1 > GRN_NBIN ? GRN_NBIN : k1;
   const double slope = fit_bins(w, k0, k1, -1.0, 1e9, w->maps.hx0, cs);
-  w->meas.value[GRN_M_ANGLE] = isnan(slope) ? NAN : (phi - atan(slope)) * 180.0 / GRN_PI;
+  grn__put(w, GRN_SM_ANGLE, isnan(slope) ? NAN : (phi - atan(slope)) * 180.0 / GRN_PI);
 }
 
 void grn__common_measures(grn_world *w) {
-  double *m = w->meas.value;
-  m[GRN_M_T] = w->t;
-  m[GRN_M_OVER_MAX] = w->fig.over_max;
-  m[GRN_M_FLOWING] = w->fig.flowing;
-  m[GRN_M_ALIVE] = w->fig.alive;
+  grn__put(w, GRN_SM_T, w->t);
+  grn__put(w, GRN_SM_OVER_MAX, w->fig.over_max);
+  grn__put(w, GRN_SM_FLOWING, w->fig.flowing);
+  grn__put(w, GRN_SM_ALIVE, w->fig.alive);
 }
 
 grn_state grn__plain_state(const grn_world *w) {

@@ -15,8 +15,11 @@ static int granular_count(const grn_world_def *def) {
   if (def->grains > 0) {
     return def->grains;
   }
-  const int q = (int)def->param[GRN_P_QUALITY];
-  return (int)lround(base_count[q < 0 ? 0 : q > 2 ? 2 : q] * def->param[GRN_P_AMOUNT] / 100.0);
+  const int q = (int)grn__def_param(def, GRN_SP_QUALITY);
+  return (int)lround(base_count[q < 0   ? 0
+                                : q > 2 ? 2
+                                        : q] *
+                     grn__def_param(def, GRN_SP_AMOUNT) / 100.0);
 }
 
 /* 2 µs per grain on a slow machine: about six contacts each (the daemon's pacing figure). */

@@ -13,7 +13,7 @@ static inline bool owns(const grn_world *w, int i, int j) {
 
 /* Extra reach of a pair beyond touching: wet grains keep a bridge up to GAP_WET apart. */
 double grn__reach_gap(const grn_world *w) {
-  return w->param[GRN_P_COH] > 0.0 ? GRN_GAP_WET : 0.0;
+  return grn__param(w, GRN_SP_COH) > 0.0 ? GRN_GAP_WET : 0.0;
 }
 
 /* The rebuild's scratch, at least `bytes` (contents dropped); the near refresh borrows it too. */

@@ -15,6 +15,10 @@ void grn_world_measurements(const grn_world *w, grn_measurements *out) {
   *out = w->meas;
 }
 
+const grn_scene_info *grn_world_scene(const grn_world *w) {
+  return w->scene;
+}
+
 uint64_t grn_world_step_count(const grn_world *w) {
   return w->steps;
 }

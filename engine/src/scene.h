@@ -31,9 +31,10 @@ struct grn_scene {
   bool (*busy)(const grn_world *w);
   /* Whether the built scene can take a live value the catalogue's range allows (a silo's hole
    * must leave the cylinder 2.5 holes across): GRN_OK or an error naming the limit; NULL: any. */
-  int (*live_check)(const grn_world *w, grn_param_id id, double value, grn_error *err);
-  /* Side effect of a live parameter change, after it is stored in w->param; NULL: none. */
-  void (*param_set)(grn_world *w, grn_param_id id, double value);
+  int (*live_check)(const grn_world *w, int index, double value, grn_error *err);
+  /* Side effect of a live change of the parameter at `index` in its list, after it is stored in
+   * w->param; NULL: none. */
+  void (*param_set)(grn_world *w, int index, double value);
   /* Restore: whether a saved state block is sane (bools hold 0 or 1, counts in range). */
   bool (*state_ok)(const grn_world *w);
   /* The scene's part of grn_world_geometry beyond w->geom (the tilt); NULL: none. */

@@ -42,11 +42,56 @@ static void get(stream *s, void *p, size_t n) {
 /* Everything scalar that evolves, in one list so save and restore cannot drift apart. */
 // clang-format off
 #define SCALARS(X)                                                                                 \
-  X(seed) X(n_target) X(fill) X(param) X(gravity) X(steps) X(t) X(settle.drag) X(settle.until)               \
+  X(seed) X(n_target) X(fill) X(gravity) X(steps) X(t) X(settle.drag) X(settle.until)               \
   X(settle.calm) X(pairs.disp) X(pairs.dirty) X(fig.vmax) X(fig.over_max) X(fig.flowing) X(fig.alive) X(fig.contacts)              \
-  X(pairs.rebuilds) X(sleep.still) X(sleep.on) X(next_id) X(rng) X(geom) X(meas) X(maps.hnx) X(maps.hnz) X(maps.hx0) X(maps.hz0)   \
+  X(pairs.rebuilds) X(sleep.still) X(sleep.on) X(next_id) X(rng) X(geom) X(meas.state) X(meas.line) X(maps.hnx) X(maps.hnz) X(maps.hx0) X(maps.hz0)   \
   X(n) X(pairs.nl) X(pairs.m)
 // clang-format on
+
+/* Parameters and measurements go by name (issue 34): a count, then for each its name's length
+ * (one byte), the name and the value. A scene that gains one still reads its older states. */
+_Static_assert(GRN_MEASURE_MAX <= 32 && GRN_PARAM_MAX <= 32, "get_table marks names in 32 bits");
+
+static void put_table(stream *s, int count, const char *const names[], const double values[]) {
+  const uint32_t n = (uint32_t)count;
+  put(s, &n, sizeof n);
+  for (int i = 0; i < count; i++) {
+    const uint8_t len = (uint8_t)strlen(names[i]);
+    put(s, &len, 1);
+    put(s, names[i], len);
+    put(s, &values[i], sizeof values[i]);
+  }
+}
+
+/* Reads a table into values[], each entry where the scene's list has that name (find). A name it
+ * lacks, or one given twice, is refused; one the table lacks keeps the value values[] held. */
+static bool get_table(stream *s, const grn_scene_info *scene,
+                      int (*find)(const grn_scene_info *, const char *), int most,
+                      double values[]) {
+  uint32_t n = 0;
+  get(s, &n, sizeof n);
+  uint32_t seen = 0;
+  if (!s->ok || n > (uint32_t)most) {
+    return false;
+  }
+  for (uint32_t e = 0; e < n; e++) {
+    uint8_t len = 0;
+    char name[33];
+    get(s, &len, 1);
+    if (len == 0 || len >= sizeof name) {
+      return false;
+    }
+    get(s, name, len);
+    name[len] = '\0';
+    const int k = s->ok ? find(scene, name) : -1;
+    if (k < 0 || (seen & (1u << k))) {
+      return false;
+    }
+    seen |= 1u << k;
+    get(s, &values[k], sizeof values[k]);
+  }
+  return s->ok;
+}
 
 static void write_all(const grn_world *w, stream *s) {
   const uint32_t version = GRN_ENGINE_STATE_VERSION;
@@ -55,6 +100,15 @@ static void write_all(const grn_world *w, stream *s) {
   put(s, &version, sizeof version);
   put(s, &name_len, sizeof name_len);
   put(s, w->scene->name, name_len);
+  const char *names[GRN_PARAM_MAX + GRN_MEASURE_MAX];
+  for (int i = 0; i < w->scene->param_count; i++) {
+    names[i] = w->scene->params[i].name;
+  }
+  put_table(s, w->scene->param_count, names, w->param);
+  for (int i = 0; i < w->scene->measure_count; i++) {
+    names[i] = w->scene->measures[i].name;
+  }
+  put_table(s, w->scene->measure_count, names, w->meas.value);
 #define X(f) put(s, &w->f, sizeof w->f);
   SCALARS(X)
 #undef X
@@ -107,11 +161,6 @@ int grn_world_save(const grn_world *w, void *buf, size_t size, grn_error *err) {
  * again when it is not finite (gravity.c). */
 static const char *scalars_bad(const grn_world *w) {
   const double far = GRN_STATE_SIZE;
-  for (int p = 0; p < GRN_PARAM_COUNT; p++) { /* the scene's own are checked against their range */
-    if (!grn__within(w->param[p], far)) {
-      return "parameter not finite";
-    }
-  }
   /* t is steps·H after every step (world.c) */
   if (w->t != (double)w->steps * GRN_H || !(w->settle.drag >= 0.0 && w->settle.drag <= far) ||
       !(w->settle.until >= w->settle.drag && w->settle.until <= far) ||
@@ -159,8 +208,7 @@ static const char *scalars_bad(const grn_world *w) {
       !(g->kill_y >= -GRN_STATE_FAR && g->kill_y <= far)) {
     return "bad geometry";
   }
-  if ((int)w->meas.state < 0 || w->meas.state > GRN_STATE_DRAINED ||
-      w->meas.present != w->scene->measures) {
+  if ((int)w->meas.state < 0 || w->meas.state > GRN_STATE_DRAINED) {
     return "bad measurement state";
   }
   if (!grn__within(w->maps.hx0, far) || !grn__within(w->maps.hz0, far)) {
@@ -245,6 +293,19 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   w->scene = scene;
   w->impl = grn__scene_impl(scene);
   w->model = grn__model_of(scene->model);
+  grn__bind(w);
+  /* a parameter the state lacks (one added since) takes its default, a measurement NaN */
+  for (int i = 0; i < scene->param_count; i++) {
+    w->param[i] = scene->params[i].def;
+  }
+  for (int k = 0; k < GRN_MEASURE_MAX; k++) {
+    w->meas.value[k] = NAN;
+  }
+  w->meas.count = scene->measure_count;
+  if (!get_table(&s, scene, grn_scene_param_index, GRN_PARAM_MAX, w->param) ||
+      !get_table(&s, scene, grn_scene_measure_index, GRN_MEASURE_MAX, w->meas.value)) {
+    return corrupt(w, err, s.ok ? "a parameter or measurement unknown to the scene" : "truncated");
+  }
 #define X(f) get(&s, &w->f, sizeof w->f);
   SCALARS(X)
 #undef X
@@ -259,7 +320,7 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
     return corrupt(w, err, "truncated");
   }
   for (int i = 0; i < scene->param_count; i++) {
-    if (grn__check_param(scene, scene->param_info[i].name, w->param[scene->params[i]], NULL) < 0) {
+    if (grn__check_param(scene, i, w->param[i], NULL) != GRN_OK) {
       return corrupt(w, err, "parameter out of range");
     }
   }

@@ -25,7 +25,7 @@ int grn_world_def_default(grn_world_def *def, const char *scene, grn_error *err)
   memset(def, 0, sizeof *def);
   def->scene = info;
   for (int i = 0; i < info->param_count; i++) {
-    def->param[info->params[i]] = info->param_info[i].def;
+    def->param[i] = info->params[i].def;
   }
   def->seed = 1;
   def->grains = 0;
@@ -36,19 +36,24 @@ int grn_world_def_default(grn_world_def *def, const char *scene, grn_error *err)
   return GRN_OK;
 }
 
-int grn_world_def_set(grn_world_def *def, const char *name, double value, grn_error *err) {
-  const int id = grn__check_param(def->scene, name, value, err);
-  if (id < 0) {
-    return id;
+int grn_world_def_set_at(grn_world_def *def, int index, double value, grn_error *err) {
+  const int rc = grn__check_param(def->scene, index, value, err);
+  if (rc == GRN_OK) {
+    def->param[index] = value;
   }
-  def->param[id] = value;
-  return GRN_OK;
+  return rc;
+}
+
+int grn_world_def_set(grn_world_def *def, const char *name, double value, grn_error *err) {
+  const int k = grn_scene_param_index(def->scene, name);
+  return k < 0 ? grn__unknown_param(def->scene, name, err)
+               : grn_world_def_set_at(def, k, value, err);
 }
 
 int grn_world_def_set_text(grn_world_def *def, const char *name, const char *value,
                            grn_error *err) {
   if (grn_scene_param_index(def->scene, name) < 0) {
-    return grn__check_param(def->scene, name, 0.0, err);
+    return grn__unknown_param(def->scene, name, err);
   }
   double v;
   if (grn_parse_number(value, &v) != GRN_OK) {
@@ -72,8 +77,7 @@ int grn_world_def_validate(const grn_world_def *def, grn_error *err) {
     return grn__fail(err, GRN_E_UNKNOWN_SCENE, "scene", "no valid scene in the definition");
   }
   for (int i = 0; i < def->scene->param_count; i++) {
-    const int rc = grn__check_param(def->scene, def->scene->param_info[i].name,
-                                    def->param[def->scene->params[i]], err);
+    const int rc = grn__check_param(def->scene, i, def->param[i], err);
     if (rc < 0) {
       return rc;
     }
@@ -168,13 +172,13 @@ int grn__world_setup(grn_world *w) {
   w->geom.fx0 = w->geom.fz0 = -INFINITY;
   w->geom.fx1 = w->geom.fz1 = INFINITY;
   w->meas.state = GRN_STATE_SETTLING;
-  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
+  for (int k = 0; k < GRN_MEASURE_MAX; k++) {
     w->meas.value[k] = NAN;
   }
   for (int q = 0; q < 4; q++) {
     w->meas.line[q] = NAN;
   }
-  w->meas.present = w->scene->measures;
+  w->meas.count = w->scene->measure_count;
   int rc = w->fill == GRN_FILL_BED ? w->impl->bed(w) : w->impl->setup(w);
   /* the scene set the drag's worst case; a model that settles then looks for rest without it */
   w->settle.until = w->settle.drag > 0.0 && w->model->info.settles ? w->settle.drag + SETTLE_FREE
@@ -217,6 +221,7 @@ int grn_world_create(const grn_world_def *def, grn_world **out, grn_error *err) 
   w->scene = def->scene;
   w->impl = grn__scene_impl(def->scene);
   w->model = grn__model_of(def->scene->model);
+  grn__bind(w);
   memcpy(w->param, def->param, sizeof w->param);
   w->seed = def->seed;
   w->n_target = grn_world_def_grains(def);
@@ -378,7 +383,7 @@ int grn_world_act(grn_world *w, const grn_action *a, grn_error *err) {
     break;
   case GRN_A_RESET: {
     /* a fresh copy of the inputs, rebuilt: same parameters and seed give the same start */
-    double param[GRN_PARAM_COUNT];
+    double param[GRN_PARAM_MAX];
     memcpy(param, w->param, sizeof param);
     const uint64_t seed = w->seed;
     const int target = w->n_target;
@@ -405,11 +410,17 @@ int grn_world_act(grn_world *w, const grn_action *a, grn_error *err) {
 }
 
 int grn_world_set_param(grn_world *w, const char *name, double value, grn_error *err) {
-  const int id = grn__check_param(w->scene, name, value, err);
-  if (id < 0) {
-    return id;
+  const int k = grn_scene_param_index(w->scene, name);
+  return k < 0 ? grn__unknown_param(w->scene, name, err) : grn_world_set_param_at(w, k, value, err);
+}
+
+int grn_world_set_param_at(grn_world *w, int id, double value, grn_error *err) {
+  const int rc = grn__check_param(w->scene, id, value, err);
+  if (rc != GRN_OK) {
+    return rc;
   }
-  if (w->scene->param_info[grn_scene_param_index(w->scene, name)].restart) {
+  const char *name = w->scene->params[id].name;
+  if (w->scene->params[id].restart) {
     return grn__fail(err, GRN_E_UNSUPPORTED, name,
                      "parameter '%s' is fixed when the scene is built: restart the scene to change "
                      "it",
@@ -419,9 +430,9 @@ int grn_world_set_param(grn_world *w, const char *name, double value, grn_error 
     return refuse_settling(w, name, err);
   }
   if (w->impl->live_check) {
-    const int rc = w->impl->live_check(w, (grn_param_id)id, value, err);
-    if (rc != GRN_OK) {
-      return rc;
+    const int live = w->impl->live_check(w, id, value, err);
+    if (live != GRN_OK) {
+      return live;
     }
   }
   const double gap_before = grn__reach_gap(w);
@@ -439,7 +450,7 @@ int grn_world_set_param(grn_world *w, const char *name, double value, grn_error 
     w->model->changed(w);
   }
   if (w->impl->param_set) {
-    w->impl->param_set(w, (grn_param_id)id, value);
+    w->impl->param_set(w, id, value);
   }
   wake(w);
   return GRN_OK;

@@ -13,25 +13,22 @@ char *api_dumps(const json_t *j) {
 json_t *api_params_json(const grn_world_def *def) {
   json_t *params = json_object();
   for (int i = 0; i < def->scene->param_count; i++) {
-    json_object_set_new(params, def->scene->param_info[i].name,
-                        json_real(def->param[def->scene->params[i]]));
+    json_object_set_new(params, def->scene->params[i].name, json_real(def->param[i]));
   }
   return params;
 }
 
-json_t *api_measurements_json(const grn_measurements *m) {
+json_t *api_measurements_json(const grn_scene_info *scene, const grn_measurements *m) {
   json_t *values = json_object();
-  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
-    if (m->present & (1u << k)) {
-      json_object_set_new(values, grn_measure_name((grn_measure_key)k),
-                          isfinite(m->value[k]) ? json_real(m->value[k]) : json_null());
-    }
+  for (int k = 0; k < scene->measure_count && k < m->count; k++) {
+    json_object_set_new(values, scene->measures[k].name,
+                        isfinite(m->value[k]) ? json_real(m->value[k]) : json_null());
   }
   return values;
 }
 
 json_t *api_session_json(const api_session_view *v) {
-  json_t *meas = api_measurements_json(&v->meas);
+  json_t *meas = api_measurements_json(v->def.scene, &v->meas);
   json_object_set_new(meas, "state", json_string(grn_state_name(v->meas.state)));
   json_t *j = json_pack(
       "{s:s, s:s, s:s, s:s, s:b, s:o, s:I, s:s, s:f, s:f, s:f, s:i, s:I, s:I, s:o}", "id", v->id,
@@ -107,9 +104,9 @@ static json_t *plots_json(const grn_scene_info *sc) {
     json_t *series = json_array();
     for (int i = 0; i < sc->plots[p].series_count; i++) {
       const grn_plot_series *ps = &sc->plots[p].series[i];
-      json_array_append_new(series,
-                            json_pack("{s:s, s:s, s:b}", "key", grn_measure_name(ps->key), "axis",
-                                      ps->right ? "right" : "left", "reference", ps->reference));
+      json_array_append_new(
+          series, json_pack("{s:s, s:s, s:b}", "key", sc->measures[ps->measure].name, "axis",
+                            ps->right ? "right" : "left", "reference", ps->reference));
     }
     json_array_append_new(plots,
                           json_pack("{s:s, s:o}", "title", sc->plots[p].title, "series", series));
@@ -132,13 +129,24 @@ static json_t *quality_particles(const grn_scene_info *sc, const grn_param_info 
   return a;
 }
 
+static bool listed(const json_t *infos, const char *name) {
+  size_t i;
+  const json_t *v;
+  json_array_foreach(infos, i, v) {
+    if (strcmp(json_string_value(json_object_get(v, "name")), name) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 json_t *api_scenes_json(void) {
   json_t *a = json_array();
   for (int i = 0; i < grn_scene_count(); i++) {
     const grn_scene_info *sc = grn_scene_at(i);
     json_t *params = json_array(), *actions = json_array(), *meas = json_array();
     for (int k = 0; k < sc->param_count; k++) {
-      const grn_param_info *p = &sc->param_info[k];
+      const grn_param_info *p = &sc->params[k];
       json_t *pj = json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:b, s:s}", "name", p->name, "unit",
                              p->unit, "min", p->min, "max", p->max, "default", p->def, "integer",
                              p->integer, "restart", p->restart, "description", p->description);
@@ -151,10 +159,8 @@ json_t *api_scenes_json(void) {
       json_array_append_new(actions, json_string(sc->actions[k]));
     }
     /* the scene's own measurements; every sample also carries its state, which is no measurement */
-    for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
-      if (sc->measures & (1u << k)) {
-        json_array_append_new(meas, json_string(grn_measure_name((grn_measure_key)k)));
-      }
+    for (int k = 0; k < sc->measure_count; k++) {
+      json_array_append_new(meas, json_string(sc->measures[k].name));
     }
     const int every = grn_scene_sample_steps(sc);
     json_array_append_new(
@@ -170,10 +176,16 @@ json_t *api_scenes_json(void) {
   for (int k = 0; k < OWN_LISTED; k++) {
     json_array_append_new(actions, action_info_json(&own_actions[k], true));
   }
-  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
-    const grn_measure_info *m = grn_measure_info_of((grn_measure_key)k);
-    json_array_append_new(measures, json_pack("{s:s, s:s, s:s, s:b}", "name", m->name, "unit",
-                                              m->unit, "label", m->label, "window", m->window));
+  /* every scene's measurements, each name once (a name means the same in every scene) */
+  for (int i = 0; i < grn_scene_count(); i++) {
+    const grn_scene_info *sc = grn_scene_at(i);
+    for (int k = 0; k < sc->measure_count; k++) {
+      const grn_measure_info *m = &sc->measures[k];
+      if (!listed(measures, m->name)) {
+        json_array_append_new(measures, json_pack("{s:s, s:s, s:s, s:b}", "name", m->name, "unit",
+                                                  m->unit, "label", m->label, "window", m->window));
+      }
+    }
   }
   json_t *states = json_array();
   for (int k = 0; *grn_state_name((grn_state)k); k++) {
@@ -384,33 +396,32 @@ void api_params_read(const json_t *obj, api_params *out) {
     if (out->count == API_MAX_PARAMS) {
       return; /* one of those read is unknown to every scene (see API_MAX_PARAMS) */
     }
-    out->at[out->count++] = (api_param){key, json_number_value(v), json_is_integer(v)};
+    out->at[out->count++] = (api_param){key, json_number_value(v), json_is_integer(v), -1};
   }
 }
 
-bool api_param_restart_only(const grn_scene_info *scene, const char *name) {
-  const int k = grn_scene_param_index(scene, name);
-  return k >= 0 && scene->param_info[k].restart;
-}
-
-int api_params_apply(const api_params *p, grn_world_def *def, api_params_use use, api_error *err) {
+int api_params_apply(api_params *p, grn_world_def *def, api_params_use use, api_error *err) {
   for (int i = 0; i < p->count; i++) {
-    const char *name = p->at[i].name;
+    api_param *q = &p->at[i];
+    q->index = grn_scene_param_index(def->scene, q->name);
     grn_error e;
-    if (grn_world_def_set(def, name, p->at[i].value, &e) != GRN_OK) {
+    const int rc = q->index < 0 ? grn_world_def_set(def, q->name, q->value, &e)
+                                : grn_world_def_set_at(def, q->index, q->value, &e);
+    if (rc != GRN_OK) {
       api_engine_error(err, API_ON_PARAM, &e);
       return -1;
     }
-    if (use == API_PARAMS_LIVE && api_param_restart_only(def->scene, name)) {
-      api_fail(err, API_E_NEEDS_RESTART, name,
+    const bool fixed = def->scene->params[q->index].restart;
+    if (use == API_PARAMS_LIVE && fixed) {
+      api_fail(err, API_E_NEEDS_RESTART, q->name,
                "parameter '%s' is fixed when the scene starts: restart it (POST "
                "/api/sessions/{id}/scene) to change it",
-               name);
+               q->name);
       return -1;
     }
-    if (use == API_PARAMS_FORK && api_param_restart_only(def->scene, name)) {
-      api_fail(err, API_E_NEEDS_RESTART, name,
-               "a fork goes on from the run's end: '%s' is fixed when the scene starts", name);
+    if (use == API_PARAMS_FORK && fixed) {
+      api_fail(err, API_E_NEEDS_RESTART, q->name,
+               "a fork goes on from the run's end: '%s' is fixed when the scene starts", q->name);
       return -1;
     }
   }

@@ -33,7 +33,7 @@ json_t *api_scenes_json(void);
 /* {name: value} of a definition's scene parameters, and {key: value or null} of the measurements
  * a sample reports. New references. */
 json_t *api_params_json(const grn_world_def *def);
-json_t *api_measurements_json(const grn_measurements *m);
+json_t *api_measurements_json(const grn_scene_info *scene, const grn_measurements *m);
 
 /* What a session shows: a copy taken under its lock, rendered without it. */
 typedef struct api_session_view {
@@ -130,6 +130,7 @@ typedef struct api_param {
   const char *name;
   double value;
   bool integer;
+  int index; /* in the scene's list, once api_params_apply has found the name (the one lookup) */
 } api_param;
 
 /* {name: number, ...} as a list. The first value that is not a number ends the list: it is
@@ -151,14 +152,11 @@ typedef enum api_params_use {
 } api_params_use;
 
 /* Checks every parameter in order (a number, known to the scene and in range, may change for
- * `use`) and sets it in `def`. On error `def` may be partly changed: pass a copy. */
-int api_params_apply(const api_params *p, grn_world_def *def, api_params_use use, api_error *err);
-
-/* Whether a parameter is fixed when the engine builds the world (the catalogue marks it `restart`:
- * the particle count, an orbit's initial speed). A live change or a fork refuses it before any
- * value reaches the worker, so a request naming one changes nothing, not even the parameters
- * listed before it. A name the scene does not take is not one (it fails as unknown). */
-bool api_param_restart_only(const grn_scene_info *scene, const char *name);
+ * `use`), sets it in `def` and notes its index in the scene's list. A parameter fixed when the
+ * engine builds the world (the catalogue marks it `restart`: the particle count, an orbit's
+ * initial speed) is refused for a live change or a fork before any value reaches the worker, so a
+ * request naming one changes nothing. On error `def` may be partly changed: pass a copy. */
+int api_params_apply(api_params *p, grn_world_def *def, api_params_use use, api_error *err);
 
 /* {scene, params?, seed?} (POST /api/sessions/{id}/scene; keys other than those: 400
  * unknown_field) into a validated definition. */

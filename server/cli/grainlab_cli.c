@@ -92,14 +92,11 @@ static void put_json_number(double v) {
   }
 }
 
-static void print_measurements(const grn_measurements *m) {
+static void print_measurements(const grn_scene_info *scene, const grn_measurements *m) {
   putchar('{');
   bool first = true;
-  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
-    if (!(m->present & (1u << k))) {
-      continue;
-    }
-    printf("%s\"%s\":", first ? "" : ",", grn_measure_name((grn_measure_key)k));
+  for (int k = 0; k < scene->measure_count && k < m->count; k++) {
+    printf("%s\"%s\":", first ? "" : ",", scene->measures[k].name);
     put_json_number(m->value[k]);
     first = false;
   }
@@ -299,7 +296,7 @@ static int compare_actions(const void *a, const void *b) {
  * `samples` (the scene's interval, grn_scene_sample_steps; 0: none), prints the measurements at
  * every sample of the world. The timeline counts the steps taken here: a reset restarts the
  * world's clock, not the run's. */
-static int play(grn_world *w, timeline *tl, uint64_t samples) {
+static int play(grn_world *w, const grn_scene_info *scene, timeline *tl, uint64_t samples) {
   grn_error e;
   for (uint64_t now = grn_world_step_count(w);;) {
     const timeline_event *ev;
@@ -323,7 +320,7 @@ static int play(grn_world *w, timeline *tl, uint64_t samples) {
     if (samples && grn_world_step_count(w) % samples == 0) {
       grn_measurements m;
       grn_world_measurements(w, &m);
-      print_measurements(&m);
+      print_measurements(scene, &m);
       putchar('\n');
     }
   }
@@ -422,7 +419,7 @@ static int cmd_run(int argc, char **argv) {
       return 1;
     }
   }
-  rc = play(w, &tl, (uint64_t)grn_scene_sample_steps(o.def.scene));
+  rc = play(w, o.def.scene, &tl, (uint64_t)grn_scene_sample_steps(o.def.scene));
   timeline_free(&tl);
   if (rc != 0) {
     drop_snapshot(&o, snap);
@@ -438,11 +435,13 @@ static int cmd_run(int argc, char **argv) {
   grn_world_stats st;
   grn_world_get_stats(w, &st);
   fputs("{\"final\":", stdout);
-  print_measurements(&m);
+  print_measurements(o.def.scene, &m);
   if (o.def.scene->chains) {
     /* force chains behind the vertical cut through the pile centre, seen from +z */
-    const double px = isfinite(m.value[GRN_M_CX]) ? m.value[GRN_M_CX] : 0.0;
-    const double pz = isfinite(m.value[GRN_M_CZ]) ? m.value[GRN_M_CZ] : 0.0;
+    const int kx = grn_scene_measure_index(o.def.scene, "cx"),
+              kz = grn_scene_measure_index(o.def.scene, "cz");
+    const double px = kx >= 0 && isfinite(m.value[kx]) ? m.value[kx] : 0.0;
+    const double pz = kz >= 0 && isfinite(m.value[kz]) ? m.value[kz] : 0.0;
     printf(",\"chains\":%d,\"contacts\":%d", grn_world_chains(w, px, pz, 0.0, 1.0, NULL, 0),
            grn_world_contacts(w, NULL, 0));
   }
@@ -593,7 +592,7 @@ static int cmd_replay(int argc, char **argv) {
     store_replay_free(&r);
     return engine_error(&e);
   }
-  const int rc = play(w, &r.events, 0);
+  const int rc = play(w, r.def.scene, &r.events, 0);
   if (rc != 0) {
     grn_world_destroy(w);
     store_replay_free(&r);
@@ -606,7 +605,7 @@ static int cmd_replay(int argc, char **argv) {
   char digest[17];
   snprintf(digest, sizeof digest, "%016" PRIx64, grn_world_digest(w));
   fputs("{\"final\":", stdout);
-  print_measurements(&m);
+  print_measurements(r.def.scene, &m);
   /* a run cut short mid-call has no digest recorded: nothing to check the replay against */
   const bool recorded = r.digest[0] != '\0';
   printf(",\"digest\":\"%s\",\"steps\":%" PRIu64 ",\"grains\":%d,\"run\":%ld,"

@@ -16,18 +16,17 @@
 static int push_params(class_registry *cr, session *s, const api_class_push *cmd, sess_error *e) {
   api_session_view v;
   sess_view(s, &v);
-  bool restart = false;
-  for (int i = 0; i < cmd->params.count; i++) {
-    restart = restart || api_param_restart_only(v.def.scene, cmd->params.at[i].name);
-  }
-  if (!restart) {
-    return sess_set_params(s, &cmd->params, e);
-  }
+  api_params p = cmd->params;
   grn_world_def def = v.def;
-  if (api_params_apply(&cmd->params, &def, API_PARAMS_DEFINE, e) != 0) {
+  if (api_params_apply(&p, &def, API_PARAMS_DEFINE, e) != 0) {
     return -1;
   }
-  return sess_switch_scene(cr->reg, s, &def, e);
+  bool restart = false;
+  for (int i = 0; i < p.count; i++) {
+    restart = restart || def.scene->params[p.at[i].index].restart;
+  }
+  /* a live change checks them again against the session's scene as it then is */
+  return restart ? sess_switch_scene(cr->reg, s, &def, e) : sess_set_params(s, &p, e);
 }
 
 json_t *class_push(class_registry *cr, const char *id, const api_class_push *cmd, api_error *err) {

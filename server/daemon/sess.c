@@ -456,8 +456,11 @@ session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *f
   sc->fast = fork_params != NULL;
   /* a fork's parameters: checked against the scene now, all or nothing */
   grn_world_def d = sc->r.def;
-  const api_params none = {0};
-  if (api_params_apply(fork_params ? fork_params : &none, &d, API_PARAMS_FORK, err) != 0) {
+  api_params checked = {0};
+  if (fork_params) {
+    checked = *fork_params;
+  }
+  if (api_params_apply(&checked, &d, API_PARAMS_FORK, err) != 0) {
     sess__free_script(sc);
     return NULL;
   }

@@ -144,8 +144,9 @@ void sess_view(session *s, api_session_view *out);
 api_session_view *sess_list(sess_registry *r, bool include_private, int *count);
 
 /* Changes: each validated before it touches anything; on error nothing changed. */
-/* params: checked here against the session's scene (api_params_apply), then applied in order. */
-int sess_set_params(session *s, const api_params *params, sess_error *err);
+/* params: checked here against the session's scene (api_params_apply, which notes each one's
+ * index), then applied in order. */
+int sess_set_params(session *s, api_params *params, sess_error *err);
 int sess_set_speed(session *s, double speed, sess_error *err);
 /* An action read by api_read_action: the engine's, checked against the scene, or the daemon's
  * own. */

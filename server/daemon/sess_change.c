@@ -101,30 +101,28 @@ int sess__reset(session *s, sess_error *err) {
   return 0;
 }
 
-/* A parameter the caller validated against the scene, set in the worker and then in the
- * session's definition. */
-int sess__set(session *s, const char *name, double value, sess_error *err) {
+/* The parameter at `index` in the scene's list, which the caller validated against the scene, set
+ * in the worker and then in the session's definition (an index the scene has not, -1 included,
+ * is refused by the worker). */
+int sess__set(session *s, int index, double value, sess_error *err) {
   if (sess__live(s, err) != 0) {
     return -1;
   }
-  const int k = grn_scene_param_index(s->def.scene, name);
-  /* an id the scene does not take is refused by the worker */
-  const grn_param_id id = k < 0 ? GRN_PARAM_COUNT : s->def.scene->params[k];
   const int timeout = sess__timeout_for(s, 0);
   worker_result r;
   pthread_mutex_unlock(&s->lock);
-  const int type = worker_call_set(&s->wc, id, value, timeout, &r);
+  const int type = worker_call_set(&s->wc, index, value, timeout, &r);
   pthread_mutex_lock(&s->lock);
   if (sess__reply(s, type, &r, true, err) != 0) {
     return -1;
   }
   sess__settle_forget(s);
   grn_error e;
-  grn_world_def_set(&s->def, name, value, &e);
+  grn_world_def_set_at(&s->def, index, value, &e);
   return 0;
 }
 
-int sess_set_params(session *s, const api_params *params, sess_error *err) {
+int sess_set_params(session *s, api_params *params, sess_error *err) {
   sess__own(s);
   s->active = sess__now();
   grn_world_def d = s->def;
@@ -139,11 +137,10 @@ int sess_set_params(session *s, const api_params *params, sess_error *err) {
   json_t *applied = json_object();
   for (int i = 0; i < params->count; i++) {
     const api_param *p = &params->at[i];
-    const int k = grn_scene_param_index(s->def.scene, p->name);
-    if (k >= 0 && s->def.param[s->def.scene->params[k]] == p->value) {
+    if (s->def.param[p->index] == p->value) {
       continue; /* no change: nothing to apply, and no new stretch of the record */
     }
-    if ((rc = sess__set(s, p->name, p->value, err)) != 0) {
+    if ((rc = sess__set(s, p->index, p->value, err)) != 0) {
       break;
     }
     json_object_set_new(applied, p->name,

@@ -162,7 +162,7 @@ int sess__act(session *s, const grn_action *a, sess_error *err);
 /* Reset (any caller's, through sess__act): the scene from its start as a new run (sess_change.c).
  */
 int sess__reset(session *s, sess_error *err);
-int sess__set(session *s, const char *name, double value, sess_error *err);
+int sess__set(session *s, int index, double value, sess_error *err);
 /* Refused before the worker when the session has failed or ended. */
 int sess__live(const session *s, sess_error *err);
 

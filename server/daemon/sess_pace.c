@@ -9,6 +9,12 @@
 #include <string.h>
 #include <time.h>
 
+/* A measurement of the latest sample by name; NaN when the scene has none. */
+static double measured(const session *s, const char *name) {
+  const int k = grn_scene_measure_index(s->def.scene, name);
+  return k >= 0 && k < s->last.meas.count ? s->last.meas.value[k] : NAN;
+}
+
 double sess__now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -52,7 +58,7 @@ static void stream(session *s, bool samples) {
   const int viewers = chan_viewers(&s->ch, &want_key, &want_delta);
   if (viewers > 0 && (s->dirty || want_key || want_delta) && s->state != SESS_FAILED) {
     const bool chains = s->def.scene->chains;
-    const double cx = s->last.meas.value[GRN_M_CX], cz = s->last.meas.value[GRN_M_CZ];
+    const double cx = measured(s, "cx"), cz = measured(s, "cz");
     /* the chains' cut plane: through the pile's centre, facing a viewer on +z */
     const double plane[4] = {isfinite(cx) ? cx : 0.0, isfinite(cz) ? cz : 0.0, 0.0, 1.0};
     worker_result r;
@@ -126,7 +132,7 @@ static void script_event(session *s, const timeline_event *ev) {
     }
     return;
   }
-  if (sess__set(s, ev->param, ev->value, &err) == 0) {
+  if (sess__set(s, grn_scene_param_index(s->def.scene, ev->param), ev->value, &err) == 0) {
     s->dirty = true;
     sess__event(s, "parameter_changed",
                 json_pack("{s:{s:f}, s:s}", "params", ev->param, ev->value, "via", via));

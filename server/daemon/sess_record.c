@@ -43,7 +43,8 @@ static void segment_close(session *s) {
     json_object_set_new(s->segment, "to_steps", json_integer((json_int_t)s->last.steps));
     json_object_set_new(s->segment, "to_t", json_real(s->last.t));
     if (s->segment_sampled) {
-      json_object_set_new(s->segment, "results", api_measurements_json(&s->segment_meas));
+      json_object_set_new(s->segment, "results",
+                          api_measurements_json(s->def.scene, &s->segment_meas));
     }
   }
 }
@@ -110,10 +111,10 @@ void sess__close_run(session *s, const char *reason) {
   store_run_segment(s->reg->st, (int64_t)s->run_id, last, NULL);
   json_decref(last);
   json_t *results = json_object();
-  for (int k = 1; k < GRN_MEASURE_COUNT; k++) {
-    if ((s->last.meas.present & (1u << k)) && isfinite(s->last.meas.value[k])) {
-      json_object_set_new(results, grn_measure_name((grn_measure_key)k),
-                          json_real(s->last.meas.value[k]));
+  const grn_scene_info *scene = s->def.scene;
+  for (int k = 0; k < scene->measure_count && k < s->last.meas.count; k++) {
+    if (k != GRN_MEASURE_T && isfinite(s->last.meas.value[k])) {
+      json_object_set_new(results, scene->measures[k].name, json_real(s->last.meas.value[k]));
     }
   }
   /* the digest is known unless the worker was cut short mid-call or died: the run then ends
@@ -172,14 +173,14 @@ void sess__failed(session *s) {
  * recorded once: the same sample seen again (the status after the step call that brought it, a
  * frame's) is not. */
 static void publish_sample(session *s, const grn_measurements *m, int alive) {
-  const double sample_t = m->value[GRN_M_T];
+  const double sample_t = m->value[GRN_MEASURE_T];
   if (!isfinite(sample_t) || sample_t == s->sample_mark) {
     return;
   }
   s->sample_mark = sample_t;
   const uint64_t sample_steps = (uint64_t)llround(sample_t / GRN_STEP_SECONDS);
   if (s->reg->st && s->run_open) {
-    store_sample(s->reg->st, (int64_t)s->run_id, sample_steps, sample_t, m);
+    store_sample(s->reg->st, (int64_t)s->run_id, sample_steps, sample_t, s->def.scene, m);
   }
   /* the open stretch's results: its latest sample's (a silo's mean flow is the engine's, over a
    * window it starts again at every change) */
@@ -189,10 +190,11 @@ static void publish_sample(session *s, const grn_measurements *m, int alive) {
   for (int i = 0; i < 4; i++) {
     json_array_append_new(line, number_or_null(m->line[i]));
   }
-  sess__stream_text(s, json_pack("{s:s, s:f, s:I, s:s, s:f, s:i, s:o, s:o}", "type", "measurements",
-                                 "t", sample_t, "steps", (json_int_t)sample_steps, "state",
-                                 grn_state_name(m->state), "rt_factor", s->rt_factor, "alive",
-                                 alive, "values", api_measurements_json(m), "line", line));
+  sess__stream_text(s,
+                    json_pack("{s:s, s:f, s:I, s:s, s:f, s:i, s:o, s:o}", "type", "measurements",
+                              "t", sample_t, "steps", (json_int_t)sample_steps, "state",
+                              grn_state_name(m->state), "rt_factor", s->rt_factor, "alive", alive,
+                              "values", api_measurements_json(s->def.scene, m), "line", line));
 }
 
 void sess__samples(session *s) {

@@ -52,7 +52,7 @@ static int restore(session *s, settled_state *st) {
   s->dirty = true;
   /* the restored world's latest sample is the settling world's, at or before the kept step: this
    * session did not take it, and its run records none before it starts or goes on */
-  s->sample_mark = r.status.meas.value[GRN_M_T];
+  s->sample_mark = r.status.meas.value[GRN_MEASURE_T];
   s->restored = s->restore_untold = true;
   settled_restored(c, &s->skey);
   log_msg(LOG_INFO, "settled_restored", "session=%s: started from the kept %s at step %llu", s->id,

@@ -79,8 +79,8 @@ bool settled_key_of(const grn_world_def *def, settled_key *out) {
                    GRN_ENGINE_STATE_VERSION, GRN_ENGINE_VERSION);
   for (int i = 0; n > 0 && (size_t)n < sizeof out->text - at && i < scene->param_count; i++) {
     at += (size_t)n;
-    n = snprintf(out->text + at, sizeof out->text - at, " %s=%a", scene->param_info[i].name,
-                 def->param[scene->params[i]]);
+    n = snprintf(out->text + at, sizeof out->text - at, " %s=%a", scene->params[i].name,
+                 def->param[i]);
   }
   if (n < 0 || (size_t)n >= sizeof out->text - at) {
     return false;

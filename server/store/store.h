@@ -71,7 +71,9 @@ void store_run_start(store *st, int64_t run, const char *session_id, const char 
 void store_run_segment(store *st, int64_t run, const json_t *closed, const json_t *opened);
 void store_event(store *st, int64_t run, uint64_t steps, double t, const char *kind,
                  const char *detail_json);
-void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_measurements *m);
+/* m holds the measurements of `scene`, a catalogue entry (static). */
+void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_scene_info *scene,
+                  const grn_measurements *m);
 /* Why a run ends, described once (the runs filter and its messages read it; migration 010 holds
  * the same list in the table's CHECK): brought to its end, an orderly shutdown, a scene switch,
  * deleted, its worker failed, a crash of the daemon (closed at the next start), idle, a Reset

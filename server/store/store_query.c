@@ -465,13 +465,13 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
   /* the scene's own measurements only, in the engine's order */
   sql_buf sql = {.len = 0};
   add(&sql, "SELECT t, steps, state");
-  int cols[GRN_MEASURE_COUNT], nc = 0;
-  char paths[GRN_MEASURE_COUNT][48];
-  for (int k = 1; k < GRN_MEASURE_COUNT; k++) {
-    if (scene->measures & (1u << k)) {
+  int cols[GRN_MEASURE_MAX], nc = 0;
+  char paths[GRN_MEASURE_MAX][48];
+  for (int k = 0; k < scene->measure_count; k++) {
+    if (k != GRN_MEASURE_T) { /* t is the sample's own column */
       /* one member of the sample's JSON object (schema/migrations/004), NULL where absent; the
        * path is bound, and CAST keeps a hand-written whole number a REAL as the column was */
-      snprintf(paths[nc], sizeof paths[nc], "$.%s", grn_measure_name((grn_measure_key)k));
+      snprintf(paths[nc], sizeof paths[nc], "$.%s", scene->measures[k].name);
       cols[nc++] = k;
       add(&sql, ", CAST(json_extract(measures, ?) AS REAL)");
     }
@@ -494,10 +494,10 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
   if (csv) {
     fputs("t,steps,state", f);
     for (int c = 0; c < nc; c++) {
-      fprintf(f, ",%s", grn_measure_name((grn_measure_key)cols[c]));
+      fprintf(f, ",%s", scene->measures[cols[c]].name);
     }
     for (int k = 0; k < nparams; k++) {
-      fprintf(f, ",param.%s", scene->param_info[k].name);
+      fprintf(f, ",param.%s", scene->params[k].name);
     }
     fputs("\r\n", f);
   }
@@ -526,7 +526,7 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
       }
       for (int k = 0; k < nparams; k++) {
         fputc(',', f);
-        store__csv_field(f, json_object_get(in_force, scene->param_info[k].name));
+        store__csv_field(f, json_object_get(in_force, scene->params[k].name));
       }
       fputs("\r\n", f);
     } else {
@@ -535,7 +535,7 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
         json_array_append_new(row, store__column_json(q, c));
       }
       for (int k = 0; k < nparams; k++) {
-        const json_t *v = json_object_get(in_force, scene->param_info[k].name);
+        const json_t *v = json_object_get(in_force, scene->params[k].name);
         json_array_append_new(row, v ? json_deep_copy(v) : json_null());
       }
       json_array_append_new(rows, row);
@@ -547,11 +547,11 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
   if (!csv) {
     json_t *names = json_pack("[s, s, s]", "t", "steps", "state");
     for (int c = 0; c < nc; c++) {
-      json_array_append_new(names, json_string(grn_measure_name((grn_measure_key)cols[c])));
+      json_array_append_new(names, json_string(scene->measures[cols[c]].name));
     }
     for (int k = 0; k < nparams; k++) {
       char pname[64];
-      snprintf(pname, sizeof pname, "param.%s", scene->param_info[k].name);
+      snprintf(pname, sizeof pname, "param.%s", scene->params[k].name);
       json_array_append_new(names, json_string(pname));
     }
     json_t *doc = json_pack("{s:I, s:I, s:f, s:o, s:o}", "run_id", (json_int_t)id, "sample_steps",

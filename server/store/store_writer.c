@@ -40,7 +40,8 @@ struct store_job {
   char *a, *b, *c; /* strings by op */
   int i;
   uint64_t events_dropped, samples_dropped; /* J_RUN_END: what the run lost */
-  double v[GRN_MEASURE_COUNT];
+  const grn_scene_info *scene;              /* J_SAMPLE: whose measurements v holds, in its order */
+  double v[GRN_MEASURE_MAX];
   json_t *j;
 };
 
@@ -156,17 +157,19 @@ static void bind_text(sqlite3_stmt *q, int i, const char *s) {
 /* A sample's measurements as the JSON object samples.measures holds (schema/migrations/004): the
  * engine's names, finite values only, 17 significant digits so every double reads back exactly,
  * and always a decimal point or an exponent so SQLite reads each one back as REAL. */
-static void measures_json(const double *v, char *out, size_t size) {
+static void measures_json(const grn_scene_info *scene, const double *v, char *out, size_t size) {
   size_t len = (size_t)snprintf(out, size, "{");
-  for (int k = 1; k < GRN_MEASURE_COUNT && len < size; k++) {
+  for (int k = 0; k < scene->measure_count && len < size; k++) {
+    if (k == GRN_MEASURE_T) {
+      continue; /* the sample's own column */
+    }
     if (!isfinite(v[k])) {
       continue;
     }
     char num[32];
     snprintf(num, sizeof num, "%.17g", v[k]);
-    len +=
-        (size_t)snprintf(out + len, size - len, "%s\"%s\":%s%s", len > 1 ? "," : "",
-                         grn_measure_name((grn_measure_key)k), num, strpbrk(num, ".e") ? "" : ".0");
+    len += (size_t)snprintf(out + len, size - len, "%s\"%s\":%s%s", len > 1 ? "," : "",
+                            scene->measures[k].name, num, strpbrk(num, ".e") ? "" : ".0");
   }
   if (len < size) {
     snprintf(out + len, size - len, "}");
@@ -288,8 +291,8 @@ static int write_job(store *st, writer_stmts *w, job *j) {
     bind_text(w->event, 6, j->b);
     return run_stmt(st, w->event);
   case J_SAMPLE: {
-    char measures[64 * GRN_MEASURE_COUNT];
-    measures_json(j->v, measures, sizeof measures);
+    char measures[64 * GRN_MEASURE_MAX];
+    measures_json(j->scene, j->v, measures, sizeof measures);
     sqlite3_bind_int64(w->sample, 1, j->run);
     sqlite3_bind_int64(w->sample, 2, (sqlite3_int64)j->steps);
     sqlite3_bind_double(w->sample, 3, j->t);
@@ -578,8 +581,7 @@ void store_run_start(store *st, int64_t run, const char *session_id, const char 
   }
   json_t *params = json_object();
   for (int i = 0; i < def->scene->param_count; i++) {
-    json_object_set_new(params, def->scene->param_info[i].name,
-                        json_real(def->param[def->scene->params[i]]));
+    json_object_set_new(params, def->scene->params[i].name, json_real(def->param[i]));
   }
   j->j = json_pack("{s:s, s:I, s:o, s:i}", "scene", def->scene->name, "seed", (json_int_t)def->seed,
                    "params", params, "sample_steps", grn_scene_sample_steps(def->scene));
@@ -635,7 +637,8 @@ void store_event(store *st, int64_t run, uint64_t steps, double t, const char *k
   }
 }
 
-void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_measurements *m) {
+void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_scene_info *scene,
+                  const grn_measurements *m) {
   job *j = new_job(J_SAMPLE, run);
   if (!j) {
     return;
@@ -643,8 +646,9 @@ void store_sample(store *st, int64_t run, uint64_t steps, double t, const grn_me
   j->steps = steps;
   j->t = t;
   j->a = dup_or_null(grn_state_name(m->state));
-  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
-    j->v[k] = m->present & (1u << k) ? m->value[k] : NAN;
+  j->scene = scene;
+  for (int k = 0; k < GRN_MEASURE_MAX; k++) {
+    j->v[k] = k < scene->measure_count && k < m->count ? m->value[k] : NAN;
   }
   push(st, j);
 }

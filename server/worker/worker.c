@@ -176,17 +176,6 @@ static int lock_down(uint64_t memory_limit) {
   return rc == 0 ? 0 : -1;
 }
 
-/* The name the engine knows a parameter id by in this scene; "" (refused as unknown) when the
- * scene does not take it. */
-static const char *param_name(const grn_scene_info *scene, int32_t id) {
-  for (int i = 0; i < scene->param_count; i++) {
-    if ((int32_t)scene->params[i] == id) {
-      return scene->param_info[i].name;
-    }
-  }
-  return "";
-}
-
 /* The world of the definition; *d keeps what a restored world takes from it (threads). */
 static grn_world *create(const worker_create *c, grn_world_def *d, grn_error *e) {
   char scene[sizeof c->scene + 1];
@@ -197,8 +186,7 @@ static grn_world *create(const worker_create *c, grn_world_def *d, grn_error *e)
   }
   /* the daemon validated these; the worker trusts nothing it reads and checks them again */
   for (int i = 0; i < d->scene->param_count; i++) {
-    if (grn_world_def_set(d, d->scene->param_info[i].name, c->param[d->scene->params[i]], e) !=
-        GRN_OK) {
+    if (grn_world_def_set_at(d, i, c->param[i], e) != GRN_OK) {
       return NULL;
     }
   }
@@ -443,7 +431,7 @@ int main(void) {
         return WORKER_EXIT_PROTOCOL;
       }
       memcpy(&s, buf, sizeof s);
-      if (grn_world_set_param(w, param_name(scene, s.param), s.value, &e) != GRN_OK) {
+      if (grn_world_set_param_at(w, s.param, s.value, &e) != GRN_OK) {
         send_error(&e);
       } else {
         digest_steps = WORKER_NO_DIGEST;

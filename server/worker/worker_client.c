@@ -363,7 +363,7 @@ int worker_call_act(worker_client *wc, const grn_action *action, int timeout_ms,
   return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);
 }
 
-int worker_call_set(worker_client *wc, grn_param_id param, double value, int timeout_ms,
+int worker_call_set(worker_client *wc, int param, double value, int timeout_ms,
                     worker_result *out) {
   const worker_set cmd = {{WORKER_CMD_SET, sizeof cmd}, (int32_t)param, 0, value};
   return typed_call(wc, &cmd, sizeof cmd, timeout_ms, out);

@@ -60,8 +60,7 @@ int worker_call_step(worker_client *wc, int steps, bool digest, int timeout_ms,
                      worker_samples *samples, worker_result *out);
 int worker_call_act(worker_client *wc, const grn_action *action, int timeout_ms,
                     worker_result *out);
-int worker_call_set(worker_client *wc, grn_param_id param, double value, int timeout_ms,
-                    worker_result *out);
+int worker_call_set(worker_client *wc, int param, double value, int timeout_ms, worker_result *out);
 /* A frame into the shared memory (a keyframe when `key`; its delta form too when `delta`), with
  * the force chains behind the plane through (px, pz) with normal (nx, nz) when `chains` is given
  * (NULL: none). */

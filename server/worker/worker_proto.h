@@ -11,8 +11,9 @@
 /* 2: parameters are set by id; 3: the digest on demand; 4: snapshots; 5: every sample of a step;
  * 6: the status says how long the grains may still settle; 7: a frame's delta form on request
  * (stream format 2); 8: a world's whole state saved, and a world made again from one (issue 33:
- * a settled state kept and shared) */
-#define WORKER_PROTO_VERSION 8u
+ * a settled state kept and shared); 9: parameters by their index in the scene's own list, no
+ * longer by engine-wide ids (issue 34) */
+#define WORKER_PROTO_VERSION 9u
 #define WORKER_MAX_MESSAGE 65536
 /* The most steps one step command may ask for: a minute of simulated time. */
 #define WORKER_MAX_STEPS ((int)(60.0 / GRN_STEP_SECONDS + 0.5))
@@ -64,7 +65,7 @@ typedef struct worker_create {
   worker_header h;
   uint32_t version;
   char scene[32];
-  double param[GRN_PARAM_COUNT]; /* every parameter of grn_world_def, validated again here */
+  double param[GRN_PARAM_MAX]; /* the scene's parameters in its order, validated again here */
   uint64_t seed;
   int32_t grains;
   int32_t threads;
@@ -139,7 +140,7 @@ typedef struct worker_act {
 
 typedef struct worker_set {
   worker_header h;
-  int32_t param; /* grn_param_id, one the scene takes */
+  int32_t param; /* the parameter's index in the scene's list */
   int32_t pad;
   double value;
 } worker_set;

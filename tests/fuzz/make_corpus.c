@@ -35,9 +35,9 @@ static void small_def(const grn_scene_info *sc, grn_world_def *d) {
   grn_error e;
   grn_world_def_default(d, sc->name, &e);
   for (int i = 0; i < sc->param_count; i++) {
-    const grn_param_info *p = &sc->param_info[i];
+    const grn_param_info *p = &sc->params[i];
     if (!strcmp(p->name, "quality") || !strcmp(p->name, "amount") || !strcmp(p->name, "bodies")) {
-      d->param[sc->params[i]] = p->min;
+      d->param[i] = p->min;
     }
   }
   if (!strcmp(sc->name, "dambreak")) {

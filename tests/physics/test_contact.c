@@ -145,7 +145,7 @@ static void slide_to_roll(double mur_floor) {
 static void resting_spin(void) {
   grn_world *w = lab_new(1);
   w->gravity = (grn_vec3){0.0, -GRN_G, 0.0};
-  w->param[GRN_P_MUR] = 0.5;
+  w->param[w->bind.param[GRN_SP_MUR]] = 0.5;
   const double r = 0.5 * GRN_D0;
   const int base = lab_add(w, 0.0, 0.0, 0.0, r, 0.0, 0.0, 0.0);
   w->flags[base] |= GRN_F_FIXED;

@@ -14,6 +14,7 @@
  * the mean is good to about 1 degree. Rising means by at least 3 degrees (measured: 6.7 for
  * mu 0.15 -> 0.5, 6.3 for 2 -> 10 rpm). */
 #include "../support/check.h"
+#include "../support/measured.h"
 #include "grainlab/grainlab.h"
 
 #include <string.h>
@@ -36,11 +37,11 @@ static double mean_angle(double mu, double rpm, double *froude) {
     grn_world_step(w, GRN_SAMPLE_STEPS);
     grn_measurements m;
     grn_world_measurements(w, &m);
-    if (m.value[GRN_M_T] >= 15.0 && !isnan(m.value[GRN_M_ANGLE])) {
-      sum += m.value[GRN_M_ANGLE];
+    if (measured_in(w, &m, "t") >= 15.0 && !isnan(measured_in(w, &m, "angle"))) {
+      sum += measured_in(w, &m, "angle");
       n++;
     }
-    *froude = m.value[GRN_M_FROUDE];
+    *froude = measured_in(w, &m, "froude");
   }
   grn_world_destroy(w);
   const double a = n > 0 ? sum / n : NAN;

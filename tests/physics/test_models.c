@@ -163,12 +163,12 @@ static void part_dambreak(void) {
   const double a = 0.3, far = 5.0 * a, ritter = 2.0 * sqrt(GRN_G * 2.0 * a);
   double last = 0.0, reached = -1.0, worst_back = 0.0, worst_fast = -INFINITY;
   grn__sph_measure(w);
-  const double h0 = w->meas.value[GRN_M_HEIGHT];
-  last = w->meas.value[GRN_M_FRONT];
+  const double h0 = grn__got(w, GRN_SM_HEIGHT);
+  last = grn__got(w, GRN_SM_FRONT);
   for (int k = 1; k <= 240 && reached < 0.0; k++) {
     step(w, 6);
     grn__sph_measure(w);
-    const double f = w->meas.value[GRN_M_FRONT], t = w->t;
+    const double f = grn__got(w, GRN_SM_FRONT), t = w->t;
     worst_back = fmax(worst_back, last - f);
     worst_fast = fmax(worst_fast, (f - a) - (ritter * t + w->sph.s));
     last = f;
@@ -184,7 +184,7 @@ static void part_dambreak(void) {
   CHECK_RANGE("front never faster than Ritter's ideal dam break (m)", worst_fast, -INFINITY, 0.0);
   CHECK_RANGE("front reaches the far wall (s)", reached, 0.0, 1.0);
   step(w, 120);
-  CHECK_RANGE("the column has fallen (height at the wall, m)", w->meas.value[GRN_M_HEIGHT], 0.0, a);
+  CHECK_RANGE("the column has fallen (height at the wall, m)", grn__got(w, GRN_SM_HEIGHT), 0.0, a);
   grn_world_destroy(w);
 }
 
@@ -196,15 +196,15 @@ static void part_orbit(void) {
   grn_world *w = make("orbit", GRN_FILL_SCENE, 0, 1, 0, NULL);
   const double period = 4.0 * GRN_PI;
   const int steps = (int)lround(100.0 * period / GRN_H);
-  const double l0 = w->meas.value[GRN_M_ANGULAR_MOMENTUM];
+  const double l0 = grn__got(w, GRN_SM_ANGULAR_MOMENTUM);
   double drift = 0.0, ldrift = 0.0, rdev = 0.0;
   for (int done = 0; done < steps;) {
     const int k = steps - done < GRN_SAMPLE_STEPS ? steps - done : GRN_SAMPLE_STEPS;
     step(w, k);
     done += k;
     if (k == GRN_SAMPLE_STEPS) {
-      drift = fmax(drift, fabs(w->meas.value[GRN_M_ENERGY_DRIFT]));
-      ldrift = fmax(ldrift, fabs(w->meas.value[GRN_M_ANGULAR_MOMENTUM] / l0 - 1.0));
+      drift = fmax(drift, fabs(grn__got(w, GRN_SM_ENERGY_DRIFT)));
+      ldrift = fmax(ldrift, fabs(grn__got(w, GRN_SM_ANGULAR_MOMENTUM) / l0 - 1.0));
     }
     const double r = 0.5 * hypot(w->pos[1].x - w->pos[0].x, w->pos[1].y - w->pos[0].y);
     rdev = fmax(rdev, fabs(r - 1.0));
@@ -266,12 +266,12 @@ static void part_plummer(void) {
   grn_world *w = make("cluster", GRN_FILL_SCENE, 0, 2, 2, (const char *const[]){"bodies", "1000"});
   const double tcr = 2.0 * sqrt(2.0);
   const int samples = (int)ceil(10.0 * tcr / (GRN_SAMPLE_STEPS * GRN_H));
-  double lo = w->meas.value[GRN_M_VIRIAL], hi = lo, drift = 0.0;
+  double lo = grn__got(w, GRN_SM_VIRIAL), hi = lo, drift = 0.0;
   for (int k = 0; k < samples; k++) {
     step(w, GRN_SAMPLE_STEPS);
-    lo = fmin(lo, w->meas.value[GRN_M_VIRIAL]);
-    hi = fmax(hi, w->meas.value[GRN_M_VIRIAL]);
-    drift = fmax(drift, fabs(w->meas.value[GRN_M_ENERGY_DRIFT]));
+    lo = fmin(lo, grn__got(w, GRN_SM_VIRIAL));
+    hi = fmax(hi, grn__got(w, GRN_SM_VIRIAL));
+    drift = fmax(drift, fabs(grn__got(w, GRN_SM_ENERGY_DRIFT)));
   }
   printf("%.1f time units (%d samples): 2K/|W| between %.4f and %.4f, max |energy drift| %.3e\n",
          w->t, samples, lo, hi, drift);

@@ -42,7 +42,7 @@ static void coulomb(double coh) {
   grn_world_def_set(&d, "coh", coh, &e);
   grn_world *w;
   grn_world_create(&d, &w, &e);
-  const double mu = w->param[GRN_P_MU];
+  const double mu = grn__param(w, GRN_SP_MU);
   double worst = -1.0;
   int contacts = 0;
   for (int s = 0; s < 8 * 240; s++) {
@@ -131,7 +131,7 @@ static void momentum(void) {
       placed++;
     }
   }
-  w->param[GRN_P_MUR] = 0.2;
+  w->param[w->bind.param[GRN_SP_MUR]] = 0.2;
   grn_vec3 p0 = {0, 0, 0};
   double scale = 0.0;
   for (int i = 0; i < w->n; i++) {

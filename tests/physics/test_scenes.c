@@ -4,6 +4,7 @@
  * column, and the share of strong contacts in a pile. Grain counts are small (1500) to keep the
  * label within minutes; statistical results average several seeds. */
 #include "../support/check.h"
+#include "../support/measured.h"
 #include "grainlab/grainlab.h"
 
 #include <string.h>
@@ -66,7 +67,7 @@ static double repose(const char *scene, uint64_t seed, int nkv, const char *cons
     m = sample(w);
   }
   grn_world_destroy(w);
-  return m.value[GRN_M_ANGLE];
+  return measured_in(w, &m, "angle");
 }
 
 static double mean_repose(const char *scene, int nkv, const char *const *kv, const char *label) {
@@ -111,12 +112,13 @@ static void discharge(double hole, uint64_t seed, double *flow, double *law, dou
   }
   act(w, "open_hole");
   grn_measurements m = sample(w);
-  for (int s = 0; s < 4 * 60 && m.value[GRN_M_FILL] >= hole && m.state == GRN_STATE_FLOWING; s++) {
+  for (int s = 0; s < 4 * 60 && measured_in(w, &m, "fill") >= hole && m.state == GRN_STATE_FLOWING;
+       s++) {
     m = sample(w);
   }
-  *flow = m.value[GRN_M_MEAN_FLOW];
-  *law = m.value[GRN_M_BEVERLOO];
-  *rho_b = m.value[GRN_M_BULK_DENSITY];
+  *flow = measured_in(w, &m, "mean_flow");
+  *law = measured_in(w, &m, "beverloo");
+  *rho_b = measured_in(w, &m, "bulk_density");
   printf(
       "  hole %.1f m, seed %d: mean flow %.0f kg/s, Beverloo %.0f kg/s (bulk density %.0f kg/m³), "
       "%s at t = %.2f s\n",
@@ -170,7 +172,7 @@ static void silo_jam(void) {
       }
     }
     printf("  hole 0.5 m, seed %d: %s, %.0f kg above the plate\n", (int)seed,
-           grn_state_name(m.state), m.value[GRN_M_MASS_ABOVE]);
+           grn_state_name(m.state), measured_in(w, &m, "mass_above"));
     jams += m.state == GRN_STATE_JAMMED;
     grn_world_destroy(w);
   }
@@ -182,16 +184,16 @@ static void silo_jam(void) {
   grn_world *w = scene_world("silo", 1, 4, wide);
   settle(w);
   grn_measurements m = sample(w);
-  const double full = m.value[GRN_M_MASS_ABOVE];
+  const double full = measured_in(w, &m, "mass_above");
   act(w, "open_hole");
   for (int s = 0; s < 4 * 60 && m.state != GRN_STATE_DRAINED && m.state != GRN_STATE_JAMMED; s++) {
     m = sample(w);
   }
   printf("  hole 1.3 m: %s at t = %.2f s, %.0f of %.0f kg above the plate\n",
-         grn_state_name(m.state), grn_world_time(w), m.value[GRN_M_MASS_ABOVE], full);
+         grn_state_name(m.state), grn_world_time(w), measured_in(w, &m, "mass_above"), full);
   CHECK("a 1.3 m hole drains the silo", m.state == GRN_STATE_DRAINED);
   CHECK_RANGE("mass left on the slopes when drained, share of the fill",
-              m.value[GRN_M_MASS_ABOVE] / full, 0.0, 0.34);
+              measured_in(w, &m, "mass_above") / full, 0.0, 0.34);
   grn_world_destroy(w);
 }
 
@@ -209,7 +211,7 @@ static void tilt_avalanche(void) {
   grn_measurements m;
   for (int s = 0; s < 4 * 50; s++) {
     m = sample(w);
-    const double flowing = m.value[GRN_M_FLOWING];
+    const double flowing = measured_in(w, &m, "flowing");
     if (isnan(before)) {
       if (flowing > 0.015 && n >= 4) {
         /* 1.5 % of the grains sliding: the steepest surface of the last second stood before */
@@ -219,9 +221,9 @@ static void tilt_avalanche(void) {
         snprintf(hold, sizeof hold, "tilt:%.3f", held);
         act(w, hold);
       }
-      hist[n++ % 4] = m.value[GRN_M_ANGLE];
+      hist[n++ % 4] = measured_in(w, &m, "angle");
     } else if (flowing < 0.005) {
-      after = m.value[GRN_M_ANGLE];
+      after = measured_in(w, &m, "angle");
       break;
     }
   }
@@ -257,24 +259,24 @@ static double collapse(const char *aspect, uint64_t seed, double *aspect_got) {
   grn_world *w = scene_world("slump", seed, 4, kv);
   settle(w);
   grn_measurements m = sample(w);
-  const double front0 = m.value[GRN_M_FRONT], top0 = m.value[GRN_M_TOP];
+  const double front0 = measured_in(w, &m, "front"), top0 = measured_in(w, &m, "top");
   *aspect_got = top0 / front0;
   act(w, "pull_dam");
   double at8 = NAN;
   for (int s = 1; s <= 40; s++) {
     m = sample(w);
     if (s == 32) {
-      at8 = m.value[GRN_M_FRONT];
+      at8 = measured_in(w, &m, "front");
     }
   }
-  const double runout = m.value[GRN_M_FRONT] / front0 - 1.0;
+  const double runout = measured_in(w, &m, "front") / front0 - 1.0;
   printf("  aspect %s seed %d: column %.2f m long, %.2f m tall (aspect %.2f); front %.2f m; "
          "runout %.3f\n",
-         aspect, (int)seed, front0, top0, *aspect_got, m.value[GRN_M_FRONT], runout);
+         aspect, (int)seed, front0, top0, *aspect_got, measured_in(w, &m, "front"), runout);
   char name[96];
   snprintf(name, sizeof name, "front still from 8 s to 10 s after the pull (aspect %s), m", aspect);
   /* the front is the farthest resting grain's edge: it may creep, but by far less than a grain */
-  CHECK_NEAR(name, m.value[GRN_M_FRONT], at8, 0.02);
+  CHECK_NEAR(name, measured_in(w, &m, "front"), at8, 0.02);
   grn_world_destroy(w);
   return runout;
 }
@@ -327,19 +329,20 @@ static void strong_fraction(void) {
   CHECK_RANGE("fraction of contacts stronger than the mean", (double)strong / n, 0.25, 0.45);
   grn_measurements m;
   grn_world_measurements(w, &m);
-  const int chains = grn_world_chains(w, m.value[GRN_M_CX], m.value[GRN_M_CZ], 0.0, 1.0, NULL, 0);
+  const int chains =
+      grn_world_chains(w, measured_in(w, &m, "cx"), measured_in(w, &m, "cz"), 0.0, 1.0, NULL, 0);
   CHECK_RANGE("force chains behind the cut", chains, 10, n);
   /* the fitted line behind the angle, and the height map it came from */
   const double slope = (m.line[3] - m.line[1]) / (m.line[2] - m.line[0]);
   CHECK_NEAR("the fitted line's slope gives the angle, °", -atan(slope) * 180.0 / 3.141592653589793,
-             m.value[GRN_M_ANGLE], 1e-9);
+             measured_in(w, &m, "angle"), 1e-9);
   grn_height_map hm;
   grn_world_height_map(w, &hm);
   double top = 0.0;
   for (int k = 0; k < hm.nx * hm.nz; k++) {
     top = fmax(top, hm.top[k]);
   }
-  CHECK_NEAR("highest cell of the height map = pile top, m", top, m.value[GRN_M_TOP], 1e-12);
+  CHECK_NEAR("highest cell of the height map = pile top, m", top, measured_in(w, &m, "top"), 1e-12);
   free(c);
   grn_world_destroy(w);
 }

@@ -43,9 +43,9 @@ static void start_run(store *st, const char *session, int64_t run) {
 static void sample(store *st, int64_t run, uint64_t k) {
   grn_measurements m;
   memset(&m, 0, sizeof m);
-  m.present = 1u << GRN_M_T;
-  m.value[GRN_M_T] = (double)k * GRN_SAMPLE_STEPS * GRN_STEP_SECONDS;
-  store_sample(st, run, k * GRN_SAMPLE_STEPS, m.value[GRN_M_T], &m);
+  m.count = 1;
+  m.value[GRN_MEASURE_T] = (double)k * GRN_SAMPLE_STEPS * GRN_STEP_SECONDS;
+  store_sample(st, run, k * GRN_SAMPLE_STEPS, m.value[GRN_MEASURE_T], grn_scene_find("pour"), &m);
 }
 
 int main(void) {

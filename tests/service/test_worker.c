@@ -58,7 +58,7 @@ static void samples_of(const char *scene, int steps) {
   bool spaced = got.n == steps / every;
   for (int i = 0; spaced && i < got.n; i++) {
     spaced = got.at[i].steps == (uint64_t)(every * (i + 1)) &&
-             got.at[i].meas.value[GRN_M_T] == (double)(every * (i + 1)) * GRN_STEP_SECONDS &&
+             got.at[i].meas.value[GRN_MEASURE_T] == (double)(every * (i + 1)) * GRN_STEP_SECONDS &&
              got.at[i].alive > 0;
   }
   printf("# %s: %d samples in %d steps (one every %d steps, %.4g s)\n", scene, got.n, steps, every,
@@ -133,16 +133,20 @@ static void same_as_in_process(void) {
   CHECK("a wrong action is refused with an error",
         worker_call_act(&wc, &a, 5000, &r) == WORKER_REPLY_ERROR &&
             strstr(r.error.message, "open_hole"));
+  const int mu = grn_scene_param_index(d.scene, "mu"); /* the worker's world is pour too */
   CHECK("an out-of-range parameter is refused",
-        worker_call_set(&wc, GRN_P_MU, 7.0, 5000, &r) == WORKER_REPLY_ERROR &&
+        worker_call_set(&wc, mu, 7.0, 5000, &r) == WORKER_REPLY_ERROR &&
             r.error.code == GRN_E_RANGE);
-  CHECK("a parameter the scene does not take is refused",
-        worker_call_set(&wc, GRN_P_HOLE, 1.0, 5000, &r) == WORKER_REPLY_ERROR &&
+  CHECK("a parameter past the scene's last is refused",
+        worker_call_set(&wc, grn_scene_find("pour")->param_count, 1.0, 5000, &r) ==
+                WORKER_REPLY_ERROR &&
             r.error.code == GRN_E_UNKNOWN_PARAM);
+  CHECK("and one before its first", worker_call_set(&wc, -1, 1.0, 5000, &r) == WORKER_REPLY_ERROR &&
+                                        r.error.code == GRN_E_UNKNOWN_PARAM);
   CHECK("an id past every parameter is refused",
-        worker_call_set(&wc, (grn_param_id)9999, 1.0, 5000, &r) == WORKER_REPLY_ERROR);
+        worker_call_set(&wc, 9999, 1.0, 5000, &r) == WORKER_REPLY_ERROR);
   CHECK("a parameter in range is taken",
-        worker_call_set(&wc, GRN_P_MU, 0.7, 5000, &r) == WORKER_REPLY_STATUS);
+        worker_call_set(&wc, mu, 0.7, 5000, &r) == WORKER_REPLY_STATUS);
   CHECK("and the worker still answers", step(&wc, 1, &st) == WORKER_REPLY_STATUS);
   worker_stop(&wc, 2000);
   printf("stopped: %s\n", wc.reason);
@@ -309,7 +313,8 @@ static void saved_and_restored(void) {
 static void refused_definition(void) {
   worker_client wc;
   worker_create c = definition("pour", 0);
-  c.param[GRN_P_MU] = 9.0; /* as if a buggy daemon passed it on */
+  c.param[grn_scene_param_index(grn_scene_find("pour"), "mu")] = 9.0; /* as if a buggy daemon
+                                                                         passed it on */
   CHECK("a bad definition is refused", worker_spawn(&wc, exe, &c, true, 5000, -1, NULL) != 0);
   printf("reason: %s\n", wc.reason);
   CHECK("with the engine's message", strstr(wc.reason, "mu") != NULL);

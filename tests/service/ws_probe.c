@@ -3,6 +3,7 @@
  * actions, a rate, junk), stall, and check every frame it decodes against a headless re-run of
  * the same scene, seed and timed changes. Prints one JSON object with what it saw. */
 #define _GNU_SOURCE
+#include "../support/measured.h"
 #include "../support/ws_message.h"
 #include "frame.h"
 #include "grainlab/grainlab.h"
@@ -290,8 +291,8 @@ static void verify_chains(const uint8_t *buf, size_t len) {
   }
   grn_measurements m;
   grn_world_measurements(P.twin, &m);
-  const double cx = isfinite(m.value[GRN_M_CX]) ? m.value[GRN_M_CX] : 0.0;
-  const double cz = isfinite(m.value[GRN_M_CZ]) ? m.value[GRN_M_CZ] : 0.0;
+  const double cx = isfinite(measured_in(P.twin, &m, "cx")) ? measured_in(P.twin, &m, "cx") : 0.0;
+  const double cz = isfinite(measured_in(P.twin, &m, "cz")) ? measured_in(P.twin, &m, "cz") : 0.0;
   const int nw = grn_world_chains(P.twin, cx, cz, 0.0, 1.0, want, CAP);
   /* map the twin's ids to frame indices (ascending id among alive grains) */
   grn_grains_view g;

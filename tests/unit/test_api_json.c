@@ -184,7 +184,14 @@ static void check_catalogue(void) {
                   strstr(text, "\"name\":\"rate\",\"unit\":\"deg/s\",\"min\":0.1,\"max\":90.0,"
                                "\"required\":false"));
   free(text);
-  text = api_dumps(json_array_get(json_object_get(j, "measurements"), GRN_M_FLOW));
+  json_t *flow = NULL, *mv;
+  size_t mi;
+  json_array_foreach(json_object_get(j, "measurements"), mi, mv) {
+    if (strcmp(json_string_value(json_object_get(mv, "name")), "flow") == 0) {
+      flow = flow ? json_null() : mv; /* listed once: a second would make it null */
+    }
+  }
+  text = api_dumps(flow);
   snprintf(name, sizeof name, "flow's description: %s", text ? text : "(null)");
   CHECK(name, text && strcmp(text, "{\"name\":\"flow\",\"unit\":\"kg/s\",\"label\":"
                                    "\"discharge rate\",\"window\":true}") == 0);
@@ -327,11 +334,12 @@ static void check_create(void) {
       name, sizeof name,
       "create, all fields: rc %d (%s), scene %s, mu %g, seed %llu, label %zu bytes, private %d", rc,
       rc ? e.message : "", rc == 0 ? cmd.def.scene->name : "-",
-      rc == 0 ? cmd.def.param[GRN_P_MU] : -1.0, rc == 0 ? (unsigned long long)cmd.def.seed : 0ull,
-      rc == 0 ? strlen(cmd.label) : 0, rc == 0 && cmd.private_);
+      rc == 0 ? cmd.def.param[grn_scene_param_index(cmd.def.scene, "mu")] : -1.0,
+      rc == 0 ? (unsigned long long)cmd.def.seed : 0ull, rc == 0 ? strlen(cmd.label) : 0,
+      rc == 0 && cmd.private_);
   CHECK(name, rc == 0 && strcmp(cmd.def.scene->name, "pour") == 0 &&
-                  cmd.def.param[GRN_P_MU] == 0.25 && cmd.def.seed == UINT64_MAX &&
-                  strlen(cmd.label) == 63 && cmd.private_);
+                  cmd.def.param[grn_scene_param_index(cmd.def.scene, "mu")] == 0.25 &&
+                  cmd.def.seed == UINT64_MAX && strlen(cmd.label) == 63 && cmd.private_);
   j = body("{\"scene\":\"silo\"}");
   const int rc2 = api_read_create(j, &cmd, &e);
   json_decref(j);
@@ -478,10 +486,10 @@ static void check_params(void) {
            "%g coh %g",
            rc, rc ? e.message : "", p.count, p.at[0].name, p.at[0].value, (int)p.at[0].integer,
            p.count > 1 ? p.at[1].name : "-", p.count > 1 ? p.at[1].value : -1.0,
-           p.count > 1 && p.at[1].integer, d.param[GRN_P_MU], d.param[GRN_P_COH]);
+           p.count > 1 && p.at[1].integer, d.param[p.at[0].index], d.param[p.at[1].index]);
   CHECK(name, rc == 0 && p.count == 2 && strcmp(p.at[0].name, "mu") == 0 && !p.at[0].integer &&
                   strcmp(p.at[1].name, "coh") == 0 && p.at[1].integer &&
-                  d.param[GRN_P_MU] == 0.75 && d.param[GRN_P_COH] == 100.0);
+                  d.param[p.at[0].index] == 0.75 && d.param[p.at[1].index] == 100.0);
   json_decref(j);
   /* none given */
   api_params_read(NULL, &p);
@@ -489,10 +497,18 @@ static void check_params(void) {
   rc = api_params_apply(&p, &d, API_PARAMS_FORK, &e);
   snprintf(name, sizeof name, "no params: rc %d count %d", rc, p.count);
   CHECK(name, rc == 0 && p.count == 0);
-  /* restart-only is the catalogue's word */
-  CHECK("amount is restart-only in pour", api_param_restart_only(base.scene, "amount"));
-  CHECK("mu is live in pour", !api_param_restart_only(base.scene, "mu"));
-  CHECK("an unknown name is not restart-only", !api_param_restart_only(base.scene, "nope"));
+  /* each name is looked up once, and its place in the scene's list goes with it */
+  j = body("{\"amount\":50,\"mu\":0.5}");
+  api_params_read(j, &p);
+  d = base;
+  rc = api_params_apply(&p, &d, API_PARAMS_DEFINE, &e);
+  CHECK("a new scene takes amount (restart-only in pour), each name's place noted",
+        rc == 0 && p.at[0].index == grn_scene_param_index(base.scene, "amount") &&
+            p.at[1].index == grn_scene_param_index(base.scene, "mu") &&
+            base.scene->params[p.at[0].index].restart &&
+            !base.scene->params[p.at[1].index].restart && d.param[p.at[0].index] == 50.0 &&
+            d.param[p.at[1].index] == 0.5);
+  json_decref(j);
 }
 
 static void check_from_run(void) {

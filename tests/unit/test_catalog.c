@@ -11,11 +11,45 @@ static void catalogue(void) {
   CHECK("index past the end is NULL", grn_scene_at(grn_scene_count()) == NULL);
   for (int s = 0; s < grn_scene_count(); s++) {
     const grn_scene_info *sc = grn_scene_at(s);
+    CHECK("a scene's lists fit a definition and a sample",
+          sc->param_count <= GRN_PARAM_MAX && sc->measure_count <= GRN_MEASURE_MAX &&
+              sc->measure_count > 0);
     for (int i = 0; i < sc->param_count; i++) {
-      const grn_param_info *p = &sc->param_info[i];
+      const grn_param_info *p = &sc->params[i];
+      CHECK("a parameter has a name, a unit and a description",
+            p->name && *p->name && strlen(p->name) < 32 && p->unit && p->description);
       CHECK("default lies inside its range", p->def >= p->min && p->def <= p->max);
-      CHECK("parameter is found by name", grn_scene_param_index(sc, p->name) == i);
+      CHECK("parameter is found by name (its id is its place)",
+            grn_scene_param_index(sc, p->name) == i);
     }
+    CHECK("every scene's first measurement is the time",
+          strcmp(sc->measures[GRN_MEASURE_T].name, "t") == 0 &&
+              strcmp(sc->measures[GRN_MEASURE_T].unit, "s") == 0);
+    for (int k = 0; k < sc->measure_count; k++) {
+      const grn_measure_info *m = &sc->measures[k];
+      char name[128];
+      snprintf(name, sizeof name, "%s: measurement %d has a name, a unit and a label", sc->name, k);
+      CHECK(name, m->name && *m->name && strlen(m->name) < 32 && m->unit && m->label && *m->label);
+      CHECK("measurement is found by name (its id is its place)",
+            grn_scene_measure_index(sc, m->name) == k);
+      /* the catalogue lists each name once for every client: it must mean one thing */
+      for (int t = 0; t < grn_scene_count(); t++) {
+        const grn_scene_info *other = grn_scene_at(t);
+        const int j = grn_scene_measure_index(other, m->name);
+        snprintf(name, sizeof name, "'%s' is the same figure in %s and %s", m->name, sc->name,
+                 other->name);
+        CHECK(name, j < 0 || (strcmp(other->measures[j].unit, m->unit) == 0 &&
+                              strcmp(other->measures[j].label, m->label) == 0 &&
+                              other->measures[j].window == m->window));
+      }
+    }
+    if (sc->chains) {
+      CHECK("a scene with force chains measures the pile's centre they are cut through",
+            grn_scene_measure_index(sc, "cx") > 0 && grn_scene_measure_index(sc, "cz") > 0);
+    }
+    CHECK("nothing outside a scene's lists is found",
+          grn_scene_param_index(sc, "no_such") < 0 && grn_scene_measure_index(sc, "no_such") < 0 &&
+              grn_scene_param_index(sc, NULL) < 0 && grn_scene_measure_index(NULL, "t") < 0);
   }
   /* status table: distinct names, every message present */
   CHECK("status name", strcmp(grn_status_name(GRN_E_RANGE), "GRN_E_RANGE") == 0);
@@ -46,8 +80,21 @@ static void definitions(void) {
     CHECK(name, grn_world_def_set_text(&d, "mu", bad[k], &e) == GRN_E_NOT_NUMBER);
   }
   CHECK("failed calls left the definition unchanged", memcmp(&d, &before, sizeof d) == 0);
+  const int mu = grn_scene_param_index(d.scene, "mu");
   CHECK("in-range text value",
-        grn_world_def_set_text(&d, "mu", "0.75", &e) == GRN_OK && d.param[GRN_P_MU] == 0.75);
+        grn_world_def_set_text(&d, "mu", "0.75", &e) == GRN_OK && d.param[mu] == 0.75);
+  before = d;
+  CHECK("a parameter by its place", grn_world_def_set_at(&d, mu, 0.25, &e) == GRN_OK &&
+                                        d.param[mu] == 0.25 &&
+                                        grn_world_def_set_at(&d, mu, 0.75, &e) == GRN_OK);
+  CHECK("no parameter before the first",
+        grn_world_def_set_at(&d, -1, 0.5, &e) == GRN_E_UNKNOWN_PARAM);
+  CHECK("no parameter past the last",
+        grn_world_def_set_at(&d, d.scene->param_count, 0.5, &e) == GRN_E_UNKNOWN_PARAM &&
+            grn_world_def_set_at(&d, GRN_PARAM_MAX, 0.5, &e) == GRN_E_UNKNOWN_PARAM);
+  CHECK("by place, out of range",
+        grn_world_def_set_at(&d, mu, 1.6, &e) == GRN_E_RANGE && strcmp(e.field, "mu") == 0);
+  CHECK("... and the definition is as it was", memcmp(&d, &before, sizeof d) == 0);
   CHECK("boundary value is in range", grn_world_def_set(&d, "mu", 1.5, &e) == GRN_OK);
   grn_world_def_set(&d, "quality", 0, &e);
   grn_world_def_set(&d, "amount", 10, &e);
@@ -142,20 +189,14 @@ static void action_catalogue(void) {
     for (int p = 0; p < sc->plot_count; p++) {
       ok = ok && sc->plots[p].series_count > 0 && *sc->plots[p].title;
       for (int i = 0; i < sc->plots[p].series_count; i++) {
-        ok = ok && (sc->measures & (1u << sc->plots[p].series[i].key));
+        const int m = sc->plots[p].series[i].measure;
+        ok = ok && m > GRN_MEASURE_T && m < sc->measure_count;
       }
     }
     char name[96];
     snprintf(name, sizeof name, "scene '%s' plots only what it measures", sc->name);
     CHECK(name, ok);
   }
-  for (int k = 0; k < GRN_MEASURE_COUNT; k++) {
-    const grn_measure_info *m = grn_measure_info_of((grn_measure_key)k);
-    CHECK("a measurement has a name, a unit and a label",
-          m && *m->name && m->unit && *m->label &&
-              strcmp(grn_measure_name((grn_measure_key)k), m->name) == 0);
-  }
-  CHECK("no measurement past the last", grn_measure_info_of(GRN_MEASURE_COUNT) == NULL);
   const grn_model_info *g = grn_model_info_of(GRN_MODEL_GRANULAR),
                        *f = grn_model_info_of(GRN_MODEL_FLUID),
                        *b = grn_model_info_of(GRN_MODEL_GRAVITY);
@@ -176,7 +217,8 @@ static void live_changes(void) {
   CHECK("create", grn_world_create(&d, &w, &e) == GRN_OK);
   grn_world_step(w, 240);
   const uint64_t before = grn_world_digest(w);
-  const double mu = w->param[GRN_P_MU];
+  const int k = grn_scene_param_index(d.scene, "mu");
+  const double mu = w->param[k];
   CHECK("live mu out of range", grn_world_set_param(w, "mu", 3.0, &e) == GRN_E_RANGE);
   CHECK("live amount needs a restart",
         grn_world_set_param(w, "amount", 50, &e) == GRN_E_UNSUPPORTED);
@@ -184,9 +226,13 @@ static void live_changes(void) {
   grn_action_parse("tilt:5", &a, &e);
   CHECK("unsupported action on a live world", grn_world_act(w, &a, &e) == GRN_E_UNSUPPORTED);
   CHECK("failed changes left the world as it was",
-        grn_world_digest(w) == before && w->param[GRN_P_MU] == mu);
-  CHECK("live mu in range",
-        grn_world_set_param(w, "mu", 0.8, &e) == GRN_OK && w->param[GRN_P_MU] == 0.8);
+        grn_world_digest(w) == before && w->param[k] == mu);
+  CHECK("live: no parameter past the last",
+        grn_world_set_param_at(w, d.scene->param_count, 0.5, &e) == GRN_E_UNKNOWN_PARAM &&
+            grn_world_set_param_at(w, -1, 0.5, &e) == GRN_E_UNKNOWN_PARAM && w->param[k] == mu);
+  CHECK("live mu in range", grn_world_set_param(w, "mu", 0.8, &e) == GRN_OK && w->param[k] == 0.8);
+  CHECK("live mu by its place",
+        grn_world_set_param_at(w, k, 0.6, &e) == GRN_OK && w->param[k] == 0.6);
   grn_world_destroy(w);
 }
 

@@ -5,6 +5,7 @@
  * left as it was; and one stream fanned out (chan.c) to viewers that read every frame, skip
  * frames, hold frames under a rate or join late: each is only ever given frames it can decode. */
 #include "../support/check.h"
+#include "../support/measured.h"
 #include "../support/settled.h"
 #include "chan.h"
 #include "frame.h"
@@ -496,7 +497,8 @@ static void chains(void) {
   grn_world_measurements(w, &m);
   enum { CAP = 20000 };
   grn_contact *want = malloc(sizeof *want * CAP), *got = malloc(sizeof *got * CAP);
-  const int nw = grn_world_chains(w, m.value[GRN_M_CX], m.value[GRN_M_CZ], 0, 1, want, CAP);
+  const int nw =
+      grn_world_chains(w, measured_in(w, &m, "cx"), measured_in(w, &m, "cz"), 0, 1, want, CAP);
   CHECK("the chains encode", frame_encode_chains(enc, want, nw, &buf, &len) == 0);
   const int ng = frame_decode_chains(&dec, buf, len, got, CAP);
   printf("force chains: %d pairs, %zu bytes\n", nw, len);

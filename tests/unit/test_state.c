@@ -1,6 +1,7 @@
 /* Determinism and state: 1 and 2 threads give the same bits, save → restore continues to the
- * same digest, corrupt states are refused, reset starts over exactly, sleep changes nothing,
- * and the allocator's books balance (zero after destroy, no allocation in a warmed-up step). */
+ * same digest, corrupt states are refused, an older state without a newer parameter restores, reset
+ * starts over exactly, sleep changes nothing, and the allocator's books balance (zero after
+ * destroy, no allocation in a warmed-up step). */
 #include "../support/check.h"
 #include "../support/settled.h"
 #include "internal.h"
@@ -288,6 +289,117 @@ static void allocation(void) {
   CHECK_NEAR("bytes outstanding after destroy", (double)c.bytes, 0, 0);
 }
 
+/* Parameters and measurements are saved as tables of (name, value) after the scene's name (state
+ * version 10): offset of the table's count, and of each entry, in a saved state. */
+static size_t table_at(const unsigned char *buf, int which, size_t entry_at[], int *count) {
+  uint32_t name_len, n;
+  memcpy(&name_len, buf + 12, sizeof name_len);
+  size_t at = 16 + name_len, start = at;
+  for (int t = 0; t <= which; t++) {
+    start = at;
+    memcpy(&n, buf + at, sizeof n);
+    at += sizeof n;
+    for (uint32_t k = 0; k < n; k++) {
+      if (t == which) {
+        entry_at[k] = at;
+      }
+      at += 1 + buf[at] + sizeof(double);
+    }
+    *count = (int)n;
+  }
+  entry_at[*count] = at;
+  return start;
+}
+
+/* A copy of a state without one entry of a table, as a state saved before that parameter or
+ * measurement existed. */
+static unsigned char *without(const unsigned char *buf, size_t size, int which, int entry,
+                              size_t *out_size) {
+  size_t at[GRN_MEASURE_MAX + 1];
+  int n;
+  const size_t count_at = table_at(buf, which, at, &n);
+  const size_t cut = at[entry + 1] - at[entry];
+  unsigned char *out = malloc(size - cut);
+  memcpy(out, buf, at[entry]);
+  memcpy(out + at[entry], buf + at[entry + 1], size - at[entry + 1]);
+  const uint32_t less = (uint32_t)n - 1;
+  memcpy(out + count_at, &less, sizeof less);
+  *out_size = size - cut;
+  return out;
+}
+
+static void named_tables(void) {
+  grn_world *a = make("pour", 600, 1, GRN_FILL_SCENE, NULL);
+  grn_world_step(a, 2 * 240 + 5);
+  const size_t size = grn_world_save_size(a);
+  unsigned char *buf = malloc(size);
+  grn_error e;
+  grn_world_save(a, buf, size, &e);
+  const grn_scene_info *sc = grn_world_scene(a);
+  size_t at[GRN_MEASURE_MAX + 1];
+  int n;
+  table_at(buf, 0, at, &n);
+  CHECK("the parameters are saved by name, the scene's list in order",
+        n == sc->param_count && buf[at[0]] == strlen(sc->params[0].name) &&
+            memcmp(buf + at[0] + 1, sc->params[0].name, buf[at[0]]) == 0);
+  table_at(buf, 1, at, &n);
+  CHECK("and the measurements", n == sc->measure_count && buf[at[1]] == strlen("angle") &&
+                                    memcmp(buf + at[1] + 1, "angle", 5) == 0);
+
+  /* an older state, from before the scene's last parameter (rate, at its default here) and its
+   * last measurement existed, still restores: the parameter at its default, the figure NaN until
+   * the next sample; and the run goes on as the full state's does */
+  size_t older_size, oldest_size;
+  unsigned char *older = without(buf, size, 0, sc->param_count - 1, &older_size);
+  unsigned char *oldest = without(older, older_size, 1, sc->measure_count - 1, &oldest_size);
+  grn_world *b = NULL;
+  CHECK("a state without a parameter or a measurement restores",
+        grn_world_restore(NULL, oldest, oldest_size, &b, &e) == GRN_OK);
+  grn_measurements m;
+  if (b) {
+    grn_world_measurements(b, &m);
+    CHECK("the parameter it lacks takes its default",
+          b->param[sc->param_count - 1] == sc->params[sc->param_count - 1].def);
+    CHECK("the measurement it lacks is NaN until the next sample",
+          isnan(m.value[sc->measure_count - 1]) && m.count == sc->measure_count);
+    grn_world_step(a, 240);
+    grn_world_step(b, 240);
+    grn_measurements ma;
+    grn_world_measurements(a, &ma);
+    grn_world_measurements(b, &m);
+    CHECK("and the run goes on as the full state's",
+          grn_world_digest(a) == grn_world_digest(b) &&
+              memcmp(ma.value, m.value, sizeof m.value) == 0);
+    grn_world_destroy(b);
+  }
+  free(older);
+  free(oldest);
+
+  /* a name the scene does not have, one given twice, too many: refused */
+  table_at(buf, 0, at, &n);
+  unsigned char *bad = malloc(size);
+  memcpy(bad, buf, size);
+  bad[at[0] + 1] = 'z'; /* "mu" → "zu" */
+  CHECK("an unknown parameter name is refused",
+        grn_world_restore(NULL, bad, size, &b, &e) == GRN_E_BAD_STATE &&
+            strstr(e.message, "unknown"));
+  memcpy(bad, buf, size);
+  memcpy(bad + at[1] + 1, "coh", 3); /* "mur" → "coh", which comes next */
+  CHECK("a parameter given twice is refused",
+        grn_world_restore(NULL, bad, size, &b, &e) == GRN_E_BAD_STATE);
+  memcpy(bad, buf, size);
+  const uint32_t many = GRN_PARAM_MAX + 1;
+  memcpy(bad + at[0] - sizeof many, &many, sizeof many);
+  CHECK("more parameters than any scene has is refused",
+        grn_world_restore(NULL, bad, size, &b, &e) == GRN_E_BAD_STATE);
+  memcpy(bad, buf, size);
+  bad[at[0]] = 0;
+  CHECK("an empty name is refused", grn_world_restore(NULL, bad, size, &b, &e) == GRN_E_BAD_STATE);
+  free(bad);
+  free(buf);
+  grn_world_destroy(a);
+}
+
 int main(void) {
   threads();
   simd_equals_scalar("pour", 1500, GRN_FILL_SCENE, true, NULL);
@@ -300,6 +412,7 @@ int main(void) {
   flow_equals_reference("tilt", GRN_FILL_BED, "tilt:35,90", 4000, 1);
   flow_equals_reference("tilt", GRN_FILL_BED, "tilt:35,90", 9000, 2);
   save_restore();
+  named_tables();
   reset_and_sleep();
   allocation();
   CHECK_DONE();

@@ -43,8 +43,12 @@ extern "C" {
  *    contact point" cap (wedged in a corner it rattled for ever); a grain whose centre is below
  *    the silo's plate no longer meets the plate's top; the silo's hole and every scene's wall
  *    friction follow live changes; the silo's state block holds its mean flow's window and its
- *    bulk density (issue 30). Trajectories change. */
-#define GRN_ENGINE_STATE_VERSION 9u
+ *    bulk density (issue 30). Trajectories change.
+ * 10: parameters and measurements are saved by name, each a table of (name, value), no longer as
+ *    arrays indexed by engine-wide enums: a scene owns its lists (issue 34), and a parameter or
+ *    measurement added later finds its default or NaN in an older state instead of breaking it.
+ *    Trajectories unchanged (test_golden's digests are the same). */
+#define GRN_ENGINE_STATE_VERSION 10u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
 #define GRN_STATUS_TABLE(X)                                                                        \
@@ -104,29 +108,12 @@ typedef struct grn_model_info {
 /* NULL for a model out of range. */
 GRN_API const grn_model_info *grn_model_info_of(grn_model model);
 
-/* Every user parameter any scene takes; a scene lists the subset it accepts. */
-typedef enum grn_param_id {
-  GRN_P_MU = 0,    /* sliding friction between grains */
-  GRN_P_MUR,       /* rolling friction between grains */
-  GRN_P_COH,       /* liquid-bridge cohesion force at contact, N */
-  GRN_P_HOLE,      /* silo hole diameter, m */
-  GRN_P_AMOUNT,    /* grain count as % of BASE[quality] */
-  GRN_P_QUALITY,   /* 0, 1 or 2 */
-  GRN_P_SPOUT_X,   /* spout position, m */
-  GRN_P_SPOUT_Z,   /* spout position, m */
-  GRN_P_RATE,      /* pour rate, grains per second */
-  GRN_P_ASPECT,    /* slump: column height / length */
-  GRN_P_TILT_RATE, /* tilt: degrees per second when a tilt action gives none */
-  GRN_P_WIDTH,     /* dambreak: water column width a, m (height 2a) */
-  GRN_P_VISC,      /* SPH dynamic viscosity, Pa·s */
-  GRN_P_EPS,       /* N-body softening length */
-  GRN_P_THETA,     /* Barnes–Hut opening angle; 0 sums every pair directly */
-  GRN_P_BODIES,    /* N-body: number of bodies */
-  GRN_P_SPEED,     /* orbit: initial speed as a multiple of the circular speed */
-  GRN_P_VCAP,      /* N-body speed cap; 0: none */
-  GRN_P_RPM,       /* drum: rotation speed, revolutions per minute */
-  GRN_PARAM_COUNT
-} grn_param_id;
+/* Most parameters one scene declares and most measurements one scene reports: a definition's
+ * values and a sample's figures are arrays of this size, indexed like the scene's own lists. */
+#define GRN_PARAM_MAX 16
+#define GRN_MEASURE_MAX 24
+/* Every scene's first measurement is "t", the sample's simulated time (s). */
+#define GRN_MEASURE_T 0
 
 typedef struct grn_param_info {
   const char *name; /* as used by the CLI and the API, e.g. "mu" */
@@ -138,37 +125,6 @@ typedef struct grn_param_info {
                        change is refused with GRN_E_UNSUPPORTED; a restart takes it */
   const char *description;
 } grn_param_info;
-
-/* The measurement keys a scene reports (bit set over grn_measure_key). */
-typedef enum grn_measure_key {
-  GRN_M_T = 0,
-  GRN_M_ANGLE,
-  GRN_M_TOP,
-  GRN_M_CX,
-  GRN_M_CZ,
-  GRN_M_OVER_MAX,
-  GRN_M_FLOWING,
-  GRN_M_ALIVE,
-  GRN_M_FRONT,            /* slump: runout front, m from the channel's back wall */
-  GRN_M_FLOW,             /* silo: discharge over the last 2 s, kg/s */
-  GRN_M_MASS_ABOVE,       /* silo: grain mass above the plate, kg */
-  GRN_M_FILL,             /* silo: mean surface height above the plate inside 0.8·R, m */
-  GRN_M_BEVERLOO,         /* silo: Beverloo prediction for the hole, kg/s */
-  GRN_M_HEIGHT,           /* dambreak: water height at the left wall, m */
-  GRN_M_KINETIC,          /* total kinetic energy (J; N-body: model units) */
-  GRN_M_POTENTIAL,        /* gravitational potential energy (fluid: m·g·y above the floor) */
-  GRN_M_ENERGY,           /* kinetic + potential */
-  GRN_M_ENERGY_DRIFT,     /* (E − E0) / |E0|, E0 at the start or the first sample after a live
-                             change (N-body), or a pass's start (softening) */
-  GRN_M_ANGULAR_MOMENTUM, /* |Σ m r × v| about the origin */
-  GRN_M_VIRIAL,           /* 2K / |W| */
-  GRN_M_FROUDE,           /* drum: Froude number w²R/g of its rotation */
-  GRN_M_MEAN_FLOW,        /* silo: mean discharge of the steady flow since the hole opened or
-                             anything last changed, kg/s */
-  GRN_M_BULK_DENSITY,     /* silo: the settled packing's bulk density before the hole first opened,
-                             kg/m³ */
-  GRN_MEASURE_COUNT
-} grn_measure_key;
 
 /* What a measurement is, for every client: its key as the API spells it, its unit ("" when
  * dimensionless), a short label for tables and plot axes, and whether it is a figure over a
@@ -186,7 +142,7 @@ typedef struct grn_measure_info {
  * series on the right has its own axis; a reference series (a theory curve, a conserved total) is
  * drawn dashed. */
 typedef struct grn_plot_series {
-  grn_measure_key key;
+  int measure; /* index into the scene's measures */
   bool right;
   bool reference;
 } grn_plot_series;
@@ -201,16 +157,21 @@ typedef struct grn_scene_info {
   const char *name;
   grn_model model;
   const char *description;
+  /* The scene's parameters, declared in its own file: a parameter's id is its index here
+   * (grn_scene_param_index), and a definition's param[] follows this order. */
   int param_count;
-  const grn_param_id *params;       /* which parameters the scene accepts */
-  const grn_param_info *param_info; /* param_count entries, scene-specific ranges and defaults */
+  const grn_param_info *params;
   int action_count;
   const char *const *actions; /* action names the scene accepts */
-  uint32_t measures;          /* bit (1u << grn_measure_key) per reported key */
+  /* What it measures, in the order of grn_measurements.value (grn_scene_measure_index). The same
+   * name means the same figure, unit and label in every scene. */
+  int measure_count;
+  const grn_measure_info *measures;
   int plot_count;
   const grn_plot_info *plots;
   bool chains; /* shows its force chains (grn_world_chains) behind a vertical cut through the
-                  pile's centre (cx, cz), seen from +z: viewers get them with every frame */
+                  pile's centre (its measurements cx and cz), seen from +z: viewers get them
+                  with every frame */
 } grn_scene_info;
 
 GRN_API int grn_scene_count(void);
@@ -219,11 +180,9 @@ GRN_API const grn_scene_info *grn_scene_find(const char *name);
 /* Steps between two of the scene's measurement samples: GRN_SAMPLE_STEPS (0.25 s), or fewer where
  * its physics is faster (a dam break's surge crosses its tank in half a second). */
 GRN_API int grn_scene_sample_steps(const grn_scene_info *scene);
-GRN_API const char *grn_measure_name(grn_measure_key key);
-/* Name, unit and label of a measurement; NULL for a key out of range. */
-GRN_API const grn_measure_info *grn_measure_info_of(grn_measure_key key);
-/* Index of a parameter within a scene's list, or -1. */
+/* Index of a parameter, or of a measurement, within a scene's list; -1 when it has none. */
 GRN_API int grn_scene_param_index(const grn_scene_info *scene, const char *name);
+GRN_API int grn_scene_measure_index(const grn_scene_info *scene, const char *name);
 
 /* Strict number parsing shared by the CLI and the daemon: the whole string must be a finite
  * decimal number. Returns GRN_OK or GRN_E_NOT_NUMBER. */
@@ -242,7 +201,7 @@ typedef enum grn_fill {
 
 typedef struct grn_world_def {
   const grn_scene_info *scene;
-  double param[GRN_PARAM_COUNT]; /* indexed by grn_param_id; only the scene's own are used */
+  double param[GRN_PARAM_MAX]; /* indexed like scene->params */
   uint64_t seed;
   int grains; /* 0: N = round(BASE[quality]·amount/100); else exactly this many (1..GRN_MAX_GRAINS)
                */
@@ -257,8 +216,10 @@ typedef struct grn_world_def {
 
 /* Fill every field with the scene's defaults. Fails only on an unknown scene name. */
 GRN_API int grn_world_def_default(grn_world_def *def, const char *scene, grn_error *err);
-/* Validate and set one parameter by name; on failure def is unchanged. */
+/* Validate and set one parameter by name, or by its index in the scene's list (a name resolved
+ * once with grn_scene_param_index); on failure def is unchanged. */
 GRN_API int grn_world_def_set(grn_world_def *def, const char *name, double value, grn_error *err);
+GRN_API int grn_world_def_set_at(grn_world_def *def, int index, double value, grn_error *err);
 /* Same, parsing the value text strictly. */
 GRN_API int grn_world_def_set_text(grn_world_def *def, const char *name, const char *value,
                                    grn_error *err);
@@ -350,6 +311,8 @@ GRN_API int grn_world_act(grn_world *world, const grn_action *action, grn_error 
  * parameter marked restart is refused with GRN_E_UNSUPPORTED, and any while the grains settle with
  * GRN_E_SETTLING. */
 GRN_API int grn_world_set_param(grn_world *world, const char *name, double value, grn_error *err);
+/* The same by the parameter's index in the scene's list. */
+GRN_API int grn_world_set_param_at(grn_world *world, int index, double value, grn_error *err);
 /* Seconds of simulated time the settle drag may still last: at most this, and less if the grains
  * come to rest sooner (it then ends at once); 0 once it is over or for a scene that does not
  * settle. */
@@ -366,8 +329,9 @@ typedef enum grn_state {
 } grn_state;
 
 typedef struct grn_measurements {
-  double value[GRN_MEASURE_COUNT]; /* NaN where not defined (e.g. no pile yet) */
-  uint32_t present;                /* bit per key the scene reports */
+  double value[GRN_MEASURE_MAX]; /* in the order of scene->measures; NaN where not defined (e.g.
+                                    no pile yet) */
+  int count;                     /* scene->measure_count */
   grn_state state;
   /* the fitted slope line behind `angle`, for drawing: from (line[0], line[1]) to (line[2],
    * line[3]) in (distance, height) — radius from the pile centre for piles, x along channel or
@@ -379,6 +343,8 @@ GRN_API const char *grn_state_name(grn_state state);
 /* The latest sample (taken every grn_scene_sample_steps steps of simulated time). */
 GRN_API void grn_world_measurements(const grn_world *world, grn_measurements *out);
 GRN_API uint64_t grn_world_step_count(const grn_world *world);
+/* The world's scene: whose lists its parameters and measurements follow. */
+GRN_API const grn_scene_info *grn_world_scene(const grn_world *world);
 GRN_API double grn_world_time(const grn_world *world);
 GRN_API bool grn_world_asleep(const grn_world *world);
 

@@ -4,12 +4,17 @@
 #include "params.h"
 
 static const char *const reset_only[] = {"reset"};
+/* Every N-body scene measures the same */
+enum { KINETIC = 2, POTENTIAL, ENERGY, ENERGY_DRIFT, ANGULAR_MOMENTUM, VIRIAL, GRAVITY_MEASURES };
+static const grn_measure_info gravity_measures[GRAVITY_MEASURES] = {
+    M_T,      M_ALIVE,        [KINETIC] = M_KINETIC, M_POTENTIAL,
+    M_ENERGY, M_ENERGY_DRIFT, M_ANGULAR_MOMENTUM,    M_VIRIAL};
 /* N-body: kinetic and potential trade while their sum stays flat; the relative drift of that sum
  * from t = 0, on its own axis, shows how well it is conserved */
 static const grn_plot_info gravity_plots[] = {
-    PLOT("Energy (G = 1 units): kinetic, potential, total · drift of the total", S(GRN_M_KINETIC),
-         S(GRN_M_POTENTIAL), REF(GRN_M_ENERGY), RIGHT(GRN_M_ENERGY_DRIFT)),
-    PLOT("Virial ratio 2K/|W| · angular momentum", S(GRN_M_VIRIAL), RIGHT(GRN_M_ANGULAR_MOMENTUM))};
+    PLOT("Energy (G = 1 units): kinetic, potential, total · drift of the total", S(KINETIC),
+         S(POTENTIAL), REF(ENERGY), RIGHT(ENERGY_DRIFT)),
+    PLOT("Virial ratio 2K/|W| · angular momentum", S(VIRIAL), RIGHT(ANGULAR_MOMENTUM))};
 
 static int two_bodies(const grn_world_def *def) {
   return def->grains > 0 ? -1 : 2;
@@ -19,10 +24,12 @@ static int two_bodies(const grn_world_def *def) {
 /* Two unit masses 2 apart in the x–y plane. The circular speed balances the softened pull:
  * v²/r = m·d/(d² + ε²)^(3/2) with r = d/2, so the orbit is a circle for any ε (period 4π at
  * ε = 0); `speed` scales it into an ellipse. */
+enum { ORBIT_EPS, ORBIT_SPEED, ORBIT_PARAMS };
+
 static int orbit_setup(grn_world *w) {
-  const double d = 2.0, e = w->param[GRN_P_EPS];
+  const double d = 2.0, e = w->param[ORBIT_EPS];
   const double vc = sqrt(0.5 * d * d / pow(d * d + e * e, 1.5));
-  const double v = w->param[GRN_P_SPEED] * vc;
+  const double v = w->param[ORBIT_SPEED] * vc;
   w->geom.floor_y = -INFINITY;
   if (grn__nbody_add(w, 1.0, -0.5 * d, 0.0, 0.0, (grn_vec3){0.0, -v, 0.0}) != GRN_OK ||
       grn__nbody_add(w, 1.0, 0.5 * d, 0.0, 0.0, (grn_vec3){0.0, v, 0.0}) != GRN_OK) {
@@ -31,15 +38,16 @@ static int orbit_setup(grn_world *w) {
   return GRN_OK;
 }
 
-static const grn_param_id orbit_params[] = {GRN_P_EPS, GRN_P_SPEED};
-static const grn_param_info orbit_info[] = {P_EPS(0.0), P_SPEED};
-SAME_LEN(orbit_params, orbit_info);
+static const grn_param_info orbit_params[ORBIT_PARAMS] = {
+    [ORBIT_EPS] = P_EPS(0.0),
+    [ORBIT_SPEED] = {"speed", "", 0.2, 1.3, 1.0, false, true,
+                     "initial speed over the circular speed (1: circle)"}};
 
 const grn_scene grn__scene_orbit = {
     .info = {"orbit", GRN_MODEL_GRAVITY,
              "two equal bodies on a circular orbit (speed 1) or an ellipse; units with G = 1",
-             LEN(orbit_params), orbit_params, orbit_info, LEN(reset_only), reset_only,
-             MEASURES(GRAVITY), PLOTS(gravity_plots)},
+             LEN(orbit_params), orbit_params, LEN(reset_only), reset_only, LEN(gravity_measures),
+             gravity_measures, PLOTS(gravity_plots)},
     .setup = orbit_setup,
     .count = two_bodies};
 
@@ -97,16 +105,14 @@ static bool softening_state_ok(const grn_world *w) {
   return grn__within(st(w)->pass_t0, 1e15);
 }
 
-static const grn_param_id softening_params[] = {GRN_P_EPS, GRN_P_VCAP};
-static const grn_param_info softening_info[] = {P_EPS(0.2), P_VCAP(3.0)};
-SAME_LEN(softening_params, softening_info);
+static const grn_param_info softening_params[] = {P_EPS(0.2), P_VCAP(3.0)};
 
 const grn_scene grn__scene_softening = {
     .info = {"softening", GRN_MODEL_GRAVITY,
              "two bodies pass each other nearly head-on; the softening length decides how hard "
              "they swing, the speed cap keeps the step bounded",
-             LEN(softening_params), softening_params, softening_info, LEN(reset_only), reset_only,
-             MEASURES(GRAVITY), PLOTS(gravity_plots)},
+             LEN(softening_params), softening_params, LEN(reset_only), reset_only,
+             LEN(gravity_measures), gravity_measures, PLOTS(gravity_plots)},
     .state_size = sizeof(softening_state),
     .setup = softening_setup,
     .script = softening_script,
@@ -114,8 +120,10 @@ const grn_scene grn__scene_softening = {
     .count = two_bodies};
 
 /* ---- cluster -------------------------------------------------------------------------------- */
+enum { CLUSTER_BODIES, CLUSTER_PARAMS = 4 };
+
 static int cluster_count(const grn_world_def *def) {
-  return def->grains > 0 ? def->grains : (int)def->param[GRN_P_BODIES];
+  return def->grains > 0 ? def->grains : (int)def->param[CLUSTER_BODIES];
 }
 
 static int cluster_setup(grn_world *w) {
@@ -123,15 +131,18 @@ static int cluster_setup(grn_world *w) {
   return grn__plummer(w, w->n_target);
 }
 
-static const grn_param_id cluster_params[] = {GRN_P_BODIES, GRN_P_EPS, GRN_P_THETA, GRN_P_VCAP};
-static const grn_param_info cluster_info[] = {P_BODIES, P_EPS(0.02), P_THETA, P_VCAP(0.0)};
-SAME_LEN(cluster_params, cluster_info);
+static const grn_param_info cluster_params[CLUSTER_PARAMS] = {
+    [CLUSTER_BODIES] = {"bodies", "", 16.0, 200000.0, 2000.0, true, true,
+                        "bodies in the Plummer sphere (total mass 1)"},
+    P_EPS(0.02),
+    P_THETA,
+    P_VCAP(0.0)};
 
 const grn_scene grn__scene_cluster = {
     .info = {"cluster", GRN_MODEL_GRAVITY,
              "a Plummer sphere of many bodies in virial equilibrium (total mass 1, energy -1/4)",
-             LEN(cluster_params), cluster_params, cluster_info, LEN(reset_only), reset_only,
-             MEASURES(GRAVITY), PLOTS(gravity_plots)},
+             LEN(cluster_params), cluster_params, LEN(reset_only), reset_only,
+             LEN(gravity_measures), gravity_measures, PLOTS(gravity_plots)},
     .setup = cluster_setup,
     .bed = cluster_setup,
     .count = cluster_count};

@@ -5,6 +5,10 @@
  * 1e-4..1e-2, cascading to 0.1, cataracting to 1, centrifuging beyond). */
 #include "params.h"
 
+/* Its parameter after the granular ones, and its measurements. */
+enum { RPM = GRANULAR_PARAM_COUNT, DRUM_PARAMS };
+enum { ANGLE = 1, FROUDE = 5 };
+
 #define DRUM_MU                                                                                    \
   1.0 /* drum wall: rough (grains glued on, as in experiments), so the bed does not slip */
 #define CAP_MU 0.3   /* end caps: smooth plates (glass), which raise the angle least */
@@ -22,7 +26,7 @@ static double length_of(double radius) {
 }
 
 static double omega_of(const grn_world *w) {
-  return w->param[GRN_P_RPM] * 2.0 * GRN_PI / 60.0;
+  return w->param[RPM] * 2.0 * GRN_PI / 60.0;
 }
 
 /* The lattice from the bottom up, clipped to the circle: places up to n_target grains (or only
@@ -95,7 +99,7 @@ static void drum_script(grn_world *w) {
 }
 
 static bool drum_busy(const grn_world *w) {
-  return w->param[GRN_P_RPM] > 0.0;
+  return w->param[RPM] > 0.0;
 }
 
 /* Whether grain i touches another grain: a grain in flight above the surface does not count. */
@@ -168,44 +172,39 @@ static void drum_measure(grn_world *w) {
     x1 = x;
     k++;
   }
-  double *m = w->meas.value;
   const double den = k * sxx - sx * sx;
   if (k >= 3 && den > 0.0) {
     const double slope = (k * sxy - sx * sy) / den, icpt = (sy - slope * sx) / k;
-    m[GRN_M_ANGLE] = atan(fabs(slope)) * 180.0 / GRN_PI;
+    grn__put(w, GRN_SM_ANGLE, atan(fabs(slope)) * 180.0 / GRN_PI);
     w->meas.line[0] = x0;
     w->meas.line[1] = icpt + slope * x0;
     w->meas.line[2] = x1;
     w->meas.line[3] = icpt + slope * x1;
   } else {
-    m[GRN_M_ANGLE] = NAN;
+    grn__put(w, GRN_SM_ANGLE, NAN);
   }
   const double om = omega_of(w);
-  m[GRN_M_FROUDE] = om * om * rd / GRN_G;
+  w->meas.value[FROUDE] = om * om * rd / GRN_G;
   grn__common_measures(w);
   w->meas.state = grn__plain_state(w);
 }
 
-static const grn_param_id drum_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
-                                           GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_RPM};
-static const grn_param_info drum_info[] = {
-    P_MU,
-    P_MUR,
-    P_COH(0.0),
-    P_AMOUNT,
-    P_QUALITY,
-    {"rpm", "rev/min", 0.5, 20.0, 3.0, false, false,
-     "drum rotation speed (3: Fr = 0.02 at 3000 grains; centrifuging near 19)"}};
-SAME_LEN(drum_params, drum_info);
+static const grn_param_info drum_params[DRUM_PARAMS] = {
+    GRANULAR_PARAMS(0.0),
+    [RPM] = {"rpm", "rev/min", 0.5, 20.0, 3.0, false, false,
+             "drum rotation speed (3: Fr = 0.02 at 3000 grains; centrifuging near 19)"}};
+static const grn_measure_info drum_measures[] = {
+    M_T,       [ANGLE] = M_ANGLE, M_OVER_MAX,
+    M_FLOWING, M_ALIVE,           [FROUDE] = {"froude", "", "Froude number w^2 R/g", false}};
 static const char *const drum_actions[] = {"tool", "tool_off", "reset"};
-static const grn_plot_info drum_plots[] = {PLOT("Dynamic angle of repose, deg", S(GRN_M_ANGLE))};
+static const grn_plot_info drum_plots[] = {PLOT("Dynamic angle of repose, deg", S(ANGLE))};
 
 const grn_scene grn__scene_drum = {
     .info = {"drum", GRN_MODEL_GRANULAR,
              "a horizontal drum, half filled, turning: its flowing surface stands at the dynamic "
              "angle of repose",
-             LEN(drum_params), drum_params, drum_info, LEN(drum_actions), drum_actions,
-             MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_FROUDE)), PLOTS(drum_plots)},
+             LEN(drum_params), drum_params, LEN(drum_actions), drum_actions, LEN(drum_measures),
+             drum_measures, PLOTS(drum_plots)},
     .setup = drum_setup,
     .script = drum_script,
     .measure = drum_measure,

@@ -14,6 +14,10 @@ static pour_state *ps(const grn_world *w) {
   return w->ss;
 }
 
+/* Its parameters after the granular ones, and its measurements (those of a pile). */
+enum { SPOUT_X = GRANULAR_PARAM_COUNT, SPOUT_Z, RATE, POUR_PARAMS };
+enum { ANGLE = 1 };
+
 #define LAYER_STEPS 20    /* a layer leaves the spout every 1/12 s ... */
 #define POUR_SPEED 3.0    /* ... at 3 m/s, so layers start 0.25 m apart: more than a diameter */
 #define SITE_SPACING 0.24 /* hexagonal sites in a layer, just over the largest diameter */
@@ -28,8 +32,8 @@ static int pour_setup(grn_world *w) {
   w->geom.fx0 = w->geom.fz0 = -half;
   w->geom.fx1 = w->geom.fz1 = half;
   w->geom.kill_y = -1.0; /* grains that fall off the table are gone */
-  ps(w)->spout_x = w->param[GRN_P_SPOUT_X];
-  ps(w)->spout_z = w->param[GRN_P_SPOUT_Z];
+  ps(w)->spout_x = w->param[SPOUT_X];
+  ps(w)->spout_z = w->param[SPOUT_Z];
   ps(w)->spout_y = 0.9;
   ps(w)->pouring = true;
   ps(w)->poured = 0;
@@ -64,7 +68,7 @@ static void hex_site(int k, double *x, double *z) {
 
 static void pour_layer(grn_world *w) {
   const int left = w->n_target - ps(w)->poured;
-  ps(w)->pour_acc += w->param[GRN_P_RATE] * LAYER_STEPS * GRN_H;
+  ps(w)->pour_acc += w->param[RATE] * LAYER_STEPS * GRN_H;
   /* compared before the cast: a long-blocked spout's share can exceed an int */
   const double share = floor(ps(w)->pour_acc);
   const int want = share < left ? (int)share : left;
@@ -144,8 +148,8 @@ static void pour_measure(grn_world *w) {
 static int pour_act(grn_world *w, const grn_action *a, grn_error *err) {
   switch (a->kind) {
   case GRN_A_SPOUT:
-    ps(w)->spout_x = w->param[GRN_P_SPOUT_X] = a->args[0];
-    ps(w)->spout_z = w->param[GRN_P_SPOUT_Z] = a->args[1];
+    ps(w)->spout_x = w->param[SPOUT_X] = a->args[0];
+    ps(w)->spout_z = w->param[SPOUT_Z] = a->args[1];
     return GRN_OK;
   case GRN_A_POUR:
     if (w->fill != GRN_FILL_SCENE) {
@@ -166,10 +170,10 @@ static bool pour_busy(const grn_world *w) {
   return ps(w)->pouring;
 }
 
-static void pour_param_set(grn_world *w, grn_param_id id, double value) {
-  if (id == GRN_P_SPOUT_X) {
+static void pour_param_set(grn_world *w, int index, double value) {
+  if (index == SPOUT_X) {
     ps(w)->spout_x = value;
-  } else if (id == GRN_P_SPOUT_Z) {
+  } else if (index == SPOUT_Z) {
     ps(w)->spout_z = value;
   }
 }
@@ -185,18 +189,17 @@ static bool pour_state_ok(const grn_world *w) {
          grn__within(p->spout_z, GRN_STATE_SIZE);
 }
 
-static const grn_param_id pour_params[] = {GRN_P_MU,      GRN_P_MUR,     GRN_P_COH,
-                                           GRN_P_AMOUNT,  GRN_P_QUALITY, GRN_P_SPOUT_X,
-                                           GRN_P_SPOUT_Z, GRN_P_RATE};
-static const grn_param_info pour_info[] = {P_MU,      P_MUR,     P_COH(0.0), P_AMOUNT,
-                                           P_QUALITY, P_SPOUT_X, P_SPOUT_Z,  P_RATE};
-SAME_LEN(pour_params, pour_info);
+#define POUR_OWN_PARAMS                                                                            \
+  [SPOUT_X] = {"spout_x", "m", -5.0, 5.0, 0.0, false, false, "spout position across the table"},   \
+  [SPOUT_Z] = {"spout_z", "m", -5.0, 5.0, 0.0, false, false, "spout position along the table"},    \
+  [RATE] = {"rate", "grains/s", 12.0, 2400.0, 120.0, false, false, "pour rate from the spout"}
+static const grn_param_info pour_params[POUR_PARAMS] = {GRANULAR_PARAMS(0.0), POUR_OWN_PARAMS};
 /* wet sand: the same pour with liquid bridges (the reference's wet-sand slider default) */
-static const grn_param_info wet_info[] = {P_MU,      P_MUR,     P_COH(150.0), P_AMOUNT,
-                                          P_QUALITY, P_SPOUT_X, P_SPOUT_Z,    P_RATE};
-SAME_LEN(pour_params, wet_info);
+static const grn_param_info wet_params[POUR_PARAMS] = {GRANULAR_PARAMS(150.0), POUR_OWN_PARAMS};
+static const grn_measure_info pile[] = {M_T,  [ANGLE] = M_ANGLE, M_TOP,     M_CX,
+                                        M_CZ, M_OVER_MAX,        M_FLOWING, M_ALIVE};
 static const char *const pour_actions[] = {"spout", "pour", "tool", "tool_off", "reset"};
-static const grn_plot_info angle_plots[] = {PLOT("Angle of repose, deg", S(GRN_M_ANGLE))};
+static const grn_plot_info angle_plots[] = {PLOT("Angle of repose, deg", S(ANGLE))};
 
 static int pour_bed(grn_world *w);
 
@@ -210,23 +213,23 @@ const grn_scene grn__scene_pour = {
     .info = {"pour", GRN_MODEL_GRANULAR,
              "grains fall from a spout onto a table and build a cone; the spout rides 0.6 m above "
              "the pile",
-             LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions,
-             MEASURES(PILE), PLOTS(angle_plots)},
+             LEN(pour_params), pour_params, LEN(pour_actions), pour_actions, LEN(pile), pile,
+             PLOTS(angle_plots)},
     POUR_HOOKS};
 
 const grn_scene grn__scene_wet = {
     .info = {"wet", GRN_MODEL_GRANULAR,
              "the pour with wet sand: liquid bridges hold grains together and the cone stands "
              "steeper",
-             LEN(pour_params), pour_params, wet_info, LEN(pour_actions), pour_actions,
-             MEASURES(PILE), PLOTS(angle_plots)},
+             LEN(wet_params), wet_params, LEN(pour_actions), pour_actions, LEN(pile), pile,
+             PLOTS(angle_plots)},
     POUR_HOOKS};
 
 const grn_scene grn__scene_chains = {
     .info = {"chains", GRN_MODEL_GRANULAR,
              "a poured pile showing its force chains: the strongest contacts behind a vertical cut",
-             LEN(pour_params), pour_params, pour_info, LEN(pour_actions), pour_actions,
-             MEASURES(PILE), PLOTS(angle_plots), .chains = true},
+             LEN(pour_params), pour_params, LEN(pour_actions), pour_actions, LEN(pile), pile,
+             PLOTS(angle_plots), .chains = true},
     POUR_HOOKS};
 
 /* Packed bed: a square box of side 4·sc packed from the lattice, the benchmark's workload (also

@@ -4,6 +4,10 @@
  * Beverloo's prediction from it, and whether the flow jammed or ended. */
 #include "params.h"
 
+/* Its parameter after the granular ones, and its measurements after the common four. */
+enum { HOLE = GRANULAR_PARAM_COUNT, SILO_PARAMS };
+enum { FLOW = 4, MASS_ABOVE, FILL, BEVERLOO, MEAN_FLOW, BULK_DENSITY, SILO_MEASURES };
+
 #define LOG 9 /* mass samples 0.25 s apart: 2 s of history */
 /* The steady flow that Beverloo's law describes: from one full 2 s window after the hole opened
  * (or anything changed) while the fill stands at least a hole's diameter above the plate. Lower,
@@ -49,7 +53,7 @@ static void restart_window(grn_world *w) {
 }
 
 static int silo_setup(grn_world *w) {
-  const double n = (double)w->n_target, hole = w->param[GRN_P_HOLE];
+  const double n = (double)w->n_target, hole = w->param[HOLE];
   const double sc = cbrt(n / 3000.0);
   /* radius ∝ N^(1/6), so the fill stays about one diameter high, and never under 2.5 holes
    * across: a narrower silo's flow depends on its fill height (Janssen) */
@@ -61,7 +65,7 @@ static int silo_setup(grn_world *w) {
   g->hole_r = 0.5 * hole;
   g->plugged = true;
   g->silo_r = rs;
-  g->mu_wall = w->param[GRN_P_MU];
+  g->mu_wall = grn__param(w, GRN_SP_MU);
   /* the floor below lies deep enough that the heap there never reaches the hole, whatever size
    * it is given while the silo runs (at most 0.8·rs, silo_live_check) */
   g->floor_y = -2.5 * sc - 0.8 * rs;
@@ -151,7 +155,7 @@ static void silo_measure(grn_world *w) {
   double *m = w->meas.value;
   bool over_hole;
   const double mass = mass_above(w, &over_hole);
-  m[GRN_M_MASS_ABOVE] = mass;
+  m[MASS_ABOVE] = mass;
   /* flow: the drop of that mass over the last 2 s (less right after opening) */
   st(w)->above_log[st(w)->log_n % LOG] = mass;
   st(w)->log_n++;
@@ -159,24 +163,23 @@ static void silo_measure(grn_world *w) {
       st(w)->log_n >= LOG ? st(w)->above_log[st(w)->log_n % LOG] : st(w)->above_log[0];
   const double span = ((st(w)->log_n < LOG ? st(w)->log_n : LOG) - 1) * 0.25;
   const bool open = !w->geom.plugged && st(w)->opened >= 0.0;
-  m[GRN_M_FLOW] = open && span > 0.0 ? fmax(0.0, old - mass) / span : 0.0;
-  m[GRN_M_FILL] = fill_of(w);
-  take_density(w, mass, m[GRN_M_FILL]);
-  m[GRN_M_BULK_DENSITY] = st(w)->rho_b > 0.0 ? st(w)->rho_b : NAN;
-  m[GRN_M_BEVERLOO] = st(w)->rho_b > 0.0 ? beverloo(w->param[GRN_P_HOLE], st(w)->rho_b) : NAN;
-  if (open && w->t >= st(w)->opened + STEADY_AFTER - 0.5 * GRN_H &&
-      m[GRN_M_FILL] >= w->param[GRN_P_HOLE]) {
-    st(w)->steady_sum += m[GRN_M_FLOW];
+  m[FLOW] = open && span > 0.0 ? fmax(0.0, old - mass) / span : 0.0;
+  m[FILL] = fill_of(w);
+  take_density(w, mass, m[FILL]);
+  m[BULK_DENSITY] = st(w)->rho_b > 0.0 ? st(w)->rho_b : NAN;
+  m[BEVERLOO] = st(w)->rho_b > 0.0 ? beverloo(w->param[HOLE], st(w)->rho_b) : NAN;
+  if (open && w->t >= st(w)->opened + STEADY_AFTER - 0.5 * GRN_H && m[FILL] >= w->param[HOLE]) {
+    st(w)->steady_sum += m[FLOW];
     st(w)->steady_n++;
   }
-  m[GRN_M_MEAN_FLOW] = st(w)->steady_n > 0 ? st(w)->steady_sum / st(w)->steady_n : NAN;
+  m[MEAN_FLOW] = st(w)->steady_n > 0 ? st(w)->steady_sum / st(w)->steady_n : NAN;
   /* At least 3 s after the hole opened or anything changed, once the flow has (nearly) stopped:
    * grains still over the hole's middle rest on an arch across it (jammed); with none there, the
    * silo has drained but for the slopes from the rim to its wall. (Judged by the fill height, a
    * jam formed low in the silo read as drained.) Judged again at every sample: a jam the tool
    * breaks flows again. */
   st(w)->jam = st(w)->done = false;
-  if (open && w->t > st(w)->opened + 3.0 && m[GRN_M_FLOW] < 5.0 && w->fig.flowing < 0.02) {
+  if (open && w->t > st(w)->opened + 3.0 && m[FLOW] < 5.0 && w->fig.flowing < 0.02) {
     st(w)->jam = over_hole;
     st(w)->done = !over_hole;
   }
@@ -220,9 +223,9 @@ static int silo_act(grn_world *w, const grn_action *a, grn_error *err) {
 /* A live hole must leave the cylinder 2.5 holes across, as the scene built it (spec §3: a
  * narrower silo's flow depends on its fill height); a wider one needs a wider silo, built by a
  * restart with that hole. */
-static int silo_live_check(const grn_world *w, grn_param_id id, double value, grn_error *err) {
+static int silo_live_check(const grn_world *w, int index, double value, grn_error *err) {
   const double most = 0.8 * w->geom.silo_r;
-  if (id == GRN_P_HOLE && value > most) {
+  if (index == HOLE && value > most) {
     return grn__fail(err, GRN_E_RANGE, "hole",
                      "parameter 'hole' = %g m is too wide for this silo (%.2f m across): at most "
                      "%.2f m while it runs; restart the scene with hole %g to build a wider silo",
@@ -235,9 +238,9 @@ static int silo_live_check(const grn_world *w, grn_param_id id, double value, gr
  * plate, those already below its top fall on. While it is open, any change (the hole, the
  * friction, wetness) starts the flow's window and verdict again, so no figure mixes two
  * settings. */
-static void silo_param_set(grn_world *w, grn_param_id id, double value) {
-  walls_follow_mu(w, id, value);
-  if (id == GRN_P_HOLE) {
+static void silo_param_set(grn_world *w, int index, double value) {
+  walls_follow_mu(w, index, value);
+  if (index == HOLE) {
     w->geom.hole_r = 0.5 * value;
   }
   if (!w->geom.plugged) {
@@ -260,21 +263,29 @@ static bool silo_state_ok(const grn_world *w) {
          grn__within(s->rho_b, 1e30) && grn__within(s->opened, 1e15);
 }
 
-static const grn_param_id silo_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
-                                           GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_HOLE};
-static const grn_param_info silo_info[] = {P_MU, P_MUR, P_COH(0.0), P_AMOUNT, P_QUALITY, P_HOLE};
-SAME_LEN(silo_params, silo_info);
+static const grn_param_info silo_params[SILO_PARAMS] = {
+    GRANULAR_PARAMS(0.0), [HOLE] = {"hole", "m", 0.3, 1.6, 0.9, false, false,
+                                    "silo hole diameter (4.5 grain diameters by default)"}};
+static const grn_measure_info silo_measures[SILO_MEASURES] = {
+    M_T,
+    M_OVER_MAX,
+    M_FLOWING,
+    M_ALIVE,
+    [FLOW] = {"flow", "kg/s", "discharge rate", true},
+    [MASS_ABOVE] = {"mass_above", "kg", "mass above the plate", false},
+    [FILL] = {"fill", "m", "fill height", false},
+    [BEVERLOO] = {"beverloo", "kg/s", "Beverloo prediction", false},
+    [MEAN_FLOW] = {"mean_flow", "kg/s", "mean discharge rate", true},
+    [BULK_DENSITY] = {"bulk_density", "kg/m^3", "bulk density", false}};
 static const char *const silo_actions[] = {"open_hole", "plug_hole", "tool", "tool_off", "reset"};
 static const grn_plot_info silo_plots[] = {
-    PLOT("Flow, kg/s (dashed: Beverloo)", S(GRN_M_FLOW), S(GRN_M_MEAN_FLOW), REF(GRN_M_BEVERLOO))};
+    PLOT("Flow, kg/s (dashed: Beverloo)", S(FLOW), S(MEAN_FLOW), REF(BEVERLOO))};
 
 const grn_scene grn__scene_silo = {
     .info = {"silo", GRN_MODEL_GRANULAR,
              "a cylinder with a plugged hole in its floor plate; open it and the grains drain",
-             LEN(silo_params), silo_params, silo_info, LEN(silo_actions), silo_actions,
-             MEASURES(COMMON M(GRN_M_FLOW) M(GRN_M_MEAN_FLOW) M(GRN_M_MASS_ABOVE) M(GRN_M_FILL)
-                          M(GRN_M_BULK_DENSITY) M(GRN_M_BEVERLOO)),
-             PLOTS(silo_plots)},
+             LEN(silo_params), silo_params, LEN(silo_actions), silo_actions, LEN(silo_measures),
+             silo_measures, PLOTS(silo_plots)},
     .state_size = sizeof(silo_state),
     .setup = silo_setup,
     .measure = silo_measure,

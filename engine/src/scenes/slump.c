@@ -11,6 +11,10 @@
  * a = 0.5–2), and half the friction or a 10-grain channel change a ≥ 3 by under 5 % (0.77–0.84). */
 #include "params.h"
 
+/* Its parameter after the granular ones, and the measurements it plots. */
+enum { ASPECT = GRANULAR_PARAM_COUNT, SLUMP_PARAMS };
+enum { ANGLE = 1, FRONT = 6 };
+
 /* The slump's state: the channel's half-width and column length, and the dam being pulled. */
 typedef struct slump_state {
   double ch_wz, ch_l0, dam_top, dam_speed;
@@ -41,7 +45,7 @@ static double column_length(double n, double width, double aspect) {
 }
 
 static int slump_setup(grn_world *w) {
-  const double sc = cbrt((double)w->n_target / 3000.0), aspect = w->param[GRN_P_ASPECT];
+  const double sc = cbrt((double)w->n_target / 3000.0), aspect = w->param[ASPECT];
   const double wz = 0.6 * sc;
   double l0 = column_length((double)w->n_target, 2.0 * wz, aspect);
   l0 = l0 < 2.0 * GRN_LAT_A ? 2.0 * GRN_LAT_A : l0;
@@ -60,7 +64,7 @@ static int slump_setup(grn_world *w) {
   g->xmax = INFINITY; /* the channel ends in a drop: grains run off its end */
   g->zmin = -wz;
   g->zmax = wz;
-  g->mu_wall = w->param[GRN_P_MU];
+  g->mu_wall = grn__param(w, GRN_SP_MU);
   g->kill_y = -1.0;
   g->dam = true;
   g->dam_x = 0.0;
@@ -127,19 +131,21 @@ static bool slump_state_ok(const grn_world *w) {
          grn__within(s->dam_speed, GRN_STATE_SIZE);
 }
 
-static const grn_param_id slump_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
-                                            GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_ASPECT};
-static const grn_param_info slump_info[] = {P_MU, P_MUR, P_COH(0.0), P_AMOUNT, P_QUALITY, P_ASPECT};
-SAME_LEN(slump_params, slump_info);
+static const grn_param_info slump_params[SLUMP_PARAMS] = {
+    GRANULAR_PARAMS(0.0),
+    [ASPECT] = {"aspect", "", 0.5, 4.0, 2.0, false, true,
+                "slump: column height over its length (the column is built with it)"}};
+static const grn_measure_info slump_measures[] = {
+    M_T, [ANGLE] = M_ANGLE, M_TOP, M_OVER_MAX, M_FLOWING, M_ALIVE, [FRONT] = M_FRONT};
 static const char *const slump_actions[] = {"pull_dam", "tool", "tool_off", "reset"};
 static const grn_plot_info slump_plots[] = {
-    PLOT("Angle, deg · runout front, m", S(GRN_M_ANGLE), RIGHT(GRN_M_FRONT))};
+    PLOT("Angle, deg · runout front, m", S(ANGLE), RIGHT(FRONT))};
 
 const grn_scene grn__scene_slump = {
     .info = {"slump", GRN_MODEL_GRANULAR,
              "a column of grains behind a dam in a channel; pull the dam and the column collapses",
-             LEN(slump_params), slump_params, slump_info, LEN(slump_actions), slump_actions,
-             MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP) M(GRN_M_FRONT)), PLOTS(slump_plots)},
+             LEN(slump_params), slump_params, LEN(slump_actions), slump_actions,
+             LEN(slump_measures), slump_measures, PLOTS(slump_plots)},
     .state_size = sizeof(slump_state),
     .setup = slump_setup,
     .script = slump_script,

@@ -3,6 +3,10 @@
  * relative to the horizontal. */
 #include "params.h"
 
+/* Its parameter after the granular ones, and the measurement it plots. */
+enum { TILT_RATE = GRANULAR_PARAM_COUNT, TILT_PARAMS };
+enum { ANGLE = 1 };
+
 /* The tilt's state: the box's half-length and half-width; the tilt now, its target and speed
  * (rad, rad/s). */
 typedef struct tilt_state {
@@ -21,7 +25,7 @@ static void set_gravity(grn_world *w) {
 /* Level, and turning at the tilt_rate parameter when told to tilt. */
 static void start_level(grn_world *w) {
   st(w)->phi = st(w)->phi_target = 0.0;
-  st(w)->phi_rate = w->param[GRN_P_TILT_RATE] * GRN_PI / 180.0;
+  st(w)->phi_rate = w->param[TILT_RATE] * GRN_PI / 180.0;
   set_gravity(w);
 }
 
@@ -41,7 +45,7 @@ static int tilt_setup(grn_world *w) {
   g->xmax = lx;
   g->zmin = -wz;
   g->zmax = wz;
-  g->mu_wall = w->param[GRN_P_MU];
+  g->mu_wall = grn__param(w, GRN_SP_MU);
   g->kill_y = -1.0;
   start_level(w);
   int rc = grn__hmap_init(w, -lx, -wz, grn__hmap_cells(2.0 * lx), grn__hmap_cells(2.0 * wz));
@@ -81,14 +85,14 @@ static int tilt_act(grn_world *w, const grn_action *a, grn_error *err) {
                      "scene 'tilt' has no action '%s'", grn_action_name(a->kind));
   }
   st(w)->phi_target = a->args[0] * GRN_PI / 180.0;
-  st(w)->phi_rate = (a->nargs == 2 ? a->args[1] : w->param[GRN_P_TILT_RATE]) * GRN_PI / 180.0;
+  st(w)->phi_rate = (a->nargs == 2 ? a->args[1] : w->param[TILT_RATE]) * GRN_PI / 180.0;
   return GRN_OK;
 }
 
 /* A new tilt_rate turns the box at that speed from now on, a turn under way included. */
-static void tilt_param_set(grn_world *w, grn_param_id id, double value) {
-  walls_follow_mu(w, id, value);
-  if (id == GRN_P_TILT_RATE) {
+static void tilt_param_set(grn_world *w, int index, double value) {
+  walls_follow_mu(w, index, value);
+  if (index == TILT_RATE) {
     st(w)->phi_rate = value * GRN_PI / 180.0;
   }
 }
@@ -111,20 +115,22 @@ static void tilt_geometry(const grn_world *w, grn_geometry *out) {
   out->tilt = st(w)->phi;
 }
 
-static const grn_param_id tilt_params[] = {GRN_P_MU,     GRN_P_MUR,     GRN_P_COH,
-                                           GRN_P_AMOUNT, GRN_P_QUALITY, GRN_P_TILT_RATE};
-static const grn_param_info tilt_info[] = {P_MU,     P_MUR,     P_COH(0.0),
-                                           P_AMOUNT, P_QUALITY, P_TILT_RATE};
-SAME_LEN(tilt_params, tilt_info);
+static const grn_param_info tilt_params[TILT_PARAMS] = {
+    GRANULAR_PARAMS(0.0),
+    [TILT_RATE] = {
+        "tilt_rate", "deg/s", 0.1, 20.0, 2.0, false, false,
+        "tilt: turning speed, also of a turn under way (a tilt action may give its own)"}};
+static const grn_measure_info tilt_measures[] = {M_T,        [ANGLE] = M_ANGLE, M_TOP,
+                                                 M_OVER_MAX, M_FLOWING,         M_ALIVE};
 static const char *const tilt_actions[] = {"tilt", "tool", "tool_off", "reset"};
-static const grn_plot_info angle_plots[] = {PLOT("Angle of repose, deg", S(GRN_M_ANGLE))};
+static const grn_plot_info angle_plots[] = {PLOT("Angle of repose, deg", S(ANGLE))};
 
 const grn_scene grn__scene_tilt = {
     .info = {"tilt", GRN_MODEL_GRANULAR,
              "a box partly filled with grains, tilted about its bottom axis until the surface "
              "avalanches",
-             LEN(tilt_params), tilt_params, tilt_info, LEN(tilt_actions), tilt_actions,
-             MEASURES(COMMON M(GRN_M_ANGLE) M(GRN_M_TOP)), PLOTS(angle_plots)},
+             LEN(tilt_params), tilt_params, LEN(tilt_actions), tilt_actions, LEN(tilt_measures),
+             tilt_measures, PLOTS(angle_plots)},
     .state_size = sizeof(tilt_state),
     .setup = tilt_setup,
     .bed = tilt_bed,

@@ -4,6 +4,9 @@
 #include "params.h"
 
 /* ---- dambreak ------------------------------------------------------------------------------- */
+enum { DB_WIDTH, DB_QUALITY, DB_VISC, DB_PARAMS };
+enum { DB_FRONT = 2, DB_HEIGHT, DB_KINETIC, DB_POTENTIAL, DB_ENERGY, DB_MEASURES };
+
 /* Particles across the column for quality 0, 1, 2; the tank is half a column deep (a slab). */
 static int across(double quality) {
   return 8 + 4 * (int)quality;
@@ -14,8 +17,8 @@ static void dambreak_derive(grn_world *w) {
     w->sph.s = grn__sph_bed_spacing();
     w->sph.fall = grn__sph_bed_depth(w->n_target);
   } else {
-    w->sph.s = w->param[GRN_P_WIDTH] / across(w->param[GRN_P_QUALITY]);
-    w->sph.fall = 2.0 * w->param[GRN_P_WIDTH];
+    w->sph.s = w->param[DB_WIDTH] / across(w->param[DB_QUALITY]);
+    w->sph.fall = 2.0 * w->param[DB_WIDTH];
   }
 }
 
@@ -26,13 +29,13 @@ static int dambreak_count(const grn_world_def *def) {
   if (def->grains > 0) {
     return -1;
   }
-  const int k = across(def->param[GRN_P_QUALITY]);
+  const int k = across(def->param[DB_QUALITY]);
   return k * 2 * k * (k / 2);
 }
 
 static int dambreak_setup(grn_world *w) {
-  const double a = w->param[GRN_P_WIDTH], s = w->sph.s;
-  const int k = across(w->param[GRN_P_QUALITY]), layers = k / 2;
+  const double a = w->param[DB_WIDTH], s = w->sph.s;
+  const int k = across(w->param[DB_QUALITY]), layers = k / 2;
   grn_geom *g = &w->geom;
   g->floor_y = 0.0;
   g->box = true;
@@ -58,23 +61,27 @@ static int dambreak_setup(grn_world *w) {
   return GRN_OK;
 }
 
-static const grn_param_id dambreak_params[] = {GRN_P_WIDTH, GRN_P_QUALITY, GRN_P_VISC};
-static const grn_param_info dambreak_info[] = {
-    P_WIDTH, P_FQUALITY("0, 1, 2: 8, 12, 16 particles across the column"), P_VISC};
-SAME_LEN(dambreak_params, dambreak_info);
+static const grn_param_info dambreak_params[DB_PARAMS] = {
+    [DB_WIDTH] = {"width", "m", 0.1, 1.0, 0.3, false, true,
+                  "water column width a (height 2a, tank 5a long)"},
+    [DB_QUALITY] = P_FQUALITY("0, 1, 2: 8, 12, 16 particles across the column"),
+    [DB_VISC] = P_VISC};
+static const grn_measure_info dambreak_measures[DB_MEASURES] = {
+    M_T,         M_ALIVE, [DB_FRONT] = M_FRONT, [DB_HEIGHT] = M_HEIGHT, [DB_KINETIC] = M_KINETIC,
+    M_POTENTIAL, M_ENERGY};
 static const char *const reset_only[] = {"reset"};
-#define ENERGIES                                                                                   \
-  PLOT("Energy, J: kinetic, potential, total", S(GRN_M_KINETIC), S(GRN_M_POTENTIAL),               \
-       REF(GRN_M_ENERGY))
+/* kinetic at k, then potential and the total */
+#define ENERGIES(k) PLOT("Energy, J: kinetic, potential, total", S(k), S((k) + 1), REF((k) + 2))
 static const grn_plot_info dambreak_plots[] = {
-    PLOT("Surge front and water height at the wall, m", S(GRN_M_FRONT), S(GRN_M_HEIGHT)), ENERGIES};
+    PLOT("Surge front and water height at the wall, m", S(DB_FRONT), S(DB_HEIGHT)),
+    ENERGIES(DB_KINETIC)};
 
 const grn_scene grn__scene_dambreak = {
     .info = {"dambreak", GRN_MODEL_FLUID,
              "SPH water: a column of width a and height 2a against the left wall of a tank 5a "
              "long, released at t = 0",
-             LEN(dambreak_params), dambreak_params, dambreak_info, LEN(reset_only), reset_only,
-             MEASURES(WATER M(GRN_M_FRONT) M(GRN_M_HEIGHT)), PLOTS(dambreak_plots)},
+             LEN(dambreak_params), dambreak_params, LEN(reset_only), reset_only,
+             LEN(dambreak_measures), dambreak_measures, PLOTS(dambreak_plots)},
     .setup = dambreak_setup,
     .sample_steps = 4, /* 60 Hz: the surge and the splash last half a second */
     .bed = grn__sph_bed,
@@ -82,6 +89,8 @@ const grn_scene grn__scene_dambreak = {
     .derive = dambreak_derive};
 
 /* ---- drop ----------------------------------------------------------------------------------- */
+enum { DROP_QUALITY, DROP_VISC, DROP_PARAMS };
+enum { DROP_TOP = 1, DROP_KINETIC = 3, DROP_MEASURES = 6 };
 #define TANK_X 1.0
 #define TANK_Z 0.4
 #define POOL 0.3
@@ -127,12 +136,12 @@ static int drop_layout(grn_world *w, double s) {
 }
 
 static void drop_derive(grn_world *w) {
-  w->sph.s = drop_spacing(w->param[GRN_P_QUALITY]);
+  w->sph.s = drop_spacing(w->param[DROP_QUALITY]);
   w->sph.fall = BALL_Y + BALL_R;
 }
 
 static int drop_count(const grn_world_def *def) {
-  return def->grains > 0 ? -1 : drop_layout(NULL, drop_spacing(def->param[GRN_P_QUALITY]));
+  return def->grains > 0 ? -1 : drop_layout(NULL, drop_spacing(def->param[DROP_QUALITY]));
 }
 
 static int drop_setup(grn_world *w) {
@@ -152,16 +161,17 @@ static int drop_setup(grn_world *w) {
   return drop_layout(w, w->sph.s) < 0 ? GRN_E_NOMEM : GRN_OK;
 }
 
-static const grn_param_id drop_params[] = {GRN_P_QUALITY, GRN_P_VISC};
-static const grn_param_info drop_info[] = {P_FQUALITY("0, 1, 2: particle spacing 5, 4, 3 cm"),
-                                           P_VISC};
-SAME_LEN(drop_params, drop_info);
-static const grn_plot_info drop_plots[] = {ENERGIES, PLOT("Top of the water, m", S(GRN_M_TOP))};
+static const grn_param_info drop_params[DROP_PARAMS] = {
+    [DROP_QUALITY] = P_FQUALITY("0, 1, 2: particle spacing 5, 4, 3 cm"), [DROP_VISC] = P_VISC};
+static const grn_measure_info drop_measures[DROP_MEASURES] = {
+    M_T, [DROP_TOP] = M_TOP, M_ALIVE, [DROP_KINETIC] = M_KINETIC, M_POTENTIAL, M_ENERGY};
+static const grn_plot_info drop_plots[] = {ENERGIES(DROP_KINETIC),
+                                           PLOT("Top of the water, m", S(DROP_TOP))};
 
 const grn_scene grn__scene_drop = {
     .info = {"drop", GRN_MODEL_FLUID, "SPH water: a ball of water falls into a pool and splashes",
-             LEN(drop_params), drop_params, drop_info, LEN(reset_only), reset_only,
-             MEASURES(WATER M(GRN_M_TOP)), PLOTS(drop_plots)},
+             LEN(drop_params), drop_params, LEN(reset_only), reset_only, LEN(drop_measures),
+             drop_measures, PLOTS(drop_plots)},
     .setup = drop_setup,
     .sample_steps = 4, /* 60 Hz: the surge and the splash last half a second */
     .count = drop_count,
