@@ -24,7 +24,7 @@ int grn__reserve_grains(grn_world *w, int need) {
            {(void **)&w->rad, sizeof(double), 0, NULL},
            {(void **)&w->inv_m, sizeof(double), 0, NULL},
            {(void **)&w->inv_i, sizeof(double), 0, NULL},
-           {(void **)&w->hf, 4 * sizeof(double), 0, NULL},
+           {(void **)&w->hf, GRN_HF * sizeof(double), 0, NULL},
            {(void **)&w->id, sizeof(uint32_t), 0, NULL},
            {(void **)&w->flags, sizeof(uint8_t), 0, NULL},
            {(void **)&w->pairs.ref, sizeof(grn_vec3), 0, NULL},
@@ -83,7 +83,7 @@ int grn__add_grain(grn_world *w, double x, double y, double z, double r, grn_vec
   w->rad[i] = r;
   w->inv_m[i] = 1.0 / m;
   w->inv_i[i] = 1.0 / (0.4 * m * r * r);
-  memset(&w->hf[4 * (size_t)i], 0, 4 * sizeof(double));
+  memset(&w->hf[GRN_HF * (size_t)i], 0, GRN_HF * sizeof(double));
   w->id[i] = w->next_id++;
   w->flags[i] = GRN_F_ALIVE;
   w->pairs.ref[i] = w->pos[i];

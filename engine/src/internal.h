@@ -66,8 +66,14 @@ typedef struct grn_vec3 {
 enum {
   GRN_F_ALIVE = 1u,
   GRN_F_FIXED = 2u,
-  GRN_F_FLOOR = 4u /* touching the floor: its floor springs carry history */
+  GRN_F_FLOOR = 4u, /* touching the floor: its floor springs carry history */
+  GRN_F_WALL = 8u   /* touching a rough silo wall: its wall spring carries history */
 };
+
+/* Each grain's boundary history (hf): the floor's (or the drum wall's) tangential spring and
+ * rolling angle, two components each, then a rough silo wall's tangential spring (azimuthal,
+ * vertical). */
+#define GRN_HF 6
 
 typedef struct grn_grid {
   double ox, oy, oz, cs; /* origin and cell side */
@@ -83,6 +89,10 @@ typedef struct grn_geom {
   double mu_wall;
   double mu_floor, mur_floor; /* MU_FLOOR, MUR_FLOOR; tests may switch them off */
   double silo_r;              /* 0: none */
+  /* the silo's cylinder is rough like the drum's wall: a tangential spring gives it static
+   * friction (mu_wall), so a column at rest hangs on it (the Janssen effect); else its friction
+   * acts only while grains slide */
+  bool silo_rough;
   /* a horizontal drum: a cylinder about the z axis through (0, drum_y), radius drum_r (0: none),
    * turning at drum_w rad/s (counter-clockwise seen from +z), wall friction drum_mu */
   double drum_r, drum_y, drum_w, drum_mu;
@@ -277,7 +287,7 @@ struct grn_world {
   int n, cap;
   grn_vec3 *pos, *vel, *spin;
   double *rad, *inv_m, *inv_i;
-  double *hf; /* floor spring history: 4 per grain (u_x, u_z, theta_x, theta_z) */
+  double *hf; /* boundary history: GRN_HF per grain */
   uint32_t *id;
   uint8_t *flags;
 

@@ -477,7 +477,7 @@ static void renumber(grn_world *w, int nn, void *pbuf) {
   permute(w->rad, sizeof(double), perm, nn, pbuf);
   permute(w->inv_m, sizeof(double), perm, nn, pbuf);
   permute(w->inv_i, sizeof(double), perm, nn, pbuf);
-  permute(w->hf, 4 * sizeof(double), perm, nn, pbuf);
+  permute(w->hf, GRN_HF * sizeof(double), perm, nn, pbuf);
   permute(w->id, sizeof(uint32_t), perm, nn, pbuf);
   permute(w->flags, sizeof(uint8_t), perm, nn, pbuf);
   w->n = nn;

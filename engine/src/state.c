@@ -123,7 +123,7 @@ static void write_all(const grn_world *w, stream *s) {
   put(s, w->rad, sizeof(double) * n);
   put(s, w->inv_m, sizeof(double) * n);
   put(s, w->inv_i, sizeof(double) * n);
-  put(s, w->hf, 4 * sizeof(double) * n);
+  put(s, w->hf, GRN_HF * sizeof(double) * n);
   put(s, w->id, sizeof(uint32_t) * n);
   put(s, w->flags, n);
   put(s, w->pairs.ref, sizeof(grn_vec3) * n);
@@ -221,8 +221,8 @@ static const char *scalars_bad(const grn_world *w) {
 static bool grain_ok(const grn_world *w, int i) {
   const grn_vec3 p = w->pos[i], v = w->vel[i], s = w->spin[i];
   const double far = GRN_STATE_FAR, fast = GRN_STATE_FAST, spin = GRN_STATE_SPIN;
-  for (int k = 0; k < 4; k++) {
-    if (!grn__within(w->hf[4 * (size_t)i + k], GRN_STATE_SIZE)) {
+  for (int k = 0; k < GRN_HF; k++) {
+    if (!grn__within(w->hf[GRN_HF * (size_t)i + k], GRN_STATE_SIZE)) {
       return false;
     }
   }
@@ -235,7 +235,7 @@ static bool grain_ok(const grn_world *w, int i) {
   return grn__within(p.x, far) && grn__within(p.y, far) && grn__within(p.z, far) &&
          grn__within(v.x, fast) && grn__within(v.y, fast) && grn__within(v.z, fast) &&
          grn__within(s.x, spin) && grn__within(s.y, spin) && grn__within(s.z, spin) &&
-         (w->flags[i] & ~(GRN_F_ALIVE | GRN_F_FIXED | GRN_F_FLOOR)) == 0;
+         (w->flags[i] & ~(GRN_F_ALIVE | GRN_F_FIXED | GRN_F_FLOOR | GRN_F_WALL)) == 0;
 }
 
 static int corrupt(grn_world *w, grn_error *err, const char *what) {
@@ -325,8 +325,8 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
     }
   }
   /* a bool holding anything but 0 or 1 is undefined behaviour to read: check the bytes */
-  const bool *flags_[] = {&w->pairs.dirty,  &w->sleep.on, &w->geom.box, &w->geom.plate,
-                          &w->geom.plugged, &w->geom.dam, &w->geom.tool};
+  const bool *flags_[] = {&w->pairs.dirty,  &w->sleep.on, &w->geom.box,  &w->geom.plate,
+                          &w->geom.plugged, &w->geom.dam, &w->geom.tool, &w->geom.silo_rough};
   for (size_t k = 0; k < sizeof flags_ / sizeof flags_[0]; k++) {
     if (!grn__bool_ok(flags_[k])) {
       return corrupt(w, err, "bad flag");
@@ -346,7 +346,7 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
       (w->fill != GRN_FILL_SCENE && w->fill != GRN_FILL_BED)) {
     return corrupt(w, err, "bad sizes");
   }
-  const size_t need = (size_t)n * (3 * sizeof(grn_vec3) + 7 * sizeof(double) + 5) +
+  const size_t need = (size_t)n * (3 * sizeof(grn_vec3) + (3 + GRN_HF) * sizeof(double) + 5) +
                       (size_t)m * (sizeof(int32_t) + sizeof(grn_hist) + sizeof(float));
   if (need > size - s.pos) {
     return corrupt(w, err, "truncated arrays");
@@ -367,7 +367,7 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   get(&s, w->rad, sizeof(double) * (size_t)n);
   get(&s, w->inv_m, sizeof(double) * (size_t)n);
   get(&s, w->inv_i, sizeof(double) * (size_t)n);
-  get(&s, w->hf, 4 * sizeof(double) * (size_t)n);
+  get(&s, w->hf, GRN_HF * sizeof(double) * (size_t)n);
   get(&s, w->id, sizeof(uint32_t) * (size_t)n);
   get(&s, w->flags, (size_t)n);
   get(&s, w->pairs.ref, sizeof(grn_vec3) * (size_t)n);

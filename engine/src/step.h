@@ -38,7 +38,7 @@ void grn__boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t);
  * Most grains of a bed are, and the call costs more than these comparisons. */
 static inline bool clear_of_walls(const grain_ctx *w, int i) {
   const grn_geom *g = &w->geom;
-  if (g->dam || g->drum_r > 0.0 || g->tool || (w->flags[i] & GRN_F_FLOOR)) {
+  if (g->dam || g->drum_r > 0.0 || g->tool || (w->flags[i] & (GRN_F_FLOOR | GRN_F_WALL))) {
     return false;
   }
   const grn_vec3 p = w->pos[i];

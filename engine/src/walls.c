@@ -55,7 +55,7 @@ static bool floor_contact(const grain_ctx *w, int i, double ground, grn_vec3 *f,
   }
   double fn = GRN_KN * over - w->k.cn * v.y;
   fn = fn > 0.0 ? fn : 0.0;
-  double *hf = &w->hf[4 * (size_t)i];
+  double *hf = &w->hf[GRN_HF * (size_t)i];
   const grn_vec3 vc = v3(v.x + r * sp.z, 0.0, v.z - r * sp.x);
   grn_vec3 u = v3(hf[0] + vc.x * GRN_H, 0.0, hf[1] + vc.z * GRN_H);
   grn_vec3 ft = scale(u, -GRN_KT);
@@ -87,6 +87,35 @@ static bool floor_contact(const grain_ctx *w, int i, double ground, grn_vec3 *f,
   return true;
 }
 
+/* A rough wall's tangential spring at a grain's contact (issue 15's drum, issue 34's tube): u in
+ * the history u[0..1] along the wall's tangents t1 and t2, stiffness KT, damping CT, Coulomb's
+ * limit mu·N (past it the spring slides). e points from the grain's centre to its contact point,
+ * vc is the contact point's velocity relative to the wall. Adds the force and its torque; returns
+ * N (0: the grain pulls away). */
+static double rough_contact(const grain_ctx *w, int i, grn_vec3 e, grn_vec3 t1, grn_vec3 t2,
+                            grn_vec3 vc, double over, double mu, double *u_hist, grn_vec3 *f,
+                            grn_vec3 *t) {
+  const double vn = -dot(vc, e); /* along n = −e, from the wall to the grain */
+  double fn = GRN_KN * over - w->k.cn * vn;
+  fn = fn > 0.0 ? fn : 0.0;
+  const double v1 = dot(vc, t1), v2 = dot(vc, t2);
+  grn_vec3 u = v3(u_hist[0] + v1 * GRN_H, u_hist[1] + v2 * GRN_H, 0.0); /* (t1, t2) components */
+  grn_vec3 ft = scale(u, -GRN_KT);
+  const double flim = mu * fn;
+  if (cap_to(&ft, flim)) {
+    u = scale(ft, -1.0 / GRN_KT);
+  } else {
+    ft = sub(ft, scale(v3(v1, v2, 0.0), w->k.ct));
+    cap_to(&ft, flim);
+  }
+  u_hist[0] = u.x;
+  u_hist[1] = u.y;
+  const grn_vec3 fw = add(scale(t1, ft.x), scale(t2, ft.y));
+  *f = add(*f, add(scale(e, -fn), fw));
+  *t = add(*t, scale(cross(e, fw), w->rad[i]));
+  return fn;
+}
+
 /* The wall of a drum turning at drum_w about the z axis through (0, drum_y): a grain beyond
  * drum_r − r meets it where the radius through its centre crosses it. Like the floor, a rough
  * wall (grains glued on, as in experiments) with springs that give static friction, so the bed
@@ -108,25 +137,8 @@ static bool drum_contact(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
   const grn_vec3 wall_v = scale(t1, g->drum_w * g->drum_r);
   /* the grain's contact point relative to the wall */
   const grn_vec3 vc = sub(add(v, scale(cross(sp, e), r)), wall_v);
-  const double vn = -dot(vc, e); /* along n = −e, from the wall to the grain */
-  double fn = GRN_KN * over - w->k.cn * vn;
-  fn = fn > 0.0 ? fn : 0.0;
-  double *hf = &w->hf[4 * (size_t)i];
-  const double v1 = dot(vc, t1), v2 = vc.z;
-  grn_vec3 u = v3(hf[0] + v1 * GRN_H, hf[1] + v2 * GRN_H, 0.0); /* (t1, t2) components */
-  grn_vec3 ft = scale(u, -GRN_KT);
-  const double flim = g->drum_mu * fn;
-  if (cap_to(&ft, flim)) {
-    u = scale(ft, -1.0 / GRN_KT);
-  } else {
-    ft = sub(ft, scale(v3(v1, v2, 0.0), w->k.ct));
-    cap_to(&ft, flim);
-  }
-  hf[0] = u.x;
-  hf[1] = u.y;
-  const grn_vec3 fw = add(scale(t1, ft.x), v3(0.0, 0.0, ft.y));
-  *f = add(*f, add(scale(e, -fn), fw));
-  *t = add(*t, scale(cross(e, fw), r));
+  double *hf = &w->hf[GRN_HF * (size_t)i];
+  const double fn = rough_contact(w, i, e, t1, v3(0.0, 0.0, 1.0), vc, over, g->drum_mu, hf, f, t);
   /* rolling: the grain's spin relative to the wall's, in the tangent plane */
   const grn_vec3 wr = sub(sp, v3(0.0, 0.0, g->drum_w));
   const double w1 = dot(wr, t1), w2 = wr.z;
@@ -142,6 +154,24 @@ static bool drum_contact(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
   hf[2] = th.x;
   hf[3] = th.y;
   *t = add(*t, add(scale(t1, mom.x), v3(0.0, 0.0, mom.y)));
+  return true;
+}
+
+/* A rough silo cylinder (silo_rough): its tangential spring, in the grain's wall history, along
+ * the azimuth and the vertical; no rolling resistance. */
+static bool tube_contact(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
+  const grn_geom *g = &w->geom;
+  const double r = w->rad[i];
+  const grn_vec3 p = w->pos[i];
+  const double rho2 = p.x * p.x + p.z * p.z, lim = g->silo_r - r;
+  if (!(p.y > g->plate_y - r && rho2 > lim * lim)) {
+    return false;
+  }
+  const double rho = sqrt(rho2);
+  const grn_vec3 e = v3(p.x / rho, 0.0, p.z / rho), t1 = v3(-e.z, 0.0, e.x);
+  const grn_vec3 vc = add(w->vel[i], scale(cross(w->spin[i], e), r));
+  rough_contact(w, i, e, t1, v3(0.0, 1.0, 0.0), vc, rho - lim, g->mu_wall,
+                &w->hf[GRN_HF * (size_t)i + 4], f, t);
   return true;
 }
 
@@ -182,7 +212,13 @@ void grn__boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
     w->flags[i] |= GRN_F_FLOOR;
   } else if (w->flags[i] & GRN_F_FLOOR) {
     w->flags[i] &= (uint8_t)~GRN_F_FLOOR;
-    memset(&w->hf[4 * (size_t)i], 0, 4 * sizeof(double));
+    memset(&w->hf[GRN_HF * (size_t)i], 0, 4 * sizeof(double));
+  }
+  if (g->silo_rough && tube_contact(w, i, f, t)) {
+    w->flags[i] |= GRN_F_WALL;
+  } else if (w->flags[i] & GRN_F_WALL) {
+    w->flags[i] &= (uint8_t)~GRN_F_WALL;
+    memset(&w->hf[GRN_HF * (size_t)i + 4], 0, 2 * sizeof(double));
   }
   if (g->box) {
     if (p.x - r < g->xmin) {
@@ -202,7 +238,7 @@ void grn__boundaries(const grain_ctx *w, int i, grn_vec3 *f, grn_vec3 *t) {
   if (g->dam && p.x + r > g->dam_x && p.y > g->dam_edge) {
     touch[nt++] = (wall_touch){v3(-1, 0, 0), p.x + r - g->dam_x, g->mu_wall, still};
   }
-  if (g->silo_r > 0.0 && p.y > g->plate_y - r) {
+  if (g->silo_r > 0.0 && !g->silo_rough && p.y > g->plate_y - r) {
     const double rho2 = p.x * p.x + p.z * p.z, lim = g->silo_r - r;
     if (rho2 > lim * lim) {
       const double rho = sqrt(rho2);

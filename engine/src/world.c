@@ -118,7 +118,7 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->rad, sizeof(double) * (size_t)w->cap);
   grn__free(w, w->inv_m, sizeof(double) * (size_t)w->cap);
   grn__free(w, w->inv_i, sizeof(double) * (size_t)w->cap);
-  grn__free(w, w->hf, 4 * sizeof(double) * (size_t)w->cap);
+  grn__free(w, w->hf, GRN_HF * sizeof(double) * (size_t)w->cap);
   grn__free(w, w->id, sizeof(uint32_t) * (size_t)w->cap);
   grn__free(w, w->flags, sizeof(uint8_t) * (size_t)w->cap);
   grn__pairs_free(w);

@@ -1,6 +1,7 @@
 /* Single- and two-grain experiments against textbook mechanics: restitution, static sinking,
- * the floor's rolling limit on a slope, sliding to rolling, a resting grain's spin, and a small
- * grain sliding along a wall. Tolerances are stated where the numbers come from. */
+ * the floor's rolling limit on a slope, sliding to rolling, a resting grain's spin, a small
+ * grain sliding along a wall, and one rolling or sliding down a rough wall. Tolerances are stated
+ * where the numbers come from. */
 #include "../support/check.h"
 #include "../support/lab.h"
 
@@ -193,6 +194,46 @@ static void wall_no_jitter(void) {
   grn_world_destroy(w);
 }
 
+/* A grain against a rough silo wall (silo_rough, issue 34), pressed on it by a gravity turned
+ * towards it (g_n) with a part g_t along it, downwards. Textbook: a sphere on a rough incline rolls
+ * without slipping at a = 5/7·g_t while the friction it needs, 2/7·m·g_t, is within μ·m·g_n;
+ * beyond that it slides, and Coulomb's kinetic friction leaves a = g_t − μ·g_n. After 0.25 s of
+ * settling into the contact (the spring's load, a few mm), the acceleration over the next 0.5 s
+ * (below GRN_VMAX, 30 m/s, all the way) is within 2 % of the law, and the contact point's slip
+ * below 5 mm/s (the spring rings at about 0.5 mm/s) or, sliding, metres per second. */
+static void rough_wall(double g_t, bool rolls) {
+  grn_world *w = lab_new(1);
+  const double mu = 0.5, g_n = GRN_G, r = 0.5 * GRN_D0;
+  w->geom.silo_r = 1.0;
+  w->geom.silo_rough = true;
+  w->geom.mu_wall = mu;
+  w->gravity = (grn_vec3){g_n, -g_t, 0.0};
+  const int a = lab_add(w, 1.0 - r, 50.0, 0.0, r, 0.0, 0.0, 0.0); /* 0.75 s: ≤ 8 m down */
+  const uint32_t id = w->id[a];
+  grn_world_step(w, 60);
+  int i = lab_find(w, id);
+  const double v0 = w->vel[i].y;
+  grn_world_step(w, 120);
+  i = lab_find(w, id);
+  const double acc = -(w->vel[i].y - v0) / 0.5;
+  /* contact point at +r·x̂: its velocity along y is vy + (ω × r x̂)_y = vy + r·ωz */
+  const double slip = w->vel[i].y + r * w->spin[i].z;
+  const double want = rolls ? 5.0 / 7.0 * g_t : g_t - mu * g_n;
+  char name[160];
+  snprintf(name, sizeof name,
+           "rough wall, g_t %.2f (friction needed %.2f of mu*g_n): %s at %.3f "
+           "m/s^2, slip %.2g m/s",
+           g_t, 2.0 / 7.0 * g_t / (mu * g_n), rolls ? "rolls" : "slides", acc, slip);
+  CHECK_NEAR(name, acc / want, 1.0, 0.02);
+  if (rolls) {
+    CHECK_RANGE("  the contact point does not slip, m/s", fabs(slip), 0.0, 5e-3);
+  } else {
+    CHECK_RANGE("  the contact point slips down, m/s", -slip, 0.5, 1e9);
+  }
+  CHECK("  the wall's spring is the grain's history", (w->flags[i] & GRN_F_WALL) != 0);
+  grn_world_destroy(w);
+}
+
 int main(void) {
   restitution();
   sink();
@@ -201,5 +242,7 @@ int main(void) {
   slide_to_roll(GRN_MUR_FLOOR);
   resting_spin();
   wall_no_jitter();
+  rough_wall(0.8 * 3.5 * 0.5 * GRN_G, true);  /* needs 80 % of μ·g_n */
+  rough_wall(1.5 * 3.5 * 0.5 * GRN_G, false); /* would need 150 % */
   CHECK_DONE();
 }

@@ -56,23 +56,31 @@ static grn_world *small_world(const grn_scene_info *sc) {
   return w;
 }
 
-/* Where the saved blocks begin (state.c writes header, scalars, model block, scene block,
- * arrays): found from the end, so the test needs no copy of the scalar list. */
+/* Where the saved blocks begin (state.c writes header, the tables of parameters and
+ * measurements, scalars, model block, scene block, arrays): found from the end, so the test needs
+ * no copy of the scalar list. */
 typedef struct layout {
   size_t scalars, model, scene, arrays, grain_bytes, size;
 } layout;
 
 static layout layout_of(const grn_world *w, size_t size) {
   const size_t n = (size_t)w->n, nl = (size_t)w->pairs.nl, m = (size_t)w->pairs.m;
-  const size_t arrays = n * (4 * sizeof(grn_vec3) + 8 * sizeof(double) + sizeof(uint32_t) + 1) +
-                        (nl + 1) * sizeof(int32_t) +
-                        m * (sizeof(int32_t) + sizeof(grn_hist) + sizeof(float));
+  const size_t arrays =
+      n * (4 * sizeof(grn_vec3) + (4 + GRN_HF) * sizeof(double) + sizeof(uint32_t) + 1) +
+      (nl + 1) * sizeof(int32_t) + m * (sizeof(int32_t) + sizeof(grn_hist) + sizeof(float));
   layout l;
   l.size = size;
   l.arrays = size - arrays;
   l.scene = l.arrays - w->impl->state_size;
   l.model = l.scene - w->model->state_size;
-  l.scalars = 16 + strlen(w->scene->name);
+  /* past the parameters' and the measurements' tables of names and values (state version 10) */
+  l.scalars = 16 + strlen(w->scene->name) + 2 * sizeof(uint32_t);
+  for (int k = 0; k < w->scene->param_count; k++) {
+    l.scalars += 1 + strlen(w->scene->params[k].name) + sizeof(double);
+  }
+  for (int k = 0; k < w->scene->measure_count; k++) {
+    l.scalars += 1 + strlen(w->scene->measures[k].name) + sizeof(double);
+  }
   l.grain_bytes = n;
   return l;
 }
@@ -160,8 +168,8 @@ static void patch_grain(unsigned char *buf, const layout *l, size_t n, size_t i,
   static const struct {
     const char *name;
     size_t per;
-  } arr[] = {{"pos", 3},   {"vel", 3},   {"spin", 3}, {"rad", 1},
-             {"inv_m", 1}, {"inv_i", 1}, {"hf", 4}};
+  } arr[] = {{"pos", 3},   {"vel", 3},   {"spin", 3},   {"rad", 1},
+             {"inv_m", 1}, {"inv_i", 1}, {"hf", GRN_HF}};
   size_t at = l->arrays;
   for (size_t a = 0; a < sizeof arr / sizeof arr[0]; a++) {
     for (size_t c = 0; c < arr[a].per; c++) {
@@ -316,6 +324,7 @@ int main(void) {
       seen = a->state_size == 0 && b->state_size == 0 && a->info.model == b->info.model;
     }
     if (!seen || n <= 600) {
+      patch_region(buf, size, 16 + strlen(sc->name), l.scalars, sc->name, "named tables");
       patch_region(buf, size, l.scalars, l.model, sc->name, "scalars");
       patch_region(buf, size, l.model, l.scene, sc->name, "model block");
       patch_region(buf, size, l.scene, l.arrays, sc->name, "scene block");

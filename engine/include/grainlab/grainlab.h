@@ -46,8 +46,9 @@ extern "C" {
  *    bulk density (issue 30). Trajectories change.
  * 10: parameters and measurements are saved by name, each a table of (name, value), no longer as
  *    arrays indexed by engine-wide enums: a scene owns its lists (issue 34), and a parameter or
- *    measurement added later finds its default or NaN in an older state instead of breaking it.
- *    Trajectories unchanged (test_golden's digests are the same). */
+ *    measurement added later finds its default or NaN in an older state instead of breaking it;
+ *    and each grain's boundary history has room for a rough silo wall's spring (6 numbers, not
+ *    4). Trajectories unchanged (test_golden's digests are the same). */
 #define GRN_ENGINE_STATE_VERSION 10u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
