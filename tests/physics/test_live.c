@@ -35,6 +35,7 @@ static const scene_run runs[] = {
     {"softening", "", NULL},
     {"cluster", "bodies=2100", NULL},
     {"drum", "quality=0", NULL},
+    {"janssen", "quality=0", NULL},
 };
 
 static const scene_run *run_of(const char *scene) {
@@ -257,6 +258,10 @@ typedef struct law_case {
  *    most at its angle of repose); friction 0.9 holds the surface at the box's tilt.
  *  - drum: the flowing surface stands steeper as the drum turns faster (GDR MiDi 2004 §5; the
  *    Froude number rises with rpm²): the mean of the last 4 s of 8.
+ *  - janssen: rougher walls carry more of the fill (Janssen: M_sat ∝ 1/μ_w), so the scale reads
+ *    less: 1500 grains (16 800 kg) at one K = 0.39 (test_janssen) read 14 400 kg at wall friction
+ *    0.2 and 8 900 kg at 0.9 by the law; K shifts with μ_w, so the mean of the last 1.5 s of 27
+ *    (the fill takes 25 s) must fall by at least 1000 kg (measured: 14 520 → 10 600).
  *  - water: viscosity slows the dam-break surge (Martin & Moyce's front is the inviscid limit)
  *    and spends the drop's kinetic energy faster.
  *  - bodies: a kick-drift-kick leapfrog's energy error over a close pass falls with the softening
@@ -277,6 +282,8 @@ static const law_case law_cases[] = {
    "tilt: surface at mu 0.9 steeper than at mu 0.1, °"},
   {{"drum", "quality=0", NULL}, "rpm", 1.0, 15.0, 8.0, 4.0, "angle", RISES, 2.0, 90.0,
    "drum: dynamic angle at 15 rpm over 1 rpm, °"},
+  {{"janssen", "quality=1", NULL}, "wall_mu", 0.2, 0.9, 27.0, 1.5, "apparent_mass", FALLS, 1000.0,
+   1e9, "janssen: scale reading at wall friction 0.2 above that at 0.9, kg"},
   {{"dambreak", "quality=0", NULL}, "visc", 0.0, 20.0, 0.4, 0.0, "front", FALLS, 1e-3, 100.0,
    "dambreak: surge front without viscosity beyond the viscous one, m"},
   {{"drop", "quality=0", NULL}, "visc", 0.0, 20.0, 0.5, 0.0, "kinetic", RATIO, 0.0, 0.95,

@@ -17,6 +17,7 @@
   X(softening)                                                                                     \
   X(cluster)                                                                                       \
   X(drum)                                                                                          \
+  X(janssen)                                                                                       \
   /* one line per scene above, each ending in a backslash */
 // clang-format on
 
