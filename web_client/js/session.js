@@ -436,6 +436,8 @@ async function start() {
   // model units (N-body, G = 1): no SI unit applies to any figure
   if (!model.si) for (const k of Object.keys(measureInfo)) measureInfo[k] = { ...measureInfo[k], unit: '' };
   $('title').textContent = `${sceneName(session.scene)}${session.label ? ' — ' + session.label : ''}`;
+  // a group's session is its controller's to run; any other, whoever holds its control link's
+  $('watching-note').textContent = t(session.class ? 'session.watching_note' : 'session.watching_note_link');
   $('join').textContent = session.join_code;
   $('viewer-link').value = `${location.origin}/s/${session.id}${viewToken ? '#view=' + viewToken : ''}`;
   document.title = t('session.title_of', { scene: sceneName(session.scene) });
