@@ -94,13 +94,13 @@ pair_ctx grn__pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring) {
    * 95 % of its near pairs touch), not in a bed at rest (5 % slower); the last step decides, and
    * either way the bits are the same */
   const bool sieve =
-      ring && ((int64_t)w->fig.contacts * 4 < (int64_t)w->near.m * 3 || w->fig.flowing > 0.1);
+      ring && ((int64_t)w->fig.contacts * 4 < (int64_t)w->gran.near.m * 3 || w->fig.flowing > 0.1);
   const pair_ctx c = {w->pos,
                       w->vel,
                       w->spin,
                       w->rad,
-                      ring ? w->near.b : w->pairs.pb,
-                      ring ? w->near.p : NULL,
+                      ring ? w->gran.near.b : w->pairs.pb,
+                      ring ? w->gran.near.p : NULL,
                       w->pairs.hist,
                       w->pairs.pfn,
                       rows,
@@ -123,7 +123,7 @@ pair_ctx grn__pair_ctx_of(const grn_world *w, grn_force_row *rows, bool ring) {
  * rows of the full table must read as zero: after a rebuild, a fused or a near step it is
  * cleared once; near rows of apart pairs are zeroed every time. */
 int grn__forces_pass(grn_world *w, bool near) {
-  const int rows = near ? w->near.m : w->pairs.m;
+  const int rows = near ? w->gran.near.m : w->pairs.m;
   if (w->pairs.tcap < rows) {
     grn__free(w, w->pairs.table, sizeof(grn_force_row) * (size_t)w->pairs.tcap);
     w->pairs.tcap = 0;
@@ -142,7 +142,7 @@ int grn__forces_pass(grn_world *w, bool near) {
     w->pairs.table_valid = true;
   }
   const pair_ctx c = grn__pair_ctx_of(w, w->pairs.table, near);
-  const int32_t *restrict pstart = near ? w->near.start : w->pairs.pstart;
+  const int32_t *restrict pstart = near ? w->gran.near.start : w->pairs.pstart;
   const int n = w->n, nthreads = w->opt.threads;
   const bool simd = w->opt.simd;
   const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};

@@ -22,49 +22,49 @@ static int32_t chunk_lo(const grn_world *w, int t) {
 
 /* Plan the fused step after a refresh; fused stays off when chunks are too small for bands. */
 int grn__plan_fused(grn_world *w) {
-  w->fused.on = false;
+  w->gran.fused.on = false;
   const int n = w->n, nt = w->opt.threads;
-  const int span = w->near.span;
+  const int span = w->gran.near.span;
   /* with threads, each chunk needs room for its bands; one thread has no bands, and its ring of
    * sums may be as long as the world (a flow's fast grains have partners far off in cell order) */
-  if (w->fused.off || n < 64 || (nt > 1 && n / nt < 4 * span + 2 * GATHER_BLOCK)) {
+  if (w->gran.fused.off || n < 64 || (nt > 1 && n / nt < 4 * span + 2 * GATHER_BLOCK)) {
     return GRN_OK;
   }
   /* each thread's block buffer: the rows of any GATHER_BLOCK consecutive owners */
   int block = 64;
   for (int a = 0; a < n; a++) {
     const int e = a + GATHER_BLOCK;
-    const int k = w->near.start[e < n ? e : n] - w->near.start[a];
+    const int k = w->gran.near.start[e < n ? e : n] - w->gran.near.start[a];
     block = k > block ? k : block;
   }
   /* bands around each inner chunk boundary: owners [B − 2S, B + 2S) */
   int64_t rows = (int64_t)block * nt;
   for (int k = 1; k < nt; k++) {
     const int b = chunk_lo(w, k);
-    rows += w->near.start[b + 2 * span] - w->near.start[b - 2 * span];
+    rows += w->gran.near.start[b + 2 * span] - w->gran.near.start[b - 2 * span];
   }
   if (rows > INT32_MAX / 2) {
     return GRN_OK;
   }
-  if (rows > w->fused.ringcap) {
+  if (rows > w->gran.fused.ringcap) {
     const int64_t want = rows + rows / 4;
     grn_force_row *q = grn__alloc(w, sizeof(grn_force_row) * (size_t)want);
     if (!q) {
       return GRN_OK; /* the reference passes need no rows kept: carry on without fusing */
     }
-    grn__free(w, w->fused.ring, sizeof(grn_force_row) * (size_t)w->fused.ringcap);
-    w->fused.ring = q;
-    w->fused.ringcap = (int)want;
+    grn__free(w, w->gran.fused.ring, sizeof(grn_force_row) * (size_t)w->gran.fused.ringcap);
+    w->gran.fused.ring = q;
+    w->gran.fused.ringcap = (int)want;
   }
-  if ((int64_t)block * nt > w->fused.actcap) {
+  if ((int64_t)block * nt > w->gran.fused.actcap) {
     const int want = block * nt;
     int32_t *a = grn__alloc(w, sizeof(int32_t) * (size_t)want);
     if (!a) {
       return GRN_OK;
     }
-    grn__free(w, w->fused.act, sizeof(int32_t) * (size_t)w->fused.actcap);
-    w->fused.act = a;
-    w->fused.actcap = want;
+    grn__free(w, w->gran.fused.act, sizeof(int32_t) * (size_t)w->gran.fused.actcap);
+    w->gran.fused.act = a;
+    w->gran.fused.actcap = want;
   }
   /* running sums, in a ring per thread: grain g's sum is in use from owner g − S (its first row)
    * to g + S + GATHER_BLOCK (its integration), so a ring wider than that never holds two grains
@@ -74,34 +74,35 @@ int grn__plan_fused(grn_world *w) {
   while (sums < 2 * span + 2 * GATHER_BLOCK + 64) {
     sums *= 2;
   }
-  if ((int64_t)sums * nt > w->fused.fsumcap) {
+  if ((int64_t)sums * nt > w->gran.fused.fsumcap) {
     const int want = sums * nt;
     double *f = grn__alloc(w, 6 * sizeof(double) * (size_t)want);
     if (!f) {
       return GRN_OK;
     }
-    grn__free(w, w->fused.fsum, 6 * sizeof(double) * (size_t)w->fused.fsumcap);
-    w->fused.fsum = f;
-    w->fused.fsumcap = want;
+    grn__free(w, w->gran.fused.fsum, 6 * sizeof(double) * (size_t)w->gran.fused.fsumcap);
+    w->gran.fused.fsum = f;
+    w->gran.fused.fsumcap = want;
   }
-  memset(w->fused.fsum, 0, 6 * sizeof(double) * (size_t)w->fused.fsumcap);
-  w->fused.fsum_mask = sums - 1;
-  w->fused.span = span;
-  w->fused.ring_rows = block;
-  w->fused.on = true;
+  memset(w->gran.fused.fsum, 0, 6 * sizeof(double) * (size_t)w->gran.fused.fsumcap);
+  w->gran.fused.fsum_mask = sums - 1;
+  w->gran.fused.span = span;
+  w->gran.fused.ring_rows = block;
+  w->gran.fused.on = true;
   return GRN_OK;
 }
 
 /* Band k's rows: its pair range and where it starts in the row buffer. */
 static void band_of(const grn_world *w, int k, int32_t *p0, int32_t *p1, int32_t *off) {
-  int32_t o = w->fused.ring_rows * w->opt.threads;
+  int32_t o = w->gran.fused.ring_rows * w->opt.threads;
   for (int j = 1; j < k; j++) {
     const int b = chunk_lo(w, j);
-    o += w->near.start[b + 2 * w->fused.span] - w->near.start[b - 2 * w->fused.span];
+    o += w->gran.near.start[b + 2 * w->gran.fused.span] -
+         w->gran.near.start[b - 2 * w->gran.fused.span];
   }
   const int b = chunk_lo(w, k);
-  *p0 = w->near.start[b - 2 * w->fused.span];
-  *p1 = w->near.start[b + 2 * w->fused.span];
+  *p0 = w->gran.near.start[b - 2 * w->gran.fused.span];
+  *p1 = w->gran.near.start[b + 2 * w->gran.fused.span];
   *off = o;
 }
 
@@ -213,16 +214,16 @@ static inline void finish_sum(const grain_ctx *c, double *restrict fsum, int32_t
 }
 
 void grn__step_fused(grn_world *w) {
-  const pair_ctx pc = grn__pair_ctx_of(w, w->fused.ring, true);
+  const pair_ctx pc = grn__pair_ctx_of(w, w->gran.fused.ring, true);
   const grain_ctx gc = grn__grain_ctx_of(w, true);
-  const int32_t *restrict pstart = w->near.start;
-  const int nt = w->opt.threads, span = w->fused.span;
+  const int32_t *restrict pstart = w->gran.near.start;
+  const int nt = w->opt.threads, span = w->gran.fused.span;
   const bool simd = w->opt.simd;
-  const int32_t fm = w->fused.fsum_mask;
+  const int32_t fm = w->gran.fused.fsum_mask;
   double omax = 0.0, vm2 = 0.0;
   int touching = 0, moving = 0, count = 0, killed = 0, over = 0, moved = 0;
   w->pairs.table_valid = false; /* the full table is not maintained here */
-  w->fused.sieved += pc.sieve && simd;
+  w->gran.fused.sieved += pc.sieve && simd;
 #pragma omp parallel num_threads(nt) reduction(max : omax, vm2)                       \
     reduction(+ : touching, moving, count, killed, over, moved)
   {
@@ -243,27 +244,27 @@ void grn__step_fused(grn_world *w) {
         bands.nb++;
       }
       const int ilo = t > 0 ? lo + span : lo, ihi = t < nt - 1 ? hi - span : hi;
-      double *fsum = w->fused.fsum + 6 * (size_t)(fm + 1) * (size_t)t;
+      double *fsum = w->gran.fused.fsum + 6 * (size_t)(fm + 1) * (size_t)t;
       int g = ilo;
       for (int a0 = lo; a0 < hi; a0 += GATHER_BLOCK) {
         const int a1 = a0 + GATHER_BLOCK < hi ? a0 + GATHER_BLOCK : hi;
-        const int32_t base = t * w->fused.ring_rows - pstart[a0];
-        int32_t *act = w->fused.act + (size_t)t * (size_t)w->fused.ring_rows;
+        const int32_t base = t * w->gran.fused.ring_rows - pstart[a0];
+        int32_t *act = w->gran.fused.act + (size_t)t * (size_t)w->gran.fused.ring_rows;
         const int nact =
-            grn__range_forces(&lc, w->near.a, pstart[a0], pstart[a1], base, simd, &sum, act);
+            grn__range_forces(&lc, w->gran.near.a, pstart[a0], pstart[a1], base, simd, &sum, act);
         bool added = false; /* the kernel took the block (nact ≥ 0) only where AVX2 runs */
 #if defined(__x86_64__) && defined(GRN_SIMD)
         if (nact >= 0) {
-          add_active(&lg, w->near.a, w->near.b, w->fused.ring, base, fsum, fm, act, nact, ilo, ihi,
-                     a0, a1, &bands, w->fused.ring);
+          add_active(&lg, w->gran.near.a, w->gran.near.b, w->gran.fused.ring, base, fsum, fm, act,
+                     nact, ilo, ihi, a0, a1, &bands, w->gran.fused.ring);
           added = true;
         }
 #else
         (void)nact;
 #endif
         if (!added) {
-          add_block(&lg, w->near.b, w->fused.ring, base, fsum, fm, a0, a1, ilo, ihi, &bands,
-                    w->fused.ring);
+          add_block(&lg, w->gran.near.b, w->gran.fused.ring, base, fsum, fm, a0, a1, ilo, ihi,
+                    &bands, w->gran.fused.ring);
         }
         for (; g < ihi && g + span < a1; g++) {
           finish_sum(&lg, fsum, fm, g, w, &sum);
@@ -281,7 +282,7 @@ void grn__step_fused(grn_world *w) {
       const int b = chunk_lo(w, k);
       for (int i = b - span; i < b + span; i++) {
         double ft[6];
-        sum_rows(&lg, w->fused.ring, &s, i, ft);
+        sum_rows(&lg, w->gran.fused.ring, &s, i, ft);
         finish_one(&lg, i, ft, w, &sum);
       }
     }
@@ -301,7 +302,7 @@ void grn__step_fused(grn_world *w) {
 }
 
 void grn__fused_free(grn_world *w) {
-  grn_fused *f = &w->fused;
+  grn_fused *f = &w->gran.fused;
   grn__free(w, f->ring, sizeof(grn_force_row) * (size_t)f->ringcap);
   grn__free(w, f->fsum, 6 * sizeof(double) * (size_t)f->fsumcap);
   grn__free(w, f->act, sizeof(int32_t) * (size_t)f->actcap);

@@ -1,6 +1,7 @@
 /* Grain storage (spec §1–§2): the per-grain arrays grown all or nothing, adding and removing
  * grains, random radii and the initial lattice with its settle time. */
 #include "internal.h"
+#include "model.h"
 
 #include <string.h>
 
@@ -11,7 +12,9 @@ int grn__reserve_grains(grn_world *w, int need) {
   int nc = w->cap > 0 ? w->cap + w->cap / 2 : 64;
   nc = nc < need ? need : nc;
   const int oc = w->cap;
-  /* per-grain arrays; pstart and rstart hold one more (the end of the last range) */
+  /* per-grain arrays; pstart and rstart hold one more (the end of the last range); the near
+   * list's only in the granular model's block (another model's block lies over it) */
+  const bool near = w->model->near;
   struct {
     void **p;
     size_t elem;
@@ -29,20 +32,20 @@ int grn__reserve_grains(grn_world *w, int need) {
            {(void **)&w->flags, sizeof(uint8_t), 0, NULL},
            {(void **)&w->pairs.ref, sizeof(grn_vec3), 0, NULL},
            {(void **)&w->pairs.slack, sizeof(double), 0, NULL},
-           {(void **)&w->near.nu, sizeof(float), 0, NULL},
-           {(void **)&w->near.ref, sizeof(grn_vec3), 0, NULL},
+           {near ? (void **)&w->gran.near.nu : NULL, sizeof(float), 0, NULL},
+           {near ? (void **)&w->gran.near.ref : NULL, sizeof(grn_vec3), 0, NULL},
            {(void **)&w->pairs.pstart, sizeof(int32_t), 1, NULL},
            {(void **)&w->pairs.rstart, sizeof(int32_t), 1, NULL},
-           {(void **)&w->near.start, sizeof(int32_t), 1, NULL},
-           {(void **)&w->near.rstart, sizeof(int32_t), 1, NULL},
+           {near ? (void **)&w->gran.near.start : NULL, sizeof(int32_t), 1, NULL},
+           {near ? (void **)&w->gran.near.rstart : NULL, sizeof(int32_t), 1, NULL},
            {(void **)&w->pairs.scr.cell, sizeof(int32_t), 0, NULL},
            {(void **)&w->pairs.scr.perm, sizeof(int32_t), 0, NULL},
            {(void **)&w->pairs.scr.newidx, sizeof(int32_t), 0, NULL}};
   const size_t count = sizeof a / sizeof a[0];
   /* all or nothing: allocate every new array before touching the old ones */
   for (size_t k = 0; k < count; k++) {
-    a[k].fresh = grn__alloc(w, a[k].elem * (size_t)(nc + a[k].extra));
-    if (!a[k].fresh) {
+    a[k].fresh = a[k].p ? grn__alloc(w, a[k].elem * (size_t)(nc + a[k].extra)) : NULL;
+    if (a[k].p && !a[k].fresh) {
       for (size_t j = 0; j < k; j++) {
         grn__free(w, a[j].fresh, a[j].elem * (size_t)(nc + a[j].extra));
       }
@@ -50,6 +53,9 @@ int grn__reserve_grains(grn_world *w, int need) {
     }
   }
   for (size_t k = 0; k < count; k++) {
+    if (!a[k].p) {
+      continue;
+    }
     if (oc > 0) {
       memcpy(a[k].fresh, *a[k].p, a[k].elem * (size_t)(oc + a[k].extra));
       grn__free(w, *a[k].p, a[k].elem * (size_t)(oc + a[k].extra));
@@ -59,8 +65,10 @@ int grn__reserve_grains(grn_world *w, int need) {
   if (oc == 0) {
     w->pairs.pstart[0] = 0;
     w->pairs.rstart[0] = 0;
-    w->near.start[0] = 0;
-    w->near.rstart[0] = 0;
+    if (near) {
+      w->gran.near.start[0] = 0;
+      w->gran.near.rstart[0] = 0;
+    }
   }
   w->cap = nc;
   return GRN_OK;

@@ -12,11 +12,11 @@ grain_ctx grn__grain_ctx_of(const grn_world *w, bool near) {
                        w->inv_i,
                        w->hf,
                        w->flags,
-                       near ? w->near.start : w->pairs.pstart,
-                       near ? w->near.rstart : w->pairs.rstart,
-                       near ? w->near.rref : w->pairs.rref,
-                       near ? w->near.nu : NULL,
-                       near ? w->near.ref : NULL,
+                       near ? w->gran.near.start : w->pairs.pstart,
+                       near ? w->gran.near.rstart : w->pairs.rstart,
+                       near ? w->gran.near.rref : w->pairs.rref,
+                       near ? w->gran.near.nu : NULL,
+                       near ? w->gran.near.ref : NULL,
                        w->pairs.ref,
                        w->pairs.slack,
                        w->geom,
@@ -27,7 +27,7 @@ grain_ctx grn__grain_ctx_of(const grn_world *w, bool near) {
 void grn__finish_pass(grn_world *w, const pass_sums *sum) {
   w->fig.flowing = sum->count > 0 ? (double)sum->moving / sum->count : 0.0;
   w->fig.vmax = sqrt(sum->vm2);
-  w->near.over += sum->over;
+  w->gran.near.over += sum->over;
   if (sum->killed > 0 || sum->moved > 0) {
     w->pairs.dirty =
         true; /* a grain moved as far as the pair list allows it: the list is made again */

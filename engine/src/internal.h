@@ -224,6 +224,13 @@ typedef struct grn_fused {
   uint64_t sieved; /* steps that sieved their near pairs (not saved; no result depends on it) */
 } grn_fused;
 
+/* The granular model's block (model.h): its near list and fused ring, owned by near.c and
+ * fused.c and freed by the model; what it keeps besides the pair list it shares with SPH. */
+typedef struct grn_granular {
+  grn_near near;
+  grn_fused fused;
+} grn_granular;
+
 /* ---- model blocks (model.h): each model's own constants and buffers -------------------------- */
 /* SPH (fluid.c): constants derived from the scene's spacing and fall height, and per-particle and
  * per-pair buffers of the last density pass. */
@@ -291,9 +298,7 @@ struct grn_world {
   uint32_t *id;
   uint8_t *flags;
 
-  grn_pairs pairs; /* pairs.c */
-  grn_near near;   /* pairs.c, granular only */
-  grn_fused fused; /* fused.c, granular only */
+  grn_pairs pairs; /* pairs.c: the granular model's and SPH's */
 
   /* dynamics */
   grn_vec3 gravity;
@@ -312,6 +317,7 @@ struct grn_world {
 
   /* the block of the world's model, owned by it (model.h): only the active member is used */
   union {
+    grn_granular gran;
     grn_sph sph;
     grn_nbody nbody;
   };

@@ -28,11 +28,19 @@ static double granular_cost(const grn_world_def *def, int n) {
   return GRN_GRAIN_STEP_US * n;
 }
 
-/* The granular model's buffers are the world's grain and pair machinery (freed by the world). */
+/* The granular model's block: its near list and fused ring (the grains and the pair list are the
+ * world's). */
+static void granular_free(grn_world *w) {
+  grn__near_free(w);
+  grn__fused_free(w);
+}
+
 const grn_model_ops grn__model_granular = {.kind = GRN_MODEL_GRANULAR,
                                            .info = {"granular", "grains", true, true},
                                            .pairs = true,
                                            .own_slack = true,
+                                           .near = true,
+                                           .free = granular_free,
                                            .count = granular_count,
                                            .step = grn__granular_step,
                                            .measure = grn__common_measures,

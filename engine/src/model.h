@@ -16,6 +16,9 @@ typedef struct grn_model_ops {
    * flight (pairs.c): grains falling out of a silo would otherwise bring a rebuild every few steps;
    * SPH's particles move together and share one */
   bool own_slack;
+  /* keeps a near list and a fused ring in its block (w->gran): the granular model alone; every
+   * other model's block lies over them, so nothing outside it touches them */
+  bool near;
   /* Model constants from the parameters, after the scene's derive hook (setup, restore, a live
    * change); NULL: none. */
   void (*derive)(grn_world *w);

@@ -23,25 +23,25 @@
 #define NEAR_FAST 0.05 /* at most this fraction of the grains is slow-marked fast */
 
 bool grn__near_stale(const grn_world *w) {
-  return !w->near.valid || w->near.gap != grn__reach_gap(w) || w->near.over > 0;
+  return !w->gran.near.valid || w->gran.near.gap != grn__reach_gap(w) || w->gran.near.over > 0;
 }
 
 static int grow_near(grn_world *w, int need) {
-  void **const arrays[] = {(void **)&w->near.b, (void **)&w->near.p, (void **)&w->near.a,
-                           (void **)&w->near.rref};
+  void **const arrays[] = {(void **)&w->gran.near.b, (void **)&w->gran.near.p,
+                           (void **)&w->gran.near.a, (void **)&w->gran.near.rref};
   const size_t each[] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
-  return grn__regrow(w, arrays, each, 4, &w->near.cap, need);
+  return grn__regrow(w, arrays, each, 4, &w->gran.near.cap, need);
 }
 
 /* Near pairs of owner a: marks them in near[] (indexed by pair) and counts them. */
 static inline int near_mark(const grn_world *w, int a, uint8_t *near) {
   const grn_vec3 pa = w->pos[a];
-  const double ra = w->rad[a] + grn__reach_gap(w) + (double)w->near.nu[a];
+  const double ra = w->rad[a] + grn__reach_gap(w) + (double)w->gran.near.nu[a];
   int k = 0;
   for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
     const int b = w->pairs.pb[p];
     const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
-    const double r = ra + w->rad[b] + (double)w->near.nu[b];
+    const double r = ra + w->rad[b] + (double)w->gran.near.nu[b];
     near[p] = (w->pairs.pfn[p] != 0.0f) | (dx * dx + dy * dy + dz * dz < r * r);
     k += near[p];
   }
@@ -49,8 +49,8 @@ static inline int near_mark(const grn_world *w, int a, uint8_t *near) {
 }
 
 int grn__near_refresh(grn_world *w) {
-  w->near.valid = false;
-  w->fused.on = false;
+  w->gran.near.valid = false;
+  w->gran.fused.on = false;
   const int n = w->n, nthreads = w->opt.threads;
   (void)nthreads;
   /* speeds by powers of two of v², to find the speed that all but NEAR_FAST of the grains keep
@@ -89,13 +89,13 @@ int grn__near_refresh(grn_world *w) {
   for (int i = 0; i < n; i++) {
     const double v2 =
         w->vel[i].x * w->vel[i].x + w->vel[i].y * w->vel[i].y + w->vel[i].z * w->vel[i].z;
-    w->near.ref[i] = w->pos[i];
+    w->gran.near.ref[i] = w->pos[i];
     if (whole) {
-      w->near.nu[i] = INFINITY;
+      w->gran.near.nu[i] = INFINITY;
     } else if (v2 < vcut * vcut) {
-      w->near.nu[i] = (float)(0.5 * margin);
+      w->gran.near.nu[i] = (float)(0.5 * margin);
     } else {
-      w->near.nu[i] = (float)((1.25 * sqrt(v2) + GRN_G * hk) * hk);
+      w->gran.near.nu[i] = (float)((1.25 * sqrt(v2) + GRN_G * hk) * hk);
       nfast++;
     }
   }
@@ -105,55 +105,56 @@ int grn__near_refresh(grn_world *w) {
   uint8_t *near = w->pairs.scr.scratch;
 #pragma omp parallel for schedule(static) num_threads(nthreads)
   for (int a = 0; a < n; a++) {
-    w->near.start[a + 1] =
+    w->gran.near.start[a + 1] =
         whole ? w->pairs.pstart[a + 1] - w->pairs.pstart[a] : near_mark(w, a, near);
   }
-  w->near.start[0] = 0;
+  w->gran.near.start[0] = 0;
   for (int a = 0; a < n; a++) {
-    w->near.start[a + 1] += w->near.start[a];
+    w->gran.near.start[a + 1] += w->gran.near.start[a];
   }
-  const int nm = w->near.start[n];
+  const int nm = w->gran.near.start[n];
   if (grow_near(w, nm) != GRN_OK) {
     return GRN_E_NOMEM;
   }
   int span = 0;
 #pragma omp parallel for schedule(static) num_threads(nthreads) reduction(max : span)
   for (int a = 0; a < n; a++) {
-    int q = w->near.start[a];
-    const int qend = w->near.start[a + 1];
+    int q = w->gran.near.start[a];
+    const int qend = w->gran.near.start[a + 1];
     for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1] && q < qend; p++) {
       /* written always, kept by advancing: no write goes past the owner's own entries */
       const int b = w->pairs.pb[p], d = b > a ? b - a : a - b;
       const bool keep = whole || near[p];
-      w->near.b[q] = b;
-      w->near.p[q] = p;
-      w->near.a[q] = a;
+      w->gran.near.b[q] = b;
+      w->gran.near.p[q] = p;
+      w->gran.near.a[q] = a;
       span = keep && d > span ? d : span;
       q += keep;
     }
   }
 
-  w->near.m = nm;
-  w->near.span = span;
-  w->near.margin = whole ? INFINITY : margin;
-  w->near.fast = nfast;
-  w->near.over = 0;
-  w->near.refreshes++;
-  w->near.gap = grn__reach_gap(w);
-  w->near.valid = true;
+  w->gran.near.m = nm;
+  w->gran.near.span = span;
+  w->gran.near.margin = whole ? INFINITY : margin;
+  w->gran.near.fast = nfast;
+  w->gran.near.over = 0;
+  w->gran.near.refreshes++;
+  w->gran.near.gap = grn__reach_gap(w);
+  w->gran.near.valid = true;
   return GRN_OK;
 }
 
 /* Reference lists of the near pairs, once the fused step is planned (or not): the fused step
  * gathers through them only at thread boundaries, the two-pass near step everywhere. */
 void grn__near_refs(grn_world *w) {
-  if (w->opt.threads > 1 || !w->fused.on) {
-    grn__refs_of(w->n, w->near.m, w->near.b, w->near.rstart, w->near.rref, w->pairs.scr.newidx);
+  if (w->opt.threads > 1 || !w->gran.fused.on) {
+    grn__refs_of(w->n, w->gran.near.m, w->gran.near.b, w->gran.near.rstart, w->gran.near.rref,
+                 w->pairs.scr.newidx);
   }
 }
 
 void grn__near_free(grn_world *w) {
-  grn_near *nr = &w->near;
+  grn_near *nr = &w->gran.near;
   const size_t cap = (size_t)w->cap, m = (size_t)nr->cap;
   grn__free(w, nr->nu, sizeof(float) * cap);
   grn__free(w, nr->ref, sizeof(grn_vec3) * cap);

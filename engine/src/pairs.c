@@ -677,7 +677,9 @@ static void carry_history(grn_world *w, const layout *L) {
 }
 
 int grn__rebuild(grn_world *w) {
-  w->fused.on = false; /* planned again with the near list */
+  if (w->model->near) {
+    w->gran.fused.on = false; /* planned again with the near list */
+  }
   const int nn = sort_by_cell(w);
   layout L;
   if (nn < 0 || lay_out(w, nn, &L) != GRN_OK) {
@@ -710,8 +712,10 @@ int grn__rebuild(grn_world *w) {
   p->rebuilds++;
   p->rebuild_every = w->steps - p->rebuild_step;
   p->rebuild_step = w->steps;
-  w->near.valid = false;
-  w->fused.on = false;
+  if (w->model->near) {
+    w->gran.near.valid = false;
+    w->gran.fused.on = false;
+  }
   return GRN_OK;
 }
 

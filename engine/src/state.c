@@ -429,7 +429,9 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
   /* the force rows are not saved: every row is recomputed before it is read */
   grn__rebuild_refs(w);
   grn__model_init(w);
-  w->near.valid = false; /* made again before the next step; it changes no result */
+  if (w->model->near) {
+    w->gran.near.valid = false; /* made again before the next step; it changes no result */
+  }
   *out = w;
   return GRN_OK;
 }

@@ -122,8 +122,6 @@ void grn__world_clear(grn_world *w) {
   grn__free(w, w->id, sizeof(uint32_t) * (size_t)w->cap);
   grn__free(w, w->flags, sizeof(uint8_t) * (size_t)w->cap);
   grn__pairs_free(w);
-  grn__near_free(w);
-  grn__fused_free(w);
   grn__free(w, w->maps.hmap, sizeof(double) * (size_t)w->maps.hnx * (size_t)w->maps.hnz);
   grn__free(w, w->ss, w->impl->state_size);
   /* keep allocator, threads, inputs; drop everything derived from them */
@@ -266,7 +264,7 @@ int grn__granular_step(grn_world *w) {
       return rc;
     }
   }
-  if (!w->fused.off && grn__near_stale(w)) {
+  if (!w->gran.fused.off && grn__near_stale(w)) {
     /* with no room for it, near_valid and fused stay false: the reference passes need
      * neither */
     if (grn__near_refresh(w) == GRN_OK) {
@@ -274,9 +272,9 @@ int grn__granular_step(grn_world *w) {
       grn__near_refs(w);
     }
   }
-  if (w->fused.on) {
+  if (w->gran.fused.on) {
     grn__step_fused(w);
-  } else if (w->near.valid && !w->fused.off) {
+  } else if (w->gran.near.valid && !w->gran.fused.off) {
     const int rc = grn__step_near(w);
     if (rc != GRN_OK) {
       return rc;

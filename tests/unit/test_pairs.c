@@ -50,13 +50,13 @@ static int missing_within(const grn_world *w, bool slack, int *want) {
  * allowance (what keeps a left-out pair apart), and listed pairs within reach (or active) that it
  * leaves out (the fused step would skip a pair that touches). */
 static int near_missing(const grn_world *w) {
-  if (!w->near.valid || grn__near_stale(w) || grn__must_rebuild(w)) {
+  if (!w->gran.near.valid || grn__near_stale(w) || grn__must_rebuild(w)) {
     return 0;
   }
   int bad = 0;
   for (int i = 0; i < w->pairs.nl; i++) {
-    const double dx = w->pos[i].x - w->near.ref[i].x, dy = w->pos[i].y - w->near.ref[i].y,
-                 dz = w->pos[i].z - w->near.ref[i].z, u = w->near.nu[i];
+    const double dx = w->pos[i].x - w->gran.near.ref[i].x, dy = w->pos[i].y - w->gran.near.ref[i].y,
+                 dz = w->pos[i].z - w->gran.near.ref[i].z, u = w->gran.near.nu[i];
     bad += (w->flags[i] & GRN_F_ALIVE) && dx * dx + dy * dy + dz * dz >= u * u;
   }
   for (int a = 0; a < w->pairs.nl; a++) {
@@ -68,8 +68,8 @@ static int near_missing(const grn_world *w) {
         continue;
       }
       bool found = false;
-      for (int q = w->near.start[a]; q < w->near.start[a + 1] && !found; q++) {
-        found = w->near.p[q] == p;
+      for (int q = w->gran.near.start[a]; q < w->gran.near.start[a + 1] && !found; q++) {
+        found = w->gran.near.p[q] == p;
       }
       bad += !found;
     }
@@ -178,7 +178,7 @@ int main(void) {
     settle_world(s);
     act_or_exit(s, "open_hole");
     int sc = 0, smis = 0, slay = 0, swide = 0, looked = 0, missing = 0, nmiss = 0, nlooked = 0;
-    const uint64_t r0 = s->near.refreshes;
+    const uint64_t r0 = s->gran.near.refreshes;
     for (int k = 0; k < 5 * 240; k++) {
       if (grn__must_rebuild(s)) {
         grn__rebuild(s);
@@ -190,7 +190,7 @@ int main(void) {
         sc++;
       }
       grn_world_step(s, 1);
-      nlooked += s->near.valid && !grn__near_stale(s) && s->near.m < s->pairs.m;
+      nlooked += s->gran.near.valid && !grn__near_stale(s) && s->gran.near.m < s->pairs.m;
       nmiss += near_missing(s);
       if (k % 3 == 0 && !grn__must_rebuild(s)) {
         int near = 0;
@@ -206,7 +206,7 @@ int main(void) {
     CHECK_NEAR("silo: cell order / reference list errors", slay, 0, 0);
     CHECK_NEAR("silo: pairs within reach but not listed, between rebuilds", missing, 0, 0);
     printf("silo: %llu near-list refreshes, %d steps with pairs left out of it\n",
-           (unsigned long long)(s->near.refreshes - r0), nlooked);
+           (unsigned long long)(s->gran.near.refreshes - r0), nlooked);
     CHECK_RANGE("silo: steps whose near list left pairs out", nlooked, 100, 1e9);
     CHECK_NEAR("silo: grains past their near allowance, pairs in reach not near, any step", nmiss,
                0, 0);

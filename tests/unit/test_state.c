@@ -108,7 +108,7 @@ static void fused_equals_reference(int grains, int threads, bool wet, bool fused
   grn_world *w[2];
   for (int k = 0; k < 2; k++) {
     w[k] = make("pour", grains, threads, GRN_FILL_BED, NULL);
-    w[k]->fused.off = k == 1;
+    w[k]->gran.fused.off = k == 1;
     w[k]->pairs.dirty = true; /* re-plan with the flag */
   }
   bool used = false, subset = false;
@@ -122,14 +122,14 @@ static void fused_equals_reference(int grains, int threads, bool wet, bool fused
     grn_world_step(w[0], 1);
     grn_world_step(w[1], 1);
     /* fused, or (chunks too short for its bands) the two passes over the near list */
-    used = used || (fused ? w[0]->fused.on : (w[0]->near.valid && !w[0]->fused.on));
+    used = used || (fused ? w[0]->gran.fused.on : (w[0]->gran.near.valid && !w[0]->gran.fused.on));
     /* the near list leaves pairs out: without it the test would not test it */
-    subset = subset || (w[0]->near.valid && w[0]->near.m < w[0]->pairs.m / 2);
+    subset = subset || (w[0]->gran.near.valid && w[0]->gran.near.m < w[0]->pairs.m / 2);
   }
   char name[128];
   snprintf(name, sizeof name, "%s step used, near list < half the pairs (%d grains, %d threads)",
            fused ? "fused" : "two-pass near", grains, threads);
-  CHECK(name, used && subset && !w[1]->fused.on);
+  CHECK(name, used && subset && !w[1]->gran.fused.on);
   snprintf(name, sizeof name, "fused and reference digests agree (%d grains, %d threads%s)", grains,
            threads, wet ? ", wet from 1 s" : "");
   CHECK(name, grn_world_digest(w[0]) == grn_world_digest(w[1]));
@@ -145,27 +145,28 @@ static void flow_equals_reference(const char *scene, grn_fill fill, const char *
   grn_world *w[2];
   for (int k = 0; k < 2; k++) {
     w[k] = make(scene, grains, threads, fill, NULL);
-    w[k]->fused.off = k == 1;
+    w[k]->gran.fused.off = k == 1;
     w[k]->pairs.dirty = true;
     settle_world(w[k]);
     act_or_exit(w[k], action);
   }
   bool own = false, fused = false;
   double vpeak = 0.0;
-  const uint64_t r0 = w[0]->near.refreshes, s0 = w[0]->fused.sieved;
+  const uint64_t r0 = w[0]->gran.near.refreshes, s0 = w[0]->gran.fused.sieved;
   for (int s = 0; s < 3 * 240; s++) {
     grn_world_step(w[0], 1);
     grn_world_step(w[1], 1);
     /* fast grains with their own allowances while the list leaves pairs out */
-    own = own || (w[0]->near.valid && w[0]->near.fast > 0 && w[0]->near.m < w[0]->pairs.m);
+    own = own ||
+          (w[0]->gran.near.valid && w[0]->gran.near.fast > 0 && w[0]->gran.near.m < w[0]->pairs.m);
     vpeak = w[0]->fig.vmax > vpeak ? w[0]->fig.vmax : vpeak;
-    fused = fused || w[0]->fused.on;
+    fused = fused || w[0]->gran.fused.on;
   }
   char name[160];
   snprintf(name, sizeof name,
            "%s after %s: grains up to %.1f m/s, fast ones kept their own allowances (%llu "
            "refreshes, %llu rebuilds)",
-           scene, action, vpeak, (unsigned long long)(w[0]->near.refreshes - r0),
+           scene, action, vpeak, (unsigned long long)(w[0]->gran.near.refreshes - r0),
            (unsigned long long)w[0]->pairs.rebuilds);
   CHECK(name, own && vpeak > 1.0);
   if (threads == 1) { /* one thread fuses whatever the span of the flow's pairs */
@@ -174,8 +175,8 @@ static void flow_equals_reference(const char *scene, grn_fill fill, const char *
   }
   if (fused && w[0]->opt.simd) { /* a flow is where the kernel sieves its near pairs */
     snprintf(name, sizeof name, "%s after %s: the kernel sieved the near pairs (%llu steps)", scene,
-             action, (unsigned long long)(w[0]->fused.sieved - s0));
-    CHECK(name, w[0]->fused.sieved > s0);
+             action, (unsigned long long)(w[0]->gran.fused.sieved - s0));
+    CHECK(name, w[0]->gran.fused.sieved > s0);
   }
   snprintf(name, sizeof name, "%s after %s: fused and reference digests agree (%d threads)", scene,
            action, threads);
