@@ -14,10 +14,10 @@ enum { POURED = 4, APPARENT, LAW, K_FIT, BULK_DENSITY, JANSSEN_MEASURES };
 #define DROP 0.5       /* ... from this far above the resting fill, m */
 #define FEED_SPEED 1.0 /* ... moving down at this speed, m/s */
 #define LOG 64         /* (poured, apparent) readings kept for the fit */
-#define FIT_MIN 8      /* readings before K is fitted ... */
-#define BENT                                                                                       \
-  0.9 /* ... and the scale below this share of the poured mass: till then the                      \
-         readings lie on the line M_app = M, and any K fits them */
+/* K is fitted once there are FIT_MIN readings and the scale reads below BENT of the poured mass:
+ * till then the readings lie on the line M_app = M, and any K fits them */
+#define FIT_MIN 8
+#define BENT 0.9
 
 /* The fill's state: grains fed so far and owed by the rate, the base's load summed over the steps
  * since the last sample, and the readings kept for the fit: every `stride`-th sample (each time
