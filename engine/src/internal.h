@@ -334,6 +334,14 @@ int grn__grow(grn_world *w, void **p, size_t elem, int *cap, int need);
 int grn__regrow(grn_world *w, void **const arrays[], const size_t each[], int count, int *cap,
                 int need);
 
+/* The normal force of a boundary with a spring (the floor, the plate, a rough wall) on a grain
+ * overlapping it by `over` while moving away from it at vn: spring and dashpot, never pulling
+ * (walls.c; the janssen scene's scale reads the floor's). */
+static inline double grn__spring_normal(double over, double vn, double cn) {
+  const double fn = GRN_KN * over - cn * vn;
+  return fn > 0.0 ? fn : 0.0;
+}
+
 /* errors */
 int grn__fail(grn_error *err, int code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

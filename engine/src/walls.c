@@ -53,8 +53,7 @@ static bool floor_contact(const grain_ctx *w, int i, double ground, grn_vec3 *f,
   if (over <= 0.0) {
     return false;
   }
-  double fn = GRN_KN * over - w->k.cn * v.y;
-  fn = fn > 0.0 ? fn : 0.0;
+  const double fn = grn__spring_normal(over, v.y, w->k.cn);
   double *hf = &w->hf[GRN_HF * (size_t)i];
   const grn_vec3 vc = v3(v.x + r * sp.z, 0.0, v.z - r * sp.x);
   grn_vec3 u = v3(hf[0] + vc.x * GRN_H, 0.0, hf[1] + vc.z * GRN_H);
@@ -96,8 +95,7 @@ static double rough_contact(const grain_ctx *w, int i, grn_vec3 e, grn_vec3 t1, 
                             grn_vec3 vc, double over, double mu, double *u_hist, grn_vec3 *f,
                             grn_vec3 *t) {
   const double vn = -dot(vc, e); /* along n = −e, from the wall to the grain */
-  double fn = GRN_KN * over - w->k.cn * vn;
-  fn = fn > 0.0 ? fn : 0.0;
+  const double fn = grn__spring_normal(over, vn, w->k.cn);
   const double v1 = dot(vc, t1), v2 = dot(vc, t2);
   grn_vec3 u = v3(u_hist[0] + v1 * GRN_H, u_hist[1] + v2 * GRN_H, 0.0); /* (t1, t2) components */
   grn_vec3 ft = scale(u, -GRN_KT);

@@ -111,15 +111,14 @@ static void feed(grn_world *w) {
   }
 }
 
-/* The base's normal force on each grain it holds, as walls.c's floor spring gives it, summed at
+/* The base's normal force on each grain it holds (the floor's law, grn__spring_normal), summed at
  * every step: the scale's reading is its mean over a sample. */
 static void janssen_script(grn_world *w) {
   double load = 0.0;
   for (int i = 0; i < w->n; i++) {
     if ((w->flags[i] & (GRN_F_ALIVE | GRN_F_FLOOR)) == (GRN_F_ALIVE | GRN_F_FLOOR)) {
       const double over = w->geom.floor_y + w->rad[i] - w->pos[i].y;
-      const double fn = GRN_KN * over - w->k.cn * w->vel[i].y;
-      load += over > 0.0 && fn > 0.0 ? fn : 0.0;
+      load += over > 0.0 ? grn__spring_normal(over, w->vel[i].y, w->k.cn) : 0.0;
     }
   }
   st(w)->load_sum += load;
