@@ -76,16 +76,21 @@ try {
     const s = (performance.now() - t0) / 1000;
     // at quality 0 the grains are drawn as sprites (points), and the spheres' mesh may be absent
     const drawn = v.quality === 0 ? v.points?.userData.n : v.grains?.count;
-    return { count: Number(document.body.dataset.frames) - f0, frames: (Number(document.body.dataset.frames) - f0) / s, renders: (v.renders - r0) / s, quality: v.quality, grains: drawn };
+    return { f0, count: Number(document.body.dataset.frames) - f0, frames: (Number(document.body.dataset.frames) - f0) / s, renders: (v.renders - r0) / s, quality: v.quality, grains: drawn };
   });
   console.log(`#   session page, ${rate.grains} grains, headless chromium: ${rate.frames.toFixed(1)} stream frames/s decoded, ` +
               `${rate.renders.toFixed(1)} renders/s at quality ${rate.quality} (2: spheres with shadows, 1: without, 0: shaded sprites)`);
   const [sent1, skipped1] = await counters(), sent = sent1 - sent0, skipped = skipped1 - skipped0, decoded = rate.count;
-  // frames in flight at either end of the window may fall on either side of it; a page that
-  // fell behind would make the server skip frames for it (a slow viewer gets the newest)
+  // a render takes a second at quality 2 on a loaded CI machine (the page steps its quality down
+  // after that), and frames wait in the socket meanwhile: the page must decode, soon after, every
+  // frame the window sent, and a page that fell behind for good makes the server skip frames for
+  // it (a slow viewer gets the newest)
+  const t1 = Date.now();
+  const caught = await until('the page decodes what the window sent',
+    async () => Number(await page.evaluate(() => document.body.dataset.frames)) - rate.f0 >= sent, 8000).then(() => true, () => false);
   ok('the page keeps up with the stream: it decodes the frames it was sent, and few are skipped for it',
-     sent > 10 && decoded >= 0.9 * sent - 3 && skipped <= 0.1 * sent,
-     `${decoded} decoded of ${sent} sent in 5 s, ${skipped} skipped (${rate.frames.toFixed(1)} frames/s; the session publishes 15 at real time)`);
+     sent > 10 && caught && skipped <= 0.1 * sent,
+     `${decoded} decoded of ${sent} sent in 5 s, all of them ${caught ? `${((Date.now() - t1) / 1000).toFixed(1)} s after` : 'not within 8 s'}, ${skipped} skipped (${rate.frames.toFixed(1)} frames/s; the session publishes 15 at real time)`);
 
   // ---- change a parameter from the controls ----------------------------------------------------
   await page.evaluate(() => {
