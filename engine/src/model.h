@@ -24,6 +24,7 @@ typedef struct grn_model_ops {
   void (*derive)(grn_world *w);
   /* Particles a definition makes when its scene has no count hook; NULL: the scene must say. */
   int (*count)(const grn_world_def *def);
+  const char *count_param; /* the parameter it reads, as the scene's count_param */
   /* One step of H (all sub-steps). GRN_OK or GRN_E_NOMEM. */
   int (*step)(grn_world *w);
   /* Default measurement when the scene has none of its own (every sample of the scene's). */

@@ -24,6 +24,7 @@ struct grn_scene {
   double calm;                            /* sleep speed, m/s */
   int (*bed)(grn_world *w);               /* GRN_FILL_BED workload; NULL: the scene has none */
   int (*count)(const grn_world_def *def); /* particles the definition makes; NULL: the model's */
+  const char *count_param; /* with a count hook: the parameter it reads (NULL: a fixed count) */
   /* Scene constants from the parameters, before the model derives its own (setup, restore, a live
    * change): the SPH spacing and fall height; NULL: none. */
   void (*derive)(grn_world *w);

@@ -100,7 +100,8 @@ static void write_all(const grn_world *w, stream *s) {
   put(s, &version, sizeof version);
   put(s, &name_len, sizeof name_len);
   put(s, w->scene->name, name_len);
-  const char *names[GRN_PARAM_MAX + GRN_MEASURE_MAX];
+  const char
+      *names[GRN_PARAM_MAX > GRN_MEASURE_MAX ? GRN_PARAM_MAX : GRN_MEASURE_MAX]; /* either list */
   for (int i = 0; i < w->scene->param_count; i++) {
     names[i] = w->scene->params[i].name;
   }

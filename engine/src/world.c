@@ -72,6 +72,17 @@ int grn_world_def_grains(const grn_world_def *def) {
   return m->count ? m->count(def) : -1;
 }
 
+const char *grn_world_def_count_param(const grn_world_def *def) {
+  const grn_scene *impl = def->scene ? grn__scene_impl(def->scene) : NULL;
+  if (!impl) {
+    return NULL;
+  }
+  if (def->grains > 0) {
+    return "grains";
+  }
+  return impl->count ? impl->count_param : grn__model_of(impl->info.model)->count_param;
+}
+
 int grn_world_def_validate(const grn_world_def *def, grn_error *err) {
   if (!def || !def->scene || !grn__scene_impl(def->scene)) {
     return grn__fail(err, GRN_E_UNKNOWN_SCENE, "scene", "no valid scene in the definition");

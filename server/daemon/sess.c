@@ -36,24 +36,18 @@ const char *sess_id(const session *s) {
   return s->id;
 }
 
-/* The parameter that sets a scene's particle count, for a refusal that names it. */
-static const char *count_param(const grn_scene_info *scene) {
-  static const char *const names[] = {"amount", "bodies", "quality"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    if (grn_scene_param_index(scene, names[i]) >= 0) {
-      return names[i];
-    }
-  }
-  return "scene";
+/* What sets the definition's particle count, for a refusal that names it. */
+static const char *count_field(const grn_world_def *def) {
+  const char *name = grn_world_def_count_param(def);
+  return name ? name : "scene";
 }
 
 /* The server's limit on particles per session; 0 or an error. */
 int sess__check_count(const sess_registry *r, const grn_world_def *def, sess_error *err) {
   const int n = grn_world_def_grains(def);
   if (n > r->limits.max_grains) {
-    api_fail(err, API_E_TOO_MANY_GRAINS, count_param(def->scene),
-             "%d %s exceed this server's limit of %d", n,
-             grn_model_info_of(def->scene->model)->particles, r->limits.max_grains);
+    api_fail(err, API_E_TOO_MANY_GRAINS, count_field(def), "%d %s exceed this server's limit of %d",
+             n, grn_model_info_of(def->scene->model)->particles, r->limits.max_grains);
     return -1;
   }
   return 0;
@@ -421,7 +415,7 @@ int sess__class_allows(const sess_class_link *link, const grn_world_def *def, se
   }
   const int n = grn_world_def_grains(def);
   if (n > link->grain_budget) {
-    api_fail(err, API_E_OVER_CLASS_BUDGET, count_param(def->scene),
+    api_fail(err, API_E_OVER_CLASS_BUDGET, count_field(def),
              "%d %s exceed the class's budget of %d per group", n,
              grn_model_info_of(def->scene->model)->particles, link->grain_budget);
     return -1;
@@ -465,7 +459,7 @@ session *sess_create_from_run(sess_registry *r, int64_t run, const api_params *f
     return NULL;
   }
   for (int i = 0; fork_params && i < fork_params->count; i++) {
-    timeline_event ev = {.value = fork_params->at[i].value};
+    timeline_event ev = {.value = checked.at[i].value, .param_index = checked.at[i].index};
     snprintf(ev.param, sizeof ev.param, "%s", fork_params->at[i].name);
     if (timeline_add(&sc->fork, &ev) != 0) {
       sess__free_script(sc);

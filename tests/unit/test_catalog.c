@@ -107,6 +107,42 @@ static void definitions(void) {
   CHECK("too many grains is refused", grn_world_def_validate(&d, &e) == GRN_E_RANGE);
 }
 
+/* A refusal over the particle count names what sets it: the parameter must be the scene's own
+ * and really move the count, or the definition's grains when it gives them. */
+static void count_params(void) {
+  for (int i = 0; i < grn_scene_count(); i++) {
+    const grn_scene_info *sc = grn_scene_at(i);
+    grn_world_def d;
+    grn_error e;
+    grn_world_def_default(&d, sc->name, &e);
+    const char *name = grn_world_def_count_param(&d);
+    const int k = name ? grn_scene_param_index(sc, name) : -1;
+    if (!name) { /* then no parameter moves it */
+      const int n = grn_world_def_grains(&d);
+      bool fixed = true;
+      for (int p = 0; p < sc->param_count; p++) {
+        grn_world_def m = d;
+        grn_world_def_set_at(&m, p, sc->params[p].min, &e);
+        fixed = fixed && grn_world_def_grains(&m) == n;
+        grn_world_def_set_at(&m, p, sc->params[p].max, &e);
+        fixed = fixed && grn_world_def_grains(&m) == n;
+      }
+      printf("     %s: a fixed count of %d\n", sc->name, n);
+      CHECK("a scene without a count parameter has a fixed count", fixed);
+      continue;
+    }
+    const int before = grn_world_def_grains(&d);
+    grn_world_def_set_at(&d, k, sc->params[k].min, &e);
+    const int low = grn_world_def_grains(&d);
+    printf("     %s: '%s' sets the count (%d at its default, %d at its minimum)\n", sc->name, name,
+           before, low);
+    CHECK("the count parameter is the scene's and sets the count", k >= 0 && low < before);
+    d.grains = 500;
+    CHECK("with grains given, grains is what sets it",
+          strcmp(grn_world_def_count_param(&d), "grains") == 0);
+  }
+}
+
 static void actions(void) {
   const grn_scene_info *pour = grn_scene_find("pour");
   grn_action a;
@@ -239,6 +275,7 @@ static void live_changes(void) {
 int main(void) {
   catalogue();
   definitions();
+  count_params();
   actions();
   action_catalogue();
   live_changes();

@@ -228,6 +228,9 @@ GRN_API int grn_world_def_set_text(grn_world_def *def, const char *name, const c
 GRN_API int grn_world_def_validate(const grn_world_def *def, grn_error *err);
 /* Grain count the definition will create. */
 GRN_API int grn_world_def_grains(const grn_world_def *def);
+/* What sets that count, for a refusal to name: "grains" when the definition gives them, else the
+ * scene's parameter ("amount", "bodies", ...); NULL for a scene whose count is fixed. */
+GRN_API const char *grn_world_def_count_param(const grn_world_def *def);
 /* Estimated cost of one step of H for the definition, in µs on a slow machine (a pacing figure,
  * not a measurement): granular 2 µs per grain; SPH 70 µs per particle (sub-steps included);
  * N-body 0.015 µs per pair summed directly (theta 0, or up to 2048 bodies), else 70 µs per body

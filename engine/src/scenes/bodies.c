@@ -145,4 +145,5 @@ const grn_scene grn__scene_cluster = {
              LEN(gravity_measures), gravity_measures, PLOTS(gravity_plots)},
     .setup = cluster_setup,
     .bed = cluster_setup,
-    .count = cluster_count};
+    .count = cluster_count,
+    .count_param = "bodies"};

@@ -86,6 +86,7 @@ const grn_scene grn__scene_dambreak = {
     .sample_steps = 4, /* 60 Hz: the surge and the splash last half a second */
     .bed = grn__sph_bed,
     .count = dambreak_count,
+    .count_param = "quality",
     .derive = dambreak_derive};
 
 /* ---- drop ----------------------------------------------------------------------------------- */
@@ -175,4 +176,5 @@ const grn_scene grn__scene_drop = {
     .setup = drop_setup,
     .sample_steps = 4, /* 60 Hz: the surge and the splash last half a second */
     .count = drop_count,
+    .count_param = "quality",
     .derive = drop_derive};
