@@ -46,5 +46,5 @@ bool timeline_done(const timeline *t, uint64_t now) {
 
 int timeline_apply(grn_world *w, const timeline_event *ev, grn_error *err) {
   return ev->is_action ? grn_world_act(w, &ev->action, err)
-                       : grn_world_set_param(w, ev->param, ev->value, err);
+                       : grn_world_set_param_at(w, ev->param_index, ev->value, err);
 }

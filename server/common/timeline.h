@@ -13,7 +13,8 @@ typedef struct timeline_event {
   uint64_t step;
   bool is_action;
   grn_action action; /* is_action */
-  char param[32];    /* otherwise: one parameter change */
+  char param[32];    /* otherwise: one parameter change, by name (for messages) */
+  int param_index;   /* and its index in the run's scene's list, found once when it is read */
   double value;
 } timeline_event;
 

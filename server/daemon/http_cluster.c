@@ -1,6 +1,7 @@
 /* The cluster's side of the API: this node's load, placement's redirects, the node list, and
  * what another node's ids and unreachable runs are told. */
 #define _GNU_SOURCE
+#include "api_runs.h"
 #include "http_internal.h"
 
 #include <stdio.h>
@@ -64,30 +65,21 @@ http_reply h_nodes(const http_call *k) {
   return http_json_reply(200, json_pack("{s:o}", "nodes", list));
 }
 
-/* /api/runs?filters: the record, read-only */
 /* In a cluster's record, a run another node left open is running only as long as that node
- * answers: while it has not been heard from lately (place.c), its open runs are marked
- * "reachable": false, neither running nor ended, until it comes back and closes them (issue 32). */
-void http_mark_unreachable(const http_server *srv, json_t *runs) {
+ * answers: the peers heard from lately (place.c) say which (api_runs.h, issue 32). */
+json_t *http_runs_json(const http_server *srv, const store_run_page *page) {
   const char *self = sess_node(srv->reg);
   if (!srv->place || !*self) {
-    return;
+    return api_runs_json(page, NULL);
   }
   place_load peers[PLACE_PEERS_MAX];
+  const char *heard[PLACE_PEERS_MAX];
   const int n = place_peers(srv->place, peers, PLACE_PEERS_MAX);
-  size_t i;
-  json_t *run;
-  json_array_foreach(runs, i, run) {
-    const char *node = json_string_value(json_object_get(run, "node"));
-    if (!node || strcmp(node, self) == 0 || !json_is_null(json_object_get(run, "end_reason"))) {
-      continue;
-    }
-    bool heard = false;
-    for (int p = 0; p < n && !heard; p++) {
-      heard = strcmp(peers[p].node, node) == 0;
-    }
-    json_object_set_new(run, "reachable", json_boolean(heard));
+  for (int p = 0; p < n; p++) {
+    heard[p] = peers[p].node;
   }
+  const api_reach reach = {self, heard, n};
+  return api_runs_json(page, &reach);
 }
 
 /* A session or class that is not here: on another node's id, the router's mistake (421); else

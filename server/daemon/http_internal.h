@@ -74,7 +74,8 @@ json_t *http_load_json(const place_load *fig);
 bool http_placed_elsewhere(const http_call *k, int need, double work, const char *path,
                            http_reply *out);
 http_reply h_nodes(const http_call *k);
-void http_mark_unreachable(const http_server *srv, json_t *runs);
+/* The runs page as JSON, each open run of a peer not heard from lately marked unreachable. */
+json_t *http_runs_json(const http_server *srv, const store_run_page *page);
 http_reply http_not_here(const char *node, const char *id, const char *code, const char *what);
 
 /* http_sessions.c */

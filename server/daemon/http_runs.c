@@ -2,6 +2,7 @@
  * its final snapshot, replays and forks, and run ids in paths. */
 #define _GNU_SOURCE
 #include "api_json.h"
+#include "api_runs.h"
 #include "http_internal.h"
 #include "snapshot.h"
 
@@ -63,23 +64,24 @@ http_reply h_runs_list(const http_call *k) {
   }
   store_runs_filter filter;
   store_error se;
-  json_t *out = NULL;
   const store_status rc = store_filter_parse(q.args, q.n, &filter, &se);
   free(q.args);
   if (rc != STORE_OK) {
     return http_store_error(&se);
   }
   const store_access a = run_access(k);
-  if (store_list_runs(k->srv->store, &filter, &a, &out, &se) != STORE_OK) {
+  store_run_page page;
+  if (store_list_runs(k->srv->store, &filter, &a, &page, &se) != STORE_OK) {
     return http_store_error(&se);
   }
-  http_mark_unreachable(k->srv, json_object_get(out, "runs"));
+  json_t *out = http_runs_json(k->srv, &page);
+  store_run_page_free(&page);
   if (!filter.csv) {
     return http_json_reply(200, out);
   }
   char *text = NULL;
   size_t len = 0;
-  const int failed = store_runs_csv(out, &text, &len);
+  const int failed = api_runs_csv(out, &text, &len);
   json_decref(out);
   if (failed) {
     return http_error(500, "store_error", "", "out of memory");
@@ -109,11 +111,14 @@ http_reply h_run_get(const http_call *k) {
   if (rc != STORE_OK) {
     return http_store_error(&se);
   }
-  json_t *out = NULL;
+  store_run_detail run;
   const store_access a = run_access(k);
-  return store_get_run(k->srv->store, k->run, &a, &page, &out, &se) == STORE_OK
-             ? http_json_reply(200, out)
-             : http_store_error(&se);
+  if (store_get_run(k->srv->store, k->run, &a, &page, &run, &se) != STORE_OK) {
+    return http_store_error(&se);
+  }
+  json_t *out = api_run_detail_json(&run);
+  store_run_detail_free(&run);
+  return http_json_reply(200, out);
 }
 
 http_reply h_run_samples(const http_call *k) {
@@ -127,7 +132,7 @@ http_reply h_run_samples(const http_call *k) {
   size_t len = 0;
   store_error se;
   const store_access a = run_access(k);
-  if (store_samples(k->srv->store, k->run, &a, csv, &body, &len, &se) != STORE_OK) {
+  if (api_samples_text(k->srv->store, k->run, &a, csv, &body, &len, &se) != STORE_OK) {
     return http_store_error(&se);
   }
   http_reply r = {200, body, csv ? "text/csv; charset=utf-8" : "application/json", "", "", 0,

@@ -132,7 +132,7 @@ static void script_event(session *s, const timeline_event *ev) {
     }
     return;
   }
-  if (sess__set(s, grn_scene_param_index(s->def.scene, ev->param), ev->value, &err) == 0) {
+  if (sess__set(s, ev->param_index, ev->value, &err) == 0) {
     s->dirty = true;
     sess__event(s, "parameter_changed",
                 json_pack("{s:{s:f}, s:s}", "params", ev->param, ev->value, "via", via));

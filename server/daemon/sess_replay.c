@@ -49,9 +49,7 @@ static int replay_event(worker_client *wc, const grn_world_def *def, const timel
   if (ev->is_action) {
     type = worker_call_act(wc, &ev->action, replay_timeout(def, 600), &res);
   } else {
-    /* a name the scene does not take (-1) is refused by the worker */
-    type = worker_call_set(wc, grn_scene_param_index(def->scene, ev->param), ev->value,
-                           replay_timeout(def, 0), &res);
+    type = worker_call_set(wc, ev->param_index, ev->value, replay_timeout(def, 0), &res);
   }
   if (type == WORKER_REPLY_STATUS) {
     return 0;

@@ -7,6 +7,7 @@
 #include "grainlab/grainlab.h"
 #include "store_error.h"
 #include "store_filter.h"
+#include "store_run.h"
 #include "timeline.h"
 
 #include <jansson.h>
@@ -156,10 +157,10 @@ void store_token_hash(const char *token, char out[65]);
  * may not read is STORE_E_NOT_FOUND, as one that does not exist (its id cannot be probed), and
  * STORE_E_UNAVAILABLE while the store cannot write (the record would miss what is queued). */
 /* One page of the runs the filter selects (store_filter.h) and `a` may read, and how many it
- * selects in all: {"runs": [...], "total", "limit", "offset"}. Each run names its "class" and
- * "group" (null for a run outside any class), and its "node" when the store has one. A filter on
- * a class that does not exist, or that is private and `a` is not its teacher's or the admin's, is
- * STORE_E_NOT_FOUND.
+ * selects in all (store_run.h; the caller frees it with store_run_page_free). Each run names its
+ * class and group (null for a run outside any class), and its node when the store has one. A
+ * filter on a class that does not exist, or that is private and `a` is not its teacher's or the
+ * admin's, is STORE_E_NOT_FOUND.
  * With a results database the list is the whole cluster's, read from PostgreSQL with the same
  * filter, order and paging; STORE_E_UNAVAILABLE (code results_db_unavailable) while it cannot be
  * reached. Tokens never leave a node, so a private session's runs (and a private class's) are
@@ -168,23 +169,15 @@ void store_token_hash(const char *token, char out[65]);
  * PostgreSQL for those ids. Another node's private runs are that node's to list (reach it as
  * /n/{node}/api/runs); a token never shows more than it does to its own node's store. */
 store_status store_list_runs(store *st, const store_runs_filter *f, const store_access *a,
-                             json_t **out, store_error *err);
-/* One run of this store with its results and one page of its events (store_filter.h): "events"
- * (each with its id), "events_total", "events_next" (the events_after of the next page; null at
- * the end), and "node" when the store has one. */
+                             store_run_page *out, store_error *err);
+/* One run of this store with its results, its counts of samples and events, and one page of its
+ * events (store_filter.h); freed with store_run_detail_free. */
 store_status store_get_run(store *st, int64_t id, const store_access *a,
-                           const store_events_page *page, json_t **out, store_error *err);
-/* The run's samples as JSON ({"columns": [...], "rows": [[...], ...]}) or CSV text. */
-store_status store_samples(store *st, int64_t id, const store_access *a, bool csv, char **out,
-                           size_t *len, store_error *err);
-/* Such a list as CSV text (malloc'd, *len bytes), a row per stretch of constant parameters of
- * each run (its segments; one row of start parameters and final results for a run recorded before
- * them): run, (node, when the runs have one), class, group, scene, label, started_at, ended_at,
- * end_reason, reset_of, segment (1, 2, ...), from_t, to_t (simulated seconds), changed (what
- * changed at its start, "name=value ..."), then a param.NAME column per parameter in force and a
- * result.NAME column per result measured in it, found in the list (each set sorted by name);
- * empty where a row has none. Numbers in their shortest exact form. */
-int store_runs_csv(const json_t *list, char **out, size_t *len);
+                           const store_events_page *page, store_run_detail *out, store_error *err);
+/* The run's samples in step order, each with the parameters in force when it was taken, given
+ * to the sink (store_run.h) while the read lasts: its head, then a row at a time. */
+store_status store_read_samples(store *st, int64_t id, const store_access *a,
+                                const store_samples_sink *sink, store_error *err);
 /* Whether `a` may read run `id` (replays and forks), and whether its session is private. */
 store_status store_run_access(store *st, int64_t id, const store_access *a, bool *private_,
                               store_error *err);

@@ -48,7 +48,7 @@ typedef struct store_runs_filter {
   char sort_name[STORE_FILTER_NAME];
   bool descending; /* ties are broken by id, in the same direction */
   long limit, offset;
-  bool csv; /* format=csv: the page as CSV (store_runs_csv) rather than JSON */
+  bool csv; /* format=csv: the page as CSV (api_runs_csv) rather than JSON */
 } store_runs_filter;
 
 /* Everything, newest first, 50 a page. */

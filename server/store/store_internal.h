@@ -64,10 +64,6 @@ int store__exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
 int store__int_query(sqlite3 *db, const char *sql, int64_t *out);
 /* Column c of a row as JSON: integer, real, text or null (blobs are none of the record's). */
 json_t *store__column_json(sqlite3_stmt *q, int c);
-/* A run's `segments` (schema/migrations/010), read from its column's text into JSON, and its
- * `params_end`: the last stretch's parameters, or the start's for a run that kept none (recorded
- * before version 10). */
-void store__run_timeline(json_t *run);
 /* A connection with the store's settings (busy timeout, foreign keys); the reason in err. */
 sqlite3 *store__open_db(const char *path, int flags, char *err, size_t errlen);
 /* A read connection, held until store__give_reader. */
@@ -128,11 +124,7 @@ void store__pg_stop(struct store_pg *pg);
 /* The writer committed: the outbox may hold new entries. */
 void store__pg_kick(struct store_pg *pg);
 store_status store__pg_list_runs(store *st, const store_runs_filter *f, const store_access *a,
-                                 json_t **out, store_error *err);
-
-/* One CSV cell for a JSON value: numbers as the shortest text that reads back the same, text
- * quoted where RFC 4180 needs it, null empty (store_csv.c). */
-void store__csv_field(FILE *f, const json_t *v);
+                                 store_run_page *out, store_error *err);
 
 /* libpq's message (several lines, a trailing newline) as one line into out (store_pg_uri.c). */
 void store__pg_one_line(const char *msg, char *out, size_t size);

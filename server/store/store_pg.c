@@ -537,54 +537,35 @@ static pg_reader *take_reader(store_pg *pg) {
   return r;
 }
 
-enum { C_TEXT, C_INT, C_REAL, C_JSON };
-
-/* One row of the list query as the run's JSON, with the SQLite listing's keys and types. */
-static json_t *run_json(const PGresult *r, int row) {
-  static const int types[] = {C_TEXT, C_INT,  C_TEXT, C_TEXT, C_TEXT, C_INT,  C_INT,  C_TEXT,
-                              C_JSON, C_REAL, C_REAL, C_TEXT, C_INT,  C_REAL, C_TEXT, C_JSON,
-                              C_INT,  C_INT,  C_TEXT, C_TEXT, C_INT,  C_INT,  C_INT,  C_TEXT};
-  json_t *run = json_object();
-  /* "node" last, as the SQLite listing adds it */
-  for (int k = 1; k <= store_pg_run_column_count; k++) {
-    const int col = k % store_pg_run_column_count;
-    const char *v = PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
-    json_t *j;
-    switch (types[col]) {
-    case C_INT:
-      j = v ? json_integer(strtoll(v, NULL, 10)) : json_null();
-      break;
-    case C_REAL:
-      j = v ? json_real(strtod(v, NULL)) : json_null();
-      break;
-    case C_JSON: {
-      j = v ? json_loads(v, 0, NULL) : NULL;
-      j = j ? j : json_object();
-      /* numbers are REAL in the store: PostgreSQL prints a whole one without its ".0" */
-      const char *name;
-      json_t *x;
-      json_object_foreach(j, name, x) {
-        if (json_is_integer(x)) {
-          json_object_set_new(j, name, json_real((double)json_integer_value(x)));
-        }
-      }
-      break;
+/* One row of the list query (store_run_fields, in order) as a run. */
+static void read_run(const PGresult *r, int row, store_run *run) {
+  for (int k = 0; k < STORE_RUN_FIELD_COUNT; k++) {
+    store_value *v = &run->f[k];
+    *v = (store_value){.null = true};
+    if (PQgetisnull(r, row, k)) {
+      continue;
     }
+    const char *text = PQgetvalue(r, row, k);
+    switch (store_run_fields[k].kind) {
+    case STORE_INT:
+      *v = (store_value){.i = strtoll(text, NULL, 10)};
+      break;
+    case STORE_REAL:
+      *v = (store_value){.r = strtod(text, NULL)};
+      break;
     default:
-      j = v ? json_string(v) : json_null();
+      v->text = strdup(text);
+      v->null = !v->text;
       break;
     }
-    json_object_set_new(run, store_pg_run_columns[col], j);
   }
-  store__run_timeline(run); /* segments, from its text */
-  return run;
 }
 
 /* The list and its count in one read-only snapshot, after the class check: STORE_OK, or a
  * status with err; *lost says the connection broke (worth one retry on a new one). */
 static store_status read_list(store_pg *pg, PGconn *c, const store_runs_filter *f,
-                              const store_pg_scope *scope, const store_pg_query *q, json_t **out,
-                              store_error *err, bool *lost) {
+                              const store_pg_scope *scope, const store_pg_query *q,
+                              store_run_page *out, store_error *err, bool *lost) {
   char why[512];
   PGresult *list = NULL, *count = NULL, *cls = NULL;
   *lost = false;
@@ -619,15 +600,20 @@ static store_status read_list(store_pg *pg, PGconn *c, const store_runs_filter *
     PQclear(count);
     goto failed;
   }
-  json_t *runs = json_array();
-  for (int i = 0; i < PQntuples(list); i++) {
-    json_array_append_new(runs, run_json(list, i));
+  const int n = PQntuples(list);
+  *out = (store_run_page){.runs = n > 0 ? calloc((size_t)n, sizeof *out->runs) : NULL,
+                          .total = strtoll(PQgetvalue(count, 0, 0), NULL, 10),
+                          .limit = f->limit,
+                          .offset = f->offset};
+  for (int i = 0; i < n && out->runs; i++) {
+    read_run(list, i, &out->runs[out->count++]);
   }
-  const long long total = strtoll(PQgetvalue(count, 0, 0), NULL, 10);
   PQclear(list);
   PQclear(count);
-  *out = json_pack("{s:o, s:I, s:i, s:i}", "runs", runs, "total", (json_int_t)total, "limit",
-                   (int)f->limit, "offset", (int)f->offset);
+  if (n > 0 && !out->runs) {
+    store__fail(err, STORE_E_IO, "store_error", "", "out of memory");
+    return err->status;
+  }
   return STORE_OK;
 failed:
   *lost = PQstatus(c) != CONNECTION_OK;
@@ -638,7 +624,7 @@ failed:
 }
 
 store_status store__pg_list_runs(store *st, const store_runs_filter *f, const store_access *a,
-                                 json_t **out, store_error *err) {
+                                 store_run_page *out, store_error *err) {
   store_pg *pg = st->pg;
   char why[512];
   pthread_mutex_lock(&pg->lock);

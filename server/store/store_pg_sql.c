@@ -8,21 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const store_pg_run_columns[] = {"node",           "id",
-                                            "session_id",     "label",
-                                            "scene",          "seed",
-                                            "grains",         "engine_version",
-                                            "params",         "started_at",
-                                            "ended_at",       "end_reason",
-                                            "end_steps",      "end_t",
-                                            "digest",         "results",
-                                            "events_dropped", "samples_dropped",
-                                            "class",          "group",
-                                            "sample_steps",   "reset_of",
-                                            "state_version",  "segments"};
-const int store_pg_run_column_count =
-    (int)(sizeof store_pg_run_columns / sizeof store_pg_run_columns[0]);
-
 typedef struct buf {
   char *text;
   size_t size, len;
@@ -113,12 +98,15 @@ int store_pg_runs_sql(const store_runs_filter *f, const store_pg_scope *s, store
   add(&count, "SELECT count(*) FROM runs r");
   add(&count, where.text);
   buf list = {q->list, sizeof q->list, 0, false};
-  add(&list, "SELECT r.node, r.id, r.session_id, r.label, r.scene, r.seed, r.grains, "
-             "r.engine_version, r.params, r.started_at, r.ended_at, r.end_reason, r.end_steps, "
-             "r.end_t, r.digest, (SELECT json_object_agg(p.name, p.value) FROM run_results p "
-             "WHERE p.node = r.node AND p.run_id = r.id), r.events_dropped, r.samples_dropped, "
-             "r.class_id, r.group_name, r.sample_steps, r.reset_of, r.state_version, "
-             "r.segments FROM runs r");
+  char select[1024];
+  if (store_run_select("r.node",
+                       "(SELECT json_object_agg(p.name, p.value) FROM run_results p WHERE "
+                       "p.node = r.node AND p.run_id = r.id)",
+                       select, sizeof select) != 0) {
+    return -1;
+  }
+  add(&list, select);
+  add(&list, " FROM runs r");
   add(&list, where.text);
   /* a fixed set of orders: the client picks one by name, never supplies SQL */
   const char *dir = f->descending ? " DESC NULLS LAST" : " ASC NULLS FIRST";

@@ -5,6 +5,7 @@
 #define GRAINLAB_STORE_PG_SQL_H
 
 #include "store_filter.h"
+#include "store_run.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -24,7 +25,7 @@ typedef struct store_pg_scope {
 } store_pg_scope;
 
 typedef struct store_pg_query {
-  char list[8192];                     /* the page: store_pg_run_columns, in order */
+  char list[8192];                     /* the page: store_run_fields, in order */
   char count[6144];                    /* how many the filter selects */
   int nlist, ncount;                   /* parameters of each; count's are list's first ncount */
   const char *values[STORE_PG_PARAMS]; /* text form; into the filter, the scope or `text` */
@@ -37,9 +38,5 @@ int store_pg_runs_sql(const store_runs_filter *f, const store_pg_scope *s, store
 /* A PostgreSQL array literal of the strings of a JSON array, each quoted with " and \ escaped
  * (so no element can end the literal or add one); 0, or -1 when it does not fit. */
 int store_pg_text_array(const json_t *strings, char *out, size_t size);
-
-/* The list query's columns, in order: the keys of each run's JSON (store.h's list) and "node". */
-extern const char *const store_pg_run_columns[];
-extern const int store_pg_run_column_count;
 
 #endif

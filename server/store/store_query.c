@@ -1,5 +1,6 @@
 /* The store's queries for the REST API (see store.h): the filtered, sorted, paged list of runs,
- * one run with its results and a page of its events, and a run's samples as JSON or CSV. Each
+ * one run with its results and a page of its events, and a run's samples, as typed values
+ * (store_run.h) that the API turns into JSON or CSV. Each
  * reads on one of the store's read connections after the writer has committed what was queued
  * before it, and only the runs the reader's access allows: a private session's runs need its
  * viewer or control token (their hashes, schema/migrations/005) or the admin's. */
@@ -23,21 +24,6 @@ json_t *store__column_json(sqlite3_stmt *q, int c) {
   default:
     return json_null();
   }
-}
-
-void store__run_timeline(json_t *run) {
-  json_t *seg = json_object_get(run, "segments");
-  if (json_is_string(seg)) {
-    json_t *parsed = json_loads(json_string_value(seg), 0, NULL);
-    json_object_set_new(run, "segments", json_is_array(parsed) ? parsed : json_null());
-    if (!json_is_array(parsed)) {
-      json_decref(parsed);
-    }
-    seg = json_object_get(run, "segments");
-  }
-  const json_t *last = json_array_get(seg, json_array_size(seg) - 1);
-  const json_t *end = last ? json_object_get(last, "params") : json_object_get(run, "params");
-  json_object_set_new(run, "params_end", end ? json_deep_copy(end) : json_object());
 }
 
 typedef struct sql_buf {
@@ -66,6 +52,45 @@ static const char visible_sql[] =
 
 static const char *token_or_null(const store_access *a) {
   return a->token_sha256[0] ? a->token_sha256 : NULL;
+}
+
+/* The SQLite list's results: a JSON object of name → value (json_group_object). */
+static const char results_sql[] =
+    "(SELECT json_group_object(name, value) FROM run_results WHERE run_id = r.id)";
+
+static char *copy_text(sqlite3_stmt *q, int c) {
+  const char *text = (const char *)sqlite3_column_text(q, c);
+  return text ? strdup(text) : NULL;
+}
+
+/* A row of a query that selected store_run_select's columns; the node is the store's own. */
+static void read_run(sqlite3_stmt *q, const char *node, store_run *r) {
+  for (int k = 0; k < STORE_RUN_FIELD_COUNT; k++) {
+    store_value *v = &r->f[k];
+    *v = (store_value){.null = true};
+    if (k == STORE_RUN_NODE) {
+      v->text = node[0] ? strdup(node) : NULL;
+      v->null = !v->text;
+      continue;
+    }
+    if (sqlite3_column_type(q, k) == SQLITE_NULL) {
+      continue;
+    }
+    switch (store_run_fields[k].kind) {
+    case STORE_INT:
+      v->i = sqlite3_column_int64(q, k);
+      v->null = false;
+      break;
+    case STORE_REAL:
+      v->r = sqlite3_column_double(q, k);
+      v->null = false;
+      break;
+    default:
+      v->text = copy_text(q, k);
+      v->null = !v->text;
+      break;
+    }
+  }
 }
 
 static store_status unavailable(store *st, store_error *err) {
@@ -112,7 +137,8 @@ static bool class_hidden(sqlite3 *db, const char *id, const store_access *a, sto
 }
 
 store_status store_list_runs(store *st, const store_runs_filter *f, const store_access *a,
-                             json_t **out, store_error *err) {
+                             store_run_page *out, store_error *err) {
+  *out = (store_run_page){.limit = f->limit, .offset = f->offset};
   if (st->pg) { /* the whole cluster's (store_pg.c) */
     return store__pg_list_runs(st, f, a, out, err);
   }
@@ -180,11 +206,13 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
   add(&order, f->descending ? " DESC, r.id DESC" : " ASC, r.id ASC");
   const bool sort_by_name = f->sort == STORE_SORT_PARAM || f->sort == STORE_SORT_RESULT;
   sql_buf sql = {.len = 0};
-  add(&sql, "SELECT r.id, r.session_id, r.label, r.scene, r.seed, r.grains, r.engine_version, "
-            "r.params, r.started_at, r.ended_at, r.end_reason, r.end_steps, r.end_t, r.digest, "
-            "(SELECT json_group_object(name, value) FROM run_results WHERE run_id = r.id), "
-            "r.events_dropped, r.samples_dropped, r.class_id, r.group_name, r.sample_steps, "
-            "r.reset_of, r.state_version, r.segments FROM runs r");
+  char select[1024];
+  if (store_run_select("NULL", results_sql, select, sizeof select) == 0) {
+    add(&sql, select);
+  } else {
+    sql.overflow = true;
+  }
+  add(&sql, " FROM runs r");
   add(&sql, where.text);
   add(&sql, order.text);
   add(&sql, " LIMIT ? OFFSET ?");
@@ -226,47 +254,19 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
   }
   sqlite3_bind_int64(q, i++, f->limit);
   sqlite3_bind_int64(q, i, f->offset);
-  json_t *runs = json_array();
   int rc;
   while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-    json_t *row = json_object();
-    static const char *const cols[] = {"id",
-                                       "session_id",
-                                       "label",
-                                       "scene",
-                                       "seed",
-                                       "grains",
-                                       "engine_version",
-                                       "params",
-                                       "started_at",
-                                       "ended_at",
-                                       "end_reason",
-                                       "end_steps",
-                                       "end_t",
-                                       "digest",
-                                       "results",
-                                       "events_dropped",
-                                       "samples_dropped",
-                                       "class",
-                                       "group",
-                                       "sample_steps",
-                                       "reset_of",
-                                       "state_version",
-                                       "segments"};
-    for (int k = 0; k < (int)(sizeof cols / sizeof cols[0]); k++) {
-      if (k == 7 || k == 14) { /* JSON columns */
-        const char *text = (const char *)sqlite3_column_text(q, k);
-        json_t *parsed = text ? json_loads(text, 0, NULL) : NULL;
-        json_object_set_new(row, cols[k], parsed ? parsed : json_object());
-      } else {
-        json_object_set_new(row, cols[k], store__column_json(q, k));
-      }
+    if (out->count == (size_t)f->limit) {
+      break; /* LIMIT says so; the array is sized by it */
     }
-    store__run_timeline(row);
-    if (st->node[0]) {
-      json_object_set_new(row, "node", json_string(st->node));
+    if (!out->runs && !(out->runs = calloc((size_t)f->limit, sizeof *out->runs))) {
+      rc = SQLITE_NOMEM;
+      break;
     }
-    json_array_append_new(runs, row);
+    read_run(q, st->node, &out->runs[out->count++]);
+  }
+  if (rc == SQLITE_ROW) {
+    rc = SQLITE_DONE;
   }
   int64_t total = 0;
   if (rc == SQLITE_DONE && sqlite3_step(c) == SQLITE_ROW) {
@@ -276,12 +276,11 @@ store_status store_list_runs(store *st, const store_runs_filter *f, const store_
   sqlite3_finalize(c);
   store__give_reader(rd);
   if (rc != SQLITE_DONE) {
-    json_decref(runs);
+    store_run_page_free(out);
     store__fail(err, STORE_E_IO, "store_error", "", "the query failed");
     return err->status;
   }
-  *out = json_pack("{s:o, s:I, s:i, s:i}", "runs", runs, "total", (json_int_t)total, "limit",
-                   (int)f->limit, "offset", (int)f->offset);
+  out->total = total;
   return STORE_OK;
 }
 
@@ -342,7 +341,8 @@ store_status store_run_access(store *st, int64_t id, const store_access *a, bool
 }
 
 store_status store_get_run(store *st, int64_t id, const store_access *a,
-                           const store_events_page *page, json_t **out, store_error *err) {
+                           const store_events_page *page, store_run_detail *out, store_error *err) {
+  *out = (store_run_detail){.samples = 0};
   if (store_sync(st, 2000) != STORE_OK) {
     return unavailable(st, err);
   }
@@ -351,82 +351,75 @@ store_status store_get_run(store *st, int64_t id, const store_access *a,
     store__give_reader(rd);
     return err->status;
   }
+  char sql[1536], select[1024];
+  bool found = false;
   sqlite3_stmt *q = NULL;
-  json_t *run = NULL;
-  if (sqlite3_prepare_v2(rd->db,
-                         "SELECT id, session_id, label, scene, seed, grains, engine_version, "
-                         "params, started_at, ended_at, end_reason, end_steps, end_t, digest, "
-                         "events_dropped, samples_dropped, class_id AS class, group_name AS "
-                         "\"group\", sample_steps, reset_of, state_version, segments, "
-                         "(SELECT count(*) FROM samples WHERE run_id = runs.id) AS samples, "
-                         "(SELECT count(*) FROM events WHERE run_id = runs.id) AS events_total "
-                         "FROM runs WHERE id = ?",
-                         -1, &q, NULL) == SQLITE_OK) {
+  if (store_run_select("NULL", results_sql, select, sizeof select) == 0 &&
+      snprintf(sql, sizeof sql,
+               "%s, (SELECT count(*) FROM samples WHERE run_id = r.id), (SELECT count(*) FROM "
+               "events WHERE run_id = r.id) FROM runs r WHERE r.id = ?",
+               select) < (int)sizeof sql &&
+      sqlite3_prepare_v2(rd->db, sql, -1, &q, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(q, 1, id);
     if (sqlite3_step(q) == SQLITE_ROW) {
-      run = row_object(q);
-      json_t *params = json_loads(json_string_value(json_object_get(run, "params")), 0, NULL);
-      json_object_set_new(run, "params", params ? params : json_object());
-      store__run_timeline(run);
+      found = true;
+      read_run(q, st->node, &out->run);
+      out->samples = sqlite3_column_int64(q, STORE_RUN_FIELD_COUNT);
+      out->events_total = sqlite3_column_int64(q, STORE_RUN_FIELD_COUNT + 1);
     }
   }
   sqlite3_finalize(q);
-  if (!run) {
+  if (!found) {
     store__give_reader(rd);
     store__fail(err, STORE_E_NOT_FOUND, "not_found", "id", "no run %lld", (long long)id);
     return err->status;
   }
-  json_t *results = json_object(), *events = json_array();
-  if (sqlite3_prepare_v2(rd->db, "SELECT name, value FROM run_results WHERE run_id = ?", -1, &q,
-                         NULL) == SQLITE_OK) {
-    sqlite3_bind_int64(q, 1, id);
-    while (sqlite3_step(q) == SQLITE_ROW) {
-      json_object_set_new(results, (const char *)sqlite3_column_text(q, 0),
-                          json_real(sqlite3_column_double(q, 1)));
-    }
-  }
-  sqlite3_finalize(q);
   /* one page: a run's events are bounded (STORE_RUN_EVENTS_MAX), a reply more tightly; one row
    * past the page tells whether another follows */
-  json_int_t last = 0;
-  bool more = false;
-  if (sqlite3_prepare_v2(rd->db,
+  out->events = calloc((size_t)page->limit, sizeof *out->events);
+  if (out->events &&
+      sqlite3_prepare_v2(rd->db,
                          "SELECT id, steps, t, at, kind, detail FROM events WHERE run_id = ? AND "
                          "id > ? ORDER BY id LIMIT ?",
                          -1, &q, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(q, 1, id);
     sqlite3_bind_int64(q, 2, page->after);
     sqlite3_bind_int64(q, 3, (sqlite3_int64)page->limit + 1);
-    long got = 0;
     while (sqlite3_step(q) == SQLITE_ROW) {
-      if (got++ == page->limit) {
-        more = true;
+      if (out->nevents == (size_t)page->limit) {
+        out->more = true;
         break;
       }
-      last = (json_int_t)sqlite3_column_int64(q, 0);
-      json_t *e =
-          json_pack("{s:I, s:I, s:f, s:f, s:s}", "id", last, "steps",
-                    (json_int_t)sqlite3_column_int64(q, 1), "t", sqlite3_column_double(q, 2), "at",
-                    sqlite3_column_double(q, 3), "kind", (const char *)sqlite3_column_text(q, 4));
-      json_t *detail = json_loads((const char *)sqlite3_column_text(q, 5), 0, NULL);
-      json_object_set_new(e, "detail", detail ? detail : json_object());
-      json_array_append_new(events, e);
+      store_event_row *e = &out->events[out->nevents++];
+      *e = (store_event_row){sqlite3_column_int64(q, 0),
+                             sqlite3_column_int64(q, 1),
+                             sqlite3_column_double(q, 2),
+                             sqlite3_column_double(q, 3),
+                             copy_text(q, 4),
+                             copy_text(q, 5)};
     }
+    sqlite3_finalize(q);
   }
-  sqlite3_finalize(q);
   store__give_reader(rd);
-  if (st->node[0]) {
-    json_object_set_new(run, "node", json_string(st->node));
+  if (!out->events) {
+    store_run_detail_free(out);
+    store__fail(err, STORE_E_IO, "store_error", "", "out of memory");
+    return err->status;
   }
-  json_object_set_new(run, "results", results);
-  json_object_set_new(run, "events", events);
-  json_object_set_new(run, "events_next", more ? json_integer(last) : json_null());
-  *out = run;
   return STORE_OK;
 }
 
-store_status store_samples(store *st, int64_t id, const store_access *a, bool csv, char **out,
-                           size_t *len, store_error *err) {
+/* A stretch's parameters (its "params" object) as the scene's values, null where it has none. */
+static void params_in_force(const json_t *segment, const grn_scene_info *scene, store_value *out) {
+  const json_t *in_force = json_object_get(segment, "params");
+  for (int k = 0; k < scene->param_count; k++) {
+    const json_t *v = json_object_get(in_force, scene->params[k].name);
+    out[k] = (store_value){.null = !json_is_number(v), .r = json_number_value(v)};
+  }
+}
+
+store_status store_read_samples(store *st, int64_t id, const store_access *a,
+                                const store_samples_sink *sink, store_error *err) {
   if (store_sync(st, 2000) != STORE_OK) {
     return unavailable(st, err);
   }
@@ -436,15 +429,14 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
     return err->status;
   }
   sqlite3_stmt *q = NULL;
-  const grn_scene_info *scene = NULL;
-  json_int_t every = GRN_SAMPLE_STEPS;
+  store_samples_head head = {.run_id = id, .sample_steps = GRN_SAMPLE_STEPS};
   json_t *segments = NULL; /* the run's stretches of parameters: each sample's are in one */
   if (sqlite3_prepare_v2(rd->db, "SELECT scene, sample_steps, segments FROM runs WHERE id = ?", -1,
                          &q, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(q, 1, id);
     if (sqlite3_step(q) == SQLITE_ROW) {
-      scene = grn_scene_find((const char *)sqlite3_column_text(q, 0));
-      every = sqlite3_column_int64(q, 1);
+      head.scene = grn_scene_find((const char *)sqlite3_column_text(q, 0));
+      head.sample_steps = sqlite3_column_int64(q, 1);
       if (sqlite3_column_type(q, 2) == SQLITE_TEXT) {
         segments = json_loads((const char *)sqlite3_column_text(q, 2), 0, NULL);
       }
@@ -455,24 +447,24 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
     json_decref(segments); /* a run recorded before version 10: no parameter columns */
     segments = NULL;
   }
-  const int nparams = segments && scene ? scene->param_count : 0;
+  const grn_scene_info *scene = head.scene;
   if (!scene) {
     store__give_reader(rd);
     json_decref(segments);
     store__fail(err, STORE_E_NOT_FOUND, "not_found", "id", "no run %lld", (long long)id);
     return err->status;
   }
+  head.params = segments != NULL;
   /* the scene's own measurements only, in the engine's order */
   sql_buf sql = {.len = 0};
   add(&sql, "SELECT t, steps, state");
-  int cols[GRN_MEASURE_MAX], nc = 0;
   char paths[GRN_MEASURE_MAX][48];
   for (int k = 0; k < scene->measure_count; k++) {
     if (k != GRN_MEASURE_T) { /* t is the sample's own column */
       /* one member of the sample's JSON object (schema/migrations/004), NULL where absent; the
        * path is bound, and CAST keeps a hand-written whole number a REAL as the column was */
-      snprintf(paths[nc], sizeof paths[nc], "$.%s", scene->measures[k].name);
-      cols[nc++] = k;
+      snprintf(paths[head.nmeasures], sizeof paths[0], "$.%s", scene->measures[k].name);
+      head.measures[head.nmeasures++] = k;
       add(&sql, ", CAST(json_extract(measures, ?) AS REAL)");
     }
   }
@@ -483,88 +475,38 @@ store_status store_samples(store *st, int64_t id, const store_access *a, bool cs
     store__fail(err, STORE_E_IO, "store_error", "", "%s", sqlite3_errmsg(rd->db));
     return err->status;
   }
-  for (int c = 0; c < nc; c++) {
+  for (int c = 0; c < head.nmeasures; c++) {
     sqlite3_bind_text(q, c + 1, paths[c], -1, SQLITE_STATIC);
   }
-  sqlite3_bind_int64(q, nc + 1, id);
-  char *buf = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&buf, &size);
-  json_t *rows = csv ? NULL : json_array();
-  if (csv) {
-    fputs("t,steps,state", f);
-    for (int c = 0; c < nc; c++) {
-      fprintf(f, ",%s", scene->measures[cols[c]].name);
-    }
-    for (int k = 0; k < nparams; k++) {
-      fprintf(f, ",param.%s", scene->params[k].name);
-    }
-    fputs("\r\n", f);
-  }
+  sqlite3_bind_int64(q, head.nmeasures + 1, id);
+  sink->head(sink->ctx, &head);
+  store_value values[GRN_MEASURE_MAX], params[GRN_PARAM_MAX];
   size_t seg = 0; /* samples come in step order, and so do the stretches */
+  if (segments) {
+    params_in_force(json_array_get(segments, 0), scene, params);
+  }
   while (sqlite3_step(q) == SQLITE_ROW) {
     /* a sample at a change's step was taken before it: the stretch that ends there is its */
-    const json_int_t steps = sqlite3_column_int64(q, 1);
+    const int64_t steps = sqlite3_column_int64(q, 1);
     while (segments && seg + 1 < json_array_size(segments)) {
       const json_t *to = json_object_get(json_array_get(segments, seg), "to_steps");
       if (!json_is_integer(to) || steps <= json_integer_value(to)) {
         break;
       }
-      seg++;
+      params_in_force(json_array_get(segments, ++seg), scene, params);
     }
-    const json_t *in_force =
-        segments ? json_object_get(json_array_get(segments, seg), "params") : NULL;
-    if (csv) {
-      fprintf(f, "%.17g,%lld,%s", sqlite3_column_double(q, 0), (long long)steps,
-              (const char *)sqlite3_column_text(q, 2));
-      for (int c = 0; c < nc; c++) {
-        if (sqlite3_column_type(q, 3 + c) == SQLITE_NULL) {
-          fputc(',', f);
-        } else {
-          fprintf(f, ",%.17g", sqlite3_column_double(q, 3 + c));
-        }
-      }
-      for (int k = 0; k < nparams; k++) {
-        fputc(',', f);
-        store__csv_field(f, json_object_get(in_force, scene->params[k].name));
-      }
-      fputs("\r\n", f);
-    } else {
-      json_t *row = json_array();
-      for (int c = 0; c < 3 + nc; c++) {
-        json_array_append_new(row, store__column_json(q, c));
-      }
-      for (int k = 0; k < nparams; k++) {
-        const json_t *v = json_object_get(in_force, scene->params[k].name);
-        json_array_append_new(row, v ? json_deep_copy(v) : json_null());
-      }
-      json_array_append_new(rows, row);
+    for (int c = 0; c < head.nmeasures; c++) {
+      values[c] = (store_value){.null = sqlite3_column_type(q, 3 + c) == SQLITE_NULL,
+                                .r = sqlite3_column_double(q, 3 + c)};
     }
+    const store_sample_row row = {sqlite3_column_double(q, 0), steps,
+                                  (const char *)sqlite3_column_text(q, 2), values,
+                                  segments ? params : NULL};
+    sink->row(sink->ctx, &row);
   }
   json_decref(segments);
   sqlite3_finalize(q);
   store__give_reader(rd);
-  if (!csv) {
-    json_t *names = json_pack("[s, s, s]", "t", "steps", "state");
-    for (int c = 0; c < nc; c++) {
-      json_array_append_new(names, json_string(scene->measures[cols[c]].name));
-    }
-    for (int k = 0; k < nparams; k++) {
-      char pname[64];
-      snprintf(pname, sizeof pname, "param.%s", scene->params[k].name);
-      json_array_append_new(names, json_string(pname));
-    }
-    json_t *doc = json_pack("{s:I, s:I, s:f, s:o, s:o}", "run_id", (json_int_t)id, "sample_steps",
-                            every, "sample_seconds", (double)every * GRN_STEP_SECONDS, "columns",
-                            names, "rows", rows);
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    json_decref(doc);
-    fputs(text ? text : "{}", f);
-    free(text);
-  }
-  fclose(f);
-  *out = buf;
-  *len = size;
   return STORE_OK;
 }
 

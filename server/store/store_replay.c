@@ -116,6 +116,7 @@ int store_load_replay(const char *db_path, int64_t run, store_replay *out, char 
     json_t *pv;
     json_t *one = action && json_is_string(items) ? json_pack("{s:O}", "a", items) : NULL;
     const char *why = NULL;
+    char unknown[96];
     json_object_foreach(action ? one : items, pname, pv) {
       timeline_event ev = {.step = (uint64_t)sqlite3_column_int64(q, 0), .is_action = action};
       if (action ? grn_action_parse(json_string_value(pv), &ev.action, &e) != GRN_OK
@@ -129,6 +130,13 @@ int store_load_replay(const char *db_path, int64_t run, store_replay *out, char 
         break;
       }
       snprintf(ev.param, sizeof ev.param, "%s", action ? "" : pname);
+      ev.param_index = action ? -1 : grn_scene_param_index(out->def.scene, pname);
+      if (!action && ev.param_index < 0) {
+        snprintf(unknown, sizeof unknown, "it changes '%.31s', which its scene does not take",
+                 pname);
+        why = unknown;
+        break;
+      }
       ev.value = action ? 0.0 : json_number_value(pv);
       if (timeline_add(&out->events, &ev) != 0) {
         why = "the recorded events are out of order (or memory ran out)";

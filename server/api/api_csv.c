@@ -1,8 +1,9 @@
 /* The record as CSV (RFC 4180): a run's samples' cells and the runs list with one column per
  * parameter and result any of its runs has, for a spreadsheet. */
 #define _GNU_SOURCE
-#include "store_internal.h"
+#include "api_runs.h"
 #include "utc.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +13,8 @@ static int compare_names(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* A number as the shortest text that reads back as the same double (0.9, not
- * 0.90000000000000002). */
-static void csv_number(FILE *f, double x) {
+/* 0.9, not 0.90000000000000002 */
+void api_csv_number(FILE *f, double x) {
   char text[32];
   for (int digits = 15; digits <= 17; digits++) {
     snprintf(text, sizeof text, "%.*g", digits, x);
@@ -28,7 +28,7 @@ static void csv_number(FILE *f, double x) {
 /* A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180); a text that a
  * spreadsheet would run as a formula gets a leading apostrophe, since labels and group names come
  * from the network. */
-void store__csv_field(FILE *f, const json_t *v) {
+void api_csv_field(FILE *f, const json_t *v) {
   if (json_is_string(v)) {
     const char *s = json_string_value(v);
     const bool formula = s[0] && strchr("=+-@\t\r", s[0]);
@@ -50,7 +50,7 @@ void store__csv_field(FILE *f, const json_t *v) {
   } else if (json_is_integer(v)) {
     fprintf(f, "%lld", (long long)json_integer_value(v));
   } else if (json_is_real(v)) {
-    csv_number(f, json_real_value(v));
+    api_csv_number(f, json_real_value(v));
   }
 }
 
@@ -83,7 +83,7 @@ static json_t *changed_text(const json_t *changed) {
   json_object_foreach((json_t *)changed, name, v) {
     fprintf(f, "%s%s=", first ? "" : " ", name);
     if (json_is_number(v)) {
-      csv_number(f, json_number_value(v));
+      api_csv_number(f, json_number_value(v));
     }
     first = false;
   }
@@ -142,7 +142,7 @@ static json_t *csv_rows(const json_t *runs) {
   return rows;
 }
 
-int store_runs_csv(const json_t *list, char **out, size_t *len) {
+int api_runs_csv(const json_t *list, char **out, size_t *len) {
   /* "node" is left out below when no run has one (a lone daemon's list, as before) */
   static const char *const fixed[] = {"id",      "node",       "class",    "group",      "scene",
                                       "label",   "started_at", "ended_at", "end_reason", "reset_of",
@@ -196,13 +196,13 @@ int store_runs_csv(const json_t *list, char **out, size_t *len) {
       if (k) {
         fputc(',', f);
       }
-      store__csv_field(f, json_object_get(row, fixed[k]));
+      api_csv_field(f, json_object_get(row, fixed[k]));
     }
     const char *const member[2] = {"params", "results"};
     for (int s = 0; s < 2; s++) {
       for (size_t k = 0; k < counts[s]; k++) {
         fputc(',', f);
-        store__csv_field(f, json_object_get(json_object_get(row, member[s]), names[s][k]));
+        api_csv_field(f, json_object_get(json_object_get(row, member[s]), names[s][k]));
       }
     }
     fputs("\r\n", f);
