@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "api_class.h"
 #include "api_json.h"
+#include "api_ops.h"
 #include "http_internal.h"
 
 #include <stdio.h>
@@ -106,8 +107,7 @@ static http_reply join_reply(const char *code, const char *query, json_t *j, con
   char home[NODE_ID_MAX + 1];
   if (!j && e->status == 421 && node_split(code, home) && *home &&
       node_name_ok(code, home, 6, SESS_CODE_ALPHABET)) { /* nothing else goes into Location */
-    http_reply r =
-        http_json_reply(307, json_pack("{s:s, s:s}", "node", home, "reason", e->message));
+    http_reply r = http_json_reply(307, api_moved_json(home, e->message));
     snprintf(r.location, sizeof r.location, "/n/%s/api/join%s%s", home, *query ? "?code=" : "",
              query);
     return r;

@@ -1,6 +1,7 @@
 /* The cluster's side of the API: this node's load, placement's redirects, the node list, and
  * what another node's ids and unreachable runs are told. */
 #define _GNU_SOURCE
+#include "api_ops.h"
 #include "api_runs.h"
 #include "http_internal.h"
 
@@ -21,12 +22,6 @@ void http_own_load(const http_server *srv, place_load *out) {
   out->load = t.work / out->cores / 1e6;
 }
 
-/* A node's figure as /readyz and /api/nodes say it (place.c reads it back). */
-json_t *http_load_json(const place_load *fig) {
-  return json_pack("{s:s, s:i, s:i, s:i, s:f}", "node", fig->node, "sessions", fig->sessions,
-                   "max_sessions", fig->max_sessions, "cores", fig->cores, "load", fig->load);
-}
-
 /* A new session or class that placement sends to another node: 307 to /n/{node}{path}, which the
  * cluster's router takes there with the method and body (the client follows it). Only where
  * this daemon is a node with peers, and never for a request already asked of this node. */
@@ -43,8 +38,8 @@ bool http_placed_elsewhere(const http_call *k, int need, double work, const char
   if (strcmp(to, node) == 0) {
     return false;
   }
-  *out = http_json_reply(307, json_pack("{s:s, s:s}", "node", to, "reason",
-                                        "placed on the node with room and the least load"));
+  *out =
+      http_json_reply(307, api_moved_json(to, "placed on the node with room and the least load"));
   snprintf(out->location, sizeof out->location, "/n/%s%s", to, path);
   return true;
 }
@@ -54,15 +49,8 @@ bool http_placed_elsewhere(const http_call *k, int need, double work, const char
 http_reply h_nodes(const http_call *k) {
   place_load fig = {.cores = 0}, peers[PLACE_PEERS_MAX];
   http_own_load(k->srv, &fig);
-  json_t *list = json_array();
-  json_t *own = http_load_json(&fig);
-  json_object_set_new(own, "self", json_true());
-  json_array_append_new(list, own);
   const int n = place_peers(k->srv->place, peers, PLACE_PEERS_MAX);
-  for (int i = 0; i < n; i++) {
-    json_array_append_new(list, http_load_json(&peers[i]));
-  }
-  return http_json_reply(200, json_pack("{s:o}", "nodes", list));
+  return http_json_reply(200, api_nodes_json(&fig, peers, n));
 }
 
 /* In a cluster's record, a run another node left open is running only as long as that node

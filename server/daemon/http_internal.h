@@ -70,7 +70,6 @@ bool http_held_full(const http_server *srv);
 
 /* http_cluster.c */
 void http_own_load(const http_server *srv, place_load *out);
-json_t *http_load_json(const place_load *fig);
 bool http_placed_elsewhere(const http_call *k, int need, double work, const char *path,
                            http_reply *out);
 http_reply h_nodes(const http_call *k);

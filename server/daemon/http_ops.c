@@ -1,5 +1,6 @@
 /* The operator's routes: health, readiness, the configuration pages read, /metrics and backups. */
 #define _GNU_SOURCE
+#include "api_ops.h"
 #include "http_internal.h"
 #include "log.h"
 
@@ -12,7 +13,7 @@
 
 http_reply h_healthz(const http_call *k) {
   (void)k;
-  return http_json_reply(200, json_pack("{s:s}", "status", "ok"));
+  return http_json_reply(200, api_health_json());
 }
 
 http_reply h_readyz(const http_call *k) {
@@ -25,19 +26,15 @@ http_reply h_readyz(const http_call *k) {
   }
   place_load fig = {.cores = 0};
   http_own_load(k->srv, &fig);
-  json_t *j = http_load_json(&fig);
-  json_object_set_new(j, "ready", json_true());
-  return http_json_reply(200, j);
+  return http_json_reply(200, api_ready_json(&fig));
 }
 
 http_reply h_config(const http_call *k) {
-  json_t *j = json_pack("{s:i, s:s, s:s}", "ws_port", k->srv->ws_public_port, "ws_path",
-                        "/ws/sessions/", "ws_class_path", "/ws/classes/");
   /* a teacher on this machine (127.0.0.1) shows the class the address its network reaches;
    * written once before ready is set (its port is known only once serving) */
   const bool set = __atomic_load_n(&k->srv->ready, __ATOMIC_ACQUIRE) && *k->srv->students;
-  json_object_set_new(j, "students", set ? json_string(k->srv->students) : json_null());
-  return http_json_reply(200, j);
+  return http_json_reply(200,
+                         api_config_json(k->srv->ws_public_port, set ? k->srv->students : NULL));
 }
 
 http_reply h_metrics(const http_call *k) {
@@ -202,6 +199,5 @@ http_reply h_backup(const http_call *k) {
   struct stat st;
   const long long bytes = stat(path, &st) == 0 ? (long long)st.st_size : 0;
   log_msg(LOG_INFO, "backup", "path=%s runs=%ld bytes=%lld", path, runs, bytes);
-  return http_json_reply(201, json_pack("{s:s, s:i, s:I}", "path", path, "runs", (int)runs, "bytes",
-                                        (json_int_t)bytes));
+  return http_json_reply(201, api_backup_json(path, runs, bytes));
 }

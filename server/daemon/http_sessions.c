@@ -2,6 +2,7 @@
  * session, its actions, its scene and its snapshot. */
 #define _GNU_SOURCE
 #include "api_json.h"
+#include "api_ops.h"
 #include "http_internal.h"
 #include "snapshot.h"
 
@@ -21,25 +22,19 @@ static json_t *session_json(session *s) {
 
 /* The reply to a session's creation: the session with its tokens (shown this once). */
 http_reply http_created(session *s, const char *token, const char *viewer_token) {
-  json_t *j = session_json(s);
-  json_object_set_new(j, "control_token", json_string(token));
-  if (*viewer_token) {
-    json_object_set_new(j, "viewer_token", json_string(viewer_token));
-  }
+  api_session_view v;
+  sess_view(s, &v);
   sess_release(s);
-  return http_json_reply(201, j);
+  return http_json_reply(201, api_created_json(&v, token, viewer_token));
 }
 
 http_reply h_sessions_list(const http_call *k) {
   /* private sessions are listed for the admin only */
   int n = 0;
   api_session_view *views = sess_list(k->srv->reg, http_admin_ok(k->srv, http_bearer(k->c)), &n);
-  json_t *list = json_array();
-  for (int i = 0; i < n; i++) {
-    json_array_append_new(list, api_session_json(&views[i]));
-  }
+  json_t *list = api_sessions_json(views, n);
   free(views);
-  return http_json_reply(200, json_pack("{s:o}", "sessions", list));
+  return http_json_reply(200, list);
 }
 
 /* Whether the caller may create sessions (the create token, when one is set; the admin always
@@ -119,7 +114,7 @@ http_reply h_session_get(const http_call *k) {
 
 http_reply h_session_delete(const http_call *k) {
   sess_delete(k->srv->reg, k->s);
-  return http_json_reply(200, json_pack("{s:s}", "deleted", k->m->id));
+  return http_json_reply(200, api_deleted_json(k->m->id));
 }
 
 http_reply h_session_patch(const http_call *k) {

@@ -3,18 +3,14 @@
 #ifndef GRAINLAB_PLACE_H
 #define GRAINLAB_PLACE_H
 
+#include "api_ops.h"
 #include "node.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 
-/* What a node publishes in /readyz, and what placement compares. */
-typedef struct place_load {
-  char node[NODE_ID_MAX + 1];
-  int sessions, max_sessions; /* room: max_sessions - sessions */
-  int cores;
-  double load; /* grain-steps per second asked for, per core, in millions */
-} place_load;
+/* What a node publishes in /readyz, and what placement compares (api_ops.h). */
+typedef api_node_load place_load;
 
 typedef struct place place;
 

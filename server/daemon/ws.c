@@ -2,7 +2,7 @@
  * connection; other threads only ever wake it with lws_cancel_service(). */
 #define _GNU_SOURCE
 #include "ws.h"
-#include "api_json.h"
+#include "api_ops.h"
 #include "class.h"
 #include "log.h"
 
@@ -196,7 +196,7 @@ static int reject(ws_server *ws, viewer *v, const char *code, const char *field,
   count(&ws->stats.messages_rejected, 1);
   log_msg(LOG_WARN, "ws_rejected", "connection=%llu session=%s: rejected message: %s: %s",
           (unsigned long long)v->id, v->s ? sess_id(v->s) : "-", code, msg);
-  reply(v, json_pack("{s:s, s:o}", "type", "error", "error", api_error_object(code, field, msg)));
+  reply(v, api_ws_error_json(code, field, msg));
   if (++v->bad > BAD_MAX) {
     static const char why[] = "too many rejected messages";
     lws_close_reason(v->wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *)why,
@@ -217,7 +217,7 @@ static void join(ws_server *ws, viewer *v) {
   }
   api_session_view view;
   sess_view(v->s, &view);
-  reply(v, json_pack("{s:s, s:o}", "type", "hello", "session", api_session_json(&view)));
+  reply(v, api_ws_hello_json(&view));
 }
 
 /* A class stream lets a group's session go: it left the class, or its stream ended. */
@@ -284,7 +284,7 @@ static int class_auth(ws_server *ws, viewer *v, const api_client_message *m) {
     class_refresh(ws, v);
     v->refresh_us = mono_us() + REFRESH_US;
   }
-  reply(v, json_pack("{s:s, s:s}", "type", "auth", "role", "teacher"));
+  reply(v, api_ws_auth_json("teacher"));
   return 0;
 }
 
@@ -319,10 +319,10 @@ static int handle(ws_server *ws, viewer *v) {
     bool admitted = false;
     if (m.has_token && sess_token_ok(v->s, m.token)) {
       v->controller = true;
-      reply(v, json_pack("{s:s, s:s}", "type", "auth", "role", "controller"));
+      reply(v, api_ws_auth_json("controller"));
       admitted = true;
     } else if (v->awaiting && m.has_token && sess_viewer_ok(v->s, m.token)) {
-      reply(v, json_pack("{s:s, s:s}", "type", "auth", "role", "viewer"));
+      reply(v, api_ws_auth_json("viewer"));
       admitted = true;
     }
     if (!admitted) {
@@ -345,7 +345,7 @@ static int handle(ws_server *ws, viewer *v) {
     for (int i = 0; i < v->nmembers; i++) {
       v->members[i].due_us = 0;
     }
-    reply(v, json_pack("{s:s, s:i}", "type", "rate", "fps", m.fps));
+    reply(v, api_ws_rate_json(m.fps));
     return 0;
   }
   if (m.kind == API_MSG_ACTION && !v->controller) {

@@ -4,6 +4,8 @@
  * out of range or not finite, bad JSON). */
 #include "../support/check.h"
 #include "api_json.h"
+#include "api_ops.h"
+#include "api_runs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -697,6 +699,61 @@ static void check_client_messages(void) {
   CHECK(name, rc_no != 0 && m.fps == 0 && strstr(e.message, "1 to 60") != NULL);
 }
 
+/* The record's documents come from the store's typed runs alike for both backends: PostgreSQL's
+ * whole numbers read back as reals, a lone daemon's runs name no node, the last stretch's
+ * parameters are params_end, and only another node's open run says whether it is reachable. */
+static void check_runs(void) {
+  store_run runs[3];
+  memset(runs, 0, sizeof runs);
+  for (int r = 0; r < 3; r++) {
+    for (int k = 0; k < STORE_RUN_FIELD_COUNT; k++) {
+      runs[r].f[k].null = true;
+    }
+    runs[r].f[STORE_RUN_ID] = (store_value){.i = 7 + r};
+  }
+  char n1[] = "n1", n2[] = "n2", params[] = "{\"mu\":1,\"amount\":100.5}",
+       segs[] = "[{\"params\":{\"mu\":0.5}},{\"params\":{\"mu\":0.7}}]", done[] = "finished";
+  runs[0].f[STORE_RUN_NODE] = (store_value){.text = n1};
+  runs[0].f[STORE_RUN_PARAMS] = (store_value){.text = params};
+  runs[0].f[STORE_RUN_SEGMENTS] = (store_value){.text = segs};
+  runs[1].f[STORE_RUN_NODE] = (store_value){.text = n2};
+  runs[2].f[STORE_RUN_NODE] = (store_value){.text = n1};
+  runs[2].f[STORE_RUN_END_REASON] = (store_value){.text = done};
+  const store_run_page page = {runs, 3, 40, 3, 6};
+  const char *const heard[] = {"n2"};
+  const api_reach reach = {"n0", heard, 1};
+  json_t *doc = api_runs_json(&page, &reach);
+  const json_t *a = json_array_get(json_object_get(doc, "runs"), 0);
+  check_dump("PostgreSQL's whole number is a real", json_incref(json_object_get(a, "params")),
+             "{\"mu\":1.0,\"amount\":100.5}");
+  check_dump("params_end: the last stretch's", json_incref(json_object_get(a, "params_end")),
+             "{\"mu\":0.7}");
+  check_dump("no results: an empty object", json_incref(json_object_get(a, "results")), "{}");
+  CHECK("an open run of a node not heard from is unreachable",
+        json_is_false(json_object_get(a, "reachable")));
+  CHECK(
+      "an open run of a node heard from is reachable",
+      json_is_true(json_object_get(json_array_get(json_object_get(doc, "runs"), 1), "reachable")));
+  CHECK("an ended run says nothing of reach",
+        !json_object_get(json_array_get(json_object_get(doc, "runs"), 2), "reachable"));
+  CHECK("the page's figures", json_integer_value(json_object_get(doc, "total")) == 40 &&
+                                  json_integer_value(json_object_get(doc, "limit")) == 3 &&
+                                  json_integer_value(json_object_get(doc, "offset")) == 6);
+  json_decref(doc);
+  runs[0].f[STORE_RUN_NODE] = (store_value){.null = true};
+  const store_run_page lone = {runs, 1, 1, 1, 0};
+  doc = api_runs_json(&lone, NULL);
+  a = json_array_get(json_object_get(doc, "runs"), 0);
+  CHECK("a lone daemon's run names no node and no reach",
+        !json_object_get(a, "node") && !json_object_get(a, "reachable") &&
+            json_integer_value(json_object_get(a, "id")) == 7);
+  json_decref(doc);
+  check_dump("the pages' configuration before the students' address is known",
+             api_config_json(8081, NULL),
+             "{\"ws_port\":8081,\"ws_path\":\"/ws/sessions/\",\"ws_class_path\":\"/ws/classes/\","
+             "\"students\":null}");
+}
+
 int main(void) {
   check_mapping();
   check_error_object();
@@ -709,5 +766,6 @@ int main(void) {
   check_from_run();
   check_actions();
   check_client_messages();
+  check_runs();
   CHECK_DONE();
 }
