@@ -221,6 +221,31 @@ try {
   const vtkText = readFileSync(await vtk.path(), 'utf8');
   ok('a finished run downloads its final state as VTK', vtkText.startsWith('# vtk DataFile Version 3.0') &&
      /^POINTS \d+ double$/m.test(vtkText), `${vtk.suggestedFilename()}: ${(vtkText.match(/^POINTS .*$/m) || ['no POINTS'])[0]}`);
+  // the runs table as people read it: at desktop size no heading or scene name is narrower than
+  // its longest word (the body's overflow-wrap once cut "Experiment" into letters); on a phone a
+  // card per row, each cell under its column's name, nothing wider than the screen
+  const layout = () => results.evaluate(() => {
+    const table = document.getElementById('runs-table');
+    const ctx = document.createElement('canvas').getContext('2d');
+    const cut = [...table.querySelectorAll('thead th, tbody td:nth-child(2)')].filter((el) => {
+      const cs = getComputedStyle(el);
+      ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      const widest = Math.max(0, ...el.textContent.split(/\s+/).filter(Boolean).map((w) => ctx.measureText(w).width));
+      return widest > el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) + 1;
+    }).map((el) => el.textContent);
+    const cells = [...table.tBodies[0].querySelectorAll('td')].filter((td) => td.textContent.trim());
+    return { cut, cells: cells.length, unlabelled: cells.filter((td) => !td.dataset.label).length,
+             stacked: getComputedStyle(cells[0]).display === 'block', wide: document.documentElement.scrollWidth > innerWidth };
+  });
+  const desk = await layout();
+  ok('results at 1280 px: a table, no heading or scene name cut inside a word', !desk.stacked && desk.cut.length === 0,
+     JSON.stringify(desk));
+  await results.setViewportSize({ width: 390, height: 844 });
+  const phone = await layout();
+  await results.screenshot({ path: join(shots, 'results-phone.png'), fullPage: true });
+  ok('results at 390 px: a card per row, every cell labelled, nothing wider than the screen',
+     phone.stacked && phone.unlabelled === 0 && phone.cells > 0 && !phone.wide, JSON.stringify(phone));
+  await results.setViewportSize({ width: 1280, height: 800 });
 
   // ---- water and bodies: their own plots, the canvas draws them, their parameters work ----------
   // scene, start parameters, the plots' series with data (plot by plot), a live parameter and a

@@ -109,6 +109,15 @@ export async function studentsAddress() {
   return `${location.origin}/join`;
 }
 
+// A table read as cards on a phone (app.css, table.stacked): each cell is labelled with its
+// column's heading, which the narrow layout shows above it in place of the hidden header row.
+export function labelCells(table) {
+  const heads = [...table.querySelectorAll('thead th')].map((th) => th.textContent.trim());
+  for (const row of table.tBodies[0]?.rows || []) {
+    [...row.cells].forEach((td, i) => { if (heads[i]) td.dataset.label = heads[i]; });
+  }
+}
+
 // Text for innerHTML: every character that could open markup or end an attribute, escaped.
 export const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 

@@ -2,7 +2,7 @@
 // runs in one table (GET /api/runs?class=ID), a row per stretch of constant parameters as the
 // class's CSV has them, the groups' live sessions as they run, and one plot of the chosen scene
 // against its law (js/theory.js) drawn over the parameter's whole range, each point a row.
-import { errorText, esc, fmt, showError } from './api.js';
+import { errorText, esc, fmt, labelCells, showError } from './api.js';
 import { paramLabel, sceneName, t } from './i18n.js';
 import { catalogueParam, describe, LawPlot, lawColumns, plottedScenes, xChoices, yLabel } from './law_plot.js';
 import { newHistory, readHistory, rowFigure, runRows, windowed } from './run_history.js';
@@ -30,7 +30,7 @@ export class ClassResults {
       <label class="check"><input type="checkbox" class="cr-switched"> ${esc(t('results.show_switched'))} <span class="cr-switched-n"></span></label>
       <button class="cr-csv">${esc(t('results.class_csv'))}</button> <span class="cr-note"></span></div>
       <h3 class="cr-title"></h3><div class="plot cr-plot" role="img"></div>
-      <div class="scroll"><table><thead><tr><th>${esc(t('col.group'))}</th><th>${esc(t('col.scene'))}</th><th>${esc(t('col.run'))}</th><th>${esc(t('col.from'))}</th><th>${esc(t('col.params'))}</th><th>${esc(t('col.result'))}</th><th>${esc(t('col.end'))}</th></tr></thead><tbody class="cr-rows"></tbody></table></div>`;
+      <div class="scroll"><table class="stacked"><thead><tr><th>${esc(t('col.group'))}</th><th>${esc(t('col.scene'))}</th><th>${esc(t('col.run'))}</th><th>${esc(t('col.from'))}</th><th>${esc(t('col.params'))}</th><th>${esc(t('col.result'))}</th><th>${esc(t('col.end'))}</th></tr></thead><tbody class="cr-rows"></tbody></table></div>`;
     this.$ = (c) => root.querySelector(c);
     this.plot = new LawPlot(this.$('.cr-plot'));
     if (plotted.length === 0) this.$('.cr-plot').hidden = true;
@@ -165,6 +165,7 @@ export class ClassResults {
         `<td>${from}</td><td>${esc(shown.map(([k, v]) => `${label(row.scene, k)} ${fmt(v)}`).join(', ') + changed)}</td>` +
         `<td>${exp && y !== null ? `${esc(yLabel(this.catalogue, exp))}: ${fmt(y)}` : ''}</td><td>${esc(end)}</td></tr>`;
     }).join('');
+    labelCells(this.$('.cr-rows').closest('table'));
     this.root.dataset.rows = rows.length;
     this.draw(rows);
   }

@@ -4,7 +4,7 @@
 // (js/law_plot.js, the class dashboard's plot: silo flow against Beverloo, piles against Coulomb
 // and our own sweep, the slump's runout against Lube et al., N-body drift against the leapfrog's
 // fit), each point a row of the table.
-import { api, esc, fmt, pageFailed } from './api.js';
+import { api, esc, fmt, labelCells, pageFailed } from './api.js';
 import { measureLabel, paramLabel, sceneName, t } from './i18n.js';
 import { catalogueParam, describe, LawPlot, lawColumns, plottedScenes, xChoices } from './law_plot.js';
 import { newHistory, readHistory, rowFigure, runRows, windowed } from './run_history.js';
@@ -153,6 +153,7 @@ async function load() {
         `<td>${list(r.scene, row.results, true)}</td><td>${k === rows.length - 1 ? end : ''}</td><td>${k === 0 ? files : ''}</td></tr>`;
     }).join('');
   }).join('');
+  labelCells($('runs-table'));
   // the plot follows the scene filter; else, until picked by hand, the scene with most runs here
   const box = $('plot-scene'), options = [...box.options].map((o) => o.value);
   let want = options.includes($('scene').value) ? $('scene').value : null;
