@@ -106,8 +106,7 @@ json_t *api_run_detail_json(const store_run_detail *d) {
   return run;
 }
 
-/* ---- samples ----------------------------------------------------------------------------------
- */
+/* ---- samples ------------------------------------------------------------------------------ */
 
 typedef struct samples_out {
   bool csv;
