@@ -102,12 +102,27 @@ static void permute(void *arr, size_t elem, const int32_t *perm, int n, void *bu
   memcpy(arr, buf, elem * (size_t)n);
 }
 
-/* Positions, radii and slacks of the renumbered grains as planes, with 4 spare lanes at the end, so
- * the scan tests four candidates at a time; with the slow grains' slack e0, the largest radius and
- * slack, and the reach gap. */
+/* Fast grains up to this many are sorted along an axis and find each other there; beyond it,
+ * each scans whole cells out to the largest slack (scan_cube), whose cost grows with them only as
+ * the cells they reach. */
+#define FAST_SORTED 512
+
+/* A fast grain's coordinate along the sorting axis, and its index. */
+typedef struct keyed {
+  double c;
+  int32_t q;
+} keyed;
+
+/* Positions, radii, slacks and ids of the renumbered grains as planes, with 4 spare lanes at the
+ * end, so the scan tests four candidates at a time; with the slow grains' slack e0, the largest
+ * radius and slack, the reach gap and how far a cell's bounds may be off by rounding (cells are cut
+ * by distance with that much to spare); and, while they are few, the fast grains sorted along the
+ * axis they spread most on, with each one's place among them. */
 typedef struct planes {
-  double *x, *y, *z, *r, *e;
-  double e0, rmax, emax, gap;
+  double *x, *y, *z, *r, *e, *id; /* id: exact as a double, for owns() four at a time */
+  double e0, rmax, emax, gap, tol;
+  keyed *fk;
+  int32_t *frank, nfast;
 } planes;
 
 /* Whether grains i and j pair: not both fixed, and within reach of each other once both have
@@ -123,12 +138,13 @@ static inline bool listed(const grn_world *w, const planes *pl, int i, int j, bo
   return ddx * ddx + ddy * ddy + ddz * ddz < rr * rr;
 }
 
-/* Emits pair {i, j} (the scan's thread puts the owner first once it is done): written while there
- * is room, always counted. */
-static inline int emit(int32_t *out, int count, int room, int i, int j) {
+/* Emits pair {i, j}, its owner first (owns() from the planes): written while there is room,
+ * always counted. */
+static inline int emit(const planes *pl, int32_t *out, int count, int room, int i, int j) {
   if (count < room) {
-    out[2 * count] = i;
-    out[2 * count + 1] = j;
+    const bool oi = pl->r[i] > pl->r[j] || (pl->r[i] == pl->r[j] && pl->id[i] > pl->id[j]);
+    out[2 * count] = oi ? i : j;
+    out[2 * count + 1] = oi ? j : i;
   }
   return count + 1;
 }
@@ -138,7 +154,7 @@ static int scan_run(const grn_world *w, const planes *pl, int i, bool fi, int j0
                     int32_t *out, int count, int room) {
   for (int j = j0; j < j1; j++) {
     if (pl->e[j] <= pl->e0 && listed(w, pl, i, j, fi)) {
-      count = emit(out, count, room, i, j);
+      count = emit(pl, out, count, room, i, j);
     }
   }
   return count;
@@ -147,15 +163,24 @@ static int scan_run(const grn_world *w, const planes *pl, int i, bool fi, int j0
 #if defined(__x86_64__) && defined(GRN_SIMD)
 #include <immintrin.h>
 
-/* Four candidates at a time: lanes out of reach are dropped at once. A slow grain i tests the
- * slow candidates (scan_run); a fast one (wide) every candidate but itself and the fast ones
- * before it (scan_wide). */
+/* The set bits of a 4-bit mask as four 32-bit lanes, all ones or zero. */
+static const int32_t lane_masks[16][4] = {
+    {0, 0, 0, 0},   {-1, 0, 0, 0},   {0, -1, 0, 0},   {-1, -1, 0, 0},
+    {0, 0, -1, 0},  {-1, 0, -1, 0},  {0, -1, -1, 0},  {-1, -1, -1, 0},
+    {0, 0, 0, -1},  {-1, 0, 0, -1},  {0, -1, 0, -1},  {-1, -1, 0, -1},
+    {0, 0, -1, -1}, {-1, 0, -1, -1}, {0, -1, -1, -1}, {-1, -1, -1, -1}};
+
+/* Four candidates at a time: lanes out of reach are dropped at once. A grain tests the slow
+ * candidates (scan_run); with `wide` (scan_cube) every candidate but itself and the fast ones
+ * before it. */
 __attribute__((target("avx2"))) static int scan_run_avx2(const planes *pl, int i, int j0, int j1,
                                                          bool wide, int32_t *out, int count,
                                                          int room) {
   const __m256d xi = _mm256_set1_pd(pl->x[i]), yi = _mm256_set1_pd(pl->y[i]),
                 zi = _mm256_set1_pd(pl->z[i]), ri = _mm256_set1_pd(pl->r[i]),
-                gei = _mm256_set1_pd(pl->gap + pl->e[i]), e0 = _mm256_set1_pd(pl->e0);
+                gei = _mm256_set1_pd(pl->gap + pl->e[i]), e0 = _mm256_set1_pd(pl->e0),
+                idi = _mm256_set1_pd(pl->id[i]);
+  const __m128i is = _mm_set1_epi32(i);
   for (int j = j0; j < j1; j += 4) {
     const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(pl->x + j), xi),
                   dy = _mm256_sub_pd(_mm256_loadu_pd(pl->y + j), yi),
@@ -163,8 +188,8 @@ __attribute__((target("avx2"))) static int scan_run_avx2(const planes *pl, int i
     const __m256d d2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
                                      _mm256_mul_pd(dz, dz));
     const __m256d ej = _mm256_loadu_pd(pl->e + j);
-    const __m256d rr =
-        _mm256_add_pd(_mm256_add_pd(ri, _mm256_loadu_pd(pl->r + j)), _mm256_add_pd(gei, ej));
+    const __m256d rj = _mm256_loadu_pd(pl->r + j);
+    const __m256d rr = _mm256_add_pd(_mm256_add_pd(ri, rj), _mm256_add_pd(gei, ej));
     int valid = j1 - j >= 4 ? 15 : (1 << (j1 - j)) - 1;
     int slow = _mm256_movemask_pd(_mm256_cmp_pd(ej, e0, _CMP_LE_OQ));
     if (wide) {
@@ -175,17 +200,25 @@ __attribute__((target("avx2"))) static int scan_run_avx2(const planes *pl, int i
     int bits =
         _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_mul_pd(rr, rr), _CMP_LT_OQ)) & slow & valid;
     if (count + 4 <= room) {
-      /* (i, j) for each kept lane, packed, without a branch per lane */
-      const __m128i js = _mm_add_epi32(_mm_loadu_si128((const __m128i *)grn__packed_lanes[bits]),
-                                       _mm_set1_epi32(j));
-      const __m128i is = _mm_set1_epi32(i);
-      _mm_storeu_si128((__m128i *)&out[2 * count], _mm_unpacklo_epi32(is, js));
-      _mm_storeu_si128((__m128i *)&out[2 * count + 4], _mm_unpackhi_epi32(is, js));
+      /* (owner, partner) for each kept lane, packed, without a branch per lane: i owns lane k
+       * as owns() says, larger radius first, then larger id */
+      const __m256d own =
+          _mm256_or_pd(_mm256_cmp_pd(ri, rj, _CMP_GT_OQ),
+                       _mm256_and_pd(_mm256_cmp_pd(ri, rj, _CMP_EQ_OQ),
+                                     _mm256_cmp_pd(idi, _mm256_loadu_pd(pl->id + j), _CMP_GT_OQ)));
+      const __m128i lanes = _mm_loadu_si128((const __m128i *)grn__packed_lanes[bits]);
+      const __m128i mine = _mm_castps_si128(_mm_permutevar_ps(
+          _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)lane_masks[_mm256_movemask_pd(own)])),
+          lanes));
+      const __m128i js = _mm_add_epi32(lanes, _mm_set1_epi32(j));
+      const __m128i a = _mm_blendv_epi8(js, is, mine), b = _mm_blendv_epi8(is, js, mine);
+      _mm_storeu_si128((__m128i *)&out[2 * count], _mm_unpacklo_epi32(a, b));
+      _mm_storeu_si128((__m128i *)&out[2 * count + 4], _mm_unpackhi_epi32(a, b));
       count += __builtin_popcount((unsigned)bits);
       continue;
     }
     while (bits) {
-      count = emit(out, count, room, i, j + __builtin_ctz((unsigned)bits));
+      count = emit(pl, out, count, room, i, j + __builtin_ctz((unsigned)bits));
       bits &= bits - 1;
     }
   }
@@ -193,10 +226,21 @@ __attribute__((target("avx2"))) static int scan_run_avx2(const planes *pl, int i
 }
 #endif
 
-/* A fast grain's pairs: every grain within its reach (its slack and the largest other's beyond
- * the largest radius), whole cells around it, but a fast grain earlier in cell order, which tests
- * the pair itself. */
-static int scan_wide(const grn_world *w, const planes *pl, int i, int ix, int iy, int iz, bool fi,
+/* Candidates j0 .. j1 − 1 of grain i that are slow (a slow i: after it, a fast i: any). */
+static inline int scan_slow(const grn_world *w, const planes *pl, int i, bool fi, int j0, int j1,
+                            int32_t *out, int count, int room) {
+#if defined(__x86_64__) && defined(GRN_SIMD)
+  if (w->opt.simd && !fi) {
+    return scan_run_avx2(pl, i, j0, j1, false, out, count, room);
+  }
+#endif
+  return scan_run(w, pl, i, fi, j0, j1, out, count, room);
+}
+
+/* A fast grain's pairs when fast grains are many: every grain within its reach (its slack and the
+ * largest other's beyond the largest radius), whole cells around it, but a fast grain earlier in
+ * cell order, which tests the pair itself. */
+static int scan_cube(const grn_world *w, const planes *pl, int i, int ix, int iy, int iz, bool fi,
                      int32_t *out, int room) {
   const grn_grid *g = &w->pairs.scr.grid;
   const double reach = pl->r[i] + pl->rmax + pl->gap + pl->e[i] + pl->emax;
@@ -216,9 +260,76 @@ static int scan_wide(const grn_world *w, const planes *pl, int i, int ix, int iy
 #endif
       for (int j = j0; j < j1; j++) {
         if (j != i && (pl->e[j] <= pl->e0 || j > i) && listed(w, pl, i, j, fi)) {
-          count = emit(out, count, room, i, j);
+          count = emit(pl, out, count, room, i, j);
         }
       }
+    }
+  }
+  return count;
+}
+
+/* Distance along one axis from coordinate p, in cell ci, to the slab of cell cj (0 in its own). */
+static inline double slab_gap(double p, double o, double cs, int ci, int cj) {
+  return cj > ci ? (o + cs * cj) - p : (cj < ci ? p - (o + cs * (cj + 1)) : 0.0);
+}
+
+/* The cells of a row, within [*jx0, *jx1] and around ix, that come within R of x given the row's
+ * squared y–z distance dyz2; false when none does. Cells wholly out of reach hold no partner, so
+ * leaving them out finds the very same pairs among fewer candidates. */
+static inline bool row_cells(const grn_grid *g, double x, int ix, double R, double dyz2, int *jx0,
+                             int *jx1) {
+  const double c2 = R * R - dyz2;
+  if (!(c2 > 0.0)) {
+    return false;
+  }
+  int lo = ix, hi = ix;
+  for (double d = x - (g->ox + g->cs * lo); lo > *jx0 && d * d < c2; d += g->cs) {
+    lo--;
+  }
+  for (double d = (g->ox + g->cs * (hi + 1)) - x; hi < *jx1 && d * d < c2; d += g->cs) {
+    hi++;
+  }
+  *jx0 = lo;
+  *jx1 = hi;
+  return true;
+}
+
+/* A fast grain's pairs. With the slow grains: those within its reach and their own slack (e0),
+ * row by row over the cells that reach touches. With the fast grains: those after it along the
+ * axis the fast grains spread most on, where they lie sorted, within its reach and the largest
+ * slack. Each reach is as wide as the test of its pairs needs: the slack of a stream's fastest
+ * grain no longer widens every fast grain's search among the slow ones. */
+static int scan_wide(const grn_world *w, const planes *pl, int i, int ix, int iy, int iz, bool fi,
+                     int32_t *out, int room) {
+  const grn_grid *g = &w->pairs.scr.grid;
+  const double base = pl->r[i] + pl->rmax + pl->gap + pl->e[i] + pl->tol;
+  const double rs = base + pl->e0;
+  const double kc = ceil(rs / g->cs);
+  const int k = kc < (double)(g->nx + g->ny + g->nz) ? (int)kc : g->nx + g->ny + g->nz;
+  const double x = pl->x[i], y = pl->y[i], z = pl->z[i];
+  const int kx0 = ix - k > 0 ? ix - k : 0, kx1 = ix + k < g->nx ? ix + k : g->nx - 1;
+  int count = 0;
+  for (int jz = iz - k > 0 ? iz - k : 0; jz <= iz + k && jz < g->nz; jz++) {
+    const double dz = slab_gap(z, g->oz, g->cs, iz, jz);
+    for (int jy = iy - k > 0 ? iy - k : 0; jy <= iy + k && jy < g->ny; jy++) {
+      const double dy = slab_gap(y, g->oy, g->cs, iy, jy);
+      int jx0 = kx0, jx1 = kx1;
+      if (!row_cells(g, x, ix, rs, dy * dy + dz * dz, &jx0, &jx1)) {
+        continue;
+      }
+      const int row = g->nx * (jy + g->ny * jz);
+      count = scan_slow(w, pl, i, fi, w->pairs.scr.cstart[row + jx0],
+                        w->pairs.scr.cstart[row + jx1 + 1], out, count, room);
+    }
+  }
+  /* each pair once, by the one of the two earlier along the axis, tested as the earlier in cell
+   * order would test it */
+  const double rf = base + pl->emax, at = pl->fk[pl->frank[i]].c;
+  for (int f = pl->frank[i] + 1; f < pl->nfast && pl->fk[f].c - at < rf; f++) {
+    const int j = pl->fk[f].q;
+    const bool ij = j > i;
+    if (listed(w, pl, ij ? i : j, ij ? j : i, (w->flags[ij ? i : j] & GRN_F_FIXED) != 0)) {
+      count = emit(pl, out, count, room, i, j);
     }
   }
   return count;
@@ -236,7 +347,8 @@ static int scan_pairs(const grn_world *w, const planes *pl, int i, int32_t *out,
             ix = rest - iy * g->nx;
   const bool fi = (w->flags[i] & GRN_F_FIXED) != 0;
   if (pl->e[i] > pl->e0) {
-    return scan_wide(w, pl, i, ix, iy, iz, fi, out, room);
+    return pl->fk ? scan_wide(w, pl, i, ix, iy, iz, fi, out, room)
+                  : scan_cube(w, pl, i, ix, iy, iz, fi, out, room);
   }
   const int jx0 = ix > 0 ? ix - 1 : 0, jx1 = ix + 1 < g->nx ? ix + 1 : g->nx - 1;
   int32_t runs[5][2], nr = 0;
@@ -256,13 +368,7 @@ static int scan_pairs(const grn_world *w, const planes *pl, int i, int32_t *out,
   }
   int count = 0;
   for (int r = 0; r < nr; r++) {
-#if defined(__x86_64__) && defined(GRN_SIMD)
-    if (w->opt.simd && !fi) {
-      count = scan_run_avx2(pl, i, runs[r][0], runs[r][1], false, out, count, room);
-      continue;
-    }
-#endif
-    count = scan_run(w, pl, i, fi, runs[r][0], runs[r][1], out, count, room);
+    count = scan_slow(w, pl, i, fi, runs[r][0], runs[r][1], out, count, room);
   }
   return count;
 }
@@ -412,7 +518,9 @@ typedef struct layout {
   kept *kp;
   int32_t *tstart; /* n_old + 1 */
   void *pbuf;
-  double *pd; /* 5 planes of `plane` doubles */
+  double *pd;     /* 6 planes of `plane` doubles */
+  keyed *fk;      /* up to FAST_SORTED: the fast grains, sorted along an axis */
+  int32_t *frank; /* nn: each grain's place in fk */
   size_t plane;
   double per_grain;
 } layout;
@@ -434,7 +542,10 @@ static int lay_out(grn_world *w, int nn, layout *L) {
   const size_t perm_at = (kept_bytes + tstart_bytes + 31u) & ~(size_t)31u; /* aligned for doubles */
   L->plane = (size_t)nn + 4;
   const size_t planes_at = perm_at + ((perm_bytes + 31u) & ~(size_t)31u);
-  if (grn__scratch(w, planes_at + 5 * sizeof(double) * L->plane) != GRN_OK) {
+  const size_t fast_at = planes_at + 6 * sizeof(double) * L->plane;
+  const size_t nfk = (size_t)(nn < FAST_SORTED ? nn : FAST_SORTED) + 1;
+  if (grn__scratch(w, fast_at + sizeof(keyed) * nfk + sizeof(int32_t) * ((size_t)nn + 1)) !=
+      GRN_OK) {
     return GRN_E_NOMEM;
   }
   char *base = w->pairs.scr.scratch;
@@ -442,6 +553,8 @@ static int lay_out(grn_world *w, int nn, layout *L) {
   L->tstart = (int32_t *)(base + kept_bytes);
   L->pbuf = base + perm_at;
   L->pd = (double *)(void *)(base + planes_at);
+  L->fk = (keyed *)(void *)(base + fast_at);
+  L->frank = (int32_t *)(void *)(L->fk + nfk);
   return GRN_OK;
 }
 
@@ -486,6 +599,27 @@ static void renumber(grn_world *w, int nn, void *pbuf) {
   w->n = nn;
 }
 
+static inline bool before(keyed p, keyed q) {
+  return p.c < q.c || (p.c == q.c && p.q < q.q);
+}
+
+/* Shell sort (Ciura's gaps): no memory of its own (libc's qsort may call malloc, which the engine
+ * never does: its memory comes from the caller), and at most FAST_SORTED keys. */
+static void sort_keyed(keyed *k, int n) {
+  static const int gaps[] = {301, 132, 57, 23, 10, 4, 1};
+  for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
+    const int h = gaps[g];
+    for (int i = h; i < n; i++) {
+      const keyed v = k[i];
+      int j = i;
+      for (; j >= h && before(v, k[j - h]); j -= h) {
+        k[j] = k[j - h];
+      }
+      k[j] = v;
+    }
+  }
+}
+
 /* Step 5: each grain's slack, how far it may move before the list is made again, and the planes
  * the scan reads. Slow grains share half the skin beyond the reach gap (a pair of them is listed
  * out to ri + rj + SKIN); where the model allows it (own_slack), a grain fast enough to use that
@@ -502,11 +636,17 @@ static planes set_slacks(grn_world *w, const layout *L) {
                pd + 2 * plane,
                pd + 3 * plane,
                pd + 4 * plane,
+               pd + 5 * plane,
                0.5 * (w->pairs.skin - gap),
                0.0,
                0.0,
-               gap};
+               gap,
+               0.0,
+               L->fk,
+               L->frank,
+               0};
   pl.emax = pl.e0;
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   const bool speedy = w->model->own_slack;
   for (int q = 0; q < nn; q++) {
     w->pairs.scr.cell[q] = cell_of(&w->pairs.scr.grid, w->pos[q]);
@@ -514,6 +654,7 @@ static planes set_slacks(grn_world *w, const layout *L) {
     pl.y[q] = w->pos[q].y;
     pl.z[q] = w->pos[q].z;
     pl.r[q] = w->rad[q];
+    pl.id[q] = (double)w->id[q];
     const grn_vec3 v = w->vel[q];
     const double speed = sqrt(v.x * v.x + v.y * v.y + v.z * v.z);
     pl.e[q] = speedy && speed * T > 0.5 * pl.e0 ? pl.e0 + speed * T + 0.5 * GRN_G * T * T : pl.e0;
@@ -521,10 +662,38 @@ static planes set_slacks(grn_world *w, const layout *L) {
     pl.emax = pl.e[q] > pl.emax ? pl.e[q] : pl.emax;
     w->pairs.ref[q] = w->pos[q];
     w->pairs.slack[q] = pl.e[q];
+    if (pl.e[q] > pl.e0 && pl.nfast < FAST_SORTED) {
+      const double c[3] = {pl.x[q], pl.y[q], pl.z[q]};
+      for (int a = 0; a < 3; a++) {
+        lo[a] = c[a] < lo[a] ? c[a] : lo[a];
+        hi[a] = c[a] > hi[a] ? c[a] : hi[a];
+      }
+      pl.fk[pl.nfast++].q = q;
+    } else if (pl.e[q] > pl.e0) {
+      pl.nfast = FAST_SORTED + 1; /* too many: scan_cube */
+    }
   }
+  if (pl.nfast > FAST_SORTED) {
+    pl.fk = NULL;
+  } else {
+    const int axis = hi[1] - lo[1] > hi[0] - lo[0] ? (hi[2] - lo[2] > hi[1] - lo[1] ? 2 : 1)
+                                                   : (hi[2] - lo[2] > hi[0] - lo[0] ? 2 : 0);
+    const double *along = axis == 0 ? pl.x : (axis == 1 ? pl.y : pl.z);
+    for (int f = 0; f < pl.nfast; f++) {
+      pl.fk[f].c = along[pl.fk[f].q];
+    }
+    sort_keyed(pl.fk, pl.nfast);
+    for (int f = 0; f < pl.nfast; f++) {
+      pl.frank[pl.fk[f].q] = f;
+    }
+  }
+  /* a micrometre, or more where coordinates are so large that their rounding is larger */
+  const grn_grid *g = &w->pairs.scr.grid;
+  pl.tol = 1e-6 + 1e-12 * (fabs(g->ox) + fabs(g->oy) + fabs(g->oz) +
+                           g->cs * (double)(g->nx + g->ny + g->nz));
   for (int q = nn; q < nn + 4; q++) {
     /* read by the last group, never listed */
-    pl.x[q] = pl.y[q] = pl.z[q] = pl.r[q] = pl.e[q] = 0.0;
+    pl.x[q] = pl.y[q] = pl.z[q] = pl.r[q] = pl.e[q] = pl.id[q] = 0.0;
   }
   return pl;
 }
@@ -564,14 +733,6 @@ static int find_pairs(grn_world *w, const planes *pl, const layout *L, found *f)
       for (int i = lo; i < hi; i++) {
         const int room = used < cap ? (int)(cap - used) : 0;
         used += scan_pairs(w, pl, i, out + 2 * (used < cap ? used : 0), room);
-      }
-      for (int64_t k = 0; k < (used <= cap ? used : 0); k++) {
-        /* owns() without its branches: which grain of a pair is larger is anyone's guess */
-        const int32_t i = out[2 * k], j = out[2 * k + 1];
-        const double ri = w->rad[i], rj = w->rad[j];
-        const bool oi = (ri > rj) | ((ri == rj) & (w->id[i] > w->id[j]));
-        out[2 * k] = oi ? i : j;
-        out[2 * k + 1] = oi ? j : i;
       }
       f->total[t] = used;
       full = full || used > cap;
