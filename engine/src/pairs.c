@@ -569,18 +569,22 @@ static void keep_history(const grn_world *w, const layout *L) {
     if (a >= nl) {
       continue;
     }
-    const bool alive = newidx[a] >= 0;
+    const int alive = newidx[a] >= 0;
     for (int k = p->pstart[a]; k < p->pstart[a + 1]; k++) {
       /* written always, kept by advancing: a flow's mix of touching and apart pairs would
-       * mispredict a branch */
+       * mispredict a branch, and the compiler makes one of a float test joined by && (pfn is
+       * never NaN: as an integer a positive float is positive, 0, −0 and −1 are not) */
       const int nb = newidx[p->pb[k]];
+      int32_t fb;
+      memcpy(&fb, &p->pfn[k], sizeof fb);
       L->kp[q].h = p->hist[k];
       L->kp[q].partner = nb;
       L->kp[q].fn = p->pfn[k];
-      q += p->pfn[k] > 0.0f && nb >= 0 && alive;
+      q += (fb > 0) & (nb >= 0) & alive;
     }
   }
   L->tstart[n_old] = q;
+  memset(&L->kp[q], 0, sizeof(kept)); /* the spare one, which carry_history may read */
 }
 
 /* Step 4: the grains renumbered in the new order (perm[] stays: the old owner of new grain q is
@@ -791,6 +795,7 @@ static void carry_history(grn_world *w, const layout *L) {
   const int nn = w->n, nthreads = w->opt.threads;
   kept *kp = L->kp;
   const int32_t *tstart = L->tstart;
+  static const kept none = {{{0.0f}, {0.0f}}, 0, 0.0f};
 #pragma omp parallel for schedule(static, 1) num_threads(nthreads)
   for (int t = 0; t < nthreads; t++) {
     const int lo = (int)((int64_t)nn * t / nthreads), hi = (int)((int64_t)nn * (t + 1) / nthreads);
@@ -827,14 +832,13 @@ static void carry_history(grn_world *w, const layout *L) {
         while (q < t1 && kp[q].partner < j) {
           q++; /* a kept pair whose partner is no longer listed */
         }
-        if (q < t1 && kp[q].partner == j) {
-          pp->hist[p] = kp[q].h;
-          pp->pfn[p] = kp[q].fn;
-          q++;
-        } else {
-          pp->pfn[p] = 0.0f;
-          memset(&pp->hist[p], 0, sizeof(grn_hist));
-        }
+        /* whether pair p kept its history is anyone's guess in a flow: chosen without a branch
+         * (kp[t1] exists: the next owner's first, or the spare one after the last) */
+        const int hit = (q < t1) & (kp[q].partner == j);
+        const kept *from = hit ? &kp[q] : &none;
+        pp->hist[p] = from->h;
+        pp->pfn[p] = from->fn;
+        q += hit;
       }
     }
   }
