@@ -35,7 +35,6 @@ async function joining() {
   const address = await studentsAddress();
   const url = `${address}?code=${encodeURIComponent(klass.code)}`;
   $('join-address').textContent = address;
-  $('code').textContent = klass.code;
   if (joinShown === url) return;
   joinShown = url;
   const qr = qrcode(0, 'M');
@@ -333,6 +332,8 @@ function render() {
   header();
   if (teacher) {
     $('lock').textContent = t(klass.locked ? 'class.unlock' : 'class.lock');
+    // the code at once: the address beside it waits on a request, the code need not
+    $('code').textContent = klass.code;
     joining();
     $('second-join').value = klass.second_join;
     $('unspot').hidden = !klass.spotlight;
