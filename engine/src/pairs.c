@@ -440,11 +440,11 @@ static void validate(const grn_world *w) {
 }
 #endif
 
-/* Steps a fast grain's slack covers at its speed (see set_slacks). A flowing silo, one core
- * (bench/README): 8 steps 545 rebuilds in 20 s of flow, 165 ns per grain-step; 12: 423, 162;
- * 16: 358, 157; 20 and 24: fewer rebuilds, but the stream's grains list so many of each other
- * (9.2 pairs per grain at 24) that 159–162. */
-#define REBUILD_STEPS 16
+/* Steps a fast grain's slack covers at its speed (see set_slacks). 16 took a flowing silo from
+ * 545 rebuilds to 358 and 165 to 157 ns per grain-step, but a 100 000-grain bed settling from its
+ * lattice, nearly every grain fast, listed so many more pairs that its memory grew from 112 to
+ * 189 MB (bench/README). */
+#define REBUILD_STEPS 8
 
 /* Out of memory in a rebuild: the grains are valid and renumbered, but there is no pair list;
  * contact history is lost and the next step tries again. */

@@ -60,13 +60,13 @@ static inline uint64_t grn__sample_steps(const grn_scene *s) {
  *  - GRN_STATE_COUNT: a counter's ceiling (poured, log_n, pour_acc), so that adding to it cannot
  *    overflow an int (2^30: at one per step, 52 days of simulated time).
  *  - GRN_STATE_SLACK, m: a grain's pair-list slack; a rebuild gives at most half the skin plus
- *    what a grain at GRN_VMAX covers in REBUILD_STEPS steps (pairs.c), about 2.07 m. */
+ *    what a grain at GRN_VMAX covers in REBUILD_STEPS steps (pairs.c), about 1.06 m. */
 #define GRN_STATE_FAR 1e9
 #define GRN_STATE_SIZE 1e6
 #define GRN_STATE_FAST (1e4 * GRN_VMAX)
 #define GRN_STATE_SPIN (GRN_STATE_FAST / 1e-3)
 #define GRN_STATE_COUNT (1 << 30)
-#define GRN_STATE_SLACK 4.0
+#define GRN_STATE_SLACK 2.0
 
 /* |v| <= limit, false for NaN */
 static inline bool grn__within(double v, double limit) {

@@ -207,10 +207,7 @@ int main(void) {
     CHECK_NEAR("silo: pairs within reach but not listed, between rebuilds", missing, 0, 0);
     printf("silo: %llu near-list refreshes, %d steps with pairs left out of it\n",
            (unsigned long long)(s->gran.near.refreshes - r0), nlooked);
-    /* the near list is the whole list when the slow grains' margin would reach past the skin; in
-     * this small silo that is most steps between rebuilds (71 of 1200 left pairs out at state
-     * version 11): enough steps remain where near_missing has something to check */
-    CHECK_RANGE("silo: steps whose near list left pairs out", nlooked, 40, 1e9);
+    CHECK_RANGE("silo: steps whose near list left pairs out", nlooked, 100, 1e9);
     CHECK_NEAR("silo: grains past their near allowance, pairs in reach not near, any step", nmiss,
                0, 0);
     grn_world_destroy(s);

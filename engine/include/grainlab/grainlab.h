@@ -48,12 +48,8 @@ extern "C" {
  *    arrays indexed by engine-wide enums: a scene owns its lists (issue 34), and a parameter or
  *    measurement added later finds its default or NaN in an older state instead of breaking it;
  *    and each grain's boundary history has room for a rough silo wall's spring (6 numbers, not
- *    4). Trajectories unchanged (test_golden's digests are the same).
- * 11: a fast grain's pair-list slack covers 16 steps of its flight, not 8 (issue 33): a silo's
- *    stream brought a rebuild every 9 steps, now every 13. Which pairs are listed never changes a
- *    force, but the grains are renumbered at other steps, so each grain sums its contacts in
- *    another order: trajectories change in the last bits. A slack may now be up to 4 m. */
-#define GRN_ENGINE_STATE_VERSION 11u
+ *    4). Trajectories unchanged (test_golden's digests are the same). */
+#define GRN_ENGINE_STATE_VERSION 10u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
 #define GRN_STATUS_TABLE(X)                                                                        \
