@@ -48,6 +48,48 @@ static inline int near_mark(const grn_world *w, int a, uint8_t *near) {
   return k;
 }
 
+static int near_done(grn_world *w, int nm, int span, double margin, int nfast) {
+  w->gran.near.m = nm;
+  w->gran.near.span = span;
+  w->gran.near.margin = margin;
+  w->gran.near.fast = nfast;
+  w->gran.near.over = 0;
+  w->gran.near.refreshes++;
+  w->gran.near.gap = grn__reach_gap(w);
+  w->gran.near.valid = true;
+  return GRN_OK;
+}
+
+/* One thread: each owner's near pairs marked and packed in the same pass (no marks kept between
+ * two passes over the whole list); the list has room for every listed pair. The same list as the
+ * two passes make. */
+static int near_one_pass(grn_world *w, double margin, int nfast) {
+  const int n = w->n;
+  if (grow_near(w, w->pairs.m + 1) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  int q = 0, span = 0;
+  w->gran.near.start[0] = 0;
+  for (int a = 0; a < n; a++) {
+    const grn_vec3 pa = w->pos[a];
+    const double ra = w->rad[a] + grn__reach_gap(w) + (double)w->gran.near.nu[a];
+    for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
+      /* written always, kept by advancing (the list has room for one more than every pair) */
+      const int b = w->pairs.pb[p], d = b > a ? b - a : a - b;
+      const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
+      const double r = ra + w->rad[b] + (double)w->gran.near.nu[b];
+      const bool keep = (w->pairs.pfn[p] != 0.0f) | (dx * dx + dy * dy + dz * dz < r * r);
+      w->gran.near.b[q] = b;
+      w->gran.near.p[q] = p;
+      w->gran.near.a[q] = a;
+      span = keep && d > span ? d : span;
+      q += keep;
+    }
+    w->gran.near.start[a + 1] = q;
+  }
+  return near_done(w, q, span, margin, nfast);
+}
+
 int grn__near_refresh(grn_world *w) {
   w->gran.near.valid = false;
   w->gran.fused.on = false;
@@ -99,6 +141,9 @@ int grn__near_refresh(grn_world *w) {
       nfast++;
     }
   }
+  if (nthreads == 1 && !whole) {
+    return near_one_pass(w, margin, nfast);
+  }
   if (grn__scratch(w, (size_t)w->pairs.m + 1) != GRN_OK) {
     return GRN_E_NOMEM;
   }
@@ -133,15 +178,7 @@ int grn__near_refresh(grn_world *w) {
     }
   }
 
-  w->gran.near.m = nm;
-  w->gran.near.span = span;
-  w->gran.near.margin = whole ? INFINITY : margin;
-  w->gran.near.fast = nfast;
-  w->gran.near.over = 0;
-  w->gran.near.refreshes++;
-  w->gran.near.gap = grn__reach_gap(w);
-  w->gran.near.valid = true;
-  return GRN_OK;
+  return near_done(w, nm, span, whole ? INFINITY : margin, nfast);
 }
 
 /* Reference lists of the near pairs, once the fused step is planned (or not): the fused step
