@@ -33,21 +33,32 @@ static int grow_near(grn_world *w, int need) {
   return grn__regrow(w, arrays, each, 4, &w->gran.near.cap, need);
 }
 
+/* Whether listed pair p of an owner at pa is near: it touches (or holds a bridge), or lies within
+ * both grains' reach and allowances (ra: the owner's radius, the reach gap and its allowance). */
+static inline bool is_near(const grn_world *w, grn_vec3 pa, double ra, int p) {
+  const int b = w->pairs.pb[p];
+  const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
+  const double r = ra + w->rad[b] + (double)w->gran.near.nu[b];
+  return (w->pairs.pfn[p] != 0.0f) | (dx * dx + dy * dy + dz * dz < r * r);
+}
+
+static inline double near_reach(const grn_world *w, int a) {
+  return w->rad[a] + grn__reach_gap(w) + (double)w->gran.near.nu[a];
+}
+
 /* Near pairs of owner a: marks them in near[] (indexed by pair) and counts them. */
 static inline int near_mark(const grn_world *w, int a, uint8_t *near) {
   const grn_vec3 pa = w->pos[a];
-  const double ra = w->rad[a] + grn__reach_gap(w) + (double)w->gran.near.nu[a];
+  const double ra = near_reach(w, a);
   int k = 0;
   for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
-    const int b = w->pairs.pb[p];
-    const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
-    const double r = ra + w->rad[b] + (double)w->gran.near.nu[b];
-    near[p] = (w->pairs.pfn[p] != 0.0f) | (dx * dx + dy * dy + dz * dz < r * r);
+    near[p] = is_near(w, pa, ra, p);
     k += near[p];
   }
   return k;
 }
 
+/* The refresh's figures, once either way of packing has made the list. */
 static int near_done(grn_world *w, int nm, int span, double margin, int nfast) {
   w->gran.near.m = nm;
   w->gran.near.span = span;
@@ -72,13 +83,11 @@ static int near_one_pass(grn_world *w, double margin, int nfast) {
   w->gran.near.start[0] = 0;
   for (int a = 0; a < n; a++) {
     const grn_vec3 pa = w->pos[a];
-    const double ra = w->rad[a] + grn__reach_gap(w) + (double)w->gran.near.nu[a];
+    const double ra = near_reach(w, a);
     for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
       /* written always, kept by advancing (the list has room for one more than every pair) */
       const int b = w->pairs.pb[p], d = b > a ? b - a : a - b;
-      const double dx = w->pos[b].x - pa.x, dy = w->pos[b].y - pa.y, dz = w->pos[b].z - pa.z;
-      const double r = ra + w->rad[b] + (double)w->gran.near.nu[b];
-      const bool keep = (w->pairs.pfn[p] != 0.0f) | (dx * dx + dy * dy + dz * dz < r * r);
+      const bool keep = is_near(w, pa, ra, p);
       w->gran.near.b[q] = b;
       w->gran.near.p[q] = p;
       w->gran.near.a[q] = a;
