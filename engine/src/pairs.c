@@ -138,11 +138,10 @@ static inline bool listed(const grn_world *w, const planes *pl, int i, int j, bo
   return ddx * ddx + ddy * ddy + ddz * ddz < rr * rr;
 }
 
-/* Emits pair {i, j}, its owner first (owns() from the planes): written while there is room,
- * always counted. */
-static inline int emit(const planes *pl, int32_t *out, int count, int room, int i, int j) {
+/* Emits pair {i, j}, its owner first: written while there is room, always counted. */
+static inline int emit(const grn_world *w, int32_t *out, int count, int room, int i, int j) {
   if (count < room) {
-    const bool oi = pl->r[i] > pl->r[j] || (pl->r[i] == pl->r[j] && pl->id[i] > pl->id[j]);
+    const bool oi = owns(w, i, j);
     out[2 * count] = oi ? i : j;
     out[2 * count + 1] = oi ? j : i;
   }
@@ -154,7 +153,7 @@ static int scan_run(const grn_world *w, const planes *pl, int i, bool fi, int j0
                     int32_t *out, int count, int room) {
   for (int j = j0; j < j1; j++) {
     if (pl->e[j] <= pl->e0 && listed(w, pl, i, j, fi)) {
-      count = emit(pl, out, count, room, i, j);
+      count = emit(w, out, count, room, i, j);
     }
   }
   return count;
@@ -173,9 +172,9 @@ static const int32_t lane_masks[16][4] = {
 /* Four candidates at a time: lanes out of reach are dropped at once. A grain tests the slow
  * candidates (scan_run); with `wide` (scan_cube) every candidate but itself and the fast ones
  * before it. */
-__attribute__((target("avx2"))) static int scan_run_avx2(const planes *pl, int i, int j0, int j1,
-                                                         bool wide, int32_t *out, int count,
-                                                         int room) {
+__attribute__((target("avx2"))) static int scan_run_avx2(const grn_world *w, const planes *pl,
+                                                         int i, int j0, int j1, bool wide,
+                                                         int32_t *out, int count, int room) {
   const __m256d xi = _mm256_set1_pd(pl->x[i]), yi = _mm256_set1_pd(pl->y[i]),
                 zi = _mm256_set1_pd(pl->z[i]), ri = _mm256_set1_pd(pl->r[i]),
                 gei = _mm256_set1_pd(pl->gap + pl->e[i]), e0 = _mm256_set1_pd(pl->e0),
@@ -218,7 +217,7 @@ __attribute__((target("avx2"))) static int scan_run_avx2(const planes *pl, int i
       continue;
     }
     while (bits) {
-      count = emit(pl, out, count, room, i, j + __builtin_ctz((unsigned)bits));
+      count = emit(w, out, count, room, i, j + __builtin_ctz((unsigned)bits));
       bits &= bits - 1;
     }
   }
@@ -231,7 +230,7 @@ static inline int scan_slow(const grn_world *w, const planes *pl, int i, bool fi
                             int32_t *out, int count, int room) {
 #if defined(__x86_64__) && defined(GRN_SIMD)
   if (w->opt.simd && !fi) {
-    return scan_run_avx2(pl, i, j0, j1, false, out, count, room);
+    return scan_run_avx2(w, pl, i, j0, j1, false, out, count, room);
   }
 #endif
   return scan_run(w, pl, i, fi, j0, j1, out, count, room);
@@ -254,13 +253,13 @@ static int scan_cube(const grn_world *w, const planes *pl, int i, int ix, int iy
       const int j0 = w->pairs.scr.cstart[row + jx0], j1 = w->pairs.scr.cstart[row + jx1 + 1];
 #if defined(__x86_64__) && defined(GRN_SIMD)
       if (w->opt.simd && !fi) {
-        count = scan_run_avx2(pl, i, j0, j1, true, out, count, room);
+        count = scan_run_avx2(w, pl, i, j0, j1, true, out, count, room);
         continue;
       }
 #endif
       for (int j = j0; j < j1; j++) {
         if (j != i && (pl->e[j] <= pl->e0 || j > i) && listed(w, pl, i, j, fi)) {
-          count = emit(pl, out, count, room, i, j);
+          count = emit(w, out, count, room, i, j);
         }
       }
     }
@@ -329,7 +328,7 @@ static int scan_wide(const grn_world *w, const planes *pl, int i, int ix, int iy
     const int j = pl->fk[f].q;
     const bool ij = j > i;
     if (listed(w, pl, ij ? i : j, ij ? j : i, (w->flags[ij ? i : j] & GRN_F_FIXED) != 0)) {
-      count = emit(pl, out, count, room, i, j);
+      count = emit(w, out, count, room, i, j);
     }
   }
   return count;
