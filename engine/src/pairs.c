@@ -524,7 +524,7 @@ typedef struct layout {
   double *pd;     /* 6 planes of `plane` doubles */
   keyed *fk;      /* up to FAST_SORTED: the fast grains, sorted along an axis */
   int32_t *frank; /* nn: each grain's place in fk */
-  size_t plane, seg_bytes;
+  size_t plane;
   double per_grain;
   bool in_hist; /* planes and segments lie in pairs.hist */
 } layout;
@@ -543,16 +543,16 @@ static int lay_out(grn_world *w, int nn, layout *L) {
   const size_t kept_bytes = sizeof(kept) * ((size_t)k + 1); /* one more, written and not kept */
   const size_t tstart_bytes = sizeof(int32_t) * (size_t)(w->n + 1);
   L->per_grain = p->nl > 0 ? 1.25 * (double)p->m / (double)p->nl + 1.0 : 0.0;
-  L->seg_bytes = 2 * sizeof(int32_t) *
-                 ((size_t)(L->per_grain * (double)nn) + 64 * (size_t)w->opt.threads + 64);
+  const size_t seg_bytes = 2 * sizeof(int32_t) *
+                           ((size_t)(L->per_grain * (double)nn) + 64 * (size_t)w->opt.threads + 64);
   /* the widest array renumber() gathers is the boundary history, GRN_HF doubles a grain */
   const size_t perm_bytes = GRN_HF * sizeof(double) * (size_t)(nn > 0 ? nn : 1);
   L->plane = (size_t)nn + 4;
   const size_t planes_bytes = 6 * sizeof(double) * L->plane;
-  L->in_hist = p->nl > 0 && planes_bytes + L->seg_bytes <= sizeof(grn_hist) * (size_t)p->mcap;
+  L->in_hist = p->nl > 0 && planes_bytes + seg_bytes <= sizeof(grn_hist) * (size_t)p->mcap;
   const size_t perm_at = align32(kept_bytes + tstart_bytes); /* aligned for doubles */
   const size_t planes_at =
-      perm_at + align32(L->in_hist || perm_bytes > L->seg_bytes ? perm_bytes : L->seg_bytes);
+      perm_at + align32(L->in_hist || perm_bytes > seg_bytes ? perm_bytes : seg_bytes);
   const size_t fast_at = planes_at + (L->in_hist ? 0 : planes_bytes);
   const size_t nfk = (size_t)(nn < FAST_SORTED ? nn : FAST_SORTED) + 1;
   if (grn__scratch(w, fast_at + sizeof(keyed) * nfk + sizeof(int32_t) * ((size_t)nn + 1)) !=
