@@ -17,12 +17,27 @@
 #define PLACE_STALE_S 3.0 /* a peer not heard from this long is not chosen: it may be down */
 #define PLACE_BODY_MAX 4096
 
+/* A figure a peer sends may predate sessions placed there a moment ago (the client has yet to
+ * follow the 307, or the answer was on its way): those placed within this long are counted on
+ * top of every figure, once too often at worst, so that a burst of creations cannot fill a node
+ * that looked as if it had room. */
+#define PLACE_PENDING_S 2.0
+#define PLACE_PENDING 32
+
+typedef struct placed {
+  double at; /* monotonic seconds; 0 none */
+  int need;
+  double work;
+} placed;
+
 typedef struct peer {
   char url[PLACE_URL_MAX + 16]; /* base + "/readyz" */
   place_load fig;
-  double heard; /* monotonic seconds of the last good answer; 0 never */
-  bool self;    /* it answered as this node */
-  bool down;    /* told in the log once per outage */
+  double heard;               /* monotonic seconds of the last good answer; 0 never */
+  bool self;                  /* it answered as this node */
+  bool down;                  /* told in the log once per outage */
+  placed sent[PLACE_PENDING]; /* the latest placements here, a ring */
+  int next_sent;
 } peer;
 
 struct place {
@@ -39,6 +54,11 @@ static double mono(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* a node's load once it takes work grain-steps per second */
+static double load_after(const place_load *a, double work) {
+  return a->load + work / (a->cores > 0 ? a->cores : 1) / 1e6;
 }
 
 typedef struct body {
@@ -109,6 +129,12 @@ static void *poll_peers(void *arg) {
         q->self = strcmp(fig.node, p->self) == 0;
         q->fig = fig;
         q->heard = mono();
+        for (int k = 0; k < PLACE_PENDING; k++) {
+          if (q->sent[k].at > 0.0 && q->heard - q->sent[k].at <= PLACE_PENDING_S) {
+            q->fig.sessions += q->sent[k].need;
+            q->fig.load = load_after(&q->fig, q->sent[k].work);
+          }
+        }
         if (q->down) {
           log_msg(LOG_INFO, "peer_up", "node %s at %s answers again", fig.node, url);
         }
@@ -192,11 +218,6 @@ void place_stop(place *p) {
   free(p);
 }
 
-/* a node's load once it takes work grain-steps per second */
-static double load_after(const place_load *a, double work) {
-  return a->load + work / (a->cores > 0 ? a->cores : 1) / 1e6;
-}
-
 /* a before b: room for need first, then the lower load after, then more room */
 static bool better(const place_load *a, const place_load *b, int need, double work) {
   const bool ra = a->max_sessions - a->sessions >= need, rb = b->max_sessions - b->sessions >= need;
@@ -231,6 +252,8 @@ void place_choose(place *p, const place_load *self, int need, double work,
     snprintf(out, NODE_ID_MAX + 1, "%s", chosen->fig.node);
     chosen->fig.sessions += need;
     chosen->fig.load = load_after(&chosen->fig, work);
+    chosen->sent[chosen->next_sent] = (placed){now, need, work};
+    chosen->next_sent = (chosen->next_sent + 1) % PLACE_PENDING;
   }
   pthread_mutex_unlock(&p->lock);
 }

@@ -357,8 +357,9 @@ def run(nodes, origin, teacher):
     late = [follow_create(origin, "/api/sessions", {"scene": "pour", "params": {"quality": 0}})
             for _ in range(4)]
     check(all(s == 201 and node_of(r["id"]) in ("n0", "n2") for s, r, _ in late),
-          "new sessions go to the nodes that answer", [(s, r.get("id") if isinstance(r, dict)
-                                                        else r) for s, r, _ in late])
+          "new sessions go to the nodes that answer",
+          [(s, (r.get("id") or r.get("error", {}).get("code")) if isinstance(r, dict) else r, to)
+           for s, r, to in late])
     s, runs, _ = req(origin, "GET", "/api/runs?limit=500")
     down = [r for r in runs.get("runs", []) if r["node"] == "n1" and r["end_reason"] is None]
     up = [r for r in runs.get("runs", []) if r["node"] != "n1" and r["end_reason"] is None]
