@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "api_json.h"
 #include "grainlab/grainlab.h"
+#include "heap.h"
 #include "snapshot.h"
 #include "store.h"
 #include "timeline.h"
@@ -649,6 +650,7 @@ static int cmd_backup(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  heap_map_large_arrays();
   if (argc < 2) {
     return usage_error("no command (grainlab --help lists the commands)");
   }

@@ -5,6 +5,7 @@
 #include "worker_proto.h"
 
 #include "frame.h"
+#include "heap.h"
 #include "snapshot.h"
 
 #include <errno.h>
@@ -325,6 +326,7 @@ static void test_command(uint32_t type) {
 
 int main(void) {
   static unsigned char buf[WORKER_MAX_MESSAGE];
+  heap_map_large_arrays();
   worker_create c;
   const ssize_t n = recv(chan, &c, sizeof c, 0);
   if (n != (ssize_t)sizeof c || c.h.type != WORKER_CMD_CREATE || c.h.size != sizeof c ||
