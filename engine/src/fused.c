@@ -11,13 +11,60 @@
  * sums are the gather's to the bit, while a row is used once, in cache, the moment it is made.
  * Grain g is complete once the owners up to g + S are done (no later owner has g as a partner):
  * it is then integrated and its running sum cleared for the next step. Threads take contiguous
- * chunks; a grain within S of a chunk boundary has rows from two threads, so it is integrated
- * after a barrier by gathering its rows, in the same order, from bands of rows kept for the
- * owners within 2S of each boundary. */
+ * chunks; a grain within S of a chunk boundary B has rows from two threads: first those of owners
+ * before B, then those of owners from B on, in pair order. The earlier thread carries its running
+ * sums up to B + S; the later one keeps the rows of its owners [B, B + 2S) in a band. After a
+ * barrier each such grain continues the earlier thread's sum with the band's rows, in the same
+ * order, so its bits are the one-thread sweep's. (Bands once kept the rows of owners on both
+ * sides, twice the memory: 9 MB of a 100 000-grain lattice settling on two threads.) */
 #define GATHER_BLOCK 64
 
 static int32_t chunk_lo(const grn_world *w, int t) {
   return (int32_t)((int64_t)w->n * t / w->opt.threads);
+}
+
+static void band_of(const grn_world *w, int k, int32_t *p0, int32_t *p1, int32_t *off);
+
+/* Band k's reference list: for each grain B − S + j within S of its boundary B, starts[j] ..
+ * starts[j + 1] index the pairs of the band (owners from B on) where it is the partner, in pair
+ * order. It lies after the lists of the bands before it. */
+static int32_t *band_refs_at(const grn_world *w, int k, int32_t **refs) {
+  int32_t p0 = 0, p1 = 0, off = 0;
+  band_of(w, k, &p0, &p1, &off);
+  const int s2 = 2 * w->gran.fused.span;
+  int32_t *starts = w->gran.fused.bref + (size_t)(k - 1) * (size_t)(s2 + 1) +
+                    (size_t)(off - w->gran.fused.ring_rows * w->opt.threads);
+  *refs = starts + s2 + 1;
+  return starts;
+}
+
+/* Make band k's reference list (a counting sort of its pairs by partner). */
+static void band_refs(grn_world *w, int k) {
+  int32_t p0 = 0, p1 = 0, off = 0, *refs = NULL;
+  band_of(w, k, &p0, &p1, &off);
+  int32_t *starts = band_refs_at(w, k, &refs);
+  const int s2 = 2 * w->gran.fused.span, lo = chunk_lo(w, k) - w->gran.fused.span;
+  const int32_t *nb = w->gran.near.b;
+  memset(starts, 0, sizeof(int32_t) * (size_t)(s2 + 1));
+  for (int p = p0; p < p1; p++) {
+    const unsigned j = (unsigned)(nb[p] - lo);
+    if (j < (unsigned)s2) {
+      starts[j + 1]++;
+    }
+  }
+  for (int j = 0; j < s2; j++) {
+    starts[j + 1] += starts[j];
+  }
+  for (int p = p0; p < p1; p++) {
+    const unsigned j = (unsigned)(nb[p] - lo);
+    if (j < (unsigned)s2) {
+      refs[starts[j]++] = p;
+    }
+  }
+  for (int j = s2; j > 0; j--) {
+    starts[j] = starts[j - 1];
+  }
+  starts[0] = 0;
 }
 
 /* Plan the fused step after a refresh; fused stays off when chunks are too small for bands. */
@@ -37,11 +84,11 @@ int grn__plan_fused(grn_world *w) {
     const int k = w->gran.near.start[e < n ? e : n] - w->gran.near.start[a];
     block = k > block ? k : block;
   }
-  /* bands around each inner chunk boundary: owners [B − 2S, B + 2S) */
+  /* a band at each inner chunk boundary B: the rows of owners [B, B + 2S) */
   int64_t rows = (int64_t)block * nt;
   for (int k = 1; k < nt; k++) {
     const int b = chunk_lo(w, k);
-    rows += w->gran.near.start[b + 2 * span] - w->gran.near.start[b - 2 * span];
+    rows += w->gran.near.start[b + 2 * span] - w->gran.near.start[b];
   }
   if (rows > INT32_MAX / 2) {
     return GRN_OK;
@@ -88,6 +135,21 @@ int grn__plan_fused(grn_world *w) {
   w->gran.fused.fsum_mask = sums - 1;
   w->gran.fused.span = span;
   w->gran.fused.ring_rows = block;
+  /* the bands' reference lists: 2S + 1 starts and at most a row each */
+  const int64_t brefs = rows - (int64_t)block * nt + (int64_t)(nt - 1) * (2 * span + 1);
+  if (brefs > w->gran.fused.brefcap) {
+    const int64_t want = brefs + brefs / 4;
+    int32_t *r = grn__alloc(w, sizeof(int32_t) * (size_t)want);
+    if (!r) {
+      return GRN_OK;
+    }
+    grn__free(w, w->gran.fused.bref, sizeof(int32_t) * (size_t)w->gran.fused.brefcap);
+    w->gran.fused.bref = r;
+    w->gran.fused.brefcap = (int)want;
+  }
+  for (int k = 1; k < nt; k++) {
+    band_refs(w, k);
+  }
   w->gran.fused.on = true;
   return GRN_OK;
 }
@@ -97,11 +159,10 @@ static void band_of(const grn_world *w, int k, int32_t *p0, int32_t *p1, int32_t
   int32_t o = w->gran.fused.ring_rows * w->opt.threads;
   for (int j = 1; j < k; j++) {
     const int b = chunk_lo(w, j);
-    o += w->gran.near.start[b + 2 * w->gran.fused.span] -
-         w->gran.near.start[b - 2 * w->gran.fused.span];
+    o += w->gran.near.start[b + 2 * w->gran.fused.span] - w->gran.near.start[b];
   }
   const int b = chunk_lo(w, k);
-  *p0 = w->gran.near.start[b - 2 * w->gran.fused.span];
+  *p0 = w->gran.near.start[b];
   *p1 = w->gran.near.start[b + 2 * w->gran.fused.span];
   *off = o;
 }
@@ -205,6 +266,30 @@ add_active(const grain_ctx *c, const int32_t *restrict na, const int32_t *restri
 }
 #endif
 
+/* Continue grain i's running sum si (the earlier chunk's rows) with its rows of pairs from q0 on,
+ * in pair order (sum_rows' order, so the bits are the one-thread sweep's). Pair p's row is at
+ * rows[d + p]; ref[0 .. nref − 1] are the pairs from q0 on where i is the partner. */
+static void continue_sum(const grain_ctx *c, const grn_force_row *rows, int32_t d, int32_t q0,
+                         const int32_t *ref, int nref, double *restrict si, int i) {
+  const int p0 = c->pstart[i], p1 = c->pstart[i + 1];
+  int q = 0;
+  for (; q < nref && ref[q] < p0; q++) {
+    to_partner(si, &rows[d + ref[q]]);
+  }
+  for (int p = p0 > q0 ? p0 : q0; p < p1; p++) {
+    const grn_force_row *row = &rows[d + p];
+    si[0] -= row->f[0];
+    si[1] -= row->f[1];
+    si[2] -= row->f[2];
+    si[3] += row->ta[0];
+    si[4] += row->ta[1];
+    si[5] += row->ta[2];
+  }
+  for (; q < nref; q++) {
+    to_partner(si, &rows[d + ref[q]]);
+  }
+}
+
 /* Integrate grain g from its running sum, and clear the sum for the next step. */
 static inline void finish_sum(const grain_ctx *c, double *restrict fsum, int32_t fm, int g,
                               const grn_world *w, pass_sums *sum) {
@@ -234,16 +319,15 @@ void grn__step_fused(grn_world *w) {
 #pragma omp for schedule(static, 1)
     for (int t = 0; t < nt; t++) {
       const int lo = chunk_lo(w, t), hi = chunk_lo(w, t + 1);
+      /* the band of its first owners; sums from lo + S (earlier grains continue the previous
+       * chunk's sums) to the end of its partners, hi + S, of which it integrates those to hi − S */
       slots bands = {0, 0, 0, {0, 0}, {0, 0}, {0, 0}};
       if (t > 0) {
-        band_of(w, t, &bands.p0[bands.nb], &bands.p1[bands.nb], &bands.off[bands.nb]);
-        bands.nb++;
+        band_of(w, t, &bands.p0[0], &bands.p1[0], &bands.off[0]);
+        bands.nb = 1;
       }
-      if (t < nt - 1) {
-        band_of(w, t + 1, &bands.p0[bands.nb], &bands.p1[bands.nb], &bands.off[bands.nb]);
-        bands.nb++;
-      }
-      const int ilo = t > 0 ? lo + span : lo, ihi = t < nt - 1 ? hi - span : hi;
+      const int ilo = t > 0 ? lo + span : lo, ihi = t < nt - 1 ? hi + span : hi;
+      const int fin = t < nt - 1 ? hi - span : hi;
       double *fsum = w->gran.fused.fsum + 6 * (size_t)(fm + 1) * (size_t)t;
       int g = ilo;
       for (int a0 = lo; a0 < hi; a0 += GATHER_BLOCK) {
@@ -266,24 +350,27 @@ void grn__step_fused(grn_world *w) {
           add_block(&lg, w->gran.near.b, w->gran.fused.ring, base, fsum, fm, a0, a1, ilo, ihi,
                     &bands, w->gran.fused.ring);
         }
-        for (; g < ihi && g + span < a1; g++) {
+        for (; g < fin && g + span < a1; g++) {
           finish_sum(&lg, fsum, fm, g, w, &sum);
         }
       }
-      for (; g < ihi; g++) {
+      for (; g < fin; g++) {
         finish_sum(&lg, fsum, fm, g, w, &sum);
       }
     }
     /* phase 2 (after the loop's barrier): grains within S of each inner boundary */
 #pragma omp for schedule(static, 1)
     for (int k = 1; k < nt; k++) {
-      slots s = {0, 0, 1, {0, 0}, {0, 0}, {0, 0}};
-      band_of(w, k, &s.p0[0], &s.p1[0], &s.off[0]);
-      const int b = chunk_lo(w, k);
-      for (int i = b - span; i < b + span; i++) {
-        double ft[6];
-        sum_rows(&lg, w->gran.fused.ring, &s, i, ft);
-        finish_one(&lg, i, ft, w, &sum);
+      int32_t p0 = 0, p1 = 0, off = 0, *refs = NULL;
+      band_of(w, k, &p0, &p1, &off);
+      const int32_t *starts = band_refs_at(w, k, &refs);
+      double *fsum = w->gran.fused.fsum + 6 * (size_t)(fm + 1) * (size_t)(k - 1);
+      const int lo = chunk_lo(w, k) - span;
+      for (int j = 0; j < 2 * span; j++) {
+        const int i = lo + j;
+        continue_sum(&lg, w->gran.fused.ring, off - p0, p0, refs + starts[j],
+                     starts[j + 1] - starts[j], &fsum[6 * (size_t)(i & fm)], i);
+        finish_sum(&lg, fsum, fm, i, w, &sum);
       }
     }
     omax = sum.omax > omax ? sum.omax : omax;
@@ -306,4 +393,11 @@ void grn__fused_free(grn_world *w) {
   grn__free(w, f->ring, sizeof(grn_force_row) * (size_t)f->ringcap);
   grn__free(w, f->fsum, 6 * sizeof(double) * (size_t)f->fsumcap);
   grn__free(w, f->act, sizeof(int32_t) * (size_t)f->actcap);
+  grn__free(w, f->bref, sizeof(int32_t) * (size_t)f->brefcap);
+  f->ring = NULL;
+  f->fsum = NULL;
+  f->act = NULL;
+  f->bref = NULL;
+  f->ringcap = f->fsumcap = f->actcap = f->brefcap = 0;
+  f->on = false;
 }

@@ -221,6 +221,8 @@ typedef struct grn_fused {
   grn_force_row *ring;
   int32_t *act; /* per thread ring_rows: a block's pairs whose rows may be other than zero */
   int actcap;
+  int32_t *bref; /* per band: the pairs of each grain within S of its boundary, as partner */
+  int brefcap;
   uint64_t sieved; /* steps that sieved their near pairs (not saved; no result depends on it) */
 } grn_fused;
 
@@ -416,7 +418,7 @@ int grn__step_near(grn_world *w); /* both passes over the near list (when fused 
 void grn__gather_integrate(grn_world *w);
 int grn__plan_fused(grn_world *w);
 void grn__step_fused(grn_world *w);
-void grn__fused_free(grn_world *w);
+void grn__fused_free(grn_world *w); /* its buffers let go (and it off); planned anew after */
 
 /* measurement helpers (measure.c) */
 int grn__hmap_cells(double extent); /* cells covering an extent, m */

@@ -190,10 +190,10 @@ int grn__near_refresh(grn_world *w) {
   return near_done(w, nm, span, whole ? INFINITY : margin, nfast);
 }
 
-/* Reference lists of the near pairs, once the fused step is planned (or not): the fused step
- * gathers through them only at thread boundaries, the two-pass near step everywhere. */
+/* Reference lists of the near pairs, once the fused step is planned (or not): the two-pass near
+ * step gathers through them; the fused step keeps its own for the grains at thread boundaries. */
 void grn__near_refs(grn_world *w) {
-  if (w->opt.threads > 1 || !w->gran.fused.on) {
+  if (!w->gran.fused.on) {
     grn__refs_of(w->n, w->gran.near.m, w->gran.near.b, w->gran.near.rstart, w->gran.near.rref,
                  w->pairs.scr.newidx);
   }

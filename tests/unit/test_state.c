@@ -407,6 +407,7 @@ int main(void) {
   simd_equals_scalar("tilt", 3000, GRN_FILL_BED, false, "tilt:35,90");
   fused_equals_reference(4000, 1, false, true);
   fused_equals_reference(9000, 2, false, true);
+  fused_equals_reference(14000, 3, false, true); /* a middle chunk: a band and sums carried on */
   fused_equals_reference(4000, 1, true, true);
   fused_equals_reference(2000, 2, true, false);
   flow_equals_reference("silo", GRN_FILL_SCENE, "open_hole", 2000, 1);
