@@ -18,6 +18,7 @@
  * order, so its bits are the one-thread sweep's. (Bands once kept the rows of owners on both
  * sides, twice the memory: 9 MB of a 100 000-grain lattice settling on two threads.) */
 #define GATHER_BLOCK 64
+#define FUSED_KEEP_MAX ((size_t)1 << 20) /* bytes of buffers a rebuild keeps */
 
 static int32_t chunk_lo(const grn_world *w, int t) {
   return (int32_t)((int64_t)w->n * t / w->opt.threads);
@@ -386,6 +387,21 @@ void grn__step_fused(grn_world *w) {
   w->fig.contacts = touching;
   const pass_sums total = {omax, vm2, touching, moving, count, killed, over, moved};
   grn__finish_pass(w, &total);
+}
+
+/* At a rebuild: off until the plan after it, and its buffers let go if they are large, so that
+ * the rebuild's scratch never sits on top of them (a 100 000-grain lattice settling on two threads
+ * held 6.6 MB of them, sized for its widest span). Small ones are kept: a world of a few thousand
+ * grains then steps without allocating, however often it rebuilds. */
+void grn__fused_let_go(grn_world *w) {
+  const grn_fused *f = &w->gran.fused;
+  const size_t bytes = sizeof(grn_force_row) * (size_t)f->ringcap +
+                       6 * sizeof(double) * (size_t)f->fsumcap +
+                       sizeof(int32_t) * ((size_t)f->actcap + (size_t)f->brefcap);
+  if (bytes >= FUSED_KEEP_MAX) {
+    grn__fused_free(w);
+  }
+  w->gran.fused.on = false;
 }
 
 void grn__fused_free(grn_world *w) {

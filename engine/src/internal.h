@@ -418,7 +418,8 @@ int grn__step_near(grn_world *w); /* both passes over the near list (when fused 
 void grn__gather_integrate(grn_world *w);
 int grn__plan_fused(grn_world *w);
 void grn__step_fused(grn_world *w);
-void grn__fused_free(grn_world *w); /* its buffers let go (and it off); planned anew after */
+void grn__fused_free(grn_world *w);
+void grn__fused_let_go(grn_world *w); /* off until planned again (at a rebuild) */
 
 /* measurement helpers (measure.c) */
 int grn__hmap_cells(double extent); /* cells covering an extent, m */

@@ -878,10 +878,7 @@ static void carry_history(grn_world *w, const layout *L) {
 
 int grn__rebuild(grn_world *w) {
   if (w->model->near) {
-    /* planned again with the near list; its rows and sums are let go until then, so that a
-     * rebuild's scratch never sits on top of them (a 100 000-grain lattice settling on two threads
-     * held 6.6 MB of them, sized for its widest span) */
-    grn__fused_free(w);
+    grn__fused_let_go(w); /* planned again with the near list */
   }
   const int nn = sort_by_cell(w);
   layout L;
