@@ -22,26 +22,8 @@ typedef struct pair_ctx {
   bool keep_zero; /* a sieve writes zero rows too (bands between threads read every row) */
 } pair_ctx;
 
-/* Where each pair's row lives during one pass. The reference keeps a full table (row p at p, mask
- * all ones); the fused step a block buffer per thread (ring_base + p, ring_base = the buffer's
- * start − the block's first pair) and, for the gathers at chunk boundaries, up to two bands:
- * contiguous pair ranges [p0, p1) stored at off + (p − p0). */
-typedef struct slots {
-  int32_t ring_base, mask, nb;
-  int32_t p0[2], p1[2], off[2];
-} slots;
-
 static inline int32_t hist_of(const pair_ctx *c, int32_t p) {
   return c->hp ? c->hp[p] : p;
-}
-
-static inline int32_t slot_of(const slots *s, int32_t p) {
-  for (int k = 0; k < s->nb; k++) {
-    if (p >= s->p0[k] && p < s->p1[k]) {
-      return s->off[k] + (p - s->p0[k]);
-    }
-  }
-  return s->ring_base + (p & s->mask);
 }
 
 /* Whether this CPU can run the AVX2 kernel (and the build has it). */

@@ -70,19 +70,19 @@ int grn__range_forces(const pair_ctx *c, const int32_t *restrict owner, int32_t 
 }
 
 /* Forces of every pair owned by grain a: with SIMD they are queued for the kernel. */
-static inline void owner_forces(const pair_ctx *c, const int32_t *restrict pstart, int a,
-                                const slots *s, batch *bt, bool simd, pass_sums *sum) {
+static inline void owner_forces(const pair_ctx *c, const int32_t *restrict pstart, int a, batch *bt,
+                                bool simd, pass_sums *sum) {
   const int p1 = pstart[a + 1];
   for (int p = pstart[a]; p < p1; p++) {
     if (!simd) {
-      const int32_t it[3] = {a, p, slot_of(s, p)};
+      const int32_t it[3] = {a, p, p};
       law_one(c, it, sum);
       continue;
     }
     int32_t *it = &bt->item[3 * bt->n];
     it[0] = a;
     it[1] = p;
-    it[2] = slot_of(s, p);
+    it[2] = p;
     if (++bt->n == TOUCH_BATCH) {
       batch_flush(c, bt, sum);
     }
@@ -145,7 +145,6 @@ int grn__forces_pass(grn_world *w, bool near) {
   const int32_t *restrict pstart = near ? w->gran.near.start : w->pairs.pstart;
   const int n = w->n, nthreads = w->opt.threads;
   const bool simd = w->opt.simd;
-  const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
   double omax = 0.0;
   int touching = 0;
   (void)nthreads;
@@ -159,7 +158,7 @@ int grn__forces_pass(grn_world *w, bool near) {
     pass_sums sum = {0};
 #pragma omp for schedule(static)
     for (int a = 0; a < n; a++) {
-      owner_forces(&lc, pstart, a, &s, &bt, simd, &sum);
+      owner_forces(&lc, pstart, a, &bt, simd, &sum);
     }
     batch_flush(&lc, &bt, &sum);
     omax = sum.omax > omax ? sum.omax : omax;

@@ -24,30 +24,35 @@ static int32_t chunk_lo(const grn_world *w, int t) {
   return (int32_t)((int64_t)w->n * t / w->opt.threads);
 }
 
-static void band_of(const grn_world *w, int k, int32_t *p0, int32_t *p1, int32_t *off);
+/* The rows kept at a chunk boundary for its gather: pairs [p0, p1) at off + (p − p0) of the row
+ * buffer (p0 == p1: none). */
+typedef struct band {
+  int32_t p0, p1, off;
+} band;
+
+static band band_of(const grn_world *w, int k);
 
 /* Band k's reference list: for each grain B − S + j within S of its boundary B, starts[j] ..
  * starts[j + 1] index the pairs of the band (owners from B on) where it is the partner, in pair
  * order. It lies after the lists of the bands before it. */
 static int32_t *band_refs_at(const grn_world *w, int k, int32_t **refs) {
-  int32_t p0 = 0, p1 = 0, off = 0;
-  band_of(w, k, &p0, &p1, &off);
+  const band bd = band_of(w, k);
   const int s2 = 2 * w->gran.fused.span;
   int32_t *starts = w->gran.fused.bref + (size_t)(k - 1) * (size_t)(s2 + 1) +
-                    (size_t)(off - w->gran.fused.ring_rows * w->opt.threads);
+                    (size_t)(bd.off - w->gran.fused.ring_rows * w->opt.threads);
   *refs = starts + s2 + 1;
   return starts;
 }
 
 /* Make band k's reference list (a counting sort of its pairs by partner). */
 static void band_refs(grn_world *w, int k) {
-  int32_t p0 = 0, p1 = 0, off = 0, *refs = NULL;
-  band_of(w, k, &p0, &p1, &off);
+  int32_t *refs = NULL;
+  const band bd = band_of(w, k);
   int32_t *starts = band_refs_at(w, k, &refs);
   const int s2 = 2 * w->gran.fused.span, lo = chunk_lo(w, k) - w->gran.fused.span;
   const int32_t *nb = w->gran.near.b;
   memset(starts, 0, sizeof(int32_t) * (size_t)(s2 + 1));
-  for (int p = p0; p < p1; p++) {
+  for (int p = bd.p0; p < bd.p1; p++) {
     const unsigned j = (unsigned)(nb[p] - lo);
     if (j < (unsigned)s2) {
       starts[j + 1]++;
@@ -56,7 +61,7 @@ static void band_refs(grn_world *w, int k) {
   for (int j = 0; j < s2; j++) {
     starts[j + 1] += starts[j];
   }
-  for (int p = p0; p < p1; p++) {
+  for (int p = bd.p0; p < bd.p1; p++) {
     const unsigned j = (unsigned)(nb[p] - lo);
     if (j < (unsigned)s2) {
       refs[starts[j]++] = p;
@@ -156,29 +161,24 @@ int grn__plan_fused(grn_world *w) {
 }
 
 /* Band k's rows: its pair range and where it starts in the row buffer. */
-static void band_of(const grn_world *w, int k, int32_t *p0, int32_t *p1, int32_t *off) {
+static band band_of(const grn_world *w, int k) {
   int32_t o = w->gran.fused.ring_rows * w->opt.threads;
   for (int j = 1; j < k; j++) {
     const int b = chunk_lo(w, j);
     o += w->gran.near.start[b + 2 * w->gran.fused.span] - w->gran.near.start[b];
   }
   const int b = chunk_lo(w, k);
-  *p0 = w->gran.near.start[b];
-  *p1 = w->gran.near.start[b + 2 * w->gran.fused.span];
-  *off = o;
+  return (band){w->gran.near.start[b], w->gran.near.start[b + 2 * w->gran.fused.span], o};
 }
 
-/* Copy the rows of owners [a0, a1) (in the block buffer at base + q) that bands keep. */
-static void keep_bands(const grain_ctx *c, const grn_force_row *rows, int32_t base, int a0, int a1,
-                       const slots *bands, grn_force_row *keep) {
+/* Copy the rows of owners [a0, a1) (in the block buffer at base + q) that the band keeps. */
+static void keep_band(const grain_ctx *c, const grn_force_row *rows, int32_t base, int a0, int a1,
+                      const band *bd, grn_force_row *keep) {
   const int q0 = c->pstart[a0], q1 = c->pstart[a1];
-  for (int k = 0; k < bands->nb; k++) {
-    const int lo = q0 > bands->p0[k] ? q0 : bands->p0[k];
-    const int hi = q1 < bands->p1[k] ? q1 : bands->p1[k];
-    if (lo < hi) {
-      memcpy(&keep[bands->off[k] + (lo - bands->p0[k])], &rows[base + lo],
-             sizeof(grn_force_row) * (size_t)(hi - lo));
-    }
+  const int lo = q0 > bd->p0 ? q0 : bd->p0, hi = q1 < bd->p1 ? q1 : bd->p1;
+  if (lo < hi) {
+    memcpy(&keep[bd->off + (lo - bd->p0)], &rows[base + lo],
+           sizeof(grn_force_row) * (size_t)(hi - lo));
   }
 }
 
@@ -193,10 +193,10 @@ static inline void to_partner(double *restrict sb, const grn_force_row *row) {
 }
 
 /* Add the rows of owners [a0, a1) (in the block buffer at base + q) to the running sums of the
- * grains in [ilo, ihi), in pair order, and copy those that bands keep. */
+ * grains in [ilo, ihi), in pair order, and copy those the band keeps. */
 static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_force_row *rows,
                       int32_t base, double *restrict fsum, int32_t fm, int a0, int a1, int ilo,
-                      int ihi, const slots *bands, grn_force_row *keep) {
+                      int ihi, const band *bd, grn_force_row *keep) {
   for (int a = a0; a < a1; a++) {
     const int p0 = c->pstart[a], p1 = c->pstart[a + 1];
     if (a >= ilo && a < ihi) {
@@ -226,7 +226,7 @@ static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_
       }
     }
   }
-  keep_bands(c, rows, base, a0, a1, bands, keep);
+  keep_band(c, rows, base, a0, a1, bd, keep);
 }
 
 #if defined(__x86_64__) && defined(GRN_SIMD)
@@ -242,7 +242,7 @@ static void add_block(const grain_ctx *c, const int32_t *restrict nb, const grn_
 __attribute__((target("avx2"))) static void
 add_active(const grain_ctx *c, const int32_t *restrict na, const int32_t *restrict nb,
            const grn_force_row *rows, int32_t base, double *restrict fsum, int32_t fm,
-           const int32_t *act, int nact, int ilo, int ihi, int a0, int a1, const slots *bands,
+           const int32_t *act, int nact, int ilo, int ihi, int a0, int a1, const band *bd,
            grn_force_row *keep) {
   for (int k = 0; k < nact; k++) {
     const int q = act[k], a = na[q], b = nb[q];
@@ -263,7 +263,7 @@ add_active(const grain_ctx *c, const int32_t *restrict na, const int32_t *restri
       _mm_storeu_pd(sb + 4, _mm_add_pd(_mm_loadu_pd(sb + 4), t));
     }
   }
-  keep_bands(c, rows, base, a0, a1, bands, keep);
+  keep_band(c, rows, base, a0, a1, bd, keep);
 }
 #endif
 
@@ -322,11 +322,7 @@ void grn__step_fused(grn_world *w) {
       const int lo = chunk_lo(w, t), hi = chunk_lo(w, t + 1);
       /* the band of its first owners; sums from lo + S (earlier grains continue the previous
        * chunk's sums) to the end of its partners, hi + S, of which it integrates those to hi − S */
-      slots bands = {0, 0, 0, {0, 0}, {0, 0}, {0, 0}};
-      if (t > 0) {
-        band_of(w, t, &bands.p0[0], &bands.p1[0], &bands.off[0]);
-        bands.nb = 1;
-      }
+      const band bd = t > 0 ? band_of(w, t) : (band){0, 0, 0};
       const int ilo = t > 0 ? lo + span : lo, ihi = t < nt - 1 ? hi + span : hi;
       const int fin = t < nt - 1 ? hi - span : hi;
       double *fsum = w->gran.fused.fsum + 6 * (size_t)(fm + 1) * (size_t)t;
@@ -341,15 +337,15 @@ void grn__step_fused(grn_world *w) {
 #if defined(__x86_64__) && defined(GRN_SIMD)
         if (nact >= 0) {
           add_active(&lg, w->gran.near.a, w->gran.near.b, w->gran.fused.ring, base, fsum, fm, act,
-                     nact, ilo, ihi, a0, a1, &bands, w->gran.fused.ring);
+                     nact, ilo, ihi, a0, a1, &bd, w->gran.fused.ring);
           added = true;
         }
 #else
         (void)nact;
 #endif
         if (!added) {
-          add_block(&lg, w->gran.near.b, w->gran.fused.ring, base, fsum, fm, a0, a1, ilo, ihi,
-                    &bands, w->gran.fused.ring);
+          add_block(&lg, w->gran.near.b, w->gran.fused.ring, base, fsum, fm, a0, a1, ilo, ihi, &bd,
+                    w->gran.fused.ring);
         }
         for (; g < fin && g + span < a1; g++) {
           finish_sum(&lg, fsum, fm, g, w, &sum);
@@ -362,14 +358,14 @@ void grn__step_fused(grn_world *w) {
     /* phase 2 (after the loop's barrier): grains within S of each inner boundary */
 #pragma omp for schedule(static, 1)
     for (int k = 1; k < nt; k++) {
-      int32_t p0 = 0, p1 = 0, off = 0, *refs = NULL;
-      band_of(w, k, &p0, &p1, &off);
+      int32_t *refs = NULL;
+      const band bd = band_of(w, k);
       const int32_t *starts = band_refs_at(w, k, &refs);
       double *fsum = w->gran.fused.fsum + 6 * (size_t)(fm + 1) * (size_t)(k - 1);
       const int lo = chunk_lo(w, k) - span;
       for (int j = 0; j < 2 * span; j++) {
         const int i = lo + j;
-        continue_sum(&lg, w->gran.fused.ring, off - p0, p0, refs + starts[j],
+        continue_sum(&lg, w->gran.fused.ring, bd.off - bd.p0, bd.p0, refs + starts[j],
                      starts[j + 1] - starts[j], &fsum[6 * (size_t)(i & fm)], i);
         finish_sum(&lg, fsum, fm, i, w, &sum);
       }

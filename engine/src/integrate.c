@@ -39,7 +39,6 @@ void grn__finish_pass(grn_world *w, const pass_sums *sum) {
 static void gather_pass(grn_world *w, bool near) {
   const int n = w->n, nthreads = w->opt.threads;
   const grain_ctx shared = grn__grain_ctx_of(w, near);
-  const slots s = {0, INT32_MAX, 0, {0, 0}, {0, 0}, {0, 0}};
   double vm2 = 0.0;
   int moving = 0, count = 0, killed = 0, over = 0, moved = 0;
   (void)nthreads;
@@ -51,7 +50,7 @@ static void gather_pass(grn_world *w, bool near) {
 #pragma omp for schedule(static)
     for (int i = 0; i < n; i++) {
       double ft[6];
-      sum_rows(&c, w->pairs.table, &s, i, ft);
+      sum_rows(&c, w->pairs.table, i, ft);
       finish_one(&c, i, ft, w, &sum);
     }
     vm2 = sum.vm2 > vm2 ? sum.vm2 : vm2;

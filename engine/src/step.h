@@ -77,17 +77,16 @@ static inline void add_partner_row(const grn_force_row *row, grn_vec3 *f, grn_ve
  * order, so it splits at the grain's own range). Whoever computes a grain and whenever, its sum is
  * the same to the bit; the fused step relies on this order to add each row the moment it is made.
  */
-__attribute__((always_inline)) static inline void sum_rows(const grain_ctx *c,
-                                                           const grn_force_row *restrict rows,
-                                                           const slots *s, int i, double ft[6]) {
+__attribute__((always_inline)) static inline void
+sum_rows(const grain_ctx *c, const grn_force_row *restrict rows, int i, double ft[6]) {
   grn_vec3 f = v3(0, 0, 0), t = v3(0, 0, 0);
   const int p0 = c->pstart[i], p1 = c->pstart[i + 1], q1 = c->rstart[i + 1];
   int q = c->rstart[i];
   for (; q < q1 && c->rref[q] < p0; q++) {
-    add_partner_row(&rows[slot_of(s, c->rref[q])], &f, &t);
+    add_partner_row(&rows[c->rref[q]], &f, &t);
   }
   for (int p = p0; p < p1; p++) {
-    const grn_force_row *row = &rows[slot_of(s, p)];
+    const grn_force_row *row = &rows[p];
     f.x -= row->f[0];
     f.y -= row->f[1];
     f.z -= row->f[2];
@@ -96,7 +95,7 @@ __attribute__((always_inline)) static inline void sum_rows(const grain_ctx *c,
     t.z += row->ta[2];
   }
   for (; q < q1; q++) {
-    add_partner_row(&rows[slot_of(s, c->rref[q])], &f, &t);
+    add_partner_row(&rows[c->rref[q]], &f, &t);
   }
   ft[0] = f.x;
   ft[1] = f.y;
