@@ -28,10 +28,10 @@ void grn__finish_pass(grn_world *w, const pass_sums *sum) {
   w->fig.flowing = sum->count > 0 ? (double)sum->moving / sum->count : 0.0;
   w->fig.vmax = sqrt(sum->vm2);
   w->gran.near.over += sum->over;
-  if (sum->killed > 0 || sum->moved > 0) {
-    w->pairs.dirty =
-        true; /* a grain moved as far as the pair list allows it: the list is made again */
-  }
+  /* a grain removed: the list is made again; a grain moved as far as the list allows it: it is
+   * listed again (relist.c) */
+  w->pairs.dirty = w->pairs.dirty || sum->killed > 0;
+  w->pairs.moved = w->pairs.moved || sum->moved > 0;
   w->fig.alive -= sum->killed;
 }
 

@@ -179,6 +179,10 @@ typedef struct grn_pairs {
   double *slack;
   double disp; /* SPH: sum of vmax·H since the last rebuild */
   bool dirty;  /* made again before the next force pass */
+  bool moved;  /* a grain moved its slack: re-listed, or made again (relist.c) */
+  int since;   /* re-listings since the last rebuild, and grains they re-listed */
+  int relisted;
+  uint64_t relists;
   /* settings of the model (grains by default; SPH derives its own) */
   double skin;      /* GRN_SKIN for grains, a quarter kernel for SPH */
   double cell_rmin; /* smallest radius the grid is planned for */
@@ -395,7 +399,26 @@ double grn__settle_time(double lattice_height);
 void grn__consts_init(grn_consts *k);
 
 /* pair list (pairs.c) */
+/* Owner of a pair: the larger grain; equal radii fall back to the stable id so that ownership, and
+ * with it the place of a pair's history, never depends on storage order. */
+static inline bool grn__owns(const grn_world *w, int i, int j) {
+  return w->rad[i] > w->rad[j] || (w->rad[i] == w->rad[j] && w->id[i] > w->id[j]);
+}
+static inline int grn__clampi(int v, int n) {
+  return v < 0 ? 0 : (v >= n ? n - 1 : v);
+}
+static inline int grn__cell_of(const grn_grid *g, grn_vec3 p) {
+  const int ix = grn__clampi((int)floor((p.x - g->ox) / g->cs), g->nx);
+  const int iy = grn__clampi((int)floor((p.y - g->oy) / g->cs), g->ny);
+  const int iz = grn__clampi((int)floor((p.z - g->oz) / g->cs), g->nz);
+  return ix + g->nx * (iy + g->ny * iz);
+}
+double grn__plan_grid(grn_world *w, const grn_vec3 *at); /* into pairs.scr.grid; largest radius */
+double grn__own_slack(grn_vec3 v, double e0);
 int grn__rebuild(grn_world *w);
+/* The list made valid again before a step (relist.c): only the grains past their slack listed
+ * again where they alone ended it, else a rebuild. */
+int grn__update_pairs(grn_world *w);
 int grn__grow_pairs(grn_world *w, int need);
 void grn__rebuild_refs(grn_world *w);
 double grn__reach_gap(const grn_world *w);

@@ -5,12 +5,6 @@
 
 #include <string.h>
 
-/* Owner of a pair: the larger grain; equal radii fall back to the stable id so that ownership, and
- * with it the place of a pair's history, never depends on storage order. */
-static inline bool owns(const grn_world *w, int i, int j) {
-  return w->rad[i] > w->rad[j] || (w->rad[i] == w->rad[j] && w->id[i] > w->id[j]);
-}
-
 /* Extra reach of a pair beyond touching: wet grains keep a bridge up to GAP_WET apart. */
 double grn__reach_gap(const grn_world *w) {
   return grn__param(w, GRN_SP_COH) > 0.0 ? GRN_GAP_WET : 0.0;
@@ -32,17 +26,18 @@ int grn__scratch(grn_world *w, size_t bytes) {
   return GRN_OK;
 }
 
-/* Grid over the alive grains. Cells are at least one full reach wide so the 27-cell stencil finds
- * every candidate; grains outside are clamped to edge cells, which keeps neighbours adjacent. The
- * cell count is capped so a stray fast grain cannot make the grid huge (cells then grow). */
-static void plan_grid(grn_world *w) {
+/* Grid over the alive grains at `at` (their positions, or the re-listing's reference positions).
+ * Cells are at least one full reach wide so the 27-cell stencil finds every candidate; grains
+ * outside are clamped to edge cells, which keeps neighbours adjacent. The cell count is capped so a
+ * stray fast grain cannot make the grid huge (cells then grow). Returns the largest radius. */
+double grn__plan_grid(grn_world *w, const grn_vec3 *at) {
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   double rmax = w->pairs.cell_rmin;
   for (int i = 0; i < w->n; i++) {
     if (!(w->flags[i] & GRN_F_ALIVE)) {
       continue;
     }
-    const double p[3] = {w->pos[i].x, w->pos[i].y, w->pos[i].z};
+    const double p[3] = {at[i].x, at[i].y, at[i].z};
     for (int a = 0; a < 3; a++) {
       lo[a] = p[a] < lo[a] ? p[a] : lo[a];
       hi[a] = p[a] > hi[a] ? p[a] : hi[a];
@@ -72,17 +67,7 @@ static void plan_grid(grn_world *w) {
   w->pairs.scr.grid.nx = (int)floor((hi[0] - lo[0]) / cs) + 1;
   w->pairs.scr.grid.ny = (int)floor((hi[1] - lo[1]) / cs) + 1;
   w->pairs.scr.grid.nz = (int)floor((hi[2] - lo[2]) / cs) + 1;
-}
-
-static inline int clampi(int v, int n) {
-  return v < 0 ? 0 : (v >= n ? n - 1 : v);
-}
-
-static inline int cell_of(const grn_grid *g, grn_vec3 p) {
-  int ix = clampi((int)floor((p.x - g->ox) / g->cs), g->nx);
-  int iy = clampi((int)floor((p.y - g->oy) / g->cs), g->ny);
-  int iz = clampi((int)floor((p.z - g->oz) / g->cs), g->nz);
-  return ix + g->nx * (iy + g->ny * iz);
+  return rmax;
 }
 
 /* Old touching contact kept through a rebuild. */
@@ -141,7 +126,7 @@ static inline bool listed(const grn_world *w, const planes *pl, int i, int j, bo
 /* Emits pair {i, j}, its owner first: written while there is room, always counted. */
 static inline int emit(const grn_world *w, int32_t *out, int count, int room, int i, int j) {
   if (count < room) {
-    const bool oi = owns(w, i, j);
+    const bool oi = grn__owns(w, i, j);
     out[2 * count] = oi ? i : j;
     out[2 * count + 1] = oi ? j : i;
   }
@@ -415,7 +400,7 @@ static void validate(const grn_world *w) {
     }
     for (int p = w->pairs.pstart[i]; p < w->pairs.pstart[i + 1] && !bad; p++) {
       const int b = w->pairs.pb[p];
-      if (b < 0 || b >= w->n || b == i || !owns(w, i, b)) {
+      if (b < 0 || b >= w->n || b == i || !grn__owns(w, i, b)) {
         bad = "a pair under the wrong owner";
       } else if (w->pairs.pfn[p] < 0.0f && grn__reach_gap(w) == 0.0) {
         bad = "a liquid bridge in dry sand";
@@ -445,6 +430,14 @@ static void validate(const grn_world *w) {
  * 189 MB (bench/README). */
 #define REBUILD_STEPS 8
 
+/* A grain's slack at its listing, for a model with slacks of their own: the shared e0, or, fast
+ * enough to use half of that in REBUILD_STEPS steps, what it covers in REBUILD_STEPS steps falling
+ * freely on top (set_slacks). */
+double grn__own_slack(grn_vec3 v, double e0) {
+  const double T = REBUILD_STEPS * GRN_H, speed = sqrt(v.x * v.x + v.y * v.y + v.z * v.z);
+  return speed * T > 0.5 * e0 ? e0 + speed * T + 0.5 * GRN_G * T * T : e0;
+}
+
 /* Out of memory in a rebuild: the grains are valid and renumbered, but there is no pair list;
  * contact history is lost and the next step tries again. */
 static int no_list(grn_world *w, int nn) {
@@ -462,7 +455,7 @@ static int no_list(grn_world *w, int nn) {
 static int sort_by_cell(grn_world *w) {
   grn_relist *r = &w->pairs.scr;
   const int n_old = w->n;
-  plan_grid(w);
+  (void)grn__plan_grid(w, w->pos);
   const int ncell = r->grid.nx * r->grid.ny * r->grid.nz;
   if (ncell + 1 > r->ncell_cap &&
       grn__grow(w, (void **)&r->cstart, sizeof(int32_t), &r->ncell_cap, ncell + 1) != GRN_OK) {
@@ -471,7 +464,7 @@ static int sort_by_cell(grn_world *w) {
   memset(r->cstart, 0, sizeof(int32_t) * (size_t)(ncell + 1));
   for (int i = 0; i < n_old; i++) {
     if (w->flags[i] & GRN_F_ALIVE) {
-      r->cell[i] = cell_of(&r->grid, w->pos[i]);
+      r->cell[i] = grn__cell_of(&r->grid, w->pos[i]);
       r->cstart[r->cell[i] + 1]++;
     } else {
       r->cell[i] = -1;
@@ -494,7 +487,7 @@ static int sort_by_cell(grn_world *w) {
     for (int a = r->cstart[c] + 1; a < r->cstart[c + 1]; a++) {
       const int v = r->perm[a];
       int b = a - 1;
-      while (b >= r->cstart[c] && owns(w, v, r->perm[b])) {
+      while (b >= r->cstart[c] && grn__owns(w, v, r->perm[b])) {
         r->perm[b + 1] = r->perm[b];
         b--;
       }
@@ -651,7 +644,7 @@ static planes set_slacks(grn_world *w, const layout *L) {
   const int nn = w->n;
   double *pd = L->pd;
   const size_t plane = L->plane;
-  const double gap = grn__reach_gap(w), T = REBUILD_STEPS * GRN_H;
+  const double gap = grn__reach_gap(w);
   planes pl = {pd,
                pd + plane,
                pd + 2 * plane,
@@ -670,15 +663,13 @@ static planes set_slacks(grn_world *w, const layout *L) {
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   const bool speedy = w->model->own_slack;
   for (int q = 0; q < nn; q++) {
-    w->pairs.scr.cell[q] = cell_of(&w->pairs.scr.grid, w->pos[q]);
+    w->pairs.scr.cell[q] = grn__cell_of(&w->pairs.scr.grid, w->pos[q]);
     pl.x[q] = w->pos[q].x;
     pl.y[q] = w->pos[q].y;
     pl.z[q] = w->pos[q].z;
     pl.r[q] = w->rad[q];
     pl.id[q] = (double)w->id[q];
-    const grn_vec3 v = w->vel[q];
-    const double speed = sqrt(v.x * v.x + v.y * v.y + v.z * v.z);
-    pl.e[q] = speedy && speed * T > 0.5 * pl.e0 ? pl.e0 + speed * T + 0.5 * GRN_G * T * T : pl.e0;
+    pl.e[q] = speedy ? grn__own_slack(w->vel[q], pl.e0) : pl.e0;
     pl.rmax = pl.r[q] > pl.rmax ? pl.r[q] : pl.rmax;
     pl.emax = pl.e[q] > pl.emax ? pl.e[q] : pl.emax;
     w->pairs.ref[q] = w->pos[q];
@@ -909,6 +900,9 @@ int grn__rebuild(grn_world *w) {
   p->table_valid = false;
   p->disp = 0.0;
   p->dirty = false;
+  p->moved = false;
+  p->since = 0;
+  p->relisted = 0;
   p->rebuilds++;
   p->rebuild_every = w->steps - p->rebuild_step;
   p->rebuild_step = w->steps;

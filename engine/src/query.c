@@ -83,6 +83,7 @@ void grn_world_get_stats(const grn_world *w, grn_world_stats *out) {
   out->pairs = w->pairs.m;
   out->contacts = w->fig.contacts;
   out->rebuilds = w->pairs.rebuilds;
+  out->relists = w->pairs.relists;
   out->refreshes = w->model->near ? w->gran.near.refreshes : 0;
   out->near_pairs = w->model->near && w->gran.near.valid ? w->gran.near.m : 0;
   out->max_speed = w->fig.vmax;

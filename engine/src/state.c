@@ -45,7 +45,7 @@ static void get(stream *s, void *p, size_t n) {
   X(seed) X(n_target) X(fill) X(gravity) X(steps) X(t) X(settle.drag) X(settle.until)               \
   X(settle.calm) X(pairs.disp) X(pairs.dirty) X(fig.vmax) X(fig.over_max) X(fig.flowing) X(fig.alive) X(fig.contacts)              \
   X(pairs.rebuilds) X(sleep.still) X(sleep.on) X(next_id) X(rng) X(geom) X(meas.state) X(meas.line) X(maps.hnx) X(maps.hnz) X(maps.hx0) X(maps.hz0)   \
-  X(n) X(pairs.nl) X(pairs.m)
+  X(n) X(pairs.nl) X(pairs.m) X(pairs.moved) X(pairs.since) X(pairs.relisted) X(pairs.relists)
 // clang-format on
 
 /* Parameters and measurements go by name (issue 34): a count, then for each its name's length
@@ -155,9 +155,9 @@ int grn_world_save(const grn_world *w, void *buf, size_t size, grn_error *err) {
 
 /* The world's own scalars (issue 16): every double finite and within the bounds of scene.h, every
  * count in range, every enum a member. Returns what is wrong, NULL when sane. Fields not checked
- * here are safe at any value: seed, rebuilds and next_id are unsigned counters (wrapping is
- * defined, ids only order grains and feed the digest); rng may hold any bits (xoshiro stuck at zero
- * still returns numbers in [0, 1)); meas.value and meas.line may hold anything (NaN is their
+ * here are safe at any value: seed, rebuilds, relists and next_id are unsigned counters (wrapping
+ * is defined, ids only order grains and feed the digest); rng may hold any bits (xoshiro stuck at
+ * zero still returns numbers in [0, 1)); meas.value and meas.line may hold anything (NaN is their
  * normal "none", and the next sample overwrites them); the model's block (nbody.e0) is measured
  * again when it is not finite (gravity.c). */
 static const char *scalars_bad(const grn_world *w) {
@@ -169,7 +169,8 @@ static const char *scalars_bad(const grn_world *w) {
       !(w->pairs.disp >= 0.0 && w->pairs.disp <= far) ||
       !(w->fig.vmax >= 0.0 && w->fig.vmax <= GRN_STATE_FAST) ||
       !grn__within(w->fig.over_max, far) || !(w->fig.flowing >= 0.0 && w->fig.flowing <= 1.0) ||
-      !(w->sleep.still >= 0.0 && w->sleep.still <= far) || w->fig.contacts < 0) {
+      !(w->sleep.still >= 0.0 && w->sleep.still <= far) || w->fig.contacts < 0 ||
+      w->pairs.since < 0 || w->pairs.relisted < 0) {
     return "bad clock or counters";
   }
   if (!grn__within(w->gravity.x, GRN_G) || !grn__within(w->gravity.y, GRN_G) ||
@@ -326,8 +327,9 @@ int grn_world_restore(const grn_world_def *def, const void *buf, size_t size, gr
     }
   }
   /* a bool holding anything but 0 or 1 is undefined behaviour to read: check the bytes */
-  const bool *flags_[] = {&w->pairs.dirty,  &w->sleep.on, &w->geom.box,  &w->geom.plate,
-                          &w->geom.plugged, &w->geom.dam, &w->geom.tool, &w->geom.silo_rough};
+  const bool *flags_[] = {&w->pairs.dirty, &w->pairs.moved, &w->sleep.on,
+                          &w->geom.box,    &w->geom.plate,  &w->geom.plugged,
+                          &w->geom.dam,    &w->geom.tool,   &w->geom.silo_rough};
   for (size_t k = 0; k < sizeof flags_ / sizeof flags_[0]; k++) {
     if (!grn__bool_ok(flags_[k])) {
       return corrupt(w, err, "bad flag");

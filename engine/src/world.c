@@ -255,7 +255,8 @@ void grn_world_destroy(grn_world *w) {
 
 /* ---- stepping ---------------------------------------------------------------------------- */
 bool grn__must_rebuild(const grn_world *w) {
-  return w->pairs.dirty || w->pairs.disp > 0.8 * (w->pairs.skin - grn__reach_gap(w));
+  return w->pairs.dirty || w->pairs.moved ||
+         w->pairs.disp > 0.8 * (w->pairs.skin - grn__reach_gap(w));
 }
 
 static void wake(grn_world *w) {
@@ -270,7 +271,7 @@ int grn__granular_step(grn_world *w) {
     return GRN_OK;
   }
   if (grn__must_rebuild(w)) {
-    const int rc = grn__rebuild(w);
+    const int rc = grn__update_pairs(w);
     if (rc != GRN_OK) {
       return rc;
     }

@@ -534,7 +534,8 @@ static int cmd_bench(int argc, char **argv) {
   const double gs = (double)after.alive * (double)o.steps;
   printf("{\"scene\":\"%s\",\"grains\":%d,\"threads\":%ld,\"steps\":%ld,"
          "\"contacts_per_grain\":%.3f,\"coordination\":%.3f,\"pairs_per_grain\":%.3f,"
-         "\"near_pairs_per_grain\":%.3f,\"rebuilds\":%" PRIu64 ",\"refreshes\":%" PRIu64
+         "\"near_pairs_per_grain\":%.3f,\"rebuilds\":%" PRIu64 ",\"relists\":%" PRIu64
+         ",\"refreshes\":%" PRIu64
          ",\"seconds\":%.4f,\"ns_per_grain_step\":%.2f,\"grain_steps_per_s\":%.0f,"
          "\"peak_rss_bytes\":%ld,\"rss_bytes_per_grain\":%.1f,\"engine_bytes\":%zu,"
          "\"settle_seconds_wall\":%.2f,\"max_speed\":%.4g,\"model\":\"%s\",\"substeps\":%d,"
@@ -543,10 +544,11 @@ static int cmd_bench(int argc, char **argv) {
          o.def.scene->name, after.alive, o.threads, o.steps, (double)after.contacts / after.alive,
          2.0 * after.contacts / after.alive, (double)after.pairs / after.alive,
          (double)after.near_pairs / after.alive, after.rebuilds - before.rebuilds,
-         after.refreshes - before.refreshes, dt, 1e9 * dt / gs, gs / dt, peak_rss_bytes(),
-         (double)peak_rss_bytes() / after.alive, after.bytes_live, settle_wall, after.max_speed,
-         grn_model_name(o.def.scene->model), after.substeps, gs * after.substeps / dt,
-         (double)o.steps / dt, after.forces, looks > 0 ? resting / looks : 0.0);
+         after.relists - before.relists, after.refreshes - before.refreshes, dt, 1e9 * dt / gs,
+         gs / dt, peak_rss_bytes(), (double)peak_rss_bytes() / after.alive, after.bytes_live,
+         settle_wall, after.max_speed, grn_model_name(o.def.scene->model), after.substeps,
+         gs * after.substeps / dt, (double)o.steps / dt, after.forces,
+         looks > 0 ? resting / looks : 0.0);
   grn_world_destroy(w);
   return 0;
 }

@@ -39,7 +39,10 @@ typedef struct golden_case {
  * silo's floor below lies deeper and its measurements add the mean flow and bulk density; their
  * experiments start after settling, which the engine now requires. The pour, the water and the
  * bodies keep their digests; the bodies' energy drift counts from their live change. The janssen
- * scene (issue 34) was recorded when it was added, at state version 10. */
+ * scene (issue 34) was recorded when it was added, at state version 10. At state version 11
+ * (issue 33) a few grains past their slack are listed again without renumbering the rest: the
+ * digests of the scenes where that happens (both pours, the wet pour, tilt, both silos, drum) and
+ * the draining silo's measurements again; the digest hashes grains in storage order. */
 static const golden_case cases[] = {
     {"pour",
      "quality=0,amount=20,rate=600",
@@ -52,7 +55,7 @@ static const golden_case cases[] = {
       {420, "tool:off"},
       {480, "spout_x=-0.5"},
       {600, "pour:off"}},
-     0x1dfd6b6db3340e58ull,
+     0xdeac892cf0741fccull,
      0x0d35b5590b589c7bull},
     {"wet",
      "quality=0,amount=15,rate=900",
@@ -60,7 +63,7 @@ static const golden_case cases[] = {
      GRN_FILL_SCENE,
      480,
      {{0, NULL}},
-     0x463ec2dad6251a45ull,
+     0x4681824d0441b18dull,
      0x6e451d9dd88960b8ull},
     {"chains",
      "quality=0,amount=15,rate=900,mur=0.2",
@@ -84,7 +87,7 @@ static const golden_case cases[] = {
      GRN_FILL_SCENE,
      1400,
      {{840, "tilt:30,15"}, {1000, "tilt_rate=4"}, {1100, "tilt:10"}},
-     0x7446f2ba4ee74a46ull,
+     0x862b778751282442ull,
      0x5beeeff307e9081bull},
     {"silo",
      "quality=0,amount=25,hole=1.2",
@@ -92,17 +95,17 @@ static const golden_case cases[] = {
      GRN_FILL_SCENE,
      1560,
      {{960, "open_hole"}, {1260, "plug_hole"}, {1320, "hole=1.0"}, {1360, "open_hole"}},
-     0x7749e89dc4dfe476ull,
-     0xaad570d1678338dbull},
+     0x3ee0aae22c4ec0a6ull,
+     0x8d3f426393f26682ull},
     {"silo",
      "quality=0,amount=25",
      0,
      GRN_FILL_SCENE,
      400,
      {{200, "reset"}},
-     0x9bd9f86b397949dbull,
+     0x0ec9fab4c5f9a8ebull,
      0xfc7f7fe91b990e10ull},
-    {"pour", "", 600, GRN_FILL_BED, 240, {{0, NULL}}, 0x8e26e00d89e388a2ull, 0x2d0d02be3c0066a3ull},
+    {"pour", "", 600, GRN_FILL_BED, 240, {{0, NULL}}, 0xd9ff3b021eb02e12ull, 0x2d0d02be3c0066a3ull},
     {"dambreak",
      "quality=0,width=0.2",
      0,
@@ -166,7 +169,7 @@ static const golden_case cases[] = {
      GRN_FILL_SCENE,
      1080,
      {{960, "rpm=8"}},
-     0x709bf6249a093c34ull,
+     0xa013a72e4ed60cacull,
      0x650c14d7812320daull},
     /* added with the scene (issue 34): its fill, a live change of the wall's friction and of the
      * rate */

@@ -1,8 +1,8 @@
 /* The pair list against a brute-force all-pairs search at every rebuild of a 2000-grain pour and
  * of a flowing silo (whose fast grains get a wider slack), its layout (cell order, owners,
- * reference lists), contact history carried across rebuilds, and between rebuilds: no pair within
- * reach is ever missing from the list while every grain keeps within its slack, nor from the near
- * list while every grain keeps within its allowance. */
+ * reference lists), contact history carried across rebuilds and re-listings (relist.c), and
+ * between them: no pair within reach is ever missing from the list while every grain keeps within
+ * its slack, nor from the near list while every grain keeps within its allowance. */
 #include "../support/check.h"
 #include "../support/settled.h"
 #include "internal.h"
@@ -26,8 +26,9 @@ static int missing_within(const grn_world *w, bool slack, int *want) {
           ((w->flags[i] & GRN_F_FIXED) && (w->flags[j] & GRN_F_FIXED))) {
         continue;
       }
-      const double dx = w->pos[j].x - w->pos[i].x, dy = w->pos[j].y - w->pos[i].y,
-                   dz = w->pos[j].z - w->pos[i].z,
+      /* listed by where the list found them (a re-listing moves only some of them) */
+      const grn_vec3 *at = slack ? w->pairs.ref : w->pos;
+      const double dx = at[j].x - at[i].x, dy = at[j].y - at[i].y, dz = at[j].z - at[i].z,
                    rr = slack ? listing_reach(w, i, j) * (1.0 - 1e-12)
                               : w->rad[i] + w->rad[j] + grn__reach_gap(w);
       if (dx * dx + dy * dy + dz * dz >= rr * rr) {
@@ -102,13 +103,15 @@ static int brute_force_mismatches(const grn_world *w, int *listed_out, int *want
   return bad;
 }
 
-static int layout_errors(const grn_world *w) {
+/* Each pair appears once in its partner's reference list, in increasing pair order, and each
+ * owner's partners are in increasing order (each once). */
+static int ref_errors(const grn_world *w) {
   int bad = 0;
-  for (int i = 1; i < w->n; i++) {
-    bad += w->pairs.scr.cell[i] < w->pairs.scr.cell[i - 1];
-    bad += w->pairs.scr.cell[i] == w->pairs.scr.cell[i - 1] && w->rad[i] > w->rad[i - 1];
+  for (int a = 0; a < w->n; a++) {
+    for (int p = w->pairs.pstart[a] + 1; p < w->pairs.pstart[a + 1]; p++) {
+      bad += w->pairs.pb[p] <= w->pairs.pb[p - 1];
+    }
   }
-  /* each pair appears once in its partner's reference list, in increasing pair order */
   int refs = 0;
   for (int i = 0; i < w->n; i++) {
     for (int q = w->pairs.rstart[i]; q < w->pairs.rstart[i + 1]; q++) {
@@ -118,6 +121,28 @@ static int layout_errors(const grn_world *w) {
     }
   }
   bad += refs != w->pairs.m;
+  return bad;
+}
+
+/* After a rebuild, grains are in cell order, larger first within a cell. */
+static int layout_errors(const grn_world *w) {
+  int bad = ref_errors(w);
+  for (int i = 1; i < w->n; i++) {
+    bad += w->pairs.scr.cell[i] < w->pairs.scr.cell[i - 1];
+    bad += w->pairs.scr.cell[i] == w->pairs.scr.cell[i - 1] && w->rad[i] > w->rad[i - 1];
+  }
+  return bad;
+}
+
+/* Pairs under a grain that does not own them. */
+static int owner_errors(const grn_world *w) {
+  int bad = 0;
+  for (int a = 0; a < w->n; a++) {
+    for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
+      const int b = w->pairs.pb[p];
+      bad += !(w->rad[a] > w->rad[b] || (w->rad[a] == w->rad[b] && w->id[a] > w->id[b]));
+    }
+  }
   return bad;
 }
 
@@ -193,16 +218,35 @@ int main(void) {
     settle_world(s);
     act_or_exit(s, "open_hole");
     int sc = 0, smis = 0, slay = 0, swide = 0, looked = 0, missing = 0, nmiss = 0, nlooked = 0;
+    int rl = 0, rmis = 0, rlay = 0, rlost = 0, rtouch = 0;
     const uint64_t r0 = s->gran.near.refreshes;
+    contact_rec *cb = malloc(sizeof(contact_rec) * 20000),
+                *ca = malloc(sizeof(contact_rec) * 20000);
     for (int k = 0; k < 5 * 240; k++) {
+      /* made valid as the step would (re-listed or rebuilt), and looked at before anything moves */
       if (grn__must_rebuild(s)) {
-        grn__rebuild(s);
-        smis += brute_force_mismatches(s, &listed, &want);
-        slay += layout_errors(s);
-        for (int i = 0; i < s->n; i++) {
-          swide += s->pairs.slack[i] > 0.5 * GRN_SKIN;
+        const uint64_t rb = s->pairs.rebuilds, rs = s->pairs.relists;
+        const int kb = s->pairs.m < 20000 ? snapshot(s, cb) : 0;
+        grn__update_pairs(s);
+        if (s->pairs.relists > rs) {
+          /* a re-listing: nothing in reach left out, each pair once under its owner, and every
+           * touching pair's history where it was */
+          int near = 0;
+          rmis += missing_within(s, true, &near);
+          rlay += ref_errors(s) + owner_errors(s);
+          const int ka = s->pairs.m < 20000 ? snapshot(s, ca) : 0;
+          rlost += lost_history(cb, kb, ca, ka) + (ka != kb);
+          rtouch += kb;
+          rl++;
         }
-        sc++;
+        if (s->pairs.rebuilds > rb) {
+          smis += brute_force_mismatches(s, &listed, &want);
+          slay += layout_errors(s);
+          for (int i = 0; i < s->n; i++) {
+            swide += s->pairs.slack[i] > 0.5 * GRN_SKIN;
+          }
+          sc++;
+        }
       }
       grn_world_step(s, 1);
       nlooked += s->gran.near.valid && !grn__near_stale(s) && s->gran.near.m < s->pairs.m;
@@ -215,7 +259,15 @@ int main(void) {
     }
     printf("silo: %d rebuilds, %d grains with a wider slack in all, %d steps looked at\n", sc,
            swide, looked);
-    CHECK_RANGE("silo rebuilds checked", sc, 20, 1e9);
+    printf("silo: %d re-listings, %d touching pairs across them\n", rl, rtouch);
+    CHECK_RANGE("silo re-listings checked", rl, 20, 1e9);
+    CHECK_NEAR("silo: pairs in listing reach left out by a re-listing", rmis, 0, 0);
+    CHECK_NEAR("silo: owner / partner order / reference list errors after a re-listing", rlay, 0,
+               0);
+    CHECK_NEAR("silo: touching pairs whose history a re-listing lost or moved", rlost, 0, 0);
+    free(cb);
+    free(ca);
+    CHECK_RANGE("silo rebuilds checked", sc, 10, 1e9);
     CHECK_RANGE("fast grains given a wider slack", swide, 50, 1e9);
     CHECK_NEAR("silo: pairs missing from or wrongly in the list, all rebuilds", smis, 0, 0);
     CHECK_NEAR("silo: cell order / reference list errors", slay, 0, 0);
