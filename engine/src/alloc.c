@@ -82,6 +82,37 @@ int grn__regrow(grn_world *w, void **const arrays[], const size_t each[], int co
   return GRN_OK;
 }
 
+/* The same, with the first `keep` elements of each array kept: all or none (on failure the old
+ * arrays stay as they were). */
+int grn__regrow_keep(grn_world *w, void **const arrays[], const size_t each[], int count, int *cap,
+                     int keep, int need) {
+  if (need <= *cap) {
+    return GRN_OK;
+  }
+  enum { MOST = 8 };
+  void *fresh[MOST] = {NULL};
+  const size_t old = (size_t)*cap, want = (size_t)need + (size_t)need / 4 + 64;
+  bool ok = count <= MOST;
+  for (int k = 0; k < count && ok; k++) {
+    fresh[k] = grn__alloc(w, each[k] * want);
+    ok = fresh[k] != NULL;
+  }
+  for (int k = 0; k < count && k < MOST; k++) {
+    if (!ok) {
+      grn__free(w, fresh[k], each[k] * want);
+      continue;
+    }
+    memcpy(fresh[k], *arrays[k], each[k] * (size_t)keep);
+    grn__free(w, *arrays[k], each[k] * old);
+    *arrays[k] = fresh[k];
+  }
+  if (!ok) {
+    return GRN_E_NOMEM;
+  }
+  *cap = (int)want;
+  return GRN_OK;
+}
+
 void grn__mem_init(grn_mem *m, const grn_world_def *def) {
   const bool own = def && def->alloc;
   m->alloc = own ? def->alloc : default_alloc;

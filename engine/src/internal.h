@@ -339,6 +339,8 @@ void grn__free(grn_world *w, void *p, size_t bytes);
 int grn__grow(grn_world *w, void **p, size_t elem, int *cap, int need);
 int grn__regrow(grn_world *w, void **const arrays[], const size_t each[], int count, int *cap,
                 int need);
+int grn__regrow_keep(grn_world *w, void **const arrays[], const size_t each[], int count, int *cap,
+                     int keep, int need);
 
 /* The normal force of a boundary with a spring (the floor, the plate, a rough wall) on a grain
  * overlapping it by `over` while moving away from it at vn: spring and dashpot, never pulling
@@ -414,6 +416,38 @@ static inline int grn__cell_of(const grn_grid *g, grn_vec3 p) {
   return ix + g->nx * (iy + g->ny * iz);
 }
 double grn__plan_grid(grn_world *w, const grn_vec3 *at); /* into pairs.scr.grid; largest radius */
+/* Distance along one axis from coordinate p, in cell ci, to the slab of cell cj (0 in its own). */
+static inline double grn__slab_gap(double p, double o, double cs, int ci, int cj) {
+  return cj > ci ? (o + cs * cj) - p : (cj < ci ? p - (o + cs * (cj + 1)) : 0.0);
+}
+
+/* The cells of a row, within [*jx0, *jx1] and around ix, that come within R of x given the row's
+ * squared y–z distance dyz2; false when none does. Cells wholly out of reach hold no partner, so
+ * leaving them out finds the very same pairs among fewer candidates. */
+static inline bool grn__row_cells(const grn_grid *g, double x, int ix, double R, double dyz2,
+                                  int *jx0, int *jx1) {
+  const double c2 = R * R - dyz2;
+  if (!(c2 > 0.0)) {
+    return false;
+  }
+  int lo = ix, hi = ix;
+  for (double d = x - (g->ox + g->cs * lo); lo > *jx0 && d * d < c2; d += g->cs) {
+    lo--;
+  }
+  for (double d = (g->ox + g->cs * (hi + 1)) - x; hi < *jx1 && d * d < c2; d += g->cs) {
+    hi++;
+  }
+  *jx0 = lo;
+  *jx1 = hi;
+  return true;
+}
+/* A grain's coordinate along a sorting axis, and its index (or any key and its item). */
+typedef struct grn_keyed {
+  double c;
+  int32_t q;
+} grn_keyed;
+/* By c, then q; no memory of its own (libc's qsort may call malloc). */
+void grn__sort_keyed(grn_keyed *k, int n);
 double grn__own_slack(grn_vec3 v, double e0);
 int grn__rebuild(grn_world *w);
 /* The list made valid again before a step (relist.c): only the grains past their slack listed

@@ -92,12 +92,6 @@ static void permute(void *arr, size_t elem, const int32_t *perm, int n, void *bu
  * the cells they reach. */
 #define FAST_SORTED 512
 
-/* A fast grain's coordinate along the sorting axis, and its index. */
-typedef struct keyed {
-  double c;
-  int32_t q;
-} keyed;
-
 /* Positions, radii, slacks and ids of the renumbered grains as planes, with 4 spare lanes at the
  * end, so the scan tests four candidates at a time; with the slow grains' slack e0, the largest
  * radius and slack, the reach gap and how far a cell's bounds may be off by rounding (cells are cut
@@ -106,7 +100,7 @@ typedef struct keyed {
 typedef struct planes {
   double *x, *y, *z, *r, *e, *id; /* id: exact as a double, for owns() four at a time */
   double e0, rmax, emax, gap, tol;
-  keyed *fk;
+  grn_keyed *fk;
   int32_t *frank, nfast;
 } planes;
 
@@ -252,32 +246,6 @@ static int scan_cube(const grn_world *w, const planes *pl, int i, int ix, int iy
   return count;
 }
 
-/* Distance along one axis from coordinate p, in cell ci, to the slab of cell cj (0 in its own). */
-static inline double slab_gap(double p, double o, double cs, int ci, int cj) {
-  return cj > ci ? (o + cs * cj) - p : (cj < ci ? p - (o + cs * (cj + 1)) : 0.0);
-}
-
-/* The cells of a row, within [*jx0, *jx1] and around ix, that come within R of x given the row's
- * squared y–z distance dyz2; false when none does. Cells wholly out of reach hold no partner, so
- * leaving them out finds the very same pairs among fewer candidates. */
-static inline bool row_cells(const grn_grid *g, double x, int ix, double R, double dyz2, int *jx0,
-                             int *jx1) {
-  const double c2 = R * R - dyz2;
-  if (!(c2 > 0.0)) {
-    return false;
-  }
-  int lo = ix, hi = ix;
-  for (double d = x - (g->ox + g->cs * lo); lo > *jx0 && d * d < c2; d += g->cs) {
-    lo--;
-  }
-  for (double d = (g->ox + g->cs * (hi + 1)) - x; hi < *jx1 && d * d < c2; d += g->cs) {
-    hi++;
-  }
-  *jx0 = lo;
-  *jx1 = hi;
-  return true;
-}
-
 /* A fast grain's pairs. With the slow grains: those within its reach and their own slack (e0),
  * row by row over the cells that reach touches. With the fast grains: those after it along the
  * axis the fast grains spread most on, where they lie sorted, within its reach and the largest
@@ -294,11 +262,11 @@ static int scan_wide(const grn_world *w, const planes *pl, int i, int ix, int iy
   const int kx0 = ix - k > 0 ? ix - k : 0, kx1 = ix + k < g->nx ? ix + k : g->nx - 1;
   int count = 0;
   for (int jz = iz - k > 0 ? iz - k : 0; jz <= iz + k && jz < g->nz; jz++) {
-    const double dz = slab_gap(z, g->oz, g->cs, iz, jz);
+    const double dz = grn__slab_gap(z, g->oz, g->cs, iz, jz);
     for (int jy = iy - k > 0 ? iy - k : 0; jy <= iy + k && jy < g->ny; jy++) {
-      const double dy = slab_gap(y, g->oy, g->cs, iy, jy);
+      const double dy = grn__slab_gap(y, g->oy, g->cs, iy, jy);
       int jx0 = kx0, jx1 = kx1;
-      if (!row_cells(g, x, ix, rs, dy * dy + dz * dz, &jx0, &jx1)) {
+      if (!grn__row_cells(g, x, ix, rs, dy * dy + dz * dz, &jx0, &jx1)) {
         continue;
       }
       const int row = g->nx * (jy + g->ny * jz);
@@ -515,7 +483,7 @@ typedef struct layout {
   void *pbuf;
   int32_t *seg;   /* the scan's segments */
   double *pd;     /* 6 planes of `plane` doubles */
-  keyed *fk;      /* up to FAST_SORTED: the fast grains, sorted along an axis */
+  grn_keyed *fk;  /* up to FAST_SORTED: the fast grains, sorted along an axis */
   int32_t *frank; /* nn: each grain's place in fk */
   size_t plane;
   double per_grain;
@@ -548,7 +516,7 @@ static int lay_out(grn_world *w, int nn, layout *L) {
       perm_at + align32(L->in_hist || perm_bytes > seg_bytes ? perm_bytes : seg_bytes);
   const size_t fast_at = planes_at + (L->in_hist ? 0 : planes_bytes);
   const size_t nfk = (size_t)(nn < FAST_SORTED ? nn : FAST_SORTED) + 1;
-  if (grn__scratch(w, fast_at + sizeof(keyed) * nfk + sizeof(int32_t) * ((size_t)nn + 1)) !=
+  if (grn__scratch(w, fast_at + sizeof(grn_keyed) * nfk + sizeof(int32_t) * ((size_t)nn + 1)) !=
       GRN_OK) {
     return GRN_E_NOMEM;
   }
@@ -563,7 +531,7 @@ static int lay_out(grn_world *w, int nn, layout *L) {
     L->pd = (double *)(void *)(base + planes_at);
     L->seg = L->pbuf;
   }
-  L->fk = (keyed *)(void *)(base + fast_at);
+  L->fk = (grn_keyed *)(void *)(base + fast_at);
   L->frank = (int32_t *)(void *)(L->fk + nfk);
   return GRN_OK;
 }
@@ -613,18 +581,19 @@ static void renumber(grn_world *w, int nn, void *pbuf) {
   w->n = nn;
 }
 
-static inline bool before(keyed p, keyed q) {
+static inline bool before(grn_keyed p, grn_keyed q) {
   return p.c < q.c || (p.c == q.c && p.q < q.q);
 }
 
-/* Shell sort (Ciura's gaps): no memory of its own (libc's qsort may call malloc, which the engine
- * never does: its memory comes from the caller), and at most FAST_SORTED keys. */
-static void sort_keyed(keyed *k, int n) {
-  static const int gaps[] = {301, 132, 57, 23, 10, 4, 1};
+/* Shell sort (Ciura's gaps, and two more for a re-listing's new pairs): no memory of its own
+ * (libc's qsort may call malloc, which the engine never does: its memory comes from the caller),
+ * for a few thousand keys at most. */
+void grn__sort_keyed(grn_keyed *k, int n) {
+  static const int gaps[] = {1750, 701, 301, 132, 57, 23, 10, 4, 1};
   for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
     const int h = gaps[g];
     for (int i = h; i < n; i++) {
-      const keyed v = k[i];
+      const grn_keyed v = k[i];
       int j = i;
       for (; j >= h && before(v, k[j - h]); j -= h) {
         k[j] = k[j - h];
@@ -694,7 +663,7 @@ static planes set_slacks(grn_world *w, const layout *L) {
     for (int f = 0; f < pl.nfast; f++) {
       pl.fk[f].c = along[pl.fk[f].q];
     }
-    sort_keyed(pl.fk, pl.nfast);
+    grn__sort_keyed(pl.fk, pl.nfast);
     for (int f = 0; f < pl.nfast; f++) {
       pl.frank[pl.fk[f].q] = f;
     }

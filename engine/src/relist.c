@@ -19,7 +19,8 @@
 
 typedef struct newpair {
   int32_t a, b; /* owner, partner */
-  int32_t at;   /* where it goes in the list before the merge */
+  int32_t at;   /* where it goes in a list before the merge */
+  int32_t p;    /* its place in the pair list after the merge */
 } newpair;
 
 /* Whether owner a lists partner b (rows are in partner order). */
@@ -32,33 +33,13 @@ static bool listed_in(const grn_pairs *p, int a, int b) {
   return false;
 }
 
-static inline bool pair_before(newpair x, newpair y) {
-  return x.a < y.a || (x.a == y.a && x.b < y.b);
-}
-
-/* Shell sort: few keys, and no memory of its own (the engine's comes from the caller). */
-static void sort_new(newpair *k, int n) {
-  static const int gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
-  for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
-    const int h = gaps[g];
-    for (int i = h; i < n; i++) {
-      const newpair v = k[i];
-      int j = i;
-      for (; j >= h && pair_before(v, k[j - h]); j -= h) {
-        k[j] = k[j - h];
-      }
-      k[j] = v;
-    }
-  }
-}
-
-/* The search: slow grains (the shared slack e0) binned by reference position, fast ones one by
- * one. */
+/* The search: slow grains (the shared slack e0) binned by reference position; fast ones sorted
+ * along the axis they spread most on, with the largest of their slacks. */
 typedef struct finder {
   const grn_world *w;
-  double e0, gap, rmax;
-  int32_t *fast;
-  int nfast;
+  double e0, gap, rmax, efast;
+  grn_keyed *fast;
+  int nfast, axis;
   newpair *out;
   int count, room;
 } finder;
@@ -84,25 +65,39 @@ static bool consider(finder *f, int r, int j) {
   if (f->count == f->room) {
     return false;
   }
-  f->out[f->count++] = (newpair){o, q, 0};
+  f->out[f->count++] = (newpair){o, q, 0, 0};
   return true;
 }
 
-/* Every grain that grain r, re-listed, must now be listed with. */
+static inline double along(grn_vec3 v, int axis) {
+  return axis == 0 ? v.x : (axis == 1 ? v.y : v.z);
+}
+
+/* Every grain that grain r, re-listed, must now be listed with: the slow ones over the cells
+ * within reach of its reference position (rows cut by distance, as the rebuild's wide scan), the
+ * fast ones within reach along their axis. */
 static bool find_around(finder *f, int r) {
   const grn_world *w = f->w;
   const grn_grid *g = &w->pairs.scr.grid;
   const int32_t *cstart = w->pairs.scr.cstart, *slow = w->pairs.scr.perm;
+  const grn_vec3 at = w->pairs.ref[r];
   /* a slow partner's reference lies within this of r's; a micrometre for the rounding of cells */
-  const double rs = w->rad[r] + f->rmax + f->gap + w->pairs.slack[r] + f->e0 + 1e-6;
+  const double base = w->rad[r] + f->rmax + f->gap + w->pairs.slack[r] + 1e-6;
+  const double rs = base + f->e0;
   const double kc = ceil(rs / g->cs);
   const int k = kc < (double)(g->nx + g->ny + g->nz) ? (int)kc : g->nx + g->ny + g->nz;
-  const int c = grn__cell_of(g, w->pairs.ref[r]);
+  const int c = grn__cell_of(g, at);
   const int iz = c / (g->nx * g->ny), rest = c - iz * g->nx * g->ny, iy = rest / g->nx,
             ix = rest - iy * g->nx;
-  const int jx0 = ix - k > 0 ? ix - k : 0, jx1 = ix + k < g->nx ? ix + k : g->nx - 1;
+  const int kx0 = ix - k > 0 ? ix - k : 0, kx1 = ix + k < g->nx ? ix + k : g->nx - 1;
   for (int jz = iz - k > 0 ? iz - k : 0; jz <= iz + k && jz < g->nz; jz++) {
+    const double dz = grn__slab_gap(at.z, g->oz, g->cs, iz, jz);
     for (int jy = iy - k > 0 ? iy - k : 0; jy <= iy + k && jy < g->ny; jy++) {
+      const double dy = grn__slab_gap(at.y, g->oy, g->cs, iy, jy);
+      int jx0 = kx0, jx1 = kx1;
+      if (!grn__row_cells(g, at.x, ix, rs, dy * dy + dz * dz, &jx0, &jx1)) {
+        continue;
+      }
       const int row = g->nx * (jy + g->ny * jz);
       for (int s = cstart[row + jx0]; s < cstart[row + jx1 + 1]; s++) {
         if (!consider(f, r, slow[s])) {
@@ -111,8 +106,18 @@ static bool find_around(finder *f, int r) {
       }
     }
   }
-  for (int s = 0; s < f->nfast; s++) {
-    if (!consider(f, r, f->fast[s])) {
+  const double c0 = along(at, f->axis), rf = base + f->efast;
+  int lo = 0, hi = f->nfast;
+  while (lo < hi) { /* the first fast grain within rf below r along the axis */
+    const int mid = lo + (hi - lo) / 2;
+    if (f->fast[mid].c <= c0 - rf) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  for (int s = lo; s < f->nfast && f->fast[s].c < c0 + rf; s++) {
+    if (!consider(f, r, f->fast[s].q)) {
       return false;
     }
   }
@@ -120,17 +125,25 @@ static bool find_around(finder *f, int r) {
 }
 
 /* The slow grains sorted by the cell of their reference position (scr.perm, from scr.cstart),
- * on the grid planned over those positions; the fast ones listed apart (fast). */
-static int bin_slow(grn_world *w, double e0, int32_t *fast) {
+ * on the grid planned over those positions; the fast ones sorted along the axis their reference
+ * positions spread most on. */
+static void bin(grn_world *w, finder *f) {
   grn_relist *sc = &w->pairs.scr;
   const int n = w->n;
   const int ncell = sc->grid.nx * sc->grid.ny * sc->grid.nz;
   memset(sc->cstart, 0, sizeof(int32_t) * (size_t)(ncell + 1));
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   int nf = 0;
   for (int i = 0; i < n; i++) {
-    if (w->pairs.slack[i] > e0) {
+    if (w->pairs.slack[i] > f->e0) {
       sc->cell[i] = -1;
-      fast[nf++] = i;
+      f->fast[nf++].q = i;
+      f->efast = w->pairs.slack[i] > f->efast ? w->pairs.slack[i] : f->efast;
+      for (int a = 0; a < 3; a++) {
+        const double x = along(w->pairs.ref[i], a);
+        lo[a] = x < lo[a] ? x : lo[a];
+        hi[a] = x > hi[a] ? x : hi[a];
+      }
     } else {
       sc->cell[i] = grn__cell_of(&sc->grid, w->pairs.ref[i]);
       sc->cstart[sc->cell[i] + 1]++;
@@ -148,89 +161,149 @@ static int bin_slow(grn_world *w, double e0, int32_t *fast) {
     sc->cstart[c] = sc->cstart[c - 1];
   }
   sc->cstart[0] = 0;
-  return nf;
+  f->axis = hi[1] - lo[1] > hi[0] - lo[0] ? (hi[2] - lo[2] > hi[1] - lo[1] ? 2 : 1)
+                                          : (hi[2] - lo[2] > hi[0] - lo[0] ? 2 : 0);
+  for (int s = 0; s < nf; s++) {
+    f->fast[s].c = along(w->pairs.ref[f->fast[s].q], f->axis);
+  }
+  grn__sort_keyed(f->fast, nf);
+  f->nfast = nf;
 }
 
-/* Room in the pair arrays for `need` pairs, their contents kept (the reference lists are made
- * again after the merge). */
-static int grow_keeping(grn_world *w, int need) {
-  grn_pairs *p = &w->pairs;
-  if (need <= p->mcap) {
-    return GRN_OK;
+/* The new pairs found, sorted by owner and partner, each once (a pair of two re-listed grains is
+ * found by both); returns how many. keys has room for count. */
+static int sort_unique(const grn_world *w, newpair *np, int count, grn_keyed *keys) {
+  const int64_t n = w->n;
+  for (int t = 0; t < count; t++) { /* owner·n + partner < 2^53: exact as a double */
+    keys[t] = (grn_keyed){(double)(np[t].a * n + np[t].b), t};
   }
-  const size_t old = (size_t)p->mcap, m = (size_t)p->m, want = (size_t)need + (size_t)need / 4 + 64;
-  int32_t *pb = grn__alloc(w, sizeof(int32_t) * want),
-          *rref = grn__alloc(w, sizeof(int32_t) * want);
-  grn_hist *hist = grn__alloc(w, sizeof(grn_hist) * want);
-  float *pfn = grn__alloc(w, sizeof(float) * want);
-  if (!pb || !rref || !hist || !pfn) {
-    grn__free(w, pb, sizeof(int32_t) * want);
-    grn__free(w, rref, sizeof(int32_t) * want);
-    grn__free(w, hist, sizeof(grn_hist) * want);
-    grn__free(w, pfn, sizeof(float) * want);
-    return GRN_E_NOMEM;
+  grn__sort_keyed(keys, count);
+  int k = 0;
+  for (int t = 0; t < count; t++) {
+    if (k == 0 || keys[t].c != keys[k - 1].c) {
+      keys[k++] = keys[t];
+    }
   }
-  memcpy(pb, p->pb, sizeof(int32_t) * m);
-  memcpy(hist, p->hist, sizeof(grn_hist) * m);
-  memcpy(pfn, p->pfn, sizeof(float) * m);
-  grn__free(w, p->pb, sizeof(int32_t) * old);
-  grn__free(w, p->rref, sizeof(int32_t) * old);
-  grn__free(w, p->hist, sizeof(grn_hist) * old);
-  grn__free(w, p->pfn, sizeof(float) * old);
-  p->pb = pb;
-  p->rref = rref;
-  p->hist = hist;
-  p->pfn = pfn;
-  p->mcap = (int)want;
-  return GRN_OK;
+  for (int t = 0; t < k; t++) {
+    const int64_t c = (int64_t)keys[t].c;
+    np[t] = (newpair){(int32_t)(c / n), (int32_t)(c % n), 0, 0};
+  }
+  return k;
+}
+
+/* Gaps opened in an array of m elements of `elem` bytes, one before each np[t].at (ascending):
+ * the elements behind each move once, from the back; entry t's slot is then at + t. */
+static void open_gaps(void *arr, size_t elem, int m, const newpair *np, int k) {
+  char *base = arr;
+  int32_t end = m;
+  for (int t = k - 1; t >= 0; t--) {
+    const int32_t at = np[t].at;
+    memmove(base + elem * (size_t)(at + t + 1), base + elem * (size_t)at,
+            elem * (size_t)(end - at));
+    end = at;
+  }
+}
+
+/* Row starts of a CSR after entries for the owners np[t].a (ascending) were inserted. */
+static void shift_starts(int32_t *start, int rows, const newpair *np, int k) {
+  int t = 0;
+  for (int a = 0; a <= rows; a++) {
+    while (t < k && np[t].a < a) {
+      t++;
+    }
+    start[a] += t;
+  }
 }
 
 /* The new pairs (sorted, each once) into their owners' rows at their partner's place, with no
- * history: moved from the back, so each old pair moves once. */
-static void merge(grn_pairs *p, newpair *np, int k) {
+ * history. GRN_E_NOMEM, the list unchanged, when its arrays cannot grow. */
+static int merge(grn_world *w, newpair *np, int k) {
+  grn_pairs *p = &w->pairs;
+  void **const arrays[] = {(void **)&p->pb, (void **)&p->rref, (void **)&p->hist, (void **)&p->pfn};
+  const size_t each[] = {sizeof(int32_t), sizeof(int32_t), sizeof(grn_hist), sizeof(float)};
+  if (grn__regrow_keep(w, arrays, each, 4, &p->mcap, p->m, p->m + k) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
   for (int t = 0; t < k; t++) {
     int q = p->pstart[np[t].a];
     while (q < p->pstart[np[t].a + 1] && p->pb[q] < np[t].b) {
       q++;
     }
     np[t].at = q;
+    np[t].p = q + t;
   }
-  int32_t end = p->m;
-  for (int t = k - 1; t >= 0; t--) {
-    const int32_t at = np[t].at, len = end - at;
-    memmove(&p->pb[at + t + 1], &p->pb[at], sizeof(int32_t) * (size_t)len);
-    memmove(&p->hist[at + t + 1], &p->hist[at], sizeof(grn_hist) * (size_t)len);
-    memmove(&p->pfn[at + t + 1], &p->pfn[at], sizeof(float) * (size_t)len);
-    p->pb[at + t] = np[t].b;
-    memset(&p->hist[at + t], 0, sizeof(grn_hist));
-    p->pfn[at + t] = 0.0f;
-    end = at;
+  open_gaps(p->pb, sizeof(int32_t), p->m, np, k);
+  open_gaps(p->hist, sizeof(grn_hist), p->m, np, k);
+  open_gaps(p->pfn, sizeof(float), p->m, np, k);
+  for (int t = 0; t < k; t++) {
+    p->pb[np[t].p] = np[t].b;
+    memset(&p->hist[np[t].p], 0, sizeof(grn_hist));
+    p->pfn[np[t].p] = 0.0f;
   }
-  int t = 0;
-  for (int a = 0; a <= p->nl; a++) {
-    while (t < k && np[t].a < a) {
-      t++;
-    }
-    p->pstart[a] += t;
-  }
+  shift_starts(p->pstart, p->nl, np, k);
   p->m += k;
+  return GRN_OK;
 }
 
-/* Whether one of the new pairs may touch before the near list's refresh: within reach and both
- * allowances of where the refresh found its grains (near.c). */
-static bool any_near(const grn_world *w, const newpair *np, int k) {
+/* Whether a new pair may touch before the near list's refresh: within reach and both allowances
+ * of where the refresh found its grains (near.c). */
+static bool may_touch(const grn_world *w, int a, int b) {
   const grn_near *nl = &w->gran.near;
-  const double gap = grn__reach_gap(w);
-  for (int t = 0; t < k; t++) {
-    const int a = np[t].a, b = np[t].b;
-    const grn_vec3 x = nl->ref[a], y = nl->ref[b];
-    const double dx = y.x - x.x, dy = y.y - x.y, dz = y.z - x.z,
-                 r = (w->rad[a] + w->rad[b]) + ((gap + (double)nl->nu[a]) + (double)nl->nu[b]);
-    if (dx * dx + dy * dy + dz * dz < r * r) {
-      return true;
+  const grn_vec3 x = nl->ref[a], y = nl->ref[b];
+  const double dx = y.x - x.x, dy = y.y - x.y, dz = y.z - x.z,
+               r = (w->rad[a] + w->rad[b]) +
+                   ((grn__reach_gap(w) + (double)nl->nu[a]) + (double)nl->nu[b]);
+  return dx * dx + dy * dy + dz * dz < r * r;
+}
+
+/* The near list mended instead of made again: its pairs' places in the pair list moved by the
+ * merge, and the new pairs that may touch before its refresh into their owners' rows in pair
+ * order; the fused step planned again. np is reused. */
+static int mend_near(grn_world *w, newpair *np, int k) {
+  grn_near *nl = &w->gran.near;
+  int t = 0;
+  for (int q = 0; q < nl->m; q++) {
+    while (t < k && np[t].at <= nl->p[q]) {
+      t++;
+    }
+    nl->p[q] += t;
+  }
+  int kn = 0;
+  for (t = 0; t < k; t++) {
+    if (may_touch(w, np[t].a, np[t].b)) {
+      np[kn++] = np[t];
     }
   }
-  return false;
+  if (kn == 0) {
+    return GRN_OK; /* the plan stands: no row moved */
+  }
+  void **const arrays[] = {(void **)&nl->b, (void **)&nl->p, (void **)&nl->a, (void **)&nl->rref};
+  const size_t each[] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+  if (grn__regrow_keep(w, arrays, each, 4, &nl->cap, nl->m, nl->m + kn) != GRN_OK) {
+    return GRN_E_NOMEM;
+  }
+  for (t = 0; t < kn; t++) {
+    int q = nl->start[np[t].a];
+    while (q < nl->start[np[t].a + 1] && nl->p[q] < np[t].p) {
+      q++;
+    }
+    np[t].at = q;
+  }
+  open_gaps(nl->b, sizeof(int32_t), nl->m, np, kn);
+  open_gaps(nl->p, sizeof(int32_t), nl->m, np, kn);
+  open_gaps(nl->a, sizeof(int32_t), nl->m, np, kn);
+  for (t = 0; t < kn; t++) {
+    const int q = np[t].at + t, d = np[t].a - np[t].b;
+    nl->b[q] = np[t].b;
+    nl->p[q] = np[t].p;
+    nl->a[q] = np[t].a;
+    nl->span = d > nl->span ? d : (-d > nl->span ? -d : nl->span);
+  }
+  shift_starts(nl->start, w->n, np, kn);
+  nl->m += kn;
+  (void)grn__plan_fused(w);
+  grn__near_refs(w);
+  return GRN_OK;
 }
 
 /* Re-list the grains past half their slack (those past all of it brought this; the others would
@@ -250,12 +323,13 @@ static int relist(grn_world *w) {
     return 1;
   }
   const int room = RELIST_PAIRS * nr;
-  if (grn__scratch(w, sizeof(int32_t) * (size_t)(nr + n) + sizeof(newpair) * (size_t)room) !=
-      GRN_OK) {
+  if (grn__scratch(w, sizeof(grn_keyed) * (size_t)(n + room) + sizeof(newpair) * (size_t)room +
+                          sizeof(int32_t) * (size_t)nr) != GRN_OK) {
     return 1;
   }
-  int32_t *re = w->pairs.scr.scratch, *fast = re + nr;
-  newpair *np = (newpair *)(void *)(fast + n);
+  grn_keyed *fast = w->pairs.scr.scratch, *keys = fast + n;
+  newpair *np = (newpair *)(void *)(keys + room);
+  int32_t *re = (int32_t *)(void *)(np + room);
   nr = 0;
   for (int i = 0; i < n; i++) {
     const grn_vec3 d = {w->pos[i].x - p->ref[i].x, w->pos[i].y - p->ref[i].y,
@@ -274,36 +348,19 @@ static int relist(grn_world *w) {
                                                 &p->scr.ncell_cap, ncell + 1) != GRN_OK) {
     return 1;
   }
-  finder f = {w, e0, gap, rmax, fast, bin_slow(w, e0, fast), np, 0, room};
+  finder f = {w, e0, gap, rmax, 0.0, fast, 0, 0, np, 0, room};
+  bin(w, &f);
   for (int s = 0; s < nr; s++) {
     if (!find_around(&f, re[s])) {
       return 1;
     }
   }
-  sort_new(np, f.count);
-  int k = 0;
-  for (int t = 0; t < f.count; t++) {
-    if (k == 0 || np[t].a != np[k - 1].a || np[t].b != np[k - 1].b) {
-      np[k++] = np[t];
-    }
+  const int k = sort_unique(w, np, f.count, keys);
+  if (merge(w, np, k) != GRN_OK) {
+    return 1; /* the rebuild lists every grain again (or finds there is no room either) */
   }
-  if (grow_keeping(w, p->m + k) != GRN_OK) {
-    return GRN_E_NOMEM;
-  }
-  merge(p, np, k);
   grn__rebuild_refs(w);
-  if (w->gran.near.valid && !any_near(w, np, k)) {
-    /* no new pair can touch before the near list's refresh: it stays, its pairs' places in the
-     * list moved by the merge */
-    grn_near *nl = &w->gran.near;
-    int t = 0;
-    for (int q = 0; q < nl->m; q++) {
-      while (t < k && np[t].at <= nl->p[q]) {
-        t++;
-      }
-      nl->p[q] += t;
-    }
-  } else {
+  if (!w->gran.near.valid || mend_near(w, np, k) != GRN_OK) {
     w->gran.near.valid = false;
     w->gran.fused.on = false;
   }
@@ -312,8 +369,9 @@ static int relist(grn_world *w) {
   p->since++;
   p->relisted += nr;
   p->relists++;
-  /* the near list's horizon: the list's next update, which nearly always brings pairs that are
-   * near (a refresh) */
+  /* the near list's horizon is the list's next update, as after a rebuild: allowances for the
+   * steps until then keep it short (a flowing silo's 4.6 near pairs a grain; with the rebuilds'
+   * horizon it is the whole list, 6.3, for the same time) */
   p->rebuild_every = w->steps - p->rebuild_step;
   p->rebuild_step = w->steps;
   return GRN_OK;
