@@ -266,6 +266,7 @@ static int density_now(grn_world *w) {
       return rc;
     }
   }
+  grn__pair_refs(w);
   const int rc = sph_arrays(w);
   if (rc != GRN_OK) {
     return rc;

@@ -65,6 +65,7 @@ static void gather_pass(grn_world *w, bool near) {
 }
 
 void grn__gather_integrate(grn_world *w) {
+  grn__pair_refs(w);
   gather_pass(w, false);
 }
 

@@ -177,10 +177,11 @@ typedef struct grn_pairs {
    * (saved); SPH keeps a running bound instead */
   grn_vec3 *ref;
   double *slack;
-  double disp; /* SPH: sum of vmax·H since the last rebuild */
-  bool dirty;  /* made again before the next force pass */
-  bool moved;  /* a grain moved its slack: re-listed, or made again (relist.c) */
-  int since;   /* re-listings since the last rebuild, and grains they re-listed */
+  double disp;     /* SPH: sum of vmax·H since the last rebuild */
+  bool dirty;      /* made again before the next force pass */
+  bool moved;      /* a grain moved its slack: re-listed, or made again (relist.c) */
+  bool refs_stale; /* rstart/rref to be made before they are read (grn__pair_refs); not saved */
+  int since;       /* re-listings since the last rebuild, and grains they re-listed */
   int relisted;
   uint64_t relists;
   /* settings of the model (grains by default; SPH derives its own) */
@@ -455,6 +456,9 @@ int grn__rebuild(grn_world *w);
 int grn__update_pairs(grn_world *w);
 int grn__grow_pairs(grn_world *w, int need);
 void grn__rebuild_refs(grn_world *w);
+/* The reference lists, made if a rebuild or a re-listing left them stale: only the reference
+ * passes and SPH read them, not the fused or near steps, so most updates never make them. */
+void grn__pair_refs(grn_world *w);
 double grn__reach_gap(const grn_world *w);
 int grn__scratch(grn_world *w, size_t bytes); /* the rebuild's scratch, contents dropped */
 /* Reference lists of n grains over m pairs with partners pb: a counting sort by partner, which

@@ -352,6 +352,13 @@ void grn__refs_of(int n, int m, const int32_t *pb, int32_t *rstart, int32_t *rre
 void grn__rebuild_refs(grn_world *w) {
   grn__refs_of(w->pairs.nl, w->pairs.m, w->pairs.pb, w->pairs.rstart, w->pairs.rref,
                w->pairs.scr.newidx);
+  w->pairs.refs_stale = false;
+}
+
+void grn__pair_refs(grn_world *w) {
+  if (w->pairs.refs_stale) {
+    grn__rebuild_refs(w);
+  }
 }
 
 #ifdef GRN_VALIDATE
@@ -413,6 +420,7 @@ static int no_list(grn_world *w, int nn) {
   memset(w->pairs.rstart, 0, sizeof(int32_t) * (size_t)(nn + 1));
   w->pairs.m = 0;
   w->pairs.nl = nn;
+  w->pairs.refs_stale = false;
   w->pairs.dirty = true;
   return GRN_E_NOMEM;
 }
@@ -862,8 +870,9 @@ int grn__rebuild(grn_world *w) {
   grn_pairs *p = &w->pairs;
   p->m = m;
   p->nl = nn;
-  grn__rebuild_refs(w);
+  p->refs_stale = true;
 #ifdef GRN_VALIDATE
+  grn__pair_refs(w);
   validate(w);
 #endif
   p->table_valid = false;

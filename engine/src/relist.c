@@ -15,7 +15,11 @@
  * grains has been re-listed since the last (RELIST_SHARE). */
 #define RELIST_MAX 16
 #define RELIST_SHARE 10
-#define RELIST_PAIRS 64 /* new pairs a re-listed grain may bring on average; more: a rebuild */
+/* new pairs a re-listed grain may bring on average (a flowing silo's bring 1.7), and a few more for
+ * small re-listings of fast grains; more: a rebuild. Bounds the re-listing's scratch, which a
+ * rebuild's then holds (a 100 000-grain bed's stays ~10 MB). */
+#define RELIST_PAIRS 16
+#define RELIST_PAIRS_MIN 1024
 
 typedef struct newpair {
   int32_t a, b; /* owner, partner */
@@ -322,7 +326,7 @@ static int relist(grn_world *w) {
   if (nr == 0 || (int64_t)(p->relisted + nr) * RELIST_SHARE > n) {
     return 1;
   }
-  const int room = RELIST_PAIRS * nr;
+  const int room = RELIST_PAIRS * nr + RELIST_PAIRS_MIN;
   if (grn__scratch(w, sizeof(grn_keyed) * (size_t)(n + room) + sizeof(newpair) * (size_t)room +
                           sizeof(int32_t) * (size_t)nr) != GRN_OK) {
     return 1;
@@ -359,7 +363,7 @@ static int relist(grn_world *w) {
   if (merge(w, np, k) != GRN_OK) {
     return 1; /* the rebuild lists every grain again (or finds there is no room either) */
   }
-  grn__rebuild_refs(w);
+  p->refs_stale = true;
   if (!w->gran.near.valid || mend_near(w, np, k) != GRN_OK) {
     w->gran.near.valid = false;
     w->gran.fused.on = false;

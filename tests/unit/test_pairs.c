@@ -105,7 +105,8 @@ static int brute_force_mismatches(const grn_world *w, int *listed_out, int *want
 
 /* Each pair appears once in its partner's reference list, in increasing pair order, and each
  * owner's partners are in increasing order (each once). */
-static int ref_errors(const grn_world *w) {
+static int ref_errors(grn_world *w) {
+  grn__pair_refs(w); /* made when first read */
   int bad = 0;
   for (int a = 0; a < w->n; a++) {
     for (int p = w->pairs.pstart[a] + 1; p < w->pairs.pstart[a + 1]; p++) {
@@ -125,7 +126,7 @@ static int ref_errors(const grn_world *w) {
 }
 
 /* After a rebuild, grains are in cell order, larger first within a cell. */
-static int layout_errors(const grn_world *w) {
+static int layout_errors(grn_world *w) {
   int bad = ref_errors(w);
   for (int i = 1; i < w->n; i++) {
     bad += w->pairs.scr.cell[i] < w->pairs.scr.cell[i - 1];

@@ -125,6 +125,7 @@ static bool touching(const grn_world *w, int i) {
  * end caps (their friction holds the surface up); a least-squares line through the columns with
  * |x| < FIT_SPAN·R gives angle = atan|slope|. */
 static void drum_measure(grn_world *w) {
+  grn__pair_refs(w); /* touching() reads the reference lists */
   const double rd = w->geom.drum_r, bottom = w->geom.drum_y - rd, cs = GRN_CELL_MAP;
   const int cells = w->maps.hnx * w->maps.hnz;
   for (int c = 0; c < cells; c++) {
