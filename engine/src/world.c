@@ -311,6 +311,9 @@ int grn__granular_step(grn_world *w) {
     if (w->settle.calm >= SETTLE_CALM) {
       w->settle.until = drag ? now + SETTLE_FREE : now;
       w->settle.drag = drag ? now : w->settle.drag; /* this was the last step under the drag */
+      /* settled: grains re-listed while they fell are out of cell order, and a bed at rest keeps
+       * its order for good (a packed bed stepped 15 % slower so): the list is made again */
+      w->pairs.dirty = w->pairs.dirty || (!drag && w->pairs.since > 0);
     }
     if (drag && now >= w->settle.drag) {
       w->settle.calm = 0.0; /* calm under the drag says nothing of calm without it */

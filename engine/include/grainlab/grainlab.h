@@ -50,11 +50,11 @@ extern "C" {
  *    and each grain's boundary history has room for a rough silo wall's spring (6 numbers, not
  *    4). Trajectories unchanged (test_golden's digests are the same).
  * 11: when grains that moved their slack alone end the pair list, they are listed again and their
- *    new pairs merged into the list, without renumbering (relist.c); a rebuild comes every 16 such
- *    re-listings or once a tenth of the grains was re-listed (issue 33: a flowing silo rebuilt its
- *    list every ~9 steps for the few grains landing at the foot of its jet). The order of grains
- *    and of their pairs differs, so the sums' rounding does: trajectories change. The list's
- *    re-listing counters are saved. */
+ *    new pairs merged into the list, without renumbering (relist.c); a rebuild comes every 64 such
+ *    re-listings, once half the grains were re-listed, and when the grains have settled (issue 33:
+ *    a flowing silo rebuilt its list every ~9 steps for the few grains landing at the foot of its
+ *    jet). The order of grains and of their pairs differs, so the sums' rounding does:
+ *    trajectories change. The list's re-listing counters are saved. */
 #define GRN_ENGINE_STATE_VERSION 11u
 
 /* ---- Status codes: one table, names and messages generated from it ---------------------- */
