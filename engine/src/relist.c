@@ -46,6 +46,7 @@ static bool listed_in(const grn_pairs *p, int a, int b) {
 typedef struct finder {
   const grn_world *w;
   double e0, gap, rmax, efast;
+  double *x, *y, *z, *r, *e; /* the slow grains' reference positions, radii, slacks: cell order */
   grn_keyed *fast;
   int nfast, axis;
   newpair *out;
@@ -81,13 +82,56 @@ static inline double along(grn_vec3 v, int axis) {
   return axis == 0 ? v.x : (axis == 1 ? v.y : v.z);
 }
 
+/* Grain r against the slow grains s0 .. s1 − 1 in cell order. */
+static bool scan_slow(finder *f, int r, int s0, int s1) {
+  const int32_t *slow = f->w->pairs.scr.perm;
+  for (int s = s0; s < s1; s++) {
+    if (!consider(f, r, slow[s])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+#if defined(__x86_64__) && defined(GRN_SIMD)
+#include <immintrin.h>
+
+/* The same, four candidates at a time through the planes: a lane within the listing reach (and a
+ * hair more, for the two ways of rounding) goes to consider(), which decides. */
+__attribute__((target("avx2"))) static bool scan_slow_avx2(finder *f, int r, int s0, int s1) {
+  const grn_world *w = f->w;
+  const int32_t *slow = w->pairs.scr.perm;
+  const __m256d xr = _mm256_set1_pd(w->pairs.ref[r].x), yr = _mm256_set1_pd(w->pairs.ref[r].y),
+                zr = _mm256_set1_pd(w->pairs.ref[r].z), rr = _mm256_set1_pd(w->rad[r]),
+                ge = _mm256_set1_pd(f->gap + w->pairs.slack[r]), hair = _mm256_set1_pd(1.0 + 1e-9);
+  for (int s = s0; s < s1; s += 4) {
+    const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(f->x + s), xr),
+                  dy = _mm256_sub_pd(_mm256_loadu_pd(f->y + s), yr),
+                  dz = _mm256_sub_pd(_mm256_loadu_pd(f->z + s), zr);
+    const __m256d d2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
+                                     _mm256_mul_pd(dz, dz));
+    const __m256d reach = _mm256_add_pd(_mm256_add_pd(rr, _mm256_loadu_pd(f->r + s)),
+                                        _mm256_add_pd(ge, _mm256_loadu_pd(f->e + s)));
+    unsigned bits = (unsigned)_mm256_movemask_pd(
+        _mm256_cmp_pd(d2, _mm256_mul_pd(_mm256_mul_pd(reach, reach), hair), _CMP_LT_OQ));
+    bits &= s1 - s >= 4 ? 15u : (1u << (s1 - s)) - 1u;
+    for (; bits; bits &= bits - 1u) {
+      if (!consider(f, r, slow[s + __builtin_ctz(bits)])) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+#endif
+
 /* Every grain that grain r, re-listed, must now be listed with: the slow ones over the cells
  * within reach of its reference position (rows cut by distance, as the rebuild's wide scan), the
  * fast ones within reach along their axis. */
 static bool find_around(finder *f, int r) {
   const grn_world *w = f->w;
   const grn_grid *g = &w->pairs.scr.grid;
-  const int32_t *cstart = w->pairs.scr.cstart, *slow = w->pairs.scr.perm;
+  const int32_t *cstart = w->pairs.scr.cstart;
   const grn_vec3 at = w->pairs.ref[r];
   /* a slow partner's reference lies within this of r's; a micrometre for the rounding of cells */
   const double base = w->rad[r] + f->rmax + f->gap + w->pairs.slack[r] + 1e-6;
@@ -106,11 +150,17 @@ static bool find_around(finder *f, int r) {
       if (!grn__row_cells(g, at.x, ix, rs, dy * dy + dz * dz, &jx0, &jx1)) {
         continue;
       }
-      const int row = g->nx * (jy + g->ny * jz);
-      for (int s = cstart[row + jx0]; s < cstart[row + jx1 + 1]; s++) {
-        if (!consider(f, r, slow[s])) {
+      const int row = g->nx * (jy + g->ny * jz), s0 = cstart[row + jx0], s1 = cstart[row + jx1 + 1];
+#if defined(__x86_64__) && defined(GRN_SIMD)
+      if (w->opt.simd) {
+        if (!scan_slow_avx2(f, r, s0, s1)) {
           return false;
         }
+        continue;
+      }
+#endif
+      if (!scan_slow(f, r, s0, s1)) {
+        return false;
       }
     }
   }
@@ -160,10 +210,24 @@ static void bin(grn_world *w, finder *f) {
   for (int c = 0; c < ncell; c++) {
     sc->cstart[c + 1] += sc->cstart[c];
   }
+  int ns = 0;
   for (int i = 0; i < n; i++) {
     if (sc->cell[i] >= 0) {
       sc->perm[sc->cstart[sc->cell[i]]++] = i;
+      ns++;
     }
+  }
+  for (int s = 0; s < ns; s++) {
+    const int q = sc->perm[s];
+    f->x[s] = w->pairs.ref[q].x;
+    f->y[s] = w->pairs.ref[q].y;
+    f->z[s] = w->pairs.ref[q].z;
+    f->r[s] = w->rad[q];
+    f->e[s] = w->pairs.slack[q];
+  }
+  for (int s = ns; s < ns + 4; s++) { /* read by a row's last group, never within reach */
+    f->x[s] = f->y[s] = f->z[s] = INFINITY;
+    f->r[s] = f->e[s] = 0.0;
   }
   for (int c = ncell; c > 0; c--) {
     sc->cstart[c] = sc->cstart[c - 1];
@@ -331,11 +395,14 @@ static int relist(grn_world *w) {
     return 1;
   }
   const int room = RELIST_PAIRS * nr + RELIST_PAIRS_MIN;
-  if (grn__scratch(w, sizeof(grn_keyed) * (size_t)(n + room) + sizeof(newpair) * (size_t)room +
-                          sizeof(int32_t) * (size_t)nr) != GRN_OK) {
+  const size_t plane = (size_t)n + 4;
+  if (grn__scratch(w, 5 * sizeof(double) * plane + sizeof(grn_keyed) * (size_t)(n + room) +
+                          sizeof(newpair) * (size_t)room + sizeof(int32_t) * (size_t)nr) !=
+      GRN_OK) {
     return 1;
   }
-  grn_keyed *fast = w->pairs.scr.scratch, *keys = fast + n;
+  double *planes = w->pairs.scr.scratch;
+  grn_keyed *fast = (grn_keyed *)(void *)(planes + 5 * plane), *keys = fast + n;
   newpair *np = (newpair *)(void *)(keys + room);
   int32_t *re = (int32_t *)(void *)(np + room);
   nr = 0;
@@ -356,7 +423,22 @@ static int relist(grn_world *w) {
                                                 &p->scr.ncell_cap, ncell + 1) != GRN_OK) {
     return 1;
   }
-  finder f = {w, e0, gap, rmax, 0.0, fast, 0, 0, np, 0, room};
+  finder f = {w,
+              e0,
+              gap,
+              rmax,
+              0.0,
+              planes,
+              planes + plane,
+              planes + 2 * plane,
+              planes + 3 * plane,
+              planes + 4 * plane,
+              fast,
+              0,
+              0,
+              np,
+              0,
+              room};
   bin(w, &f);
   for (int s = 0; s < nr; s++) {
     if (!find_around(&f, re[s])) {

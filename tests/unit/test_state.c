@@ -66,9 +66,9 @@ static void threads(void) {
 }
 
 /* The AVX2 kernel must give the scalar reference's bits (where the CPU has AVX2): in a wet pour
- * (bridges and contacts both), and in an avalanche, where a quarter of the kernel's groups of four
- * have a pair sliding at its Coulomb limit and half a pair rolling at its limit, while the others
- * skip that part of the law. */
+ * (bridges and contacts both), in a draining silo (re-listings), and in an avalanche, where a
+ * quarter of the kernel's groups of four have a pair sliding at its Coulomb limit and half a pair
+ * rolling at its limit, while the others skip that part of the law. */
 static void simd_equals_scalar(const char *scene, int grains, grn_fill fill, bool wet,
                                const char *action) {
   grn_world_def d;
@@ -449,6 +449,8 @@ int main(void) {
   threads();
   simd_equals_scalar("pour", 1500, GRN_FILL_SCENE, true, NULL);
   simd_equals_scalar("tilt", 3000, GRN_FILL_BED, false, "tilt:35,90");
+  /* a draining silo re-lists its grains by the AVX2 search or the scalar one: the same pairs */
+  simd_equals_scalar("silo", 1200, GRN_FILL_SCENE, false, "open_hole");
   fused_equals_reference(4000, 1, false, true);
   fused_equals_reference(9000, 2, false, true);
   fused_equals_reference(14000, 3, false, true); /* a middle chunk: a band and sums carried on */
