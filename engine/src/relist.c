@@ -46,9 +46,11 @@ static bool listed_in(const grn_pairs *p, int a, int b) {
 typedef struct finder {
   const grn_world *w;
   double e0, gap, rmax, efast;
-  double *x, *y, *z, *r, *e; /* the slow grains' reference positions, radii, slacks: cell order */
+  /* reference positions, radii and slacks: the slow grains in cell order, 4 spare, then the fast
+   * ones in axis order from fast0, 4 spare; their indices in scr.perm, the fast ones' from nslow */
+  double *x, *y, *z, *r, *e;
   grn_keyed *fast;
-  int nfast, axis;
+  int nfast, axis, nslow, fast0;
   newpair *out;
   int count, room;
 } finder;
@@ -82,11 +84,11 @@ static inline double along(grn_vec3 v, int axis) {
   return axis == 0 ? v.x : (axis == 1 ? v.y : v.z);
 }
 
-/* Grain r against the slow grains s0 .. s1 − 1 in cell order. */
-static bool scan_slow(finder *f, int r, int s0, int s1) {
-  const int32_t *slow = f->w->pairs.scr.perm;
+/* Grain r against the grains s0 .. s1 − 1 of the planes from `off`, whose indices are idx[s]. */
+static bool scan_lanes(finder *f, int r, int off, const int32_t *idx, int s0, int s1) {
+  (void)off;
   for (int s = s0; s < s1; s++) {
-    if (!consider(f, r, slow[s])) {
+    if (!consider(f, r, idx[s])) {
       return false;
     }
   }
@@ -98,25 +100,27 @@ static bool scan_slow(finder *f, int r, int s0, int s1) {
 
 /* The same, four candidates at a time through the planes: a lane within the listing reach (and a
  * hair more, for the two ways of rounding) goes to consider(), which decides. */
-__attribute__((target("avx2"))) static bool scan_slow_avx2(finder *f, int r, int s0, int s1) {
+__attribute__((target("avx2"))) static bool scan_lanes_avx2(finder *f, int r, int off,
+                                                            const int32_t *idx, int s0, int s1) {
   const grn_world *w = f->w;
-  const int32_t *slow = w->pairs.scr.perm;
+  const double *x = f->x + off, *y = f->y + off, *z = f->z + off, *ra = f->r + off,
+               *ea = f->e + off;
   const __m256d xr = _mm256_set1_pd(w->pairs.ref[r].x), yr = _mm256_set1_pd(w->pairs.ref[r].y),
                 zr = _mm256_set1_pd(w->pairs.ref[r].z), rr = _mm256_set1_pd(w->rad[r]),
                 ge = _mm256_set1_pd(f->gap + w->pairs.slack[r]), hair = _mm256_set1_pd(1.0 + 1e-9);
   for (int s = s0; s < s1; s += 4) {
-    const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(f->x + s), xr),
-                  dy = _mm256_sub_pd(_mm256_loadu_pd(f->y + s), yr),
-                  dz = _mm256_sub_pd(_mm256_loadu_pd(f->z + s), zr);
+    const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(x + s), xr),
+                  dy = _mm256_sub_pd(_mm256_loadu_pd(y + s), yr),
+                  dz = _mm256_sub_pd(_mm256_loadu_pd(z + s), zr);
     const __m256d d2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
                                      _mm256_mul_pd(dz, dz));
-    const __m256d reach = _mm256_add_pd(_mm256_add_pd(rr, _mm256_loadu_pd(f->r + s)),
-                                        _mm256_add_pd(ge, _mm256_loadu_pd(f->e + s)));
+    const __m256d reach = _mm256_add_pd(_mm256_add_pd(rr, _mm256_loadu_pd(ra + s)),
+                                        _mm256_add_pd(ge, _mm256_loadu_pd(ea + s)));
     unsigned bits = (unsigned)_mm256_movemask_pd(
         _mm256_cmp_pd(d2, _mm256_mul_pd(_mm256_mul_pd(reach, reach), hair), _CMP_LT_OQ));
     bits &= s1 - s >= 4 ? 15u : (1u << (s1 - s)) - 1u;
     for (; bits; bits &= bits - 1u) {
-      if (!consider(f, r, slow[s + __builtin_ctz(bits)])) {
+      if (!consider(f, r, idx[s + __builtin_ctz(bits)])) {
         return false;
       }
     }
@@ -124,6 +128,15 @@ __attribute__((target("avx2"))) static bool scan_slow_avx2(finder *f, int r, int
   return true;
 }
 #endif
+
+static inline bool scan_run(finder *f, int r, int off, const int32_t *idx, int s0, int s1) {
+#if defined(__x86_64__) && defined(GRN_SIMD)
+  if (f->w->opt.simd) {
+    return scan_lanes_avx2(f, r, off, idx, s0, s1);
+  }
+#endif
+  return scan_lanes(f, r, off, idx, s0, s1);
+}
 
 /* Every grain that grain r, re-listed, must now be listed with: the slow ones over the cells
  * within reach of its reference position (rows cut by distance, as the rebuild's wide scan), the
@@ -151,15 +164,7 @@ static bool find_around(finder *f, int r) {
         continue;
       }
       const int row = g->nx * (jy + g->ny * jz), s0 = cstart[row + jx0], s1 = cstart[row + jx1 + 1];
-#if defined(__x86_64__) && defined(GRN_SIMD)
-      if (w->opt.simd) {
-        if (!scan_slow_avx2(f, r, s0, s1)) {
-          return false;
-        }
-        continue;
-      }
-#endif
-      if (!scan_slow(f, r, s0, s1)) {
+      if (!scan_run(f, r, 0, w->pairs.scr.perm, s0, s1)) {
         return false;
       }
     }
@@ -174,12 +179,11 @@ static bool find_around(finder *f, int r) {
       hi = mid;
     }
   }
-  for (int s = lo; s < f->nfast && f->fast[s].c < c0 + rf; s++) {
-    if (!consider(f, r, f->fast[s].q)) {
-      return false;
-    }
+  int end = lo;
+  while (end < f->nfast && f->fast[end].c < c0 + rf) {
+    end++;
   }
-  return true;
+  return scan_run(f, r, f->fast0, w->pairs.scr.perm + f->nslow, lo, end);
 }
 
 /* The slow grains sorted by the cell of their reference position (scr.perm, from scr.cstart),
@@ -240,6 +244,21 @@ static void bin(grn_world *w, finder *f) {
   }
   grn__sort_keyed(f->fast, nf);
   f->nfast = nf;
+  f->nslow = ns;
+  f->fast0 = ns + 4;
+  for (int s = 0; s < nf; s++) {
+    const int q = f->fast[s].q, at = f->fast0 + s;
+    sc->perm[ns + s] = q;
+    f->x[at] = w->pairs.ref[q].x;
+    f->y[at] = w->pairs.ref[q].y;
+    f->z[at] = w->pairs.ref[q].z;
+    f->r[at] = w->rad[q];
+    f->e[at] = w->pairs.slack[q];
+  }
+  for (int s = f->fast0 + nf; s < f->fast0 + nf + 4; s++) {
+    f->x[s] = f->y[s] = f->z[s] = INFINITY;
+    f->r[s] = f->e[s] = 0.0;
+  }
 }
 
 /* The new pairs found, sorted by owner and partner, each once (a pair of two re-listed grains is
@@ -395,7 +414,7 @@ static int relist(grn_world *w) {
     return 1;
   }
   const int room = RELIST_PAIRS * nr + RELIST_PAIRS_MIN;
-  const size_t plane = (size_t)n + 4;
+  const size_t plane = (size_t)n + 8;
   if (grn__scratch(w, 5 * sizeof(double) * plane + sizeof(grn_keyed) * (size_t)(n + room) +
                           sizeof(newpair) * (size_t)room + sizeof(int32_t) * (size_t)nr) !=
       GRN_OK) {
@@ -423,22 +442,18 @@ static int relist(grn_world *w) {
                                                 &p->scr.ncell_cap, ncell + 1) != GRN_OK) {
     return 1;
   }
-  finder f = {w,
-              e0,
-              gap,
-              rmax,
-              0.0,
-              planes,
-              planes + plane,
-              planes + 2 * plane,
-              planes + 3 * plane,
-              planes + 4 * plane,
-              fast,
-              0,
-              0,
-              np,
-              0,
-              room};
+  finder f = {.w = w,
+              .e0 = e0,
+              .gap = gap,
+              .rmax = rmax,
+              .x = planes,
+              .y = planes + plane,
+              .z = planes + 2 * plane,
+              .r = planes + 3 * plane,
+              .e = planes + 4 * plane,
+              .fast = fast,
+              .out = np,
+              .room = room};
   bin(w, &f);
   for (int s = 0; s < nr; s++) {
     if (!find_around(&f, re[s])) {
