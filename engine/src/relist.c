@@ -410,7 +410,7 @@ static int relist(grn_world *w) {
     const double half = 0.5 * p->slack[i];
     nr += d.x * d.x + d.y * d.y + d.z * d.z >= half * half;
   }
-  if (nr == 0 || (int64_t)nr * RELIST_ONCE > n || (int64_t)(p->relisted + nr) * RELIST_SHARE > n) {
+  if (nr == 0 || (int64_t)nr * RELIST_ONCE > n || ((int64_t)p->relisted + nr) * RELIST_SHARE > n) {
     return 1;
   }
   const int room = RELIST_PAIRS * nr + RELIST_PAIRS_MIN;

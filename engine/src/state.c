@@ -156,10 +156,11 @@ int grn_world_save(const grn_world *w, void *buf, size_t size, grn_error *err) {
 /* The world's own scalars (issue 16): every double finite and within the bounds of scene.h, every
  * count in range, every enum a member. Returns what is wrong, NULL when sane. Fields not checked
  * here are safe at any value: seed, rebuilds, relists and next_id are unsigned counters (wrapping
- * is defined, ids only order grains and feed the digest); rng may hold any bits (xoshiro stuck at
- * zero still returns numbers in [0, 1)); meas.value and meas.line may hold anything (NaN is their
- * normal "none", and the next sample overwrites them); the model's block (nbody.e0) is measured
- * again when it is not finite (gravity.c). */
+ * is defined, ids only order grains and feed the digest); since and relisted only decide whether
+ * the next update rebuilds (relist.c compares them in 64 bits); rng may hold any bits (xoshiro
+ * stuck at zero still returns numbers in [0, 1)); meas.value and meas.line may hold anything (NaN
+ * is their normal "none", and the next sample overwrites them); the model's block (nbody.e0) is
+ * measured again when it is not finite (gravity.c). */
 static const char *scalars_bad(const grn_world *w) {
   const double far = GRN_STATE_SIZE;
   /* t is steps·H after every step (world.c) */
