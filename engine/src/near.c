@@ -71,21 +71,94 @@ static int near_done(grn_world *w, int nm, int span, double margin, int nfast) {
   return GRN_OK;
 }
 
+#if defined(__x86_64__) && defined(GRN_SIMD)
+#include <immintrin.h>
+
+/* near_one_pass's rows four pairs at a time, with the same double operations in the same order
+ * (no FMA), so the same list: the kept lanes packed to the front and stored whole (the list has
+ * room for four entries past its pairs). Scalar loads, not gathers: this host's gathers are
+ * microcoded. Returns the number kept; *span_out the span. */
+__attribute__((target("avx2"))) static int near_rows_avx2(grn_world *w, int *span_out) {
+  const int n = w->n;
+  const int32_t *restrict pstart = w->pairs.pstart, *restrict pb = w->pairs.pb;
+  const grn_vec3 *restrict pos = w->pos;
+  const double *restrict rad = w->rad;
+  const float *restrict nu = w->gran.near.nu, *restrict pfn = w->pairs.pfn;
+  int32_t *restrict ob = w->gran.near.b, *restrict op = w->gran.near.p,
+                    *restrict oa = w->gran.near.a, *restrict start = w->gran.near.start;
+  const double gap = grn__reach_gap(w);
+  const __m128i lane = _mm_setr_epi32(0, 1, 2, 3), bit = _mm_setr_epi32(1, 2, 4, 8);
+  __m128i span = _mm_setzero_si128();
+  int q = 0;
+  start[0] = 0;
+  for (int a = 0; a < n; a++) {
+    const __m256d xa = _mm256_set1_pd(pos[a].x), ya = _mm256_set1_pd(pos[a].y),
+                  za = _mm256_set1_pd(pos[a].z), ra = _mm256_set1_pd(rad[a] + gap + (double)nu[a]);
+    const __m128i va = _mm_set1_epi32(a);
+    const int p1 = pstart[a + 1];
+    for (int p = pstart[a]; p < p1; p += 4) {
+      const __m128i live = _mm_cmpgt_epi32(_mm_set1_epi32(p1 - p), lane);
+      const __m128i b = _mm_maskload_epi32(pb + p, live); /* grain 0 in lanes past the row */
+      const int b0 = _mm_extract_epi32(b, 0), b1 = _mm_extract_epi32(b, 1),
+                b2 = _mm_extract_epi32(b, 2), b3 = _mm_extract_epi32(b, 3);
+      /* x, y, z and the next grain's x of each (the array has a spare vector), transposed */
+      const __m256d r0 = _mm256_loadu_pd(&pos[b0].x), r1 = _mm256_loadu_pd(&pos[b1].x),
+                    r2 = _mm256_loadu_pd(&pos[b2].x), r3 = _mm256_loadu_pd(&pos[b3].x);
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      const __m256d dx = _mm256_sub_pd(_mm256_permute2f128_pd(t0, t2, 0x20), xa),
+                    dy = _mm256_sub_pd(_mm256_permute2f128_pd(t1, t3, 0x20), ya),
+                    dz = _mm256_sub_pd(_mm256_permute2f128_pd(t0, t2, 0x31), za);
+      const __m256d rr =
+          _mm256_add_pd(_mm256_add_pd(ra, _mm256_setr_pd(rad[b0], rad[b1], rad[b2], rad[b3])),
+                        _mm256_cvtps_pd(_mm_setr_ps(nu[b0], nu[b1], nu[b2], nu[b3])));
+      const __m256d d2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
+                                       _mm256_mul_pd(dz, dz));
+      /* NaN != 0 holds, as in the scalar test */
+      const __m128 held = _mm_cmp_ps(_mm_maskload_ps(pfn + p, live), _mm_setzero_ps(), _CMP_NEQ_UQ);
+      const unsigned keep =
+          ((unsigned)_mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_mul_pd(rr, rr), _CMP_LT_OQ)) |
+           (unsigned)_mm_movemask_ps(held)) &
+          (unsigned)_mm_movemask_ps(_mm_castsi128_ps(live));
+      const __m128i pick = _mm_loadu_si128((const __m128i *)grn__packed_lanes[keep]);
+      _mm_storeu_si128((__m128i *)(ob + q),
+                       _mm_castps_si128(_mm_permutevar_ps(_mm_castsi128_ps(b), pick)));
+      _mm_storeu_si128((__m128i *)(op + q), _mm_add_epi32(pick, _mm_set1_epi32(p)));
+      _mm_storeu_si128((__m128i *)(oa + q), va);
+      const __m128i kept = _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32((int)keep), bit), bit);
+      span = _mm_max_epi32(span, _mm_and_si128(kept, _mm_abs_epi32(_mm_sub_epi32(b, va))));
+      q += __builtin_popcount(keep);
+    }
+    start[a + 1] = q;
+  }
+  span = _mm_max_epi32(span, _mm_shuffle_epi32(span, 0x4e));
+  span = _mm_max_epi32(span, _mm_shuffle_epi32(span, 0xb1));
+  *span_out = _mm_cvtsi128_si32(span);
+  return q;
+}
+#endif
+
 /* One thread: each owner's near pairs marked and packed in the same pass (no marks kept between
- * two passes over the whole list); the list has room for every listed pair. The same list as the
- * two passes make. */
+ * two passes over the whole list); the list has room for every listed pair and four more. The
+ * same list as the two passes make. */
 static int near_one_pass(grn_world *w, double margin, int nfast) {
   const int n = w->n;
-  if (grow_near(w, w->pairs.m + 1) != GRN_OK) {
+  if (grow_near(w, w->pairs.m + 4) != GRN_OK) {
     return GRN_E_NOMEM;
   }
   int q = 0, span = 0;
+#if defined(__x86_64__) && defined(GRN_SIMD)
+  if (w->opt.simd) {
+    q = near_rows_avx2(w, &span);
+    return near_done(w, q, span, margin, nfast);
+  }
+#endif
   w->gran.near.start[0] = 0;
   for (int a = 0; a < n; a++) {
     const grn_vec3 pa = w->pos[a];
     const double ra = near_reach(w, a);
     for (int p = w->pairs.pstart[a]; p < w->pairs.pstart[a + 1]; p++) {
-      /* written always, kept by advancing (the list has room for one more than every pair) */
+      /* written always, kept by advancing (the list has room for four more than every pair) */
       const int b = w->pairs.pb[p], d = b > a ? b - a : a - b;
       const bool keep = is_near(w, pa, ra, p);
       w->gran.near.b[q] = b;
@@ -110,10 +183,11 @@ int grn__near_refresh(grn_world *w) {
   for (int i = 0; i < n; i++) {
     const double v2 =
         w->vel[i].x * w->vel[i].x + w->vel[i].y * w->vel[i].y + w->vel[i].z * w->vel[i].z;
-    int e = -40;
-    if (v2 > 0.0) {
-      frexp(v2, &e); /* v2 < 2^e */
-    }
+    /* v2 < 2^e: frexp's exponent, read from the bits (a libm call a grain was a tenth of the
+     * refresh); zero, subnormals and NaN land in the lowest bin, as before */
+    uint64_t bits = 0;
+    memcpy(&bits, &v2, sizeof bits);
+    int e = v2 > 0.0 ? (int)((bits >> 52) & 0x7ff) - 1022 : -40;
     e = e < -40 ? -40 : (e > 23 ? 23 : e);
     if (w->flags[i] & GRN_F_ALIVE) {
       hist[e + 40]++;
