@@ -51,26 +51,31 @@ typedef struct finder {
   double *x, *y, *z, *r, *e;
   grn_keyed *fast;
   int nfast, axis, nslow, fast0;
+  /* stamp[j] == r: the grain r being searched around owns a listed pair with j (its row, marked
+   * once per grain instead of scanned for each candidate) */
+  int32_t *stamp;
   newpair *out;
   int count, room;
 } finder;
 
-/* Pair {r, j} if their reference positions are within listing reach and it is not listed yet.
- * False when the room for new pairs has run out. */
-static bool consider(finder *f, int r, int j) {
+/* Pair {r, j} if their reference positions are within listing reach and it is not listed yet;
+ * j's reference position, radius and slack are read from the planes at `at` (copies: the same
+ * values, in the order the search reads them, not wherever j lies). False when the room for new
+ * pairs has run out. */
+static bool consider(finder *f, int r, int j, int at) {
   const grn_world *w = f->w;
   if (j == r || (w->flags[r] & w->flags[j] & GRN_F_FIXED)) {
     return true;
   }
-  const grn_vec3 a = w->pairs.ref[r], b = w->pairs.ref[j];
-  const double dx = b.x - a.x, dy = b.y - a.y, dz = b.z - a.z,
-               rr = (w->rad[r] + w->rad[j]) + ((f->gap + w->pairs.slack[r]) + w->pairs.slack[j]);
+  const grn_vec3 a = w->pairs.ref[r];
+  const double dx = f->x[at] - a.x, dy = f->y[at] - a.y, dz = f->z[at] - a.z,
+               rr = (w->rad[r] + f->r[at]) + ((f->gap + w->pairs.slack[r]) + f->e[at]);
   if (!(dx * dx + dy * dy + dz * dz < rr * rr)) {
     return true;
   }
   const bool ro = grn__owns(w, r, j);
   const int o = ro ? r : j, q = ro ? j : r;
-  if (listed_in(&w->pairs, o, q)) {
+  if (ro ? f->stamp[j] == r : listed_in(&w->pairs, o, q)) {
     return true;
   }
   if (f->count == f->room) {
@@ -86,9 +91,8 @@ static inline double along(grn_vec3 v, int axis) {
 
 /* Grain r against the grains s0 .. s1 − 1 of the planes from `off`, whose indices are idx[s]. */
 static bool scan_lanes(finder *f, int r, int off, const int32_t *idx, int s0, int s1) {
-  (void)off;
   for (int s = s0; s < s1; s++) {
-    if (!consider(f, r, idx[s])) {
+    if (!consider(f, r, idx[s], off + s)) {
       return false;
     }
   }
@@ -120,7 +124,7 @@ __attribute__((target("avx2"))) static bool scan_lanes_avx2(finder *f, int r, in
         _mm256_cmp_pd(d2, _mm256_mul_pd(_mm256_mul_pd(reach, reach), hair), _CMP_LT_OQ));
     bits &= s1 - s >= 4 ? 15u : (1u << (s1 - s)) - 1u;
     for (; bits; bits &= bits - 1u) {
-      if (!consider(f, r, idx[s + __builtin_ctz(bits)])) {
+      if (!consider(f, r, idx[s + __builtin_ctz(bits)], off + s + __builtin_ctz(bits))) {
         return false;
       }
     }
@@ -149,6 +153,9 @@ static bool find_around(finder *f, int r) {
   /* a slow partner's reference lies within this of r's; a micrometre for the rounding of cells */
   const double base = w->rad[r] + f->rmax + f->gap + w->pairs.slack[r] + 1e-6;
   const double rs = base + f->e0;
+  for (int p = w->pairs.pstart[r]; p < w->pairs.pstart[r + 1]; p++) {
+    f->stamp[w->pairs.pb[p]] = r;
+  }
   const double kc = ceil(rs / g->cs);
   const int k = kc < (double)(g->nx + g->ny + g->nz) ? (int)kc : g->nx + g->ny + g->nz;
   const int c = grn__cell_of(g, at);
@@ -416,14 +423,15 @@ static int relist(grn_world *w) {
   const int room = RELIST_PAIRS * nr + RELIST_PAIRS_MIN;
   const size_t plane = (size_t)n + 8;
   if (grn__scratch(w, 5 * sizeof(double) * plane + sizeof(grn_keyed) * (size_t)(n + room) +
-                          sizeof(newpair) * (size_t)room + sizeof(int32_t) * (size_t)nr) !=
+                          sizeof(newpair) * (size_t)room + sizeof(int32_t) * (size_t)(nr + n)) !=
       GRN_OK) {
     return 1;
   }
   double *planes = w->pairs.scr.scratch;
   grn_keyed *fast = (grn_keyed *)(void *)(planes + 5 * plane), *keys = fast + n;
   newpair *np = (newpair *)(void *)(keys + room);
-  int32_t *re = (int32_t *)(void *)(np + room);
+  int32_t *re = (int32_t *)(void *)(np + room), *stamp = re + nr;
+  memset(stamp, 0xff, sizeof(int32_t) * (size_t)n); /* -1: no grain's */
   nr = 0;
   for (int i = 0; i < n; i++) {
     const grn_vec3 d = {w->pos[i].x - p->ref[i].x, w->pos[i].y - p->ref[i].y,
@@ -452,6 +460,7 @@ static int relist(grn_world *w) {
               .r = planes + 3 * plane,
               .e = planes + 4 * plane,
               .fast = fast,
+              .stamp = stamp,
               .out = np,
               .room = room};
   bin(w, &f);
