@@ -366,7 +366,9 @@ def traffic_once():
                                     "/api/sessions/%s/actions" % sid, a, s["token"],
                                     tolerated=churn)
                 if st == 200:
-                    expected[s["run"]] = "reset"
+                    # the run it ended is the session's run now, not the one this thread saw
+                    # before it took the lock (another thread may have reset it meanwhile)
+                    expected[sessions[sid]["run"]] = "reset"
                     sessions[sid]["run"] = reply["run_id"]
                     expected[reply["run_id"]] = "open"
                     runs_scene[reply["run_id"]] = reply["scene"]
@@ -387,7 +389,7 @@ def traffic_once():
             st, reply = counted("/api/sessions/{id}/scene", "POST", "/api/sessions/%s/scene" % sid,
                                 {"scene": scene, "params": params}, s["token"])
             if st == 200:
-                expected[s["run"]] = "switched"
+                expected[sessions[sid]["run"]] = "switched"  # as for a reset: the run now
                 sessions[sid].update(run=reply["run_id"], scene=reply["scene"])
                 expected[reply["run_id"]] = "open"
                 runs_scene[reply["run_id"]] = reply["scene"]
