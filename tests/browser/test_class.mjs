@@ -89,7 +89,9 @@ try {
       ok('while the grains settle the page counts down and the hole\'s slider and Open hole wait',
          seen && seen.shown && seen.off.every(Boolean) && /at most \d+ s/.test(seen.text),
          seen ? `${seen.text} (slider, button disabled: ${seen.off})` : 'no countdown seen');
-      await page.screenshot({ path: join(shots, 'class-session-settling.png') });
+      // a screenshot waits for the live 3D view's next frame: under a loaded .ci/run (a cluster
+      // test beside it) that took over the default 30 s once, as the clicks below may
+      await page.screenshot({ path: join(shots, 'class-session-settling.png'), timeout: 120000 * slow });
     }
     await until('the class bar', async () => (await page.textContent('#class-where')).includes('Physics 3B'));
     const where = await page.textContent('#class-where');
@@ -159,7 +161,7 @@ try {
   await until('three points', async () => Number(await teacher.evaluate(() => document.getElementById('results').dataset.points)) === 3, 60000);
   ok('three points on the Beverloo plot, for the measured bulk density', /Beverloo \(ρb = \d+ kg\/m³, measured\)/.test(await teacher.textContent('.cr-title')), await teacher.textContent('.cr-title'));
   ok('the Beverloo curve over the whole hole range', Number(await teacher.evaluate(() => document.getElementById('results').dataset.curve)) === 120);
-  await teacher.screenshot({ path: join(shots, 'class-teacher.png'), fullPage: true });
+  await teacher.screenshot({ path: join(shots, 'class-teacher.png'), fullPage: true, timeout: 120000 * slow });
 
   // ---- push mu to every group -----------------------------------------------------------------
   await teacher.selectOption('#push-scene', 'silo');
@@ -180,7 +182,7 @@ try {
     (await one.textContent('#banner')).includes('team 2'), 15000);
   const watchLink = await one.getAttribute('#banner a', 'href');
   ok('team 1 is shown the spotlight on team 2, with a link to watch them', watchLink.startsWith(`/s/${students[1].sid}`), watchLink);
-  await one.screenshot({ path: join(shots, 'class-student.png'), fullPage: true });
+  await one.screenshot({ path: join(shots, 'class-student.png'), fullPage: true, timeout: 120000 * slow });
 
   // ---- team 3 starts over: Reset ends its run and starts a new one --------------------------
   const three = await context.newPage();
@@ -231,7 +233,7 @@ try {
   ok('the plot\'s points are the CSV\'s rows with a mean flow, point for point',
      plotted.length === csvPoints.length && plotted.every((p) => csvPoints.some((q) => same(p, q))),
      `plot ${JSON.stringify(plotted)} | CSV ${JSON.stringify(csvPoints)}`);
-  await teacher.screenshot({ path: join(shots, 'class-ended.png'), fullPage: true });
+  await teacher.screenshot({ path: join(shots, 'class-ended.png'), fullPage: true, timeout: 120000 * slow });
 
   // ---- the run that ended in the Reset: its final state as VTK, from the results page ---------
   const results = await context.newPage();
@@ -250,7 +252,7 @@ try {
   const tableRows = await results.$$eval('#runs tr[data-row]', (rs) => rs.map((r) => r.dataset.row));
   ok('the results page lists the rows its CSV gives, one per stretch', csvRows.length > 0 && csvRows.join() === tableRows.join(),
      `table ${tableRows.join(' ')} | CSV ${csvRows.join(' ')}`);
-  await results.screenshot({ path: join(shots, 'class-results-page.png'), fullPage: true });
+  await results.screenshot({ path: join(shots, 'class-results-page.png'), fullPage: true, timeout: 120000 * slow });
   ok('no script errors on the class pages', errors.length === 0, errors.join('; '));
 } catch (e) {
   ok('the class test ran to its end', false, e.message);
