@@ -7,7 +7,7 @@ restarted daemon's RSS flat, and every viewer of a live session at >= 12 of its 
 
     test_soak.py PATH/TO/grainlabd PATH/TO/ws_load
 
-GRAINLAB_SOAK_SECONDS sets the time under load (default 150; the first 40 % on the first daemon,
+GRAINLAB_SOAK_SECONDS sets the time under load (default 120; the first 40 % on the first daemon,
 the rest on the restarted one); GRAINLAB_TIMEOUT_MULTIPLIER scales every wait.
 """
 import ctypes
@@ -26,7 +26,7 @@ import threading
 import time
 
 DAEMON, WS_LOAD = sys.argv[1], sys.argv[2]
-SOAK = float(os.environ.get("GRAINLAB_SOAK_SECONDS", "150"))
+SOAK = float(os.environ.get("GRAINLAB_SOAK_SECONDS", "120"))
 MULT = float(os.environ.get("GRAINLAB_TIMEOUT_MULTIPLIER", "1"))
 SESSIONS = 30
 VIEWERS = 200          # reading viewers, spread over the sessions
@@ -45,7 +45,8 @@ MIN_FPS = 12.0          # of the 15 frames a second a session makes (schema/stre
 # readers', up to 2 MB each) fill as the database grows, by 1.7 to 4.2 MB between the two windows
 # at the default length: growth with a bound, reported by /metrics
 # (grainlab_store_memory_peak_bytes) and logged here. A leak of one kilobyte per request adds
-# about 5 MB (some 150 requests/s for 38 s).
+# about 4.5 MB (some 150 requests/s for the 30 s between the windows at the default length; its
+# flood, from 5 % of the run for FLOOD_SECONDS, is over 5 s before the first window opens).
 RSS_SLACK_KB = 4 * 1024
 
 # The per-client limits (max-connections-per-ip, max-sessions-per-client, create-rate) keep their
