@@ -87,8 +87,8 @@ else
 fi
 
 # The silo's plate (an annulus round the hole, out past the cylinder) and its cylinder, as ASCII
-# STL, for grainlab's default silo of N grains: radius 1.65·(N/3000)^(1/6),
-# never under 1.25 holes, hole 0.9 m (scenes/silo.c). Prints rs and the hole.
+# STL of one ring of facets each, for grainlab's default silo of N grains: radius
+# 1.65·(N/3000)^(1/6), never under 1.25 holes, hole 0.9 m (scenes/silo.c). Prints rs and the hole.
 silo_meshes() {
   python3 - "$1" "$2" <<'PY'
 import math, sys
@@ -114,19 +114,13 @@ def facet(f, p, q, r):
 
 with open(out + "/plate.stl", "w") as f:
     f.write("solid plate\n")
-    steps = 1
-    for k in range(steps):
-        r0 = hole / 2 + (rs + 0.3 - hole / 2) * k / steps
-        r1 = hole / 2 + (rs + 0.3 - hole / 2) * (k + 1) / steps
-        ring(lambda t, z, r=r0: (r * math.cos(t), r * math.sin(t), 0.0),
-             lambda t, z, r=r1: (r * math.cos(t), r * math.sin(t), 0.0), 0, 0, f, facet)
+    ring(lambda t, z: (hole / 2 * math.cos(t), hole / 2 * math.sin(t), z),
+         lambda t, z: ((rs + 0.3) * math.cos(t), (rs + 0.3) * math.sin(t), z), 0.0, 0.0, f, facet)
     f.write("endsolid plate\n")
 with open(out + "/tube.stl", "w") as f:
     f.write("solid tube\n")
-    steps = 1
-    for k in range(steps):
-        cyl = lambda t, z: (rs * math.cos(t), rs * math.sin(t), z)
-        ring(cyl, cyl, top * k / steps, top * (k + 1) / steps, f, facet)
+    cyl = lambda t, z: (rs * math.cos(t), rs * math.sin(t), z)
+    ring(cyl, cyl, 0.0, top, f, facet)
     f.write("endsolid tube\n")
 print("%.6f %.6f" % (rs, hole))
 PY
@@ -192,8 +186,9 @@ print(m.group(1), m.group(3), m.group(4), nb.group(1) if nb else "nan",
     "$lig_atoms" "$lig_steps" "$lig_s" "$lig_rate" "$lig_cpg" "$lig_neigh" "$lig_reb" "$lig_vmax" "$lig_zmax" >&2
   lig_lost=$(( n - lig_atoms ))
   if [[ "$wl" == silo && "$lig_lost" -gt 0 ]]; then
-    # grains off the floor's edge leave the box, as grainlab's fall past its kill plane
-    echo "note: $lig_lost of $n grains left LIGGGHTS's silo off the floor's edge" >&2
+    # LIGGGHTS's walls repel from both sides: a grain whose centre the first 8.6 m/s impacts
+    # drive past the floor's plane falls out of the box (grainlab's floor pushes up from below too)
+    echo "note: $lig_lost of $n grains fell through LIGGGHTS's silo floor or off its edge" >&2
   elif [[ "$wl" == avalanche && "$lig_lost" -gt 0 ]]; then
     # a deep bed sliding into its +x wall pushes grains through LIGGGHTS's plane walls (both
     # sides of a plane repel); the rate above still counts all n grains
@@ -257,7 +252,7 @@ for row in "${rows[@]}"; do
   [[ "$lc" == "-" ]] || lc="$(printf '%.2f' "$lc")"
   printf '%10s %8s %6s %14s %6s %7s %5s %14s %6s %7s %10s\n' "$wl" "$n" "$steps" "$lr" "$lc" "$lb" "$ll" "$gr" "$gc" "$gb" "$ra"
 done
-echo "(lost: grains LIGGGHTS's plane walls let through, or in the silo off its floor's edge; its rate still counts all N)"
+echo "(lost: grains LIGGGHTS's plane walls let through, in the silo or off its floor; its rate still counts all N)"
 # each code's flowing silo against its own packed bed, for every N both ran at (issue 33, item 2)
 for row in "${rows[@]}"; do
   read -r wl n _ lr _ _ _ gr _ _ _ <<<"$row"
