@@ -3,6 +3,9 @@
 # bed avalanching (gravity turning TILT degrees at RATE degrees/s from the first
 # timed step) and on the default silo draining, one core each; with the bed and
 # the silo both run, each code's flow against its own bed too (issue 33, item 2).
+# The silo is meant at its default 3000 grains: grown with N it falls further
+# (12 m/s onto the floor at 30 000), and LIGGGHTS's two-sided floor lets 5 % of
+# the grains through (1534 at N = 30000, counted in its rate all the same).
 #
 #   bench/compare_liggghts.sh [N ...]        (default: 3000 30000 100000)
 #
@@ -14,7 +17,8 @@
 #              the silo 4800, as bench/flow_bed.sh: 20 s of its flow)
 #   REPEAT     runs of each code per N, alternating, the best rate of each kept
 #              (default 3: this VM's timings wander by +-10 % from run to run)
-#   SETTLE     untimed settling steps for LIGGGHTS (default: the deck's, 1500)
+#   SETTLE     untimed settling steps for LIGGGHTS (default: the deck's; the bed's
+#              1500, the silo's grainlab's own settle time)
 #   KEEP_LOGS  set to 1 to keep LIGGGHTS's scratch directory and print its path
 #   WORKLOADS  any of "bed", "avalanche" and "silo" (default: "bed avalanche")
 #   TILT       degrees gravity turns by for the avalanche (default 35)
