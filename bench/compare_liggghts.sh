@@ -104,7 +104,7 @@ top = 0.12 + (math.ceil(n / (0.9 * math.pi * (rs - 0.125) ** 2 / 0.235 ** 2)) + 
 # the timed flow), and 96 sides in 0.2 m rings made its walls 56 % of its time
 seg = 48
 
-def ring(a, b, z0, z1, f, facet):
+def ring(a, b, z0, z1, f):
     for k in range(seg):
         t0, t1 = 2 * math.pi * k / seg, 2 * math.pi * (k + 1) / seg
         facet(f, a(t0, z0), a(t1, z0), b(t1, z1))
@@ -119,12 +119,12 @@ def facet(f, p, q, r):
 with open(out + "/plate.stl", "w") as f:
     f.write("solid plate\n")
     ring(lambda t, z: (hole / 2 * math.cos(t), hole / 2 * math.sin(t), z),
-         lambda t, z: ((rs + 0.3) * math.cos(t), (rs + 0.3) * math.sin(t), z), 0.0, 0.0, f, facet)
+         lambda t, z: ((rs + 0.3) * math.cos(t), (rs + 0.3) * math.sin(t), z), 0.0, 0.0, f)
     f.write("endsolid plate\n")
 with open(out + "/tube.stl", "w") as f:
     f.write("solid tube\n")
     cyl = lambda t, z: (rs * math.cos(t), rs * math.sin(t), z)
-    ring(cyl, cyl, 0.0, top, f, facet)
+    ring(cyl, cyl, 0.0, top, f)
     f.write("endsolid tube\n")
 print("%.6f %.6f" % (rs, hole))
 PY

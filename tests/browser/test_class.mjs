@@ -39,6 +39,9 @@ const call = async (method, path, body, token) => {
 const browser = await launchChromium(client);
 try {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  // every click, fill, download and screenshot may wait this long: under a loaded .ci/run (a
+  // cluster test beside it) a screenshot of the live 3D view once took over Playwright's 30 s
+  context.setDefaultTimeout(120000 * slow);
   const errors = [];
   const watch = (page, who) => page.on('pageerror', (e) => errors.push(`${who}: ${e.message}`));
 
@@ -89,9 +92,7 @@ try {
       ok('while the grains settle the page counts down and the hole\'s slider and Open hole wait',
          seen && seen.shown && seen.off.every(Boolean) && /at most \d+ s/.test(seen.text),
          seen ? `${seen.text} (slider, button disabled: ${seen.off})` : 'no countdown seen');
-      // a screenshot waits for the live 3D view's next frame: under a loaded .ci/run (a cluster
-      // test beside it) that took over the default 30 s once, as the clicks below may
-      await page.screenshot({ path: join(shots, 'class-session-settling.png'), timeout: 120000 * slow });
+      await page.screenshot({ path: join(shots, 'class-session-settling.png') });
     }
     await until('the class bar', async () => (await page.textContent('#class-where')).includes('Physics 3B'));
     const where = await page.textContent('#class-where');
@@ -109,7 +110,7 @@ try {
     watch(sp, `team ${i + 1}'s session`);
     await sp.goto(base + s.href);
     // fill waits for the slider to be enabled: once the grains have settled
-    await sp.fill('#p-hole', String(holes[i]), { timeout: 120000 * slow });
+    await sp.fill('#p-hole', String(holes[i]));
     const set = await until(`team ${i + 1}'s hole in its session`, async () => {
       const st = (await call('GET', `/api/sessions/${s.sid}`)).json;
       return st.params.hole === holes[i] ? st : null;
@@ -161,7 +162,7 @@ try {
   await until('three points', async () => Number(await teacher.evaluate(() => document.getElementById('results').dataset.points)) === 3, 60000);
   ok('three points on the Beverloo plot, for the measured bulk density', /Beverloo \(ρb = \d+ kg\/m³, measured\)/.test(await teacher.textContent('.cr-title')), await teacher.textContent('.cr-title'));
   ok('the Beverloo curve over the whole hole range', Number(await teacher.evaluate(() => document.getElementById('results').dataset.curve)) === 120);
-  await teacher.screenshot({ path: join(shots, 'class-teacher.png'), fullPage: true, timeout: 120000 * slow });
+  await teacher.screenshot({ path: join(shots, 'class-teacher.png'), fullPage: true });
 
   // ---- push mu to every group -----------------------------------------------------------------
   await teacher.selectOption('#push-scene', 'silo');
@@ -182,13 +183,13 @@ try {
     (await one.textContent('#banner')).includes('team 2'), 15000);
   const watchLink = await one.getAttribute('#banner a', 'href');
   ok('team 1 is shown the spotlight on team 2, with a link to watch them', watchLink.startsWith(`/s/${students[1].sid}`), watchLink);
-  await one.screenshot({ path: join(shots, 'class-student.png'), fullPage: true, timeout: 120000 * slow });
+  await one.screenshot({ path: join(shots, 'class-student.png'), fullPage: true });
 
   // ---- team 3 starts over: Reset ends its run and starts a new one --------------------------
   const three = await context.newPage();
   watch(three, 'team 3\'s session again');
   await three.goto(base + students[2].href);
-  await three.click('#reset', { timeout: 120000 * slow });
+  await three.click('#reset');
   const after = await until('a new run after the Reset', async () => {
     const st = (await call('GET', `/api/sessions/${students[2].sid}`)).json;
     return st.run_id !== students[2].run ? st : null;
@@ -233,7 +234,7 @@ try {
   ok('the plot\'s points are the CSV\'s rows with a mean flow, point for point',
      plotted.length === csvPoints.length && plotted.every((p) => csvPoints.some((q) => same(p, q))),
      `plot ${JSON.stringify(plotted)} | CSV ${JSON.stringify(csvPoints)}`);
-  await teacher.screenshot({ path: join(shots, 'class-ended.png'), fullPage: true, timeout: 120000 * slow });
+  await teacher.screenshot({ path: join(shots, 'class-ended.png'), fullPage: true });
 
   // ---- the run that ended in the Reset: its final state as VTK, from the results page ---------
   const results = await context.newPage();
@@ -241,7 +242,7 @@ try {
   await results.goto(`${base}/results`);
   const link = results.locator(`tr[data-run="${students[2].run}"] a.snap-vtk`);
   await link.waitFor({ timeout: 30000 });
-  const [vtk] = await Promise.all([results.waitForEvent('download', { timeout: 120000 * slow }), link.click()]);
+  const [vtk] = await Promise.all([results.waitForEvent('download'), link.click()]);
   const vtkText = readFileSync(await vtk.path(), 'utf8');
   ok('the run with a Reset in its session downloads its final state as VTK',
      vtkText.startsWith('# vtk DataFile Version 3.0') && /^POINTS \d+ double$/m.test(vtkText), `${vtk.suggestedFilename()}`);
@@ -252,7 +253,7 @@ try {
   const tableRows = await results.$$eval('#runs tr[data-row]', (rs) => rs.map((r) => r.dataset.row));
   ok('the results page lists the rows its CSV gives, one per stretch', csvRows.length > 0 && csvRows.join() === tableRows.join(),
      `table ${tableRows.join(' ')} | CSV ${csvRows.join(' ')}`);
-  await results.screenshot({ path: join(shots, 'class-results-page.png'), fullPage: true, timeout: 120000 * slow });
+  await results.screenshot({ path: join(shots, 'class-results-page.png'), fullPage: true });
   ok('no script errors on the class pages', errors.length === 0, errors.join('; '));
 } catch (e) {
   ok('the class test ran to its end', false, e.message);
