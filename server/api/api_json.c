@@ -27,6 +27,30 @@ json_t *api_measurements_json(const grn_scene_info *scene, const grn_measurement
   return values;
 }
 
+/* How many particles a definition starts with at each quality, its other parameters as they are
+ * (a catalogue's defaults, or a session's own amount): counted by the engine that builds them. */
+static json_t *quality_particles(const grn_world_def *at, const grn_param_info *p) {
+  json_t *a = json_array();
+  for (int q = (int)p->min; q <= (int)p->max; q++) {
+    grn_world_def def = *at;
+    grn_error e;
+    if (grn_world_def_set(&def, p->name, q, &e) == GRN_OK) {
+      json_array_append_new(a, json_integer(grn_world_def_grains(&def)));
+    }
+  }
+  return a;
+}
+
+/* The scene's quality parameter (a grain count chosen by its words), or NULL. */
+static const grn_param_info *quality_param(const grn_scene_info *sc) {
+  for (int k = 0; k < sc->param_count; k++) {
+    if (strcmp(sc->params[k].name, "quality") == 0) {
+      return &sc->params[k];
+    }
+  }
+  return NULL;
+}
+
 json_t *api_session_json(const api_session_view *v) {
   json_t *meas = api_measurements_json(v->def.scene, &v->meas);
   json_object_set_new(meas, "state", json_string(grn_state_name(v->meas.state)));
@@ -55,6 +79,12 @@ json_t *api_session_json(const api_session_view *v) {
     json_object_set_new(j, "class",
                         json_pack("{s:s, s:s, s:b}", "id", v->class_id, "group", v->group, "locked",
                                   v->class_locked));
+  }
+  /* what each quality would start with at this session's other settings (its amount): the words
+   * its page offers are then true of this session, not of the catalogue's defaults */
+  const grn_param_info *quality = quality_param(v->def.scene);
+  if (quality) {
+    json_object_set_new(j, "quality_particles", quality_particles(&v->def, quality));
   }
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)v->digest);
@@ -114,21 +144,6 @@ static json_t *plots_json(const grn_scene_info *sc) {
   return plots;
 }
 
-/* How many particles the scene starts with at each quality, the other parameters at their
- * defaults: what a teacher chooses between, counted by the engine that builds them. */
-static json_t *quality_particles(const grn_scene_info *sc, const grn_param_info *p) {
-  json_t *a = json_array();
-  for (int q = (int)p->min; q <= (int)p->max; q++) {
-    grn_world_def def;
-    grn_error e;
-    if (grn_world_def_default(&def, sc->name, &e) == GRN_OK &&
-        grn_world_def_set(&def, p->name, q, &e) == GRN_OK) {
-      json_array_append_new(a, json_integer(grn_world_def_grains(&def)));
-    }
-  }
-  return a;
-}
-
 static bool listed(const json_t *infos, const char *name) {
   size_t i;
   const json_t *v;
@@ -150,8 +165,10 @@ json_t *api_scenes_json(void) {
       json_t *pj = json_pack("{s:s, s:s, s:f, s:f, s:f, s:b, s:b, s:s}", "name", p->name, "unit",
                              p->unit, "min", p->min, "max", p->max, "default", p->def, "integer",
                              p->integer, "restart", p->restart, "description", p->description);
-      if (strcmp(p->name, "quality") == 0) {
-        json_object_set_new(pj, "particles", quality_particles(sc, p));
+      grn_world_def def;
+      grn_error e;
+      if (p == quality_param(sc) && grn_world_def_default(&def, sc->name, &e) == GRN_OK) {
+        json_object_set_new(pj, "particles", quality_particles(&def, p));
       }
       json_array_append_new(params, pj);
     }

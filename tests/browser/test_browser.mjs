@@ -169,6 +169,26 @@ try {
   await slumpPage.close();
   await fetch(`${base}/api/sessions/${slump.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${slump.control_token}` } });
 
+  // ---- a quality's words are true of the session: at 200 % of the grains "light" starts 1500 -----
+  const big = await (await fetch(`${base}/api/sessions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"scene":"silo","params":{"quality":0,"amount":200}}' })).json();
+  const bigPage = await context.newPage();
+  await bigPage.goto(`${base}/s/${big.id}#control=${big.control_token}`);
+  await bigPage.waitForSelector('#p-quality option', { state: 'attached' });
+  const words = () => bigPage.$$eval('#p-quality option', (os) => os.map((o) => o.textContent).join(' | '));
+  const at200 = await words();
+  ok('at 200 % of the grains each quality offers the grains it starts here', /\b1500\D+3000\D+6000\b/.test(at200) && !/\b750\b/.test(at200), at200);
+  await bigPage.evaluate(() => {
+    const input = document.getElementById('p-amount');
+    input.value = '50';
+    input.dispatchEvent(new Event('input'));
+    input.dispatchEvent(new Event('change'));
+  });
+  const at50 = await until('the words at 50 %', async () => { const w = await words(); return /\b375\D+750\D+1500\b/.test(w) ? w : null; }, 30000);
+  const badge = await until('the badge at 375 grains', async () => { const b = await bigPage.textContent('#badge'); return /\b375\b/.test(b) ? b : null; }, 30000);
+  ok('moved to 50 %, the words follow the grains the session started again with', !!at50 && !!badge, `${at50}; ${badge}`);
+  await bigPage.close();
+  await fetch(`${base}/api/sessions/${big.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${big.control_token}` } });
+
   // ---- results: the run and its CSV ----------------------------------------------------------------
   const r = await fetch(`${base}/api/sessions/${id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${token}` } });
   ok('the session ends', r.status === 200 || r.status === 204, `status ${r.status}`);
@@ -177,6 +197,8 @@ try {
   await results.waitForSelector('#runs tr');
   const rowText = await results.textContent('#runs');
   ok('the results page lists the run', rowText.includes('browser test') && rowText.includes('silo'));
+  ok('results name a run\'s quality by its word, not a number ("quality 0.00")', rowText.includes('quality light') && !/quality \d/.test(rowText),
+     (rowText.match(/quality[^,]*/g) || []).join('; '));
   await results.screenshot({ path: join(shots, 'results.png') });
   // the laws across each parameter's whole range, the range as the catalogue gives it
   const cat = await (await fetch(`${base}/api/scenes`)).json();
@@ -213,7 +235,7 @@ try {
      slumpPlot && spans(slumpPlot, aspect) && (slumpPlot.points === '1' || /without a sample before pull_dam/.test(slumpPlot.note)),
      slumpPlot ? `${slumpPlot.points} point(s): ${slumpPlot.note}` : 'no plot');
   await results.locator('#plot').screenshot({ path: join(shots, 'results-slump.png') });
-  const [download] = await Promise.all([results.waitForEvent('download'), results.click('#runs tr a.csv')]);
+  const [download] = await Promise.all([results.waitForEvent('download'), results.click('#runs tr:has-text("browser test") a.csv')]);
   const csv = readFileSync(await download.path(), 'utf8');
   ok('the CSV downloads', csv.startsWith('t,steps,state') && csv.split('\n').length > 10, `${csv.split('\n').length} lines`);
   // a finished run's final state, replayed by the server, as a VTK snapshot for ParaView

@@ -170,6 +170,15 @@ try {
     }
   }
 
+  // ---- the dashboard's tile says a group's state once: "at rest", not "at rest (at rest)" ---------
+  const sid = new URL(sessionUrl).pathname.split('/').pop();
+  await until('the group\'s grains at rest', async () => (await (await fetch(`${base}/api/sessions/${sid}`)).json()).state === 'asleep', 120000);
+  const tileState = await until('the tile at rest', async () => {
+    const s = await dash.textContent('.tile-stats span');
+    return /at rest/.test(s) ? s : null;
+  });
+  ok('a tile at rest says so once', (tileState.match(/at rest/g) || []).length === 1, tileState);
+
   // ---- a Japanese browser gets Japanese; the switch to English sticks ---------------------------
   const ja = await browser.newContext({ ...PHONE, locale: 'ja-JP' });
   const jp = await ja.newPage();

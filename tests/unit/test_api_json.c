@@ -754,10 +754,53 @@ static void check_runs(void) {
              "\"students\":null}");
 }
 
+/* A session's quality words are true of the session: what each quality starts with at its own
+ * amount, counted by the engine, where the catalogue's are at the defaults (a session at 200 %
+ * offered "light: 750 grains" while 1500 fell). */
+static void check_session_quality(void) {
+  api_session_view v;
+  memset(&v, 0, sizeof v);
+  grn_error e;
+  const bool made = grn_world_def_default(&v.def, "silo", &e) == GRN_OK &&
+                    grn_world_def_set(&v.def, "amount", 200.0, &e) == GRN_OK &&
+                    grn_world_def_set(&v.def, "quality", 0.0, &e) == GRN_OK;
+  v.state = "running";
+  json_t *j = made ? api_session_json(&v) : NULL;
+  char *text = j ? api_dumps(json_object_get(j, "quality_particles")) : NULL;
+  snprintf(name, sizeof name, "a silo at 200 %%: quality_particles %s, want [1500,3000,6000]",
+           text ? text : "(none)");
+  CHECK(name, text && strcmp(text, "[1500,3000,6000]") == 0);
+  free(text);
+  json_decref(j);
+  json_t *cat = api_scenes_json();
+  const json_t *silo = NULL, *sc;
+  size_t k;
+  json_array_foreach(json_object_get(cat, "scenes"), k, sc) {
+    silo = strcmp(json_string_value(json_object_get(sc, "name")), "silo") == 0 ? sc : silo;
+  }
+  const json_t *quality = NULL, *p;
+  json_array_foreach(json_object_get(silo, "params"), k, p) {
+    quality = strcmp(json_string_value(json_object_get(p, "name")), "quality") == 0 ? p : quality;
+  }
+  text = quality ? api_dumps(json_object_get(quality, "particles")) : NULL;
+  snprintf(name, sizeof name, "the catalogue's silo quality at its defaults: %s",
+           text ? text : "(none)");
+  CHECK(name, text && strcmp(text, "[750,1500,3000]") == 0);
+  free(text);
+  json_decref(cat);
+  /* a scene with no quality parameter says nothing of one */
+  memset(&v, 0, sizeof v);
+  v.state = "running";
+  j = grn_world_def_default(&v.def, "orbit", &e) == GRN_OK ? api_session_json(&v) : NULL;
+  CHECK("an orbit has no quality_particles", j && !json_object_get(j, "quality_particles"));
+  json_decref(j);
+}
+
 int main(void) {
   check_mapping();
   check_error_object();
   check_catalogue();
+  check_session_quality();
   check_parse_object();
   check_create();
   check_scene_switch();

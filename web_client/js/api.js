@@ -126,3 +126,12 @@ export function fmt(v, digits = 3) {
   if (typeof v !== 'number') return String(v);
   return Math.abs(v) >= 1000 ? v.toFixed(0) : v.toPrecision(digits);
 }
+
+// A parameter's value as the pages show it beside its label (p from the catalogue; undefined for
+// a name it does not know): a quality by its level's word, since the grains it starts depends on
+// the amount beside it; a whole number whole (not "2.00"); any other with fmt's digits.
+export function paramValue(p, v) {
+  const level = p && Array.isArray(p.particles) ? v - p.min : -1;
+  if (Number.isInteger(level) && level >= 0 && level < p.particles.length) return t(`quality.level.${level}`);
+  return p && p.integer && Number.isInteger(v) ? String(v) : fmt(v);
+}

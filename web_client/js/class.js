@@ -3,8 +3,8 @@
 // &control= or &viewer=TOKEN (what /join leads to): a student's page (their group's experiment,
 // the spotlight offer). Both show the class's results (js/class_results.js).
 import qrcode from 'qrcode-generator';
-import { api, errorText, esc, fmt, pageFailed, showError, studentsAddress } from './api.js';
-import { measureLabel, paramLabel, sceneName, t, unitText } from './i18n.js';
+import { api, errorText, esc, fmt, pageFailed, paramValue, showError, studentsAddress } from './api.js';
+import { measureLabel, paramInput, paramLabel, sceneName, t, unitText } from './i18n.js';
 import { CHAINS, connectClass, frames } from './stream.js';
 import { Tile2D } from './tile.js';
 import { ClassResults, liveSession } from './class_results.js';
@@ -133,7 +133,9 @@ function tileStats(tile, g) {
   const model = catalogue.models.find((m) => m.name === scene.model) || { si: true };
   const unit = info && info.unit && model.si ? unitText(info.unit) : '';
   const value = key && s.measurements ? s.measurements[key] : null;
-  const mstate = s.measurements && s.measurements.state ? ` (${t(`mstate.${s.measurements.state}`)})` : '';
+  // the scene's own state where it adds to the session's ("running (flowing)"), not "at rest (at rest)"
+  const own = s.measurements && s.measurements.state ? t(`mstate.${s.measurements.state}`) : '';
+  const mstate = own && own !== t(`state.${s.state}`) ? ` (${own})` : '';
   const figure = key ? t('class.tile_figure', { what: measureLabel(key), value: fmt(value), unit }) : '';
   tile.div.querySelector('.tile-stats').innerHTML =
     `<span>${esc(sceneName(s.scene))} · ${esc(t(`state.${s.state}`))}${esc(mstate)}</span>` +
@@ -189,7 +191,7 @@ async function push(body) {
   }
   const scene = catalogue.scenes.find((c) => c.name === $('push-scene').value);
   const what = body.params
-    ? Object.entries(body.params).map(([k, v]) => `${paramLabel(scene.params.find((p) => p.name === k))} = ${fmt(v)}`).join(', ')
+    ? Object.entries(body.params).map(([k, v]) => { const p = scene.params.find((q) => q.name === k); return `${paramLabel(p)} = ${paramValue(p, v)}`; }).join(', ')
     : t(`action.${body.action.type}`);
   const applied = report.applied.length ? report.applied.join(', ') : t('class.no_group');
   $('report').innerHTML = `<b>${esc(what)}</b>: ${esc(t('class.applied', { groups: applied }))}` +
@@ -217,12 +219,14 @@ function pushForm() {
       const param = document.createElement('select');
       param.id = 'push-param';
       for (const p of scene.params) param.add(new Option(paramLabel(p) + (p.restart ? ` ${t('class.restarts')}` : ''), p.name));
-      const value = document.createElement('input');
-      Object.assign(value, { id: 'push-value', type: 'number', required: true, size: 7 });
-      box.replaceChildren(labelled(t('class.push_which'), param), labelled(t('class.push_value'), value));
+      // the value's field as the class's own form has it: a quality by its words, else a number
+      const valueLabel = labelled(t('class.push_value'), document.createElement('input'));
+      box.replaceChildren(labelled(t('class.push_which'), param), valueLabel);
       const fill = () => {
-        const p = scene.params.find((q) => q.name === param.value);
-        Object.assign(value, { min: p.min, max: p.max, step: p.integer ? 1 : 'any', value: p.default });
+        const value = paramInput(scene, scene.params.find((q) => q.name === param.value));
+        value.id = 'push-value';
+        if (value.tagName === 'INPUT') value.size = 7;
+        valueLabel.lastChild.replaceWith(value);
       };
       param.addEventListener('change', fill);
       fill();

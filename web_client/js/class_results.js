@@ -2,7 +2,7 @@
 // runs in one table (GET /api/runs?class=ID), a row per stretch of constant parameters as the
 // class's CSV has them, the groups' live sessions as they run, and one plot of the chosen scene
 // against its law (js/theory.js) drawn over the parameter's whole range, each point a row.
-import { errorText, esc, fmt, labelCells, showError } from './api.js';
+import { errorText, esc, fmt, labelCells, paramValue, showError } from './api.js';
 import { paramLabel, sceneName, t } from './i18n.js';
 import { catalogueParam, describe, LawPlot, lawColumns, plottedScenes, xChoices, yLabel } from './law_plot.js';
 import { newHistory, readHistory, rowFigure, runRows, windowed } from './run_history.js';
@@ -162,7 +162,7 @@ export class ClassResults {
         ? ` (${t('results.changed_what', { what: Object.keys(row.changed).map((k) => label(row.scene, k)).join(', ') })})` : '';
       const end = row.live ? t('results.live') : row.last ? t(`end.${row.run.end_reason || (row.run.reachable === false ? 'unreachable' : 'running')}`) : '';
       return `<tr${row.live ? ' class="live"' : ''}><td>${esc(row.group ?? '—')}</td><td>${esc(sceneName(row.scene))}</td><td>${row.run ? row.run.id : row.live.run_id}${row.segment ? `/${row.segment}` : ''}</td>` +
-        `<td>${from}</td><td>${esc(shown.map(([k, v]) => `${label(row.scene, k)} ${fmt(v)}`).join(', ') + changed)}</td>` +
+        `<td>${from}</td><td>${esc(shown.map(([k, v]) => `${label(row.scene, k)} ${paramValue(param(row.scene, k), v)}`).join(', ') + changed)}</td>` +
         `<td>${exp && y !== null ? `${esc(yLabel(this.catalogue, exp))}: ${fmt(y)}` : ''}</td><td>${esc(end)}</td></tr>`;
     }).join('');
     labelCells(this.$('.cr-rows').closest('table'));

@@ -51,10 +51,27 @@ export function paramLabel(p) {
 }
 
 // A parameter with a grain count per setting (quality) is chosen from its counts, not slid:
-// [value, words] for each, or null for any other parameter.
-export function paramChoices(scene, p) {
+// [value, words] for each, or null for any other parameter. The catalogue's counts are at the
+// scene's defaults; `counts`, a session's quality_particles, are at its own amount.
+export function paramChoices(scene, p, counts) {
   if (!Array.isArray(p.particles)) return null;
-  return p.particles.map((n, q) => [p.min + q, t(`quality.${scene.model}`, { n, level: t(`quality.level.${q}`) })]);
+  const n = Array.isArray(counts) && counts.length === p.particles.length ? counts : p.particles;
+  return n.map((k, q) => [p.min + q, t(`quality.${scene.model}`, { n: k, level: t(`quality.level.${q}`) })]);
+}
+
+
+// The field a teacher sets a parameter with, at its default: a quality chosen by its words, any
+// other typed within its range (a whole number in steps of one).
+export function paramInput(scene, p) {
+  const choices = paramChoices(scene, p);
+  if (!choices) {
+    const input = document.createElement('input');
+    return Object.assign(input, { type: 'number', min: p.min, max: p.max, step: p.integer ? 1 : 'any', value: p.default, required: true });
+  }
+  const select = document.createElement('select');
+  for (const [value, words] of choices) select.add(new Option(words, String(value)));
+  select.value = String(p.default);
+  return select;
 }
 
 export function unitText(unit) {

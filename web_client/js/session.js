@@ -205,7 +205,7 @@ function paramControls() {
     label.textContent = paramLabel(p);
     label.title = t(`param.${p.name}.hint`);
     // a grain count per setting is chosen by its words; the rest slide
-    const choices = paramChoices(scene, p);
+    const choices = paramChoices(scene, p, session.quality_particles);
     const input = document.createElement(choices ? 'select' : 'input');
     if (choices) for (const [value, words] of choices) input.add(new Option(words, String(value)));
     else Object.assign(input, { type: 'range' }, logScale(p) ? { min: 0, max: 1000, step: 1 } : { min: p.min, max: p.max, step });
@@ -236,7 +236,17 @@ function paramControls() {
         input.value = shown(session.params[p.name]); // refused: show what the session really has
         out.textContent = fmt(session.params[p.name]);
       }
+      labelChoices();
     });
+  }
+}
+
+// A choice's words follow the session's own settings: at 200 % of the grains "light" starts 1500,
+// not the catalogue's 750 (every count shown is one the session really starts with).
+function labelChoices() {
+  for (const p of scene.params) {
+    const input = $(`p-${p.name}`), choices = paramChoices(scene, p, session.quality_particles);
+    if (input && choices) choices.forEach(([, words], k) => { if (input.options[k]) input.options[k].textContent = words; });
   }
 }
 
@@ -415,6 +425,7 @@ async function refresh() {
   $('viewers').textContent = session.viewers;
   $('state').textContent = t('session.state_rt', { state: t(`state.${session.state}`), rt: fmt(session.rt_factor, 2) });
   if (controlToken) {
+    labelChoices();
     for (const p of scene.params) {
       const input = $(`p-${p.name}`);
       if (input && document.activeElement !== input && fromSlider(p, Number(input.value)) !== session.params[p.name]) {

@@ -3,7 +3,7 @@
 // the teacher's clock, whether the groups start from one settled state or each from its own. The
 // dashboard's link (its teacher token) is kept in this browser's list.
 import { api, clearError, showError, studentsAddress } from './api.js';
-import { paramChoices, paramLabel, sceneName, t } from './i18n.js';
+import { paramInput, paramLabel, sceneName, t } from './i18n.js';
 
 const $ = (id) => document.getElementById(id);
 const MINE = 'grainlab.classes';
@@ -60,16 +60,7 @@ function settingRow(scene, p) {
   const label = document.createElement('label');
   label.htmlFor = id;
   label.textContent = paramLabel(p);
-  let input;
-  const choices = paramChoices(scene, p);
-  if (choices) {
-    input = document.createElement('select');
-    for (const [value, words] of choices) input.add(new Option(words, String(value)));
-    input.value = String(p.default);
-  } else {
-    input = document.createElement('input');
-    Object.assign(input, { type: 'number', min: p.min, max: p.max, step: p.integer ? 1 : 'any', value: p.default, required: true });
-  }
+  const input = paramInput(scene, p);
   input.id = id;
   input.dataset.param = p.name;
   const hint = document.createElement('small');
