@@ -160,6 +160,12 @@ try {
       const wide = name !== 'session' || l.view >= l.w - 40;
       ok(`${name} at ${size} size (${l.w} px): no horizontal overflow, controls within reach${name === 'session' ? ', the 3D view across the width' : ''}`,
          l.scroll <= l.w && l.cut.length === 0 && wide, `page ${l.scroll} px, view ${l.view} px, cut: ${l.cut.join(' ')}`);
+      if (size === 'phone') { // a tab of its own among a teacher's many, and no 404 per page for /favicon.ico
+        const icon = await p.evaluate(() => document.querySelector('link[rel="icon"]')?.href || null);
+        const got = icon ? await fetch(icon) : null;
+        ok(`${name}: a tab icon that loads`, !!got && got.status === 200 && got.headers.get('content-type') === 'image/svg+xml',
+           `${icon}: ${got ? got.status : '-'}`);
+      }
       // teach, the dashboard and join were checked above, as their people use them
       if (size === 'phone' && !['join', 'teach', 'dashboard'].includes(name)) {
         const found = await axe(p);
