@@ -257,7 +257,7 @@ try {
     }).map((el) => el.textContent);
     const cells = [...table.tBodies[0].querySelectorAll('td')].filter((td) => td.textContent.trim());
     return { cut, cells: cells.length, unlabelled: cells.filter((td) => !td.dataset.label).length,
-             stacked: getComputedStyle(cells[0]).display === 'block', wide: document.documentElement.scrollWidth > innerWidth };
+             stacked: getComputedStyle(cells[0]).display === 'block', wide: document.documentElement.scrollWidth > document.documentElement.clientWidth };
   });
   const desk = await layout();
   ok('results at 1280 px: a table, no heading or scene name cut inside a word', !desk.stacked && desk.cut.length === 0,

@@ -44,7 +44,9 @@ async function axe(page) {
 // what a narrow screen shows: the page's width against the window's, the 3D view's (or the
 // dashboard's tiles') width, and any control that lies beyond the right edge
 const layout = (page) => page.evaluate(() => {
-  const w = window.innerWidth;
+  // the screen's width: on a phone the layout viewport (innerWidth) grows to fit whatever
+  // overflows, so a page 446 px wide on a 390 px phone measured "no overflow" against itself
+  const w = document.documentElement.clientWidth;
   const view = document.querySelector('#view canvas') || document.querySelector('#view');
   const cut = [...document.querySelectorAll('button, input, select, a')]
     .filter((e) => e.offsetParent !== null && !e.closest('.scroll'))

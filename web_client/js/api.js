@@ -112,7 +112,8 @@ export async function studentsAddress() {
 // A table read as cards on a phone (app.css, table.stacked): each cell is labelled with its
 // column's heading, which the narrow layout shows above it in place of the hidden header row.
 export function labelCells(table) {
-  const heads = [...table.querySelectorAll('thead th')].map((th) => th.textContent.trim());
+  // a column whose heading is for screen readers only (a link that says what it does) gets none
+  const heads = [...table.querySelectorAll('thead th')].map((th) => (th.querySelector('.sr-only') ? '' : th.textContent.trim()));
   for (const row of table.tBodies[0]?.rows || []) {
     [...row.cells].forEach((td, i) => { if (heads[i]) td.dataset.label = heads[i]; });
   }

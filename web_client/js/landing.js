@@ -1,6 +1,6 @@
 // The landing page: a card per scene (from the catalogue) to start a session, the share links of
 // a new session, joining by code, and the live sessions with their viewer counts.
-import { api, esc, fmt } from './api.js';
+import { api, esc, fmt, labelCells } from './api.js';
 import { sceneName, t } from './i18n.js';
 import { normalCode } from './node.js';
 
@@ -56,6 +56,7 @@ async function sessions() {
   $('sessions').innerHTML = sessions.map((s) =>
     `<tr><td>${esc(sceneName(s.scene))}</td><td>${esc(s.label)}</td><td>${esc(t(`state.${s.state}`))}</td><td>${fmt(s.t, 3)}</td>` +
     `<td>${s.viewers}</td><td><a href="/s/${encodeURIComponent(s.id)}">${esc(t('landing.watch'))}</a></td></tr>`).join('');
+  labelCells($('sessions-table'));
 }
 
 $('join').addEventListener('submit', (e) => {
