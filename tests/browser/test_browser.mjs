@@ -140,12 +140,21 @@ try {
   // ---- open the hole: the flow plot rises ------------------------------------------------------
   await until('a settled silo', async () => (await (await fetch(`${base}/api/sessions/${id}`)).json()).t > 2.5, 60000);
   await page.bringToFront();
+  // a figure with none yet says when it is taken (a small silo with a wide hole never has one)
+  const meanNote = () => page.$$eval('#meas .meas-note[data-key="mean_flow"]', (e) => e.map((n) => n.textContent).join(''));
+  const noteBefore = await meanNote();
   await page.click('#open-hole', { timeout: 60000, noWaitAfter: true });
   const flow = await until('flow > 100 kg/s in the plot', async () => {
     const v = Number(await page.evaluate(() => document.body.dataset.plotLast || 0));
     return v > 100 ? v : null;
   }, 60000);
   ok('opening the hole makes the flow plot rise', flow > 100, `${flow.toFixed(0)} kg/s`);
+  const meanShown = await until('a mean flow on the page', async () => {
+    const v = await page.evaluate(() => document.querySelector('#meas span[data-key="mean_flow"]')?.nextElementSibling.textContent);
+    return v && v !== '—' ? v : null;
+  }, 60000);
+  ok('the mean flow says when it is taken while it has none, and shows only its number once it has',
+     /2 s after the hole opens/.test(noteBefore) && Number(meanShown) > 0 && (await meanNote()) === '', `"${noteBefore}", then ${meanShown} kg/s`);
   await page.screenshot({ path: join(shots, 'session-flowing.png') });
   ok('no script errors on the pages', consoleErrors.length === 0, consoleErrors.join('; '));
 

@@ -3,7 +3,7 @@
 // everyone the measurements, the scene's plots over time, and messages when a silo jams or drains.
 import uPlot from 'uplot';
 import { api, download, errorText, esc, fmt, pageFailed, showError } from './api.js';
-import { measureLabel, paramChoices, paramLabel, sceneName, t, unitText } from './i18n.js';
+import { has, measureLabel, paramChoices, paramLabel, sceneName, t, unitText } from './i18n.js';
 import { connect, CHAINS } from './stream.js';
 import { Playback } from './playback.js';
 import { View } from './view.js';
@@ -167,6 +167,15 @@ function showMeasurements(values, state) {
     name.dataset.key = k;
     value.textContent = fmt(v);
     cells.push(name, value);
+    // a figure with none yet says when it is taken (a silo's mean flow needs grains a hole's
+    // width deep 2 s after opening: a small silo with a wide hole never has one)
+    if ((v === null || v === undefined) && has(`measure.${k}.none`)) {
+      const why = document.createElement('small');
+      why.className = 'meas-note';
+      why.dataset.key = k;
+      why.textContent = t(`measure.${k}.none`);
+      cells.push(why);
+    }
   }
   const name = document.createElement('span'), value = document.createElement('span');
   name.textContent = t('session.state');
