@@ -387,6 +387,23 @@ try {
      !!nbody, `${JSON.stringify(nbody || seen)}`);
   await across.screenshot({ path: join(shots, 'results-cluster.png') });
   await across.close();
+  // a circular orbit on a phone: its angular momentum, 1 to the last bits, once broke the plot's
+  // axis (uPlot threw "Invalid array length" at every draw); both plots draw, nothing throws
+  {
+    const orbit = await (await fetch(`${base}/api/sessions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"scene":"orbit"}' })).json();
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const op = await phone.newPage();
+    op.on('pageerror', (e) => consoleErrors.push(`orbit (phone): ${e.message}`));
+    await op.goto(`${base}/s/${orbit.id}#control=${orbit.control_token}`);
+    const drawn = await until('the orbit\'s plots', async () => {
+      const d = await op.evaluate(() => ({ all: document.body.dataset.plotSeriesAll || '', points: Number(document.body.dataset.plotPoints || 0) }));
+      return d.all === 'kinetic,potential,energy,energy_drift;virial,angular_momentum' && d.points >= 12 ? d : null;
+    }, 60000).catch(() => null);
+    await op.screenshot({ path: join(shots, 'session-orbit-phone.png'), fullPage: true });
+    ok('an orbit on a phone plots its energies, drift, virial ratio and angular momentum', !!drawn, JSON.stringify(drawn));
+    await phone.close();
+    await fetch(`${base}/api/sessions/${orbit.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${orbit.control_token}` } });
+  }
   ok('no script errors on the water and N-body pages', consoleErrors.length === 0, consoleErrors.join('; '));
 } catch (e) {
   ok('the browser test ran to its end', false, e.message);

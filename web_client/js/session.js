@@ -67,6 +67,17 @@ function tick(v) {
   return Math.abs(v) < 1e-3 || Math.abs(v) >= 1e5 ? v.toExponential(1) : String(Number(v.toPrecision(4)));
 }
 
+// A y scale's range: uPlot's own, padded, but never narrower than a thousandth of its values.
+// A circular orbit's angular momentum reads 1.0000000000000009, then 1.0000000000000016: uPlot's
+// ticks over such a span never advance past float rounding and it throws (its issue 1084), and
+// no tick label of four digits could tell them apart anyway.
+function yRange(u, min, max) {
+  if (!Number.isFinite(min) || !Number.isFinite(max)) return [0, 1]; // no data yet
+  const least = 1e-3 * Math.max(Math.abs(min), Math.abs(max));
+  const mid = 0.5 * (min + max);
+  return max - min < least ? uPlot.rangeNum(mid - least, mid + least, 0.1, true) : uPlot.rangeNum(min, max, 0.1, true);
+}
+
 // A slump's runout law on its front axis (issue 19): once the dam is pulled, a dashed line at the
 // final front the law predicts, L0·(1 + slumpRunout(aspect)), L0 being the front just before the
 // pull (as theory.js's liveY counts the runout) and the aspect the one the column was built with
@@ -106,10 +117,20 @@ function setupPlots() {
     const front = scene.name === 'slump' ? p.series.find((s) => s.key === runoutLaw.key) : null;
     if (front) series.push({ label: runoutLaw.label, stroke: front.stroke, width: 1.5, dash: [6, 4], scale: front.scale || 'y' });
     const values = (u, splits) => splits.map(tick);
-    const axes = [{ label: t('session.time_axis') }, ...scales.map((sc, k) => (k === 0 ? { scale: sc, values, size: 56 }
-      : { scale: sc, values, size: 56, side: 1, grid: { show: false } }))];
+    // an axis as wide as its longest label, measured in its font (a drift's "4.0e-12" was cut at
+    // a phone's edge); after two rounds the size stands, so uPlot's layout converges
+    const size = (u, labels, i, cycle) => {
+      const axis = u.axes[i];
+      if (cycle > 1) return axis._size;
+      const longest = (labels || []).reduce((a, l) => (String(l).length > a.length ? String(l) : a), '0.00');
+      u.ctx.font = axis.font[0];
+      return Math.ceil(axis.ticks.size + axis.gap + u.ctx.measureText(longest).width / devicePixelRatio) + 4;
+    };
+    const axes = [{ label: t('session.time_axis') }, ...scales.map((sc, k) => (k === 0 ? { scale: sc, values, size }
+      : { scale: sc, values, size, side: 1, grid: { show: false } }))];
     const data = series.map(() => []);
-    const uplot = new uPlot({ width: div.clientWidth || 330, height: 180, series, axes, scales: { x: { time: false } } }, data, div);
+    const ys = Object.fromEntries(scales.map((sc) => [sc, { range: yRange }]));
+    const uplot = new uPlot({ width: div.clientWidth || 330, height: 180, series, axes, scales: { x: { time: false }, ...ys } }, data, div);
     // law: the data column of the law's line, after the measurements' (none: no line)
     return { keys: p.series.map((s) => s.key), data, uplot, div, law: front ? p.series.length + 1 : 0 };
   });
