@@ -111,7 +111,10 @@ export class View {
     });
     const d = Float32Array.from({ length: n }, (_, k) => Math.hypot(p[3 * k] - c[0], p[3 * k + 1] - c[1], p[3 * k + 2] - c[2])).sort();
     const r = Math.max(many ? 1.15 * d[Math.floor(0.95 * (n - 1))] : d[n - 1], 0.05) * 1.1;
-    const dist = r / Math.sin((this.camera.fov * Math.PI) / 360);
+    // the sphere fits the narrower of the two angles: on a phone held upright that is the
+    // horizontal one (a drum's grains filled the view, its wall and slope out of it)
+    const half = Math.tan((this.camera.fov * Math.PI) / 360);
+    const dist = r / Math.sin(Math.atan(half * Math.min(1, this.camera.aspect || 1)));
     const dir = new THREE.Vector3(0.35, 0.45, 1).normalize();
     this.controls.target.set(c[0], c[1], c[2]);
     this.camera.position.set(c[0] + dir.x * dist, c[1] + dir.y * dist, c[2] + dir.z * dist);
