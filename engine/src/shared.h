@@ -55,37 +55,37 @@ typedef enum grn_shared_param {
 /* Units follow spec §1 (SI); a model that is not in SI units (N-body, G = 1) says so in its
  * grn_model_info, and its figures carry no SI unit. */
 #define M_T                                                                                        \
-  { "t", "s", "time", false }
+  { "t", "s", "time", false, false }
 #define M_ANGLE                                                                                    \
-  { "angle", "deg", "angle of repose", false }
+  { "angle", "deg", "angle of repose", false, false }
 #define M_TOP                                                                                      \
-  { "top", "m", "top height", false }
+  { "top", "m", "top height", false, false }
 #define M_CX                                                                                       \
-  { "cx", "m", "pile centre x", false }
+  { "cx", "m", "pile centre x", false, false }
 #define M_CZ                                                                                       \
-  { "cz", "m", "pile centre z", false }
+  { "cz", "m", "pile centre z", false, false }
 #define M_OVER_MAX                                                                                 \
-  { "over_max", "m", "largest overlap", false }
+  { "over_max", "m", "largest overlap", false, false }
 #define M_FLOWING                                                                                  \
-  { "flowing", "", "flowing fraction", false }
+  { "flowing", "", "flowing fraction", false, false }
 #define M_ALIVE                                                                                    \
-  { "alive", "", "particles", false }
+  { "alive", "", "particles", false, true }
 #define M_FRONT                                                                                    \
-  { "front", "m", "front position", false }
+  { "front", "m", "front position", false, false }
 #define M_HEIGHT                                                                                   \
-  { "height", "m", "water height at the wall", false }
+  { "height", "m", "water height at the wall", false, false }
 #define M_KINETIC                                                                                  \
-  { "kinetic", "J", "kinetic energy", false }
+  { "kinetic", "J", "kinetic energy", false, false }
 #define M_POTENTIAL                                                                                \
-  { "potential", "J", "potential energy", false }
+  { "potential", "J", "potential energy", false, false }
 #define M_ENERGY                                                                                   \
-  { "energy", "J", "total energy", false }
+  { "energy", "J", "total energy", false, false }
 #define M_ENERGY_DRIFT                                                                             \
-  { "energy_drift", "", "relative energy drift", true }
+  { "energy_drift", "", "relative energy drift", true, false }
 #define M_ANGULAR_MOMENTUM                                                                         \
-  { "angular_momentum", "", "angular momentum", false }
+  { "angular_momentum", "", "angular momentum", false, false }
 #define M_VIRIAL                                                                                   \
-  { "virial", "", "virial ratio 2K/|W|", false }
+  { "virial", "", "virial ratio 2K/|W|", false, false }
 
 /* The measurements the models and measure.c take, found likewise: grn__put(w, GRN_SM_TOP, v)
  * writes one where the scene lists it and nowhere else. */

@@ -199,8 +199,9 @@ json_t *api_scenes_json(void) {
     for (int k = 0; k < sc->measure_count; k++) {
       const grn_measure_info *m = &sc->measures[k];
       if (!listed(measures, m->name)) {
-        json_array_append_new(measures, json_pack("{s:s, s:s, s:s, s:b}", "name", m->name, "unit",
-                                                  m->unit, "label", m->label, "window", m->window));
+        json_array_append_new(measures, json_pack("{s:s, s:s, s:s, s:b, s:b}", "name", m->name,
+                                                  "unit", m->unit, "label", m->label, "window",
+                                                  m->window, "count", m->count));
       }
     }
   }

@@ -401,6 +401,8 @@ try {
     }, 60000).catch(() => null);
     await op.screenshot({ path: join(shots, 'session-orbit-phone.png'), fullPage: true });
     ok('an orbit on a phone plots its energies, drift, virial ratio and angular momentum', !!drawn, JSON.stringify(drawn));
+    const bodies = await op.evaluate(() => document.querySelector('#meas span[data-key="alive"]')?.nextElementSibling.textContent);
+    ok('its particles are counted whole: "2", not "2.00"', bodies === '2', bodies);
     await phone.close();
     await fetch(`${base}/api/sessions/${orbit.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${orbit.control_token}` } });
   }

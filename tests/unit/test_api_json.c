@@ -196,8 +196,16 @@ static void check_catalogue(void) {
   text = api_dumps(flow);
   snprintf(name, sizeof name, "flow's description: %s", text ? text : "(null)");
   CHECK(name, text && strcmp(text, "{\"name\":\"flow\",\"unit\":\"kg/s\",\"label\":"
-                                   "\"discharge rate\",\"window\":true}") == 0);
+                                   "\"discharge rate\",\"window\":true,\"count\":false}") == 0);
   free(text);
+  /* the particles are a count: a page shows "2", not "2.00" bodies */
+  json_t *alive = NULL;
+  json_array_foreach(json_object_get(j, "measurements"), mi, mv) {
+    alive = strcmp(json_string_value(json_object_get(mv, "name")), "alive") == 0 ? mv : alive;
+  }
+  CHECK("the particles are a count, the flow is not",
+        json_is_true(json_object_get(alive, "count")) &&
+            json_is_false(json_object_get(flow, "count")));
   CHECK("catalogue: every model with its particles",
         json_array_size(json_object_get(j, "models")) == 3 &&
             strcmp(json_string_value(json_object_get(

@@ -128,6 +128,12 @@ export function fmt(v, digits = 3) {
   return Math.abs(v) >= 1000 ? v.toFixed(0) : v.toPrecision(digits);
 }
 
+// A measurement's value as the pages show it (m from the catalogue's measurements): a count of
+// things whole ("2" bodies, not "2.00"), any other with fmt's digits.
+export function measureValue(m, v) {
+  return m && m.count && Number.isInteger(v) ? String(v) : fmt(v);
+}
+
 // A parameter's value as the pages show it beside its label (p from the catalogue; undefined for
 // a name it does not know): a quality by its level's word, since the grains it starts depends on
 // the amount beside it; a whole number whole (not "2.00"); any other with fmt's digits.

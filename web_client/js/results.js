@@ -4,7 +4,7 @@
 // (js/law_plot.js, the class dashboard's plot: silo flow against Beverloo, piles against Coulomb
 // and our own sweep, the slump's runout against Lube et al., N-body drift against the leapfrog's
 // fit), each point a row of the table.
-import { api, esc, fmt, labelCells, pageFailed, paramValue } from './api.js';
+import { api, esc, fmt, labelCells, measureValue, pageFailed, paramValue } from './api.js';
 import { measureLabel, paramLabel, sceneName, t } from './i18n.js';
 import { catalogueParam, describe, LawPlot, lawColumns, plottedScenes, xChoices } from './law_plot.js';
 import { newHistory, readHistory, rowFigure, runRows, windowed } from './run_history.js';
@@ -110,7 +110,7 @@ const list = (scene, o, results = false) => Object.entries(o || {}).map(([k, v])
   const m = results && catalogue.measurements.find((q) => q.name === k);
   const p = !results && catalogueParam(catalogue, scene, k);
   const label = m ? measureLabel(k, m.unit) : p ? paramLabel(p) : k;
-  return `${esc(label)} ${esc(results ? fmt(v) : paramValue(p, v))}`;
+  return `${esc(label)} ${esc(results ? measureValue(m, v) : paramValue(p, v))}`;
 }).join(', ');
 
 // Why a run's end state cannot be rebuilt, in words; null when it can (replayed by the server).

@@ -2,7 +2,7 @@
 // sent in a request line) the parameters, actions, pause/resume/reset, speed and drags; for
 // everyone the measurements, the scene's plots over time, and messages when a silo jams or drains.
 import uPlot from 'uplot';
-import { api, download, errorText, esc, fmt, pageFailed, showError } from './api.js';
+import { api, download, errorText, esc, fmt, measureValue, pageFailed, showError } from './api.js';
 import { has, measureLabel, paramChoices, paramLabel, sceneName, t, unitText } from './i18n.js';
 import { connect, CHAINS } from './stream.js';
 import { Playback } from './playback.js';
@@ -186,7 +186,7 @@ function showMeasurements(values, state) {
     const name = document.createElement('span'), value = document.createElement('span');
     name.textContent = measureLabel(k, measureInfo[k] ? measureInfo[k].unit : '');
     name.dataset.key = k;
-    value.textContent = fmt(v);
+    value.textContent = measureValue(measureInfo[k], v);
     cells.push(name, value);
     // a figure with none yet says when it is taken (a silo's mean flow needs grains a hole's
     // width deep 2 s after opening: a small silo with a wide hole never has one)
@@ -469,7 +469,7 @@ async function refresh() {
 async function start() {
   if (!id) { showError(t('session.no_id')); return; }
   const catalogue = await api('GET', '/api/scenes');
-  measureInfo = Object.fromEntries(catalogue.measurements.map((m) => [m.name, { unit: m.unit }]));
+  measureInfo = Object.fromEntries(catalogue.measurements.map((m) => [m.name, { unit: m.unit, count: m.count }]));
   const actionInfo = Object.fromEntries(catalogue.actions.map((a) => [a.name, a]));
   session = await api('GET', `/api/sessions/${id}`, undefined, token);
   scene = catalogue.scenes.find((s) => s.name === session.scene);

@@ -143,6 +143,7 @@ typedef struct grn_measure_info {
   const char *unit;
   const char *label;
   bool window;
+  bool count; /* a number of things (the particles): a whole number, shown without decimals */
 } grn_measure_info;
 
 /* What a scene plots over time: plots of measurement series, for every client to draw alike. A

@@ -196,7 +196,7 @@ static const grn_param_info drum_params[DRUM_PARAMS] = {
              "drum rotation speed (3: Fr = 0.02 at 3000 grains; centrifuging near 19)"}};
 static const grn_measure_info drum_measures[] = {
     M_T,       [ANGLE] = M_ANGLE, M_OVER_MAX,
-    M_FLOWING, M_ALIVE,           [FROUDE] = {"froude", "", "Froude number w^2 R/g", false}};
+    M_FLOWING, M_ALIVE,           [FROUDE] = {"froude", "", "Froude number w^2 R/g", false, false}};
 static const char *const drum_actions[] = {"tool", "tool_off", "reset"};
 static const grn_plot_info drum_plots[] = {PLOT("Dynamic angle of repose, deg", S(ANGLE))};
 

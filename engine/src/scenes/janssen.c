@@ -252,11 +252,11 @@ static const grn_measure_info janssen_measures[JANSSEN_MEASURES] = {
     M_OVER_MAX,
     M_FLOWING,
     M_ALIVE,
-    [POURED] = {"poured_mass", "kg", "poured mass", false},
-    [APPARENT] = {"apparent_mass", "kg", "apparent mass (the scale's reading)", false},
-    [LAW] = {"janssen_mass", "kg", "Janssen's law, K fitted", true},
-    [K_FIT] = {"janssen_k", "", "Janssen coefficient K (fitted)", true},
-    [BULK_DENSITY] = {"bulk_density", "kg/m^3", "bulk density", false}};
+    [POURED] = {"poured_mass", "kg", "poured mass", false, false},
+    [APPARENT] = {"apparent_mass", "kg", "apparent mass (the scale's reading)", false, false},
+    [LAW] = {"janssen_mass", "kg", "Janssen's law, K fitted", true, false},
+    [K_FIT] = {"janssen_k", "", "Janssen coefficient K (fitted)", true, false},
+    [BULK_DENSITY] = {"bulk_density", "kg/m^3", "bulk density", false, false}};
 static const char *const janssen_actions[] = {"tool", "tool_off", "reset"};
 static const grn_plot_info janssen_plots[] = {
     PLOT("Mass, kg: poured, on the scale (dashed: Janssen's law)", S(POURED), S(APPARENT),

@@ -271,12 +271,12 @@ static const grn_measure_info silo_measures[SILO_MEASURES] = {
     M_OVER_MAX,
     M_FLOWING,
     M_ALIVE,
-    [FLOW] = {"flow", "kg/s", "discharge rate", true},
-    [MASS_ABOVE] = {"mass_above", "kg", "mass above the plate", false},
-    [FILL] = {"fill", "m", "fill height", false},
-    [BEVERLOO] = {"beverloo", "kg/s", "Beverloo prediction", false},
-    [MEAN_FLOW] = {"mean_flow", "kg/s", "mean discharge rate", true},
-    [BULK_DENSITY] = {"bulk_density", "kg/m^3", "bulk density", false}};
+    [FLOW] = {"flow", "kg/s", "discharge rate", true, false},
+    [MASS_ABOVE] = {"mass_above", "kg", "mass above the plate", false, false},
+    [FILL] = {"fill", "m", "fill height", false, false},
+    [BEVERLOO] = {"beverloo", "kg/s", "Beverloo prediction", false, false},
+    [MEAN_FLOW] = {"mean_flow", "kg/s", "mean discharge rate", true, false},
+    [BULK_DENSITY] = {"bulk_density", "kg/m^3", "bulk density", false, false}};
 static const char *const silo_actions[] = {"open_hole", "plug_hole", "tool", "tool_off", "reset"};
 static const grn_plot_info silo_plots[] = {
     PLOT("Flow, kg/s (dashed: Beverloo)", S(FLOW), S(MEAN_FLOW), REF(BEVERLOO))};
