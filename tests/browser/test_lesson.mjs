@@ -76,6 +76,21 @@ try {
      await teach.inputValue('#seeds') === 'shared' &&
      (await teach.$$eval('#seeds option', (os) => os.map((o) => o.value))).join() === 'shared,own');
   await teach.selectOption('#seeds', 'own');
+  // a number out of its range is named with its range, its field marked, nothing made
+  const refusal = async (id, value) => {
+    const before = await teach.inputValue(id);
+    await teach.fill(id, value);
+    await teach.click('#start');
+    const said = { text: await teach.textContent('#error'), marked: await teach.getAttribute(id, 'aria-invalid'), made: await teach.isVisible('#made') };
+    await teach.fill(id, before);
+    return said;
+  };
+  const groups0 = await refusal('#groups', '0');
+  ok('/teach: 0 groups is refused with the range allowed, the field marked',
+     /\b1\b.*\b200\b/.test(groups0.text) && /groups/i.test(groups0.text) && groups0.marked === 'true' && !groups0.made, JSON.stringify(groups0));
+  const amount = await refusal('#set-silo-amount', '500');
+  ok('/teach: a silo of 500 % of the grains is refused with its setting\'s range',
+     /amount of grains/.test(amount.text) && /\b10\b.*\b400\b/.test(amount.text) && amount.marked === 'true' && !amount.made, JSON.stringify(amount));
   const teachAxe = await axe(teach);
   ok('axe-core: /teach has no critical or serious violation', teachAxe.length === 0, teachAxe.join('; '));
   await teach.click('#start');

@@ -108,14 +108,30 @@ function defaults() {
 const FIELDS = { name: 'name', scenes: 'scenes-field', max_groups: 'groups', grain_budget: 'budget', ends_at: 'ends', second_join: 'second', seeds: 'seeds' };
 
 function markInvalid(field) {
-  for (const el of document.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
   const [top, scene] = String(field || '').split('.');
-  const el = top === 'defaults' && scene ? $('settings').querySelector(`details[data-scene="${CSS.escape(scene)}"]`) : $(FIELDS[top]);
+  mark(top === 'defaults' && scene ? $('settings').querySelector(`details[data-scene="${CSS.escape(scene)}"]`) : $(FIELDS[top]));
+}
+
+function mark(el) {
+  for (const e of document.querySelectorAll('[aria-invalid]')) e.removeAttribute('aria-invalid');
   if (!el) return;
   el.setAttribute('aria-invalid', 'true');
-  if (el.tagName === 'DETAILS') el.open = true;
+  const box = el.closest('details');
+  if (box) box.open = true;
   el.scrollIntoView({ block: 'center' });
   if (el.focus) el.focus();
+}
+
+// A number the form can judge itself is judged before sending, its range in the words (the
+// server's refusal can only say it is outside what is allowed): the first such field, or null.
+function badNumber() {
+  for (const el of $('create').querySelectorAll('input[type=number]')) {
+    if (el.checkValidity()) continue;
+    const field = document.querySelector(`label[for="${CSS.escape(el.id)}"]`)?.textContent.trim() || el.id;
+    const key = el.max === '' ? 'teach.least_whole' : el.step === '1' ? 'teach.range_whole' : 'teach.range';
+    return { el, text: t(key, { field, min: el.min, max: el.max }) };
+  }
+  return null;
 }
 
 async function submit(ev) {
@@ -123,6 +139,8 @@ async function submit(ev) {
   clearError();
   const scenes = chosen();
   if (scenes.length === 0) { showError(t('teach.no_scene')); markInvalid('scenes'); return; }
+  const bad = badNumber();
+  if (bad) { showError(bad.text); mark(bad.el); return; }
   const ends = new Date($('ends').value);
   if (Number.isNaN(ends.getTime())) { showError(t('teach.bad_time')); markInvalid('ends_at'); return; }
   const first = $('first').value;
