@@ -128,8 +128,9 @@ function badNumber() {
   for (const el of $('create').querySelectorAll('input[type=number]')) {
     if (el.checkValidity()) continue;
     const field = document.querySelector(`label[for="${CSS.escape(el.id)}"]`)?.textContent.trim() || el.id;
-    const key = el.max === '' ? 'teach.least_whole' : el.step === '1' ? 'teach.range_whole' : 'teach.range';
-    return { el, text: t(key, { field, min: el.min, max: el.max }) };
+    const range = { field, min: el.min, max: el.max };
+    const text = el.max === '' ? t('teach.least_whole', range) : el.step === '1' ? t('teach.range_whole', range) : t('teach.range', range);
+    return { el, text };
   }
   return null;
 }
