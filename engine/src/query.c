@@ -46,10 +46,8 @@ void grn_world_geometry(const grn_world *w, grn_geometry *out) {
   *out = (grn_geometry){g->floor_y, g->fx0,     g->fx1,      g->fz0,      g->fz1,      g->box,
                         g->xmin,    g->xmax,    g->zmin,     g->zmax,     g->silo_r,   g->plate,
                         g->plugged, g->plate_y, g->hole_r,   g->dam,      g->dam_x,    g->dam_edge,
-                        g->tool,    g->tool_r,  g->tool_p.x, g->tool_p.y, g->tool_p.z, 0.0};
-  if (w->impl->geometry) {
-    w->impl->geometry(w, out);
-  }
+                        g->tool,    g->tool_r,  g->tool_p.x, g->tool_p.y, g->tool_p.z, 0.0,
+                        g->drum_r,  g->drum_y,  g->drum_w};
   if (w->impl->geometry) {
     w->impl->geometry(w, out);
   }

@@ -8,10 +8,10 @@
 #include <zstd.h>
 
 /* The geometry goes on the wire as the struct's bytes: schema/stream.md gives these offsets. */
-_Static_assert(sizeof(grn_geometry) == 184 && offsetof(grn_geometry, box) == 40 &&
+_Static_assert(sizeof(grn_geometry) == 208 && offsetof(grn_geometry, box) == 40 &&
                    offsetof(grn_geometry, silo_r) == 80 && offsetof(grn_geometry, plate) == 88 &&
                    offsetof(grn_geometry, dam) == 112 && offsetof(grn_geometry, tool) == 136 &&
-                   offsetof(grn_geometry, tilt) == 176,
+                   offsetof(grn_geometry, tilt) == 176 && offsetof(grn_geometry, drum_r) == 184,
                "grn_geometry's layout is part of the stream format");
 
 #define SPEED_FULL 2.0     /* m/s: shade 255 */

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define FRAME_MAGIC 0x464e5247u /* "GRNF" little-endian */
-#define FRAME_VERSION 3
+#define FRAME_VERSION 4
 #define FRAME_HEADER 64     /* bytes */
 #define FRAME_KEY_EVERY 2.0 /* s: the longest a viewer waits for a keyframe */
 #define FRAME_ORDER_MAX 2   /* a predicted frame refers to at most the two frames before it */

@@ -12,8 +12,9 @@
  * 6: the status says how long the grains may still settle; 7: a frame's delta form on request
  * (stream format 2); 8: a world's whole state saved, and a world made again from one (issue 33:
  * a settled state kept and shared); 9: parameters by their index in the scene's own list, no
- * longer by engine-wide ids (issue 34) */
-#define WORKER_PROTO_VERSION 9u
+ * longer by engine-wide ids (issue 34); 10: the frames' scene geometry carries the drum (stream
+ * format 4) */
+#define WORKER_PROTO_VERSION 10u
 #define WORKER_MAX_MESSAGE 65536
 /* The most steps one step command may ask for: a minute of simulated time. */
 #define WORKER_MAX_STEPS ((int)(60.0 / GRN_STEP_SECONDS + 0.5))

@@ -406,6 +406,25 @@ try {
     await phone.close();
     await fetch(`${base}/api/sessions/${orbit.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${orbit.control_token}` } });
   }
+  // a rotating drum: its wall drawn from the stream's geometry, its cap turning at the drum's own
+  // speed once the grains have settled (3 turns a minute by default)
+  {
+    const drum = await (await fetch(`${base}/api/sessions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"scene":"drum","params":{"quality":0}}' })).json();
+    const dp = await context.newPage();
+    dp.on('pageerror', (e) => consoleErrors.push(`drum: ${e.message}`));
+    await dp.goto(`${base}/s/${drum.id}#control=${drum.control_token}`);
+    const look = () => dp.evaluate(() => { const v = window.grainlabView; return v && v.drum ? { w: v.drum.w, a: v.drumAngle, t: v.drumT } : null; });
+    const first = await until('the drum turning', async () => { const d = await look(); return d && d.w > 0 ? d : null; }, 90000).catch(() => null);
+    await sleep(2000);
+    const then = await look();
+    const turned = first && then ? (((then.a - first.a - first.w * (then.t - first.t)) % (2 * Math.PI)) + 3 * Math.PI) % (2 * Math.PI) - Math.PI : NaN;
+    ok('a drum is drawn, its cap turning at 3 turns a minute over the frames\' time',
+       !!first && Math.abs(first.w - (3 * 2 * Math.PI) / 60) < 1e-9 && then.t > first.t && Math.abs(turned) < 1e-6,
+       `${JSON.stringify(first)} then ${JSON.stringify(then)}`);
+    await dp.screenshot({ path: join(shots, 'session-drum.png') });
+    await dp.close();
+    await fetch(`${base}/api/sessions/${drum.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${drum.control_token}` } });
+  }
   ok('no script errors on the water and N-body pages', consoleErrors.length === 0, consoleErrors.join('; '));
 } catch (e) {
   ok('the browser test ran to its end', false, e.message);

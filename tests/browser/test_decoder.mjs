@@ -72,7 +72,7 @@ const refused = (decoder, buffer) => { try { decoder.decode(buffer); return fals
   ok('a frame of format 1 is refused', refused(d, altered(frames[k], 4, (v, at) => v.setUint8(at, 1))));
   ok('a truncated frame is refused', refused(d, frames[k].slice(0, frames[k].byteLength - 1)));
   ok('a keyframe claiming 4 M grains is refused before anything is decompressed',
-     refused(d, altered(frames[k], 16, (v, at) => { v.setUint32(at, 4000000, true); v.setUint32(at + 4, 8 * 4000000 + 184, true); })));
+     refused(d, altered(frames[k], 16, (v, at) => { v.setUint32(at, 4000000, true); v.setUint32(at + 4, 8 * 4000000 + 208, true); })));
   ok('a raw size unlike the zstd frame\'s own is refused',
      refused(d, altered(frames[k], 20, (v, at) => v.setUint32(at, v.getUint32(at, true) + 8, true))));
   ok('a prediction of order 3 is refused', refused(d, altered(frames[p], 6, (v, at) => v.setUint8(at, 3))));

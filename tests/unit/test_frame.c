@@ -1,4 +1,4 @@
-/* The stream's frames (format 3): every decoded q exactly the grid's quantization of the engine's
+/* The stream's frames (format 4): every decoded q exactly the grid's quantization of the engine's
  * positions, for keyframes, predicted frames and deltas, over a pouring pile and a draining silo;
  * keyframes at least every 2 s with predicted frames between; the bytes per grain per frame of a
  * pour, a flowing silo and a pile at rest; malformed and hostile frames refused with the decoder

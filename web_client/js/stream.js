@@ -1,9 +1,9 @@
-// A session's websocket stream (schema/stream.md, format 3): frames decoded into positions,
+// A session's websocket stream (schema/stream.md, format 4): frames decoded into positions,
 // shades, radii and scene geometry; text messages (hello, measurements, events, errors) handed on
 // as objects.
 import { decompress } from 'fzstd';
 
-const MAGIC = 0x464e5247, VERSION = 3, ORDER_MAX = 2, MAX_GRAINS = 4000000;
+const MAGIC = 0x464e5247, VERSION = 4, GEOMETRY = 208, ORDER_MAX = 2, MAX_GRAINS = 4000000;
 export const KEY = 1, DELTA = 2, CHAINS = 3, PREDICTED = 4;
 
 function geometry(view, at) {
@@ -14,6 +14,7 @@ function geometry(view, at) {
     siloR: f(80), plate: b(88), plugged: b(89), plateY: f(96), holeR: f(104),
     dam: b(112), damX: f(120), damEdge: f(128),
     tool: b(136), toolR: f(144), toolX: f(152), toolY: f(160), toolZ: f(168), tilt: f(176),
+    drumR: f(184), drumY: f(192), drumW: f(200),
   };
 }
 
@@ -41,7 +42,7 @@ export class Decoder {
     const bytes = new Uint8Array(buffer);
     if (bytes.length < 64) throw new Error('short frame');
     const v = new DataView(buffer);
-    if (v.getUint32(0, true) !== MAGIC || v.getUint8(4) !== VERSION) throw new Error('not a grainlab frame of format 3');
+    if (v.getUint32(0, true) !== MAGIC || v.getUint8(4) !== VERSION) throw new Error(`not a grainlab frame of format ${VERSION}`);
     const kind = v.getUint8(5), order = v.getUint8(6), seq = v.getUint32(8, true), keySeq = v.getUint32(12, true);
     const n = v.getUint32(16, true), rawSize = v.getUint32(20, true), payload = v.getUint32(24, true);
     if (payload !== bytes.length - 64) throw new Error('bad payload size');
@@ -53,7 +54,7 @@ export class Decoder {
     if (kind === CHAINS) {
       if (keySeq !== this.keySeq || rawSize !== 12 * n) throw new Error('chains for another keyframe');
     } else if (kind === KEY) {
-      if (order !== 0 || rawSize !== 8 * n + 184 || !(head.step > 0)) throw new Error('bad keyframe');
+      if (order !== 0 || rawSize !== 8 * n + GEOMETRY || !(head.step > 0)) throw new Error('bad keyframe');
     } else if (kind === DELTA || kind === PREDICTED) {
       if (kind === DELTA ? order !== 0 : order < 1 || order > ORDER_MAX) throw new Error('bad frame order');
       if (keySeq !== this.keySeq) throw new Error('a frame without its keyframe');

@@ -42,6 +42,10 @@ export class Tile2D {
     const b = { ...e };
     if (g && Number.isFinite(g.floorY)) b.y0 = Math.min(b.y0, g.floorY);
     if (g && g.siloR > 0) { b.x0 = Math.min(b.x0, -g.siloR); b.x1 = Math.max(b.x1, g.siloR); }
+    if (g && g.drumR > 0) {
+      b.x0 = Math.min(b.x0, -g.drumR); b.x1 = Math.max(b.x1, g.drumR);
+      b.y0 = Math.min(b.y0, g.drumY - g.drumR); b.y1 = Math.max(b.y1, g.drumY + g.drumR);
+    }
     if (!this.box) {
       // a margin, and never narrower than a metre (a single body, a thin column)
       const pad = Math.max(0.08 * Math.max(b.x1 - b.x0, b.y1 - b.y0), 0.5);
@@ -96,6 +100,7 @@ export class Tile2D {
       c.moveTo(X(hole), Y(g.plateY)); c.lineTo(X(g.siloR), Y(g.plateY));
     }
     if (g.dam) { c.moveTo(X(g.damX), Y(Math.max(g.damEdge, g.floorY))); c.lineTo(X(g.damX), 0); }
+    if (g.drumR > 0) { c.moveTo(X(g.drumR), Y(g.drumY)); c.arc(X(0), Y(g.drumY), s * g.drumR, 0, 2 * Math.PI); }
     c.stroke();
   }
 }

@@ -95,12 +95,17 @@ export class View {
   frame(particles, count, g) {
     let p = particles, n = count;
     const tank = this.look.tank && g && g.box && [g.floorY, g.boxX0, g.boxX1, g.boxZ0, g.boxZ1].every(Number.isFinite);
+    // a water tank's corners, or a drum's, are framed with the particles: the whole vessel in view
+    const corners = [];
     if (tank) {
       const top = this.top(p, n);
-      const corners = [];
       for (const x of [g.boxX0, g.boxX1]) for (const y of [g.floorY, top]) for (const z of [g.boxZ0, g.boxZ1]) corners.push(x, y, z);
+    } else if (g && g.drumR > 0 && Number.isFinite(g.boxZ0) && Number.isFinite(g.boxZ1)) {
+      for (const x of [-g.drumR, g.drumR]) for (const y of [g.drumY - g.drumR, g.drumY + g.drumR]) for (const z of [g.boxZ0, g.boxZ1]) corners.push(x, y, z);
+    }
+    if (corners.length) {
       p = Float32Array.from([...p.subarray(0, 3 * n), ...corners]);
-      n += 8;
+      n += corners.length / 3;
     }
     if (n === 0) return;
     const axis = (a) => Float32Array.from({ length: n }, (_, k) => p[3 * k + a]).sort();
@@ -188,6 +193,7 @@ export class View {
     // a scene without a floor (or water in its tank) has no fixed place to look at: frame the
     // particles once, at the first keyframe; the user's own camera moves stay after that
     if (!this.framed && (this.look.framed || !Number.isFinite(decoder.geometry?.floorY))) this.frame(p, n, decoder.geometry);
+    this.turnDrum(decoder.t);
     if (this.quality === 0) {
       this.ensurePoints(n);
       const g = this.points.geometry, pos = g.attributes.position, col = g.attributes.color, size = g.attributes.size;
@@ -215,6 +221,17 @@ export class View {
     this.grains.instanceMatrix.needsUpdate = true;
     if (this.grains.instanceColor) this.grains.instanceColor.needsUpdate = true;
     this.setGeometry(decoder.geometry, this.top(p, n));
+    this.dirty = true;
+  }
+
+  // A drum's cap turns at the drum's speed over the simulated time since the last picture (none
+  // for a step back in time: a new run, a reset).
+  turnDrum(t) {
+    const dt = Number.isFinite(t) && Number.isFinite(this.drumT) && t > this.drumT ? t - this.drumT : 0;
+    this.drumT = t;
+    if (!this.drum) return;
+    this.drumAngle = ((this.drumAngle || 0) + this.drum.w * dt) % (2 * Math.PI);
+    this.drum.cap.rotation.z = this.drumAngle;
     this.dirty = true;
   }
 
@@ -274,6 +291,27 @@ export class View {
       dam.rotation.y = Math.PI / 2;
       dam.position.set(g.damX, g.damEdge + 1.5, (finite(g.boxZ0, -1) + finite(g.boxZ1, 1)) / 2);
       this.statics.add(dam);
+    }
+    this.drum = null;
+    if (g.drumR > 0) {
+      // a horizontal drum: its wall as glass, and on its far end cap a rim and spokes that turn
+      // with it (update() turns them by drumW over the frames' time)
+      const z0 = finite(g.boxZ0, -g.drumR), z1 = finite(g.boxZ1, g.drumR);
+      const wall = new THREE.Mesh(new THREE.CylinderGeometry(g.drumR, g.drumR, z1 - z0, 64, 1, true), glass);
+      wall.rotation.x = Math.PI / 2;
+      wall.position.set(0, g.drumY, (z0 + z1) / 2);
+      this.statics.add(wall);
+      const cap = new THREE.Group();
+      cap.add(new THREE.Mesh(new THREE.RingGeometry(0.96 * g.drumR, g.drumR, 64), solid));
+      for (let k = 0; k < 3; k++) {
+        const spoke = new THREE.Mesh(new THREE.PlaneGeometry(2 * g.drumR, 0.04 * g.drumR), solid);
+        spoke.rotation.z = (k * Math.PI) / 3;
+        cap.add(spoke);
+      }
+      cap.position.set(0, g.drumY, z0);
+      cap.rotation.z = this.drumAngle || 0;
+      this.statics.add(cap);
+      this.drum = { cap, w: Number.isFinite(g.drumW) ? g.drumW : 0 };
     }
     if (g.tool) {
       const tool = new THREE.Mesh(new THREE.SphereGeometry(g.toolR, 32, 16), new THREE.MeshStandardMaterial({ color: 0x5aa9ff }));

@@ -386,6 +386,8 @@ typedef struct grn_geometry {
   bool tool;
   double tool_r, tool_x, tool_y, tool_z;
   double tilt; /* rad: gravity turned by this about z (the box tilted the other way) */
+  double drum_r, drum_y, drum_w; /* 0: no drum; else its axis along z at height drum_y, and how
+                                    fast it turns, rad/s (counter-clockwise seen from +z) */
 } grn_geometry;
 
 GRN_API void grn_world_geometry(const grn_world *world, grn_geometry *out);
