@@ -1,6 +1,8 @@
 /* The daemon's smaller documents (api_ops.h). */
 #include "api_ops.h"
 
+#include "api_class.h"
+
 json_t *api_health_json(void) {
   return json_pack("{s:s}", "status", "ok");
 }
@@ -27,9 +29,11 @@ json_t *api_nodes_json(const api_node_load *self, const api_node_load *peers, in
   return json_pack("{s:o}", "nodes", list);
 }
 
-json_t *api_config_json(int ws_port, const char *students) {
-  return json_pack("{s:i, s:s, s:s, s:s?}", "ws_port", ws_port, "ws_path", "/ws/sessions/",
-                   "ws_class_path", "/ws/classes/", "students", students);
+json_t *api_config_json(int ws_port, const char *students, int max_grains) {
+  /* the limits a teacher's form checks before it sends (the same the class API refuses by) */
+  return json_pack("{s:i, s:s, s:s, s:s?, s:i, s:i}", "ws_port", ws_port, "ws_path",
+                   "/ws/sessions/", "ws_class_path", "/ws/classes/", "students", students,
+                   "class_groups_max", API_CLASS_GROUPS_MAX, "max_grains", max_grains);
 }
 
 json_t *api_moved_json(const char *node, const char *reason) {

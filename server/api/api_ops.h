@@ -28,7 +28,7 @@ json_t *api_ready_json(const api_node_load *self);
 json_t *api_nodes_json(const api_node_load *self, const api_node_load *peers, int npeers);
 /* GET /api/config: the stream's port and paths, and the address students reach (NULL: not known
  * yet, or none set). */
-json_t *api_config_json(int ws_port, const char *students);
+json_t *api_config_json(int ws_port, const char *students, int max_grains);
 /* A 307 to another node: {"node", "reason"}. */
 json_t *api_moved_json(const char *node, const char *reason);
 /* DELETE /api/sessions/{id}: {"deleted": id}. */

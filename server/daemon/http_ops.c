@@ -33,8 +33,8 @@ http_reply h_config(const http_call *k) {
   /* a teacher on this machine (127.0.0.1) shows the class the address its network reaches;
    * written once before ready is set (its port is known only once serving) */
   const bool set = __atomic_load_n(&k->srv->ready, __ATOMIC_ACQUIRE) && *k->srv->students;
-  return http_json_reply(200,
-                         api_config_json(k->srv->ws_public_port, set ? k->srv->students : NULL));
+  return http_json_reply(200, api_config_json(k->srv->ws_public_port, set ? k->srv->students : NULL,
+                                              sess_max_grains(k->srv->reg)));
 }
 
 http_reply h_metrics(const http_call *k) {

@@ -88,6 +88,10 @@ try {
   const groups0 = await refusal('#groups', '0');
   ok('/teach: 0 groups is refused with the range allowed, the field marked',
      /\b1\b.*\b200\b/.test(groups0.text) && /groups/i.test(groups0.text) && groups0.marked === 'true' && !groups0.made, JSON.stringify(groups0));
+  // the largest group the server takes comes from it (GET /api/config: max-grains, 20000 here)
+  const budget = await refusal('#budget', '99999999');
+  ok('/teach: grains beyond the server\'s limit are refused with that limit',
+     /\b1\b.*\b20000\b/.test(budget.text) && budget.marked === 'true' && !budget.made, JSON.stringify(budget));
   const amount = await refusal('#set-silo-amount', '500');
   ok('/teach: a silo of 500 % of the grains is refused with its setting\'s range',
      /amount of grains/.test(amount.text) && /\b10\b.*\b400\b/.test(amount.text) && amount.marked === 'true' && !amount.made, JSON.stringify(amount));

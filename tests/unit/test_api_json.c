@@ -757,9 +757,9 @@ static void check_runs(void) {
             json_integer_value(json_object_get(a, "id")) == 7);
   json_decref(doc);
   check_dump("the pages' configuration before the students' address is known",
-             api_config_json(8081, NULL),
+             api_config_json(8081, NULL, 20000),
              "{\"ws_port\":8081,\"ws_path\":\"/ws/sessions/\",\"ws_class_path\":\"/ws/classes/\","
-             "\"students\":null}");
+             "\"students\":null,\"class_groups_max\":200,\"max_grains\":20000}");
 }
 
 /* A session's quality words are true of the session: what each quality starts with at its own

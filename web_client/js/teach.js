@@ -129,7 +129,7 @@ function badNumber() {
     if (el.checkValidity()) continue;
     const field = document.querySelector(`label[for="${CSS.escape(el.id)}"]`)?.textContent.trim() || el.id;
     const range = { field, min: el.min, max: el.max };
-    const text = el.max === '' ? t('teach.least_whole', range) : el.step === '1' ? t('teach.range_whole', range) : t('teach.range', range);
+    const text = el.step === '1' ? t('teach.range_whole', range) : t('teach.range', range);
     return { el, text };
   }
   return null;
@@ -196,6 +196,10 @@ async function main() {
     $('scenes').append(label);
   }
   settings();
+  // the largest class and group the server takes, so the form can say so before it sends
+  const config = await api('GET', '/api/config');
+  $('groups').max = config.class_groups_max;
+  $('budget').max = config.max_grains;
   $('ends').value = localInput(new Date(Date.now() + 2 * 3600 * 1000));
   $('create').addEventListener('submit', submit);
 }
