@@ -59,7 +59,6 @@ export function paramChoices(scene, p, counts) {
   return n.map((k, q) => [p.min + q, t(`quality.${scene.model}`, { n: k, level: t(`quality.level.${q}`) })]);
 }
 
-
 // The field a teacher sets a parameter with, at its default: a quality chosen by its words, any
 // other typed within its range (a whole number in steps of one).
 export function paramInput(scene, p) {
