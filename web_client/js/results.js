@@ -189,9 +189,15 @@ async function start() {
   catalogue = await api('GET', '/api/scenes');
   choices();
   setupX();
-  $('filters').addEventListener('submit', (e) => { e.preventDefault(); load().catch(pageFailed); });
   $('plot-scene').addEventListener('change', () => { chosen = true; setupX(); drawPlot().catch(pageFailed); });
   $('plot-x').addEventListener('change', () => drawPlot().catch(pageFailed));
   await load();
 }
-start().catch(pageFailed);
+const started = start();
+started.catch(pageFailed);
+// the filters' form is there before the catalogue: a search sent early waits for it, and never
+// reloads the page as a form with no listener would
+$('filters').addEventListener('submit', (e) => {
+  e.preventDefault();
+  started.then(load).catch(pageFailed);
+});

@@ -137,6 +137,9 @@ function badNumber() {
 
 async function submit(ev) {
   ev.preventDefault();
+  // a teacher quicker than the network waits for the scenes and limits rather than sending a
+  // form that has neither (or, before this listener, reloading the page and losing its token)
+  if (!(await ready.catch(() => false))) return;
   clearError();
   const scenes = chosen();
   if (scenes.length === 0) { showError(t('teach.no_scene')); markInvalid('scenes'); return; }
@@ -180,7 +183,7 @@ async function submit(ev) {
   $('dashboard').focus();
 }
 
-async function main() {
+async function load() {
   tokenFromLink();
   showMine();
   catalogue = await api('GET', '/api/scenes');
@@ -201,7 +204,9 @@ async function main() {
   $('groups').max = config.class_groups_max;
   $('budget').max = config.max_grains;
   $('ends').value = localInput(new Date(Date.now() + 2 * 3600 * 1000));
-  $('create').addEventListener('submit', submit);
+  return true;
 }
 
-main().catch(() => {}); // shown by api()
+const ready = load();
+ready.catch(() => {}); // shown by api()
+$('create').addEventListener('submit', submit);
