@@ -581,7 +581,19 @@ def wait_gone(pids, what):
 
 def frame_rates(tag, seconds):
     """Every reading viewer of every live session must be open and get >= MIN_FPS frames/s over
-    the next `seconds`; returns ws_load's measurement."""
+    the next `seconds`; returns ws_load's measurement. A session the last switches left waiting
+    for another's settle of the same grains steps (and streams) nothing until that one is kept:
+    the measure starts once none waits."""
+    t0 = time.monotonic()
+    waiting = None
+    while time.monotonic() - t0 < 30 * MULT:
+        states = session_states() or {}
+        waiting = sorted(sid for sid, s in states.items() if s.get("settle_wait"))
+        if not waiting:
+            break
+        time.sleep(0.2)
+    log("%s: %.1f s until no session waited for another's settle (still waiting: %s)" %
+        (tag, time.monotonic() - t0, waiting))
     ws("measure %g %s" % (seconds, tag))
     m = load_reply("measure", tag)
     states = session_states() or {}
