@@ -143,12 +143,17 @@ try {
   // a figure with none yet says when it is taken (a small silo with a wide hole never has one)
   const meanNote = () => page.$$eval('#meas .meas-note[data-key="mean_flow"]', (e) => e.map((n) => n.textContent).join(''));
   const noteBefore = await meanNote();
-  await page.click('#open-hole', { timeout: 60000, noWaitAfter: true });
+  // a student's double tap: one opening, no refusal of a second shown
+  let opens = 0;
+  page.on('request', (r) => { if (r.method() === 'POST' && r.url().endsWith('/actions')) opens++; });
+  await page.dblclick('#open-hole', { timeout: 60000, noWaitAfter: true });
   const flow = await until('flow > 100 kg/s in the plot', async () => {
     const v = Number(await page.evaluate(() => document.body.dataset.plotLast || 0));
     return v > 100 ? v : null;
   }, 60000);
   ok('opening the hole makes the flow plot rise', flow > 100, `${flow.toFixed(0)} kg/s`);
+  const refusal = await page.evaluate(() => { const b = document.getElementById('error'); return b.style.display === 'block' ? b.textContent : ''; });
+  ok('a double tap on Open hole sends one action and shows no refusal', opens === 1 && refusal === '', `${opens} sent; "${refusal}"`);
   const meanShown = await until('a mean flow on the page', async () => {
     const v = await page.evaluate(() => document.querySelector('#meas span[data-key="mean_flow"]')?.nextElementSibling.textContent);
     return v && v !== '—' ? v : null;

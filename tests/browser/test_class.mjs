@@ -73,8 +73,13 @@ try {
     // spaces around a group's name are not part of it
     await page.fill('#group', i === 0 ? '  team 1 ' : `team ${i + 1}`);
     await page.selectOption('#scene', 'silo');
-    await page.click('#join button');
+    // team 1 taps twice: one join, its page the controller's (a second join gets a watcher's link)
+    let joins = 0;
+    page.on('request', (r) => { if (r.method() === 'POST' && new URL(r.url()).pathname === '/api/join') joins++; });
+    if (i === 0) await page.dblclick('#join button');
+    else await page.click('#join button');
     await page.waitForURL(/\/s\/[0-9a-f]{16}#/);
+    if (i === 0) ok('a double tap on Join joins once', joins === 1, `${joins} POST /api/join`);
     const url = new URL(page.url());
     const f = new URLSearchParams(url.hash.slice(1));
     const sid = url.pathname.slice(3);
@@ -168,9 +173,12 @@ try {
   await teacher.selectOption('#push-scene', 'silo');
   await teacher.selectOption('#push-param', 'mu');
   await teacher.fill('#push-value', '0.7');
-  await teacher.click('#push button');
+  let pushes = 0;
+  teacher.on('request', (r) => { if (r.method() === 'POST' && new URL(r.url()).pathname.endsWith('/push')) pushes++; });
+  await teacher.dblclick('#push button');
   await until('the push report', async () => (await teacher.getAttribute('#report', 'data-applied')) === '3');
   ok('mu pushed: applied by all three groups', true, await teacher.textContent('#report'));
+  ok('a double click pushes once', pushes === 1, `${pushes} POST .../push`);
   const mus = await Promise.all(students.map(async (s) => (await call('GET', `/api/sessions/${s.sid}`)).json.params.mu));
   ok('every group\'s session has mu 0.7', mus.every((m) => m === 0.7), mus.join(', '));
 

@@ -94,14 +94,17 @@ try {
   // a slow origin: the teacher presses Start before the form has its scenes and limits (a form
   // with no listener yet reloaded the page, its token gone, and no class was made)
   await teach.route('**/api/config', async (r) => { await sleep(1500); await r.continue(); });
+  let creations = 0;
+  teach.on('request', (r) => { if (r.method() === 'POST' && new URL(r.url()).pathname === '/api/classes') creations++; });
   await teach.goto(teachLink);
   await teach.fill('#name', 'Physics 3B');
   const early = await teach.evaluate(() => document.getElementById('budget').max === '');
-  await teach.click('#start');
+  await teach.dblclick('#start');
   await teach.waitForSelector('#made:not([hidden])', { timeout: 30000 * slow });
   const klass = { code: await teach.textContent('#code'), id: await teach.evaluate(() => document.body.dataset.classId) };
   ok('the teacher link makes a class on a node, no token typed, Start pressed before the form had loaded',
      /^n[0-9]-/.test(klass.code) && early, `${klass.code}, pressed early: ${early}`);
+  ok('a double click on Start asks for one class', creations === 1, `${creations} POST /api/classes`);
   const student = await context.newPage();
   watch(student, 'student');
   await student.goto(`${url}/join`);

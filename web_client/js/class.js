@@ -178,16 +178,24 @@ function selected() {
   return [...tiles.entries()].filter(([, t]) => t.div.querySelector('.pick').checked).map(([name]) => name);
 }
 
+// One push per press: a double click pushed twice (a second Reset to every group, or the hole
+// opened, then a report of every group refusing to open it again).
+let pushing = false;
 async function push(body) {
+  if (pushing) return;
   if ($('push-to').value === 'selected') {
     body.groups = selected();
     if (body.groups.length === 0) { showError(t('class.none_selected')); return; }
   }
+  const button = $('push').querySelector('button');
   let report;
+  pushing = button.disabled = true;
   try {
     report = await api('POST', `/api/classes/${id}/push`, body, teacher);
   } catch (e) {
     return;
+  } finally {
+    pushing = button.disabled = false;
   }
   const scene = catalogue.scenes.find((c) => c.name === $('push-scene').value);
   const what = body.params

@@ -62,8 +62,26 @@ function experiment(reply) {
 }
 
 $('code').addEventListener('input', () => lookUp());
+// One join per press: a double tap joined twice, and the group's second join (a watcher's link,
+// where the class gives its later students that) could be the page the student landed on.
+let joining = false;
+const button = $('join').querySelector('button');
 $('join').addEventListener('submit', async (e) => {
   e.preventDefault();
+  if (joining) return;
+  joining = button.disabled = true;
+  let leaving = false;
+  try {
+    leaving = await join();
+  } finally {
+    // on its way to the experiment, the form stays shut
+    if (!leaving) joining = button.disabled = false;
+  }
+});
+// back from the experiment, the page may be the one kept as it was left: open again
+window.addEventListener('pageshow', (e) => { if (e.persisted) joining = button.disabled = false; });
+
+async function join() {
   refuse('');
   const body = { code: normalCode($('code').value), group: $('group').value.trim() };
   if (!body.code) { refuse(t('join.need_code')); $('code').focus(); return; }
@@ -84,5 +102,7 @@ $('join').addEventListener('submit', async (e) => {
     return;
   }
   location.assign(experiment(json));
-});
+  return true;
+}
+
 lookUp();

@@ -294,7 +294,18 @@ function actionButtons(actionInfo) {
     box.appendChild(b);
     return b;
   };
-  const act = (body) => api('POST', `/api/sessions/${id}/actions`, body, controlToken).catch(() => {});
+  // one action per press of a button: a double tap on Open hole opened it, then showed the
+  // second's refusal ("the hole is open already") as if the first had failed. A slider is not
+  // held back: each value it is let go at is sent, or the world would not be at the one shown.
+  const act = async (body, button = null) => {
+    if (button?.dataset.busy) return;
+    if (button) button.dataset.busy = '1';
+    try {
+      await api('POST', `/api/sessions/${id}/actions`, body, controlToken);
+    } catch { /* shown by api() */ } finally {
+      if (button) delete button.dataset.busy;
+    }
+  };
   for (const name of scene.actions) {
     const a = actionInfo[name];
     if (!a || name === 'reset') continue; // reset sits with pause and resume
@@ -303,12 +314,12 @@ function actionButtons(actionInfo) {
       const b = add(t(`action.${name}.drag`), (e) => toggleDrag(name, e.target));
       b.setAttribute('aria-pressed', 'false');
     } else if (required.length === 0) {
-      const b = add(t(`action.${name}`), () => act({ type: name }));
+      const b = add(t(`action.${name}`), (e) => act({ type: name }, e.currentTarget));
       b.id = name.replace(/_/g, '-');
     } else if (required.length === 1 && required[0].type === 'boolean') {
       const g = required[0];
-      add(t(`action.${name}.on`), () => act({ type: name, [g.name]: true }));
-      add(t(`action.${name}.off`), () => act({ type: name, [g.name]: false }));
+      add(t(`action.${name}.on`), (e) => act({ type: name, [g.name]: true }, e.currentTarget));
+      add(t(`action.${name}.off`), (e) => act({ type: name, [g.name]: false }, e.currentTarget));
     } else if (required.length === 1) {
       // one number: a slider over its range, sent when let go
       const g = required[0];

@@ -135,11 +135,24 @@ function badNumber() {
   return null;
 }
 
+// One class per press, however the teacher presses: a double click, or presses while the page
+// still loads, make one. A press before the scenes and limits have come waits for them (before
+// this listener, the form went natively, reloading the page without its token).
+let sending = false;
 async function submit(ev) {
   ev.preventDefault();
-  // a teacher quicker than the network waits for the scenes and limits rather than sending a
-  // form that has neither (or, before this listener, reloading the page and losing its token)
-  if (!(await ready.catch(() => false))) return;
+  if (sending) return;
+  sending = true;
+  $('start').disabled = true;
+  try {
+    if (await ready.catch(() => false)) await send();
+  } finally {
+    sending = false;
+    $('start').disabled = false;
+  }
+}
+
+async function send() {
   clearError();
   const scenes = chosen();
   if (scenes.length === 0) { showError(t('teach.no_scene')); markInvalid('scenes'); return; }
