@@ -154,6 +154,13 @@ try {
   ok('opening the hole makes the flow plot rise', flow > 100, `${flow.toFixed(0)} kg/s`);
   const refusal = await page.evaluate(() => { const b = document.getElementById('error'); return b.style.display === 'block' ? b.textContent : ''; });
   ok('a double tap on Open hole sends one action and shows no refusal', opens === 1 && refusal === '', `${opens} sent; "${refusal}"`);
+  // pressed again once it is open: the refusal says why, not that a value was refused
+  await page.click('#open-hole', { noWaitAfter: true });
+  const again = await until('the refusal of a second opening', async () => page.evaluate(() => {
+    const b = document.getElementById('error');
+    return b.style.display === 'block' ? b.textContent : null;
+  }), 10000).catch(() => '');
+  ok('Open hole pressed when open says the hole is open already', again === 'The hole is open already.', again);
   const meanShown = await until('a mean flow on the page', async () => {
     const v = await page.evaluate(() => document.querySelector('#meas span[data-key="mean_flow"]')?.nextElementSibling.textContent);
     return v && v !== '—' ? v : null;
